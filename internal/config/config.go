@@ -1,0 +1,257 @@
+// Package config reads Meridian's YAML configuration file into the desired
+// state of internal/model, with errors that name the file, line, field and
+// the allowed values. It also watches the file for hot reloads.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// File is the whole configuration file: process settings plus desired state.
+type File struct {
+	Server        Server `yaml:"server"`
+	model.Desired `yaml:",inline"`
+}
+
+// Server holds the process settings of `meridian serve`.
+type Server struct {
+	DNS  DNS  `yaml:"dns"`
+	HTTP HTTP `yaml:"http"`
+	Log  Log  `yaml:"log"`
+}
+
+// DNS configures the embedded DNS server.
+type DNS struct {
+	Listen            []string      `yaml:"listen"`              // UDP+TCP addresses (default [127.0.0.1:5353])
+	UDPSockets        int           `yaml:"udp_sockets"`         // SO_REUSEPORT sockets per address (default: number of CPUs)
+	MaxTCPConnections int           `yaml:"max_tcp_connections"` // concurrent TCP connections per address (default 1024)
+	TCPIdleTimeout    time.Duration `yaml:"tcp_idle_timeout"`    // close idle TCP connections after (default 10s)
+	UDPPayloadSize    int           `yaml:"udp_payload_size"`    // our EDNS0 UDP payload size (default 1232)
+}
+
+// HTTP configures the metrics, health and status listener.
+type HTTP struct {
+	Listen string `yaml:"listen"` // address of /metrics, /healthz, /readyz and the status page (default 127.0.0.1:8080; "off" disables)
+}
+
+// Log configures logging.
+type Log struct {
+	Format string `yaml:"format"` // text (default) or json
+	Level  string `yaml:"level"`  // debug, info (default), warn or error
+}
+
+// Defaults of the server section.
+const (
+	DefaultDNSListen         = "127.0.0.1:5353"
+	DefaultHTTPListen        = "127.0.0.1:8080"
+	DefaultMaxTCPConnections = 1024
+	DefaultTCPIdleTimeout    = 10 * time.Second
+	DefaultUDPPayloadSize    = 1232
+)
+
+// Error is one problem in a configuration file.
+type Error struct {
+	File string
+	Line int    // 1-based; 0 when unknown
+	Col  int    // 1-based; 0 when unknown
+	Path string // field path, e.g. services[2].endpoints[0].weight
+	Msg  string
+}
+
+func (e Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Col > 0 {
+			fmt.Fprintf(&b, ":%d", e.Col)
+		}
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// LoadError lists every problem found in a file.
+type LoadError struct {
+	Errors []Error
+}
+
+func (e *LoadError) Error() string {
+	parts := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		parts[i] = fe.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Load reads and validates the configuration file at path.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a configuration; name is used in error messages.
+// On success the returned File has every default filled in and canonical names.
+func Parse(name string, data []byte) (*File, error) {
+	var f File
+	if err := yaml.UnmarshalWithOptions(data, &f, yaml.DisallowUnknownField()); err != nil {
+		return nil, &LoadError{Errors: []Error{decodeError(name, data, err)}}
+	}
+	var errs []Error
+	var verr *model.ValidationError
+	normalized, err := model.Normalize(&f.Desired)
+	switch {
+	case errors.As(err, &verr):
+		errs = append(errs, locate(name, data, verr.Fields)...)
+	case err != nil:
+		errs = append(errs, Error{File: name, Msg: err.Error()})
+	}
+	errs = append(errs, locate(name, data, f.Server.validate())...)
+	if len(errs) > 0 {
+		return nil, &LoadError{Errors: errs}
+	}
+	f.Desired = *normalized
+	f.Server.applyDefaults()
+	return &f, nil
+}
+
+func decodeError(name string, data []byte, err error) Error {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		e := Error{File: name, Msg: ye.GetMessage()}
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			e.Line, e.Col = tk.Position.Line, tk.Position.Column
+		}
+		var uf *yaml.UnknownFieldError
+		if errors.As(err, &uf) {
+			e.Path, e.Msg = unknownFieldHint(data, e.Line, e.Col, e.Msg)
+		}
+		return e
+	}
+	return Error{File: name, Msg: err.Error()}
+}
+
+// locate turns validation paths into file positions. A path that does not
+// exist in the file (a missing required field) points at its nearest parent.
+func locate(name string, data []byte, fields []model.FieldError) []Error {
+	if len(fields) == 0 {
+		return nil
+	}
+	file, perr := parser.ParseBytes(data, 0)
+	out := make([]Error, 0, len(fields))
+	for _, f := range fields {
+		e := Error{File: name, Path: f.Path, Msg: f.Msg}
+		if perr == nil {
+			e.Line, e.Col = position(file, f.Path)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func position(file *ast.File, path string) (int, int) {
+	for p := path; p != ""; p = parentPath(p) {
+		yp, err := yaml.PathString("$." + p)
+		if err != nil {
+			continue
+		}
+		node, err := yp.FilterFile(file)
+		if err != nil || node == nil {
+			continue
+		}
+		if tk := node.GetToken(); tk != nil && tk.Position != nil {
+			return tk.Position.Line, tk.Position.Column
+		}
+	}
+	return 0, 0
+}
+
+// parentPath drops the last element of a field path: a.b[2].c -> a.b[2] -> a.b -> a.
+func parentPath(p string) string {
+	i := strings.LastIndexAny(p, ".[")
+	if i <= 0 {
+		return ""
+	}
+	return p[:i]
+}
+
+func (s *Server) validate() []model.FieldError {
+	var errs []model.FieldError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, model.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	for i, l := range s.DNS.Listen {
+		if _, err := netip.ParseAddrPort(l); err != nil {
+			add("server.dns.listen["+strconv.Itoa(i)+"]", "%q is not an IP:port address (e.g. 127.0.0.1:5353 or [::]:53)", l)
+		}
+	}
+	if s.DNS.UDPSockets < 0 || s.DNS.UDPSockets > 256 {
+		add("server.dns.udp_sockets", "%d is out of range (allowed 1..256; 0 = number of CPUs)", s.DNS.UDPSockets)
+	}
+	if s.DNS.MaxTCPConnections < 0 {
+		add("server.dns.max_tcp_connections", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPConnections, DefaultMaxTCPConnections)
+	}
+	if s.DNS.TCPIdleTimeout < 0 {
+		add("server.dns.tcp_idle_timeout", "%s is negative (e.g. 10s)", s.DNS.TCPIdleTimeout)
+	}
+	if p := s.DNS.UDPPayloadSize; p != 0 && (p < 512 || p > 4096) {
+		add("server.dns.udp_payload_size", "%d is out of range (allowed 512..4096; 0 = default %d)", p, DefaultUDPPayloadSize)
+	}
+	if l := s.HTTP.Listen; l != "" && l != "off" {
+		if _, err := netip.ParseAddrPort(l); err != nil {
+			add("server.http.listen", "%q is not an IP:port address or \"off\" (e.g. 127.0.0.1:8080)", l)
+		}
+	}
+	if f := s.Log.Format; f != "" && f != "text" && f != "json" {
+		add("server.log.format", "%q is not allowed (allowed: text, json)", f)
+	}
+	switch s.Log.Level {
+	case "", "debug", "info", "warn", "error":
+	default:
+		add("server.log.level", "%q is not allowed (allowed: debug, info, warn, error)", s.Log.Level)
+	}
+	return errs
+}
+
+func (s *Server) applyDefaults() {
+	if len(s.DNS.Listen) == 0 {
+		s.DNS.Listen = []string{DefaultDNSListen}
+	}
+	if s.DNS.MaxTCPConnections == 0 {
+		s.DNS.MaxTCPConnections = DefaultMaxTCPConnections
+	}
+	if s.DNS.TCPIdleTimeout == 0 {
+		s.DNS.TCPIdleTimeout = DefaultTCPIdleTimeout
+	}
+	if s.DNS.UDPPayloadSize == 0 {
+		s.DNS.UDPPayloadSize = DefaultUDPPayloadSize
+	}
+	if s.HTTP.Listen == "" {
+		s.HTTP.Listen = DefaultHTTPListen
+	}
+	if s.Log.Format == "" {
+		s.Log.Format = "text"
+	}
+	if s.Log.Level == "" {
+		s.Log.Level = "info"
+	}
+}

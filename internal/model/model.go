@@ -1,0 +1,153 @@
+// Package model holds Meridian's desired state: zones, clusters and global
+// services with their endpoints and strategy parameters. It is pure data plus
+// validation and defaulting; it does no I/O and imports nothing of ours.
+//
+// The YAML tags are the configuration file's field names (see the config
+// reference in README.md); internal/config decodes files into these types.
+package model
+
+// Strategies a global service can use.
+const (
+	StrategyWeighted   = "weighted"
+	StrategyFailover   = "failover"
+	StrategyGeo        = "geo"
+	StrategyRoundRobin = "roundrobin"
+)
+
+// Strategies lists every allowed strategy, in documentation order.
+var Strategies = []string{StrategyWeighted, StrategyFailover, StrategyGeo, StrategyRoundRobin}
+
+// What a service answers when every endpoint is down.
+const (
+	WhenAllDownFailOpen = "fail-open"
+	WhenAllDownNoData   = "nodata"
+)
+
+// Administrative states of an endpoint or cluster set in the config.
+const (
+	StateUp   = "up"
+	StateDown = "down"
+)
+
+// Continents are the two-letter continent codes used by MaxMind databases.
+var Continents = []string{"AF", "AN", "AS", "EU", "NA", "OC", "SA"}
+
+// Limits and defaults shared by validation and defaulting.
+const (
+	MaxWeight          = 1000
+	DefaultWeight      = 100
+	DefaultTTL         = 30
+	DefaultMaxAnswers  = 1
+	MaxMaxAnswers      = 16
+	DefaultFailOpenTTL = 5
+	MaxTTL             = 604800 // one week
+	DefaultSOATTL      = 3600
+	DefaultNSTTL       = 3600
+	DefaultRefresh     = 3600
+	DefaultRetry       = 600
+	DefaultExpire      = 1209600
+	DefaultNegativeTTL = 30
+)
+
+// Desired is the whole desired state of one Meridian installation.
+type Desired struct {
+	Zones    []Zone    `yaml:"zones"`
+	Clusters []Cluster `yaml:"clusters"`
+	Services []Service `yaml:"services"`
+	Geo      Geo       `yaml:"geo"`
+}
+
+// Zone is an authoritative zone Meridian answers for.
+type Zone struct {
+	Apex        string       `yaml:"apex"`        // zone name, e.g. demo.meridian.test (required)
+	TTL         int          `yaml:"ttl"`         // default TTL of the zone's services (default 30)
+	NSTTL       int          `yaml:"ns_ttl"`      // TTL of the apex NS records and glue (default 3600)
+	SOA         SOA          `yaml:"soa"`         // start of authority fields
+	Nameservers []Nameserver `yaml:"nameservers"` // NS records at the apex (at least one)
+}
+
+// SOA holds the start-of-authority fields of a zone.
+type SOA struct {
+	MName   string `yaml:"mname"`   // primary server (default: the first nameserver)
+	RName   string `yaml:"rname"`   // mailbox of the person responsible (default hostmaster.<apex>)
+	Serial  uint32 `yaml:"serial"`  // zone serial (default 0 = automatic: Unix time of the load)
+	Refresh int    `yaml:"refresh"` // seconds (default 3600)
+	Retry   int    `yaml:"retry"`   // seconds (default 600)
+	Expire  int    `yaml:"expire"`  // seconds (default 1209600)
+	Minimum int    `yaml:"minimum"` // negative-caching TTL in seconds (default 30)
+	TTL     int    `yaml:"ttl"`     // TTL of the SOA record itself (default 3600)
+}
+
+// Nameserver is one NS name of a zone, with glue when it lies inside the zone.
+type Nameserver struct {
+	Name string   `yaml:"name"` // host name of the server (required)
+	IPv4 []string `yaml:"ipv4"` // glue A addresses (required for in-zone names unless ipv6 is set)
+	IPv6 []string `yaml:"ipv6"` // glue AAAA addresses
+}
+
+// Cluster is a site that hosts endpoints: a Kubernetes cluster, a region or a data centre.
+type Cluster struct {
+	Name      string `yaml:"name"`      // unique name (required)
+	Region    string `yaml:"region"`    // region name, matched against geo networks and rules (required)
+	Continent string `yaml:"continent"` // optional continent code: AF AN AS EU NA OC SA
+	Country   string `yaml:"country"`   // optional ISO 3166-1 alpha-2 country code, e.g. DE
+	State     string `yaml:"state"`     // up (default) or down: down takes every endpoint of the cluster down
+	Drain     bool   `yaml:"drain"`     // true takes the cluster out of answers (default false)
+}
+
+// Service is a global service: one DNS name answered from endpoints in several clusters.
+type Service struct {
+	Name        string          `yaml:"name"`          // fully qualified name inside a zone (required)
+	Strategy    string          `yaml:"strategy"`      // weighted (default), failover, geo or roundrobin
+	TTL         int             `yaml:"ttl"`           // answer TTL in seconds (default: the zone's ttl)
+	MaxAnswers  int             `yaml:"max_answers"`   // records per answer, 1..16 (default 1)
+	WhenAllDown string          `yaml:"when_all_down"` // fail-open (default) or nodata
+	FailOpenTTL int             `yaml:"fail_open_ttl"` // TTL of fail-open answers (default 5, at most ttl)
+	Endpoints   []Endpoint      `yaml:"endpoints"`     // at least one
+	Failover    *FailoverPolicy `yaml:"failover"`      // only with strategy failover
+	Geo         *GeoPolicy      `yaml:"geo"`           // only with strategy geo
+}
+
+// Endpoint is one answer candidate of a service.
+type Endpoint struct {
+	Address  string `yaml:"address"`  // IPv4 or IPv6 address (this or cname)
+	CNAME    string `yaml:"cname"`    // canonical name target (this or address)
+	Cluster  string `yaml:"cluster"`  // name of the cluster that hosts it (required)
+	Weight   *int   `yaml:"weight"`   // 0..1000 (default 100); 0 = only when every weighted endpoint is down
+	Priority *int   `yaml:"priority"` // failover group, lower first (failover without an order)
+	State    string `yaml:"state"`    // up (default) or down
+	Drain    bool   `yaml:"drain"`    // true takes the endpoint out of answers (default false)
+}
+
+// FailoverPolicy orders the clusters of a failover service.
+type FailoverPolicy struct {
+	Order []string `yaml:"order"` // cluster names, primary first
+}
+
+// GeoPolicy maps client locations to clusters.
+type GeoPolicy struct {
+	Rules   []GeoRule `yaml:"rules"`   // checked by country, then region, then continent
+	Default []string  `yaml:"default"` // clusters for clients no rule or tag matches (default: all)
+}
+
+// GeoRule sends clients from any of the listed places to the listed clusters.
+type GeoRule struct {
+	Countries  []string `yaml:"countries"`  // ISO 3166-1 alpha-2 codes
+	Regions    []string `yaml:"regions"`    // region names from geo.networks
+	Continents []string `yaml:"continents"` // continent codes
+	Clusters   []string `yaml:"clusters"`   // target clusters (required)
+}
+
+// Geo configures client location lookup.
+type Geo struct {
+	MMDB     string       `yaml:"mmdb"`     // optional MaxMind-format country or city database
+	Networks []GeoNetwork `yaml:"networks"` // custom CIDR map, checked before the database
+}
+
+// GeoNetwork places a client network.
+type GeoNetwork struct {
+	CIDR      string `yaml:"cidr"`      // e.g. 10.1.0.0/16 or 2001:db8::/32 (required)
+	Region    string `yaml:"region"`    // region name
+	Country   string `yaml:"country"`   // ISO 3166-1 alpha-2 code
+	Continent string `yaml:"continent"` // continent code
+}
