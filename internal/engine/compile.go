@@ -1,0 +1,460 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Options are the inputs of a compile besides the desired state.
+type Options struct {
+	Health     Health    // observed health (default NoHealth: everything up)
+	Locator    Locator   // client location for geo services (nil: every client gets the default)
+	Generation uint64    // set by Store
+	Now        time.Time // compile time (default time.Now())
+}
+
+// Compile builds a Snapshot from a normalized desired state (see
+// model.Normalize). It does not modify d.
+func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
+	if opts.Health == nil {
+		opts.Health = NoHealth{}
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	s := &Snapshot{
+		generation: opts.Generation,
+		built:      opts.Now,
+		desired:    d,
+		zones:      make(map[string]*zone, len(d.Zones)),
+		locator:    opts.Locator,
+	}
+	for i := range d.Zones {
+		z, err := compileZone(&d.Zones[i], opts.Now)
+		if err != nil {
+			return nil, err
+		}
+		s.zones[z.apex] = z
+	}
+	clusters := make(map[string]*model.Cluster, len(d.Clusters))
+	for i := range d.Clusters {
+		clusters[d.Clusters[i].Name] = &d.Clusters[i]
+	}
+	for i := range d.Services {
+		ms := &d.Services[i]
+		z := s.zoneFor(ms.Name)
+		if z == nil {
+			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
+		}
+		svc, err := compileService(ms, clusters, opts.Health)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", ms.Name, err)
+		}
+		s.services = append(s.services, svc)
+		n := z.ensure(ms.Name)
+		if n.svc != nil || len(n.a)+len(n.aaaa) > 0 {
+			return nil, fmt.Errorf("service %s: name is already in use", ms.Name)
+		}
+		n.svc = svc
+		n.hinfo = hinfo(ms.Name, uint32(ms.TTL))
+	}
+	for _, z := range s.zones {
+		z.addEmptyNonTerminals()
+	}
+	return s, nil
+}
+
+// zoneFor returns the most specific zone that contains the canonical name.
+func (s *Snapshot) zoneFor(name string) *zone {
+	for off, end := 0, false; !end; off, end = dns.NextLabel(name, off) {
+		if z, ok := s.zones[name[off:]]; ok {
+			return z
+		}
+	}
+	return nil
+}
+
+func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
+	z := &zone{apex: mz.Apex, names: map[string]*node{}}
+	serial := mz.SOA.Serial
+	if serial == 0 {
+		serial = uint32(now.Unix())
+	}
+	z.soa = &dns.SOA{
+		Hdr:     hdr(mz.Apex, dns.TypeSOA, uint32(mz.SOA.TTL)),
+		Ns:      mz.SOA.MName,
+		Mbox:    mz.SOA.RName,
+		Serial:  serial,
+		Refresh: uint32(mz.SOA.Refresh),
+		Retry:   uint32(mz.SOA.Retry),
+		Expire:  uint32(mz.SOA.Expire),
+		Minttl:  uint32(mz.SOA.Minimum),
+	}
+	neg := *z.soa
+	neg.Hdr.Ttl = min(z.soa.Hdr.Ttl, z.soa.Minttl)
+	z.negSOA = &neg
+	apex := z.ensure(mz.Apex)
+	apex.apex = true
+	apex.hinfo = hinfo(mz.Apex, uint32(mz.SOA.TTL))
+	ttl := uint32(mz.NSTTL)
+	for _, ns := range mz.Nameservers {
+		z.ns = append(z.ns, &dns.NS{Hdr: hdr(mz.Apex, dns.TypeNS, ttl), Ns: ns.Name})
+		if !dns.IsSubDomain(mz.Apex, ns.Name) {
+			continue
+		}
+		n := z.ensure(ns.Name)
+		if n.hinfo == nil {
+			n.hinfo = hinfo(ns.Name, ttl)
+		}
+		for _, a := range ns.IPv4 {
+			rr := &dns.A{Hdr: hdr(ns.Name, dns.TypeA, ttl), A: netip.MustParseAddr(a).AsSlice()}
+			n.a = append(n.a, rr)
+			z.glue = append(z.glue, rr)
+		}
+		for _, a := range ns.IPv6 {
+			rr := &dns.AAAA{Hdr: hdr(ns.Name, dns.TypeAAAA, ttl), AAAA: netip.MustParseAddr(a).AsSlice()}
+			n.aaaa = append(n.aaaa, rr)
+			z.glue = append(z.glue, rr)
+		}
+	}
+	return z, nil
+}
+
+func (z *zone) ensure(name string) *node {
+	n, ok := z.names[name]
+	if !ok {
+		n = &node{name: name}
+		z.names[name] = n
+	}
+	return n
+}
+
+// addEmptyNonTerminals adds every name between an owner name and the apex,
+// so that such names answer NODATA rather than NXDOMAIN (RFC 8020).
+func (z *zone) addEmptyNonTerminals() {
+	for name := range z.names {
+		for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
+			parent := name[off:]
+			if len(parent) <= len(z.apex) {
+				break
+			}
+			z.ensure(parent)
+		}
+	}
+}
+
+func hdr(name string, t uint16, ttl uint32) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+}
+
+func hinfo(name string, ttl uint32) dns.RR {
+	return &dns.HINFO{Hdr: hdr(name, dns.TypeHINFO, ttl), Cpu: "RFC8482", Os: ""}
+}
+
+// service is a compiled global service.
+type service struct {
+	name     string
+	strategy string
+	cname    bool
+	noData   bool // when_all_down: nodata
+	v4, v6   []*pool // one pool per geo bucket (index 0 for non-geo); nil entry = nothing to answer
+	cn       []*pool // CNAME services
+	geo      *geoIndex
+	status   []EndpointStatus
+}
+
+// EndpointStatus is the effective state of one endpoint in a snapshot.
+type EndpointStatus struct {
+	Target  string // address or CNAME target
+	Cluster string
+	Weight  int
+	State   State // observed health combined with the config's state
+	Drained bool
+}
+
+// cand is one endpoint as a compile sees it.
+type cand struct {
+	cluster   string
+	priority  int
+	weight    uint32
+	available bool // not down and not drained
+	drained   bool
+	rr        dns.RR
+	rrOpen    dns.RR // the same record with the fail-open TTL
+}
+
+func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Health) (*service, error) {
+	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData}
+	var v4, v6, cn []cand
+	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
+	for _, e := range ms.Endpoints {
+		c := clusters[e.Cluster]
+		target := e.Address
+		if e.CNAME != "" {
+			target = e.CNAME
+		}
+		state := h.Endpoint(ms.Name, target)
+		if e.State == model.StateDown || c.State == model.StateDown || h.Cluster(c.Name) == Down {
+			state = Down
+		}
+		drained := e.Drain || c.Drain
+		svc.status = append(svc.status, EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: drained})
+		x := cand{cluster: e.Cluster, weight: uint32(*e.Weight), available: state != Down && !drained, drained: drained}
+		if e.Priority != nil {
+			x.priority = *e.Priority
+		}
+		if ms.Strategy == model.StrategyRoundRobin {
+			x.weight = 1
+		}
+		switch {
+		case e.CNAME != "":
+			x.rr = &dns.CNAME{Hdr: hdr(ms.Name, dns.TypeCNAME, ttl), Target: e.CNAME}
+			x.rrOpen = &dns.CNAME{Hdr: hdr(ms.Name, dns.TypeCNAME, openTTL), Target: e.CNAME}
+			cn = append(cn, x)
+		default:
+			ip := netip.MustParseAddr(e.Address)
+			if ip.Is4() {
+				x.rr = &dns.A{Hdr: hdr(ms.Name, dns.TypeA, ttl), A: ip.AsSlice()}
+				x.rrOpen = &dns.A{Hdr: hdr(ms.Name, dns.TypeA, openTTL), A: ip.AsSlice()}
+				v4 = append(v4, x)
+			} else {
+				x.rr = &dns.AAAA{Hdr: hdr(ms.Name, dns.TypeAAAA, ttl), AAAA: ip.AsSlice()}
+				x.rrOpen = &dns.AAAA{Hdr: hdr(ms.Name, dns.TypeAAAA, openTTL), AAAA: ip.AsSlice()}
+				v6 = append(v6, x)
+			}
+		}
+	}
+	chains := [][]group{allGroup(ms)}
+	switch ms.Strategy {
+	case model.StrategyFailover:
+		chains = [][]group{failoverGroups(ms)}
+	case model.StrategyGeo:
+		svc.geo, chains = geoBuckets(ms, clusters)
+	}
+	maxAnswers := ms.MaxAnswers
+	if len(cn) > 0 {
+		maxAnswers = 1 // a name has at most one CNAME
+	}
+	build := func(cands []cand) []*pool {
+		if len(cands) == 0 {
+			return nil
+		}
+		pools := make([]*pool, len(chains))
+		for i, chain := range chains {
+			pools[i] = choose(cands, chain, maxAnswers, svc.noData)
+		}
+		return pools
+	}
+	svc.v4, svc.v6, svc.cn = build(v4), build(v6), build(cn)
+	svc.cname = len(cn) > 0
+	return svc, nil
+}
+
+// group is a set of endpoints answered together: those of the listed
+// clusters (nil = every cluster), or those of one failover priority.
+type group struct {
+	clusters   []string
+	byPriority bool
+	priority   int
+}
+
+func (g group) has(c cand) bool {
+	if g.byPriority {
+		return c.priority == g.priority
+	}
+	return g.clusters == nil || slices.Contains(g.clusters, c.cluster)
+}
+
+func allGroup(*model.Service) []group { return []group{{}} }
+
+// failoverGroups orders the endpoints of a failover service: by cluster
+// order, or by priority (lower first) when no order is given.
+func failoverGroups(ms *model.Service) []group {
+	if ms.Failover != nil && len(ms.Failover.Order) > 0 {
+		out := make([]group, len(ms.Failover.Order))
+		for i, c := range ms.Failover.Order {
+			out[i] = group{clusters: []string{c}}
+		}
+		return out
+	}
+	levels := map[int]bool{}
+	for _, e := range ms.Endpoints {
+		levels[*e.Priority] = true
+	}
+	prios := slices.Sorted(maps.Keys(levels))
+	out := make([]group, len(prios))
+	for i, p := range prios {
+		out[i] = group{byPriority: true, priority: p}
+	}
+	return out
+}
+
+// choose returns the pool a chain of groups answers with: the first group
+// that has an available endpoint. Inside a group, endpoints with weight > 0
+// are drawn by weight; weight-0 endpoints only when no weighted one is
+// available (then with equal shares). When no group has an available
+// endpoint the answer fails open (as if everything were healthy, with the
+// fail-open TTL) or, with noData, is empty (nil).
+func choose(cands []cand, chain []group, max int, noData bool) *pool {
+	for _, g := range chain {
+		if p := fromGroup(cands, g, max, func(c cand) bool { return c.available }, false); p != nil {
+			return p
+		}
+	}
+	if noData {
+		return nil
+	}
+	for _, usable := range []func(cand) bool{
+		func(c cand) bool { return !c.drained },
+		func(cand) bool { return true },
+	} {
+		for _, g := range chain {
+			if p := fromGroup(cands, g, max, usable, true); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+func fromGroup(cands []cand, g group, max int, usable func(cand) bool, failOpen bool) *pool {
+	for _, zeroWeight := range []bool{false, true} {
+		var rrs []dns.RR
+		var weights []uint32
+		for _, c := range cands {
+			if !g.has(c) || !usable(c) || (c.weight == 0) != zeroWeight {
+				continue
+			}
+			rr, w := c.rr, c.weight
+			if failOpen {
+				rr = c.rrOpen
+			}
+			if zeroWeight {
+				w = 1
+			}
+			rrs = append(rrs, rr)
+			weights = append(weights, w)
+		}
+		if len(rrs) > 0 {
+			return newPool(rrs, weights, max, failOpen)
+		}
+	}
+	return nil
+}
+
+// geoIndex maps a client location to a bucket (an index into the pools).
+type geoIndex struct {
+	country, region, continent          map[string]int // explicit rules
+	tagCountry, tagRegion, tagContinent map[string]int // clusters' own tags
+	def                                 int
+}
+
+func (g *geoIndex) bucket(loc geo.Location, found bool) int {
+	if !found {
+		return g.def
+	}
+	for _, m := range [...]struct {
+		idx map[string]int
+		key string
+	}{
+		{g.country, loc.Country}, {g.region, loc.Region}, {g.continent, loc.Continent},
+		{g.tagCountry, loc.Country}, {g.tagRegion, loc.Region}, {g.tagContinent, loc.Continent},
+	} {
+		if m.key == "" {
+			continue
+		}
+		if b, ok := m.idx[m.key]; ok {
+			return b
+		}
+	}
+	return g.def
+}
+
+// geoBuckets builds the geo index of a service and one chain of groups per
+// bucket: the matched clusters, then the default clusters, then every cluster.
+func geoBuckets(ms *model.Service, clusters map[string]*model.Cluster) (*geoIndex, [][]group) {
+	g := &geoIndex{
+		country: map[string]int{}, region: map[string]int{}, continent: map[string]int{},
+		tagCountry: map[string]int{}, tagRegion: map[string]int{}, tagContinent: map[string]int{},
+	}
+	var def []string
+	if ms.Geo != nil {
+		def = ms.Geo.Default
+	}
+	var chains [][]group
+	keys := map[string]int{}
+	bucketOf := func(set []string) int {
+		set = slices.Clone(set)
+		slices.Sort(set)
+		set = slices.Compact(set)
+		key := strings.Join(set, ",")
+		if b, ok := keys[key]; ok {
+			return b
+		}
+		chain := []group{{clusters: set}}
+		if def != nil && !slices.Equal(set, def) {
+			chain = append(chain, group{clusters: def})
+		}
+		chain = append(chain, group{})
+		chains = append(chains, chain)
+		keys[key] = len(chains) - 1
+		return len(chains) - 1
+	}
+	// The default bucket first: index 0.
+	if def != nil {
+		g.def = bucketOf(def)
+	} else {
+		chains = append(chains, []group{{}})
+		keys["*"] = 0
+		g.def = 0
+	}
+	setIfAbsent := func(m map[string]int, k string, b int) {
+		if _, ok := m[k]; !ok {
+			m[k] = b
+		}
+	}
+	if ms.Geo != nil {
+		for _, r := range ms.Geo.Rules {
+			b := bucketOf(r.Clusters)
+			for _, c := range r.Countries {
+				setIfAbsent(g.country, c, b)
+			}
+			for _, c := range r.Regions {
+				setIfAbsent(g.region, c, b)
+			}
+			for _, c := range r.Continents {
+				setIfAbsent(g.continent, c, b)
+			}
+		}
+	}
+	// Clusters the service has endpoints in, grouped by their tags.
+	byTag := [3]map[string][]string{{}, {}, {}}
+	seen := map[string]bool{}
+	for _, e := range ms.Endpoints {
+		if seen[e.Cluster] {
+			continue
+		}
+		seen[e.Cluster] = true
+		c := clusters[e.Cluster]
+		for i, tag := range [3]string{c.Country, c.Region, c.Continent} {
+			if tag != "" {
+				byTag[i][tag] = append(byTag[i][tag], c.Name)
+			}
+		}
+	}
+	for i, m := range [3]map[string]int{g.tagCountry, g.tagRegion, g.tagContinent} {
+		for tag, cs := range byTag[i] {
+			m[tag] = bucketOf(cs)
+		}
+	}
+	return g, chains
+}

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"net/netip"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/geo"
+)
+
+// Client is what the engine knows about who asks.
+type Client struct {
+	Addr   netip.Addr // address used for location: the ECS address if present, else the source address
+	Bits   int        // significant bits of Addr (ECS source prefix length, or full length)
+	HasECS bool       // Addr came from an EDNS Client Subnet option
+}
+
+// Result is the outcome of a lookup. It is reused across queries: Reset keeps
+// the slices' capacity, so a pooled Result makes lookups allocation-free.
+type Result struct {
+	Rcode    int
+	Zone     string // apex of the zone that answered; "" when the name is not ours
+	Service  string // service name when the query hit a global service
+	Strategy string // its strategy
+	FailOpen bool   // the answer ignored health because every endpoint was down
+	Scope    int    // ECS scope prefix length for the reply (0 for non-geo names)
+	Located  bool   // Location is valid
+	Location geo.Location
+	Answer   []dns.RR
+	Ns       []dns.RR
+	Extra    []dns.RR
+}
+
+// Reset clears r for reuse.
+func (r *Result) Reset() {
+	clear(r.Answer)
+	clear(r.Ns)
+	clear(r.Extra)
+	*r = Result{Answer: r.Answer[:0], Ns: r.Ns[:0], Extra: r.Extra[:0]}
+}
+
+const maxCNAMEChain = 8
+
+// maxNameLen bounds the presentation form of a name we look up; longer names
+// cannot be ours.
+const maxNameLen = 1024
+
+// Lookup answers qname/qtype (class IN) for client into r. qname is in
+// presentation form with a trailing dot, in any case. Lookup never blocks and
+// does not allocate when r's slices have room.
+func (s *Snapshot) Lookup(qname string, qtype uint16, client Client, r *Result) {
+	var buf [maxNameLen]byte
+	if len(qname) > len(buf) {
+		r.Rcode = dns.RcodeRefused
+		return
+	}
+	name := lower(buf[:len(qname)], qname)
+	z := s.zoneForBytes(name)
+	if z == nil {
+		r.Rcode = dns.RcodeRefused
+		return
+	}
+	r.Zone = z.apex
+	n := z.names[string(name)]
+	s.answer(z, n, qtype, client, r, 0)
+}
+
+// lower writes the ASCII lower case of s into dst (len(dst) == len(s)).
+func lower(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[i] = c
+	}
+	return dst
+}
+
+// zoneForBytes returns the most specific zone containing name (lower case),
+// walking label boundaries from the left. Escaped dots are not boundaries.
+func (s *Snapshot) zoneForBytes(name []byte) *zone {
+	off := 0
+	for {
+		if z, ok := s.zones[string(name[off:])]; ok {
+			return z
+		}
+		next := -1
+		for i := off; i < len(name); i++ {
+			if name[i] == '\\' {
+				i++
+				continue
+			}
+			if name[i] == '.' {
+				next = i + 1
+				break
+			}
+		}
+		if next < 0 || next >= len(name) {
+			return nil
+		}
+		off = next
+	}
+}
+
+func (s *Snapshot) answer(z *zone, n *node, qtype uint16, client Client, r *Result, depth int) {
+	if n == nil {
+		r.Rcode = dns.RcodeNameError
+		r.Ns = append(r.Ns, z.negSOA)
+		return
+	}
+	if qtype == dns.TypeANY {
+		if n.hasData() {
+			r.Answer = append(r.Answer, n.hinfo)
+		} else {
+			r.Ns = append(r.Ns, z.negSOA)
+		}
+		return
+	}
+	if svc := n.svc; svc != nil && svc.cname {
+		before := len(r.Answer)
+		r.Answer = s.draw(svc, svc.cn, client, r)
+		if len(r.Answer) == before {
+			r.Ns = append(r.Ns, z.negSOA) // every target down and when_all_down: nodata
+			return
+		}
+		if qtype != dns.TypeCNAME {
+			s.chase(r.Answer[len(r.Answer)-1].(*dns.CNAME).Target, qtype, client, r, depth+1)
+		}
+		return
+	}
+	before := len(r.Answer)
+	switch qtype {
+	case dns.TypeA:
+		if n.svc != nil {
+			r.Answer = s.draw(n.svc, n.svc.v4, client, r)
+		}
+		r.Answer = append(r.Answer, n.a...)
+	case dns.TypeAAAA:
+		if n.svc != nil {
+			r.Answer = s.draw(n.svc, n.svc.v6, client, r)
+		}
+		r.Answer = append(r.Answer, n.aaaa...)
+	case dns.TypeSOA:
+		if n.apex {
+			r.Answer = append(r.Answer, z.soa)
+		}
+	case dns.TypeNS:
+		if n.apex {
+			r.Answer = append(r.Answer, z.ns...)
+			r.Extra = append(r.Extra, z.glue...)
+		}
+	}
+	if n.svc != nil && depth == 0 {
+		r.Service, r.Strategy = n.svc.name, n.svc.strategy
+	}
+	if len(r.Answer) == before {
+		r.Ns = append(r.Ns, z.negSOA)
+	}
+}
+
+// chase follows a CNAME target that lies in one of our zones.
+func (s *Snapshot) chase(target string, qtype uint16, client Client, r *Result, depth int) {
+	if depth > maxCNAMEChain {
+		return
+	}
+	z := s.zoneFor(target)
+	if z == nil {
+		return
+	}
+	s.answer(z, z.names[target], qtype, client, r, depth)
+}
+
+// draw appends the answer of svc from the family's pools.
+func (s *Snapshot) draw(svc *service, pools []*pool, client Client, r *Result) []dns.RR {
+	if r.Service == "" {
+		r.Service, r.Strategy = svc.name, svc.strategy
+	}
+	if len(pools) == 0 {
+		return r.Answer
+	}
+	b := 0
+	if svc.geo != nil {
+		if !r.Located && client.Addr.IsValid() && s.locator != nil {
+			r.Location, r.Located = s.locator.Lookup(client.Addr)
+		}
+		b = svc.geo.bucket(r.Location, r.Located)
+		r.Scope = client.Bits
+		if r.Located && r.Location.Prefix.IsValid() {
+			r.Scope = r.Location.Prefix.Bits()
+		}
+	}
+	p := pools[b]
+	if p == nil {
+		return r.Answer
+	}
+	if p.failOpen {
+		r.FailOpen = true
+	}
+	return p.draw(r.Answer)
+}

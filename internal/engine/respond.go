@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"net"
+	"net/netip"
+
+	"github.com/miekg/dns"
+)
+
+// DefaultUDPPayloadSize is the EDNS0 UDP payload size we advertise (the DNS
+// flag day 2020 value).
+const DefaultUDPPayloadSize = 1232
+
+// Reply is a reusable response: the message plus the records Respond fills
+// in. Keep Replies in a sync.Pool; Respond resets them.
+type Reply struct {
+	Msg    dns.Msg
+	Result Result
+	// QName is the question name exactly as received. When Respond answers
+	// from our data it puts the canonical (lower-case) owner name in
+	// Msg.Question so that answer names compress against it; a transport
+	// restores the received spelling (see RestoreQuestionCase).
+	QName string
+
+	opt   dns.OPT
+	ecs   dns.EDNS0_SUBNET
+	opts  [1]dns.EDNS0
+	ecsIP [16]byte
+}
+
+// Outcome summarises a response for metrics and logs.
+type Outcome struct {
+	Rcode    int
+	Zone     string
+	Strategy string
+	FailOpen bool
+	HasECS   bool
+	// MaxSize is the largest UDP response the client accepts (512 without
+	// EDNS0, else its advertised size bounded by ours).
+	MaxSize int
+}
+
+// Respond answers req, received from src, into rep.Msg. It implements the
+// protocol rules of an authoritative server (opcode, class, EDNS0, ECS,
+// NXDOMAIN/NODATA, REFUSED outside our zones). udpSize is our advertised
+// payload size (0 = DefaultUDPPayloadSize).
+func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply) Outcome {
+	if udpSize == 0 {
+		udpSize = DefaultUDPPayloadSize
+	}
+	rep.reset()
+	m := &rep.Msg
+	m.Id = req.Id
+	m.Response = true
+	m.Opcode = req.Opcode
+	m.RecursionDesired = req.RecursionDesired
+	m.CheckingDisabled = req.CheckingDisabled
+	if len(req.Question) > 0 {
+		m.Question = append(m.Question, req.Question[0])
+		rep.QName = req.Question[0].Name
+	}
+	out := Outcome{MaxSize: dns.MinMsgSize}
+
+	opt := req.IsEdns0()
+	if opt != nil {
+		out.MaxSize = max(dns.MinMsgSize, min(int(opt.UDPSize()), udpSize))
+		rep.opt.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
+		rep.opt.SetUDPSize(uint16(udpSize))
+		rep.opt.SetDo(opt.Do())
+		rep.opt.Option = rep.opts[:0]
+		m.Extra = append(m.Extra, &rep.opt)
+	}
+	fail := func(rcode int) Outcome {
+		m.Rcode = rcode
+		out.Rcode = rcode
+		return out
+	}
+	switch {
+	case req.Opcode != dns.OpcodeQuery:
+		return fail(dns.RcodeNotImplemented)
+	case len(req.Question) != 1:
+		return fail(dns.RcodeFormatError)
+	case opt != nil && opt.Version() != 0:
+		return fail(dns.RcodeBadVers)
+	case countOPT(req) > 1:
+		return fail(dns.RcodeFormatError)
+	}
+	client := Client{Addr: src.Unmap(), Bits: src.Unmap().BitLen()}
+	if opt != nil {
+		for _, o := range opt.Option {
+			e, ok := o.(*dns.EDNS0_SUBNET)
+			if !ok {
+				continue // unknown options are ignored (RFC 6891 6.1.2)
+			}
+			if out.HasECS {
+				return fail(dns.RcodeFormatError) // more than one ECS option
+			}
+			c, ok := ecsClient(e)
+			if !ok {
+				return fail(dns.RcodeFormatError)
+			}
+			out.HasECS = true
+			if c.Bits > 0 {
+				client = c
+			}
+			rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
+			n := copy(rep.ecsIP[:], e.Address)
+			rep.ecs.Address = net.IP(rep.ecsIP[:n])
+		}
+	}
+	q := req.Question[0]
+	switch {
+	case q.Qclass != dns.ClassINET:
+		return fail(dns.RcodeRefused)
+	case q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR:
+		return fail(dns.RcodeRefused) // zone transfers are not offered
+	case q.Qtype == dns.TypeOPT:
+		return fail(dns.RcodeFormatError)
+	case q.Qtype == dns.TypeTKEY || q.Qtype == dns.TypeTSIG || q.Qtype == dns.TypeMAILA || q.Qtype == dns.TypeMAILB:
+		return fail(dns.RcodeNotImplemented)
+	}
+
+	r := &rep.Result
+	s.Lookup(q.Name, q.Qtype, client, r)
+	out.Rcode, out.Zone, out.Strategy, out.FailOpen = r.Rcode, r.Zone, r.Strategy, r.FailOpen
+	m.Rcode = r.Rcode
+	if r.Zone == "" {
+		return out
+	}
+	m.Authoritative = true
+	m.Compress = true
+	if len(r.Answer) > 0 && sameName(r.Answer[0].Header().Name, q.Name) {
+		m.Question[0].Name = r.Answer[0].Header().Name
+	}
+	m.Answer = append(m.Answer, r.Answer...)
+	m.Ns = append(m.Ns, r.Ns...)
+	m.Extra = append(m.Extra, r.Extra...)
+	if out.HasECS {
+		rep.ecs.SourceScope = uint8(r.Scope)
+		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
+	}
+	return out
+}
+
+// ecsClient validates an ECS option of a query (RFC 7871 section 7.1.2)
+// and returns the client it describes.
+func ecsClient(e *dns.EDNS0_SUBNET) (Client, bool) {
+	if e.SourceScope != 0 {
+		return Client{}, false
+	}
+	var addr netip.Addr
+	switch e.Family {
+	case 0:
+		return Client{}, e.SourceNetmask == 0
+	case 1:
+		ip4 := e.Address.To4()
+		if ip4 == nil || e.SourceNetmask > 32 {
+			return Client{}, false
+		}
+		addr = netip.AddrFrom4([4]byte(ip4))
+	case 2:
+		if len(e.Address) != 16 || e.SourceNetmask > 128 {
+			return Client{}, false
+		}
+		addr = netip.AddrFrom16([16]byte(e.Address))
+	default:
+		return Client{}, false
+	}
+	bits := int(e.SourceNetmask)
+	pfx, err := addr.Prefix(bits)
+	if err != nil || pfx.Addr() != addr {
+		return Client{}, false // address bits beyond the source prefix must be zero
+	}
+	return Client{Addr: addr, Bits: bits, HasECS: true}, true
+}
+
+func countOPT(m *dns.Msg) int {
+	n := 0
+	for _, rr := range m.Extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			n++
+		}
+	}
+	return n
+}
+
+// sameName reports whether two presentation names are equal ignoring ASCII case.
+func sameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func (rep *Reply) reset() {
+	rep.Result.Reset()
+	m := &rep.Msg
+	clear(m.Answer)
+	clear(m.Ns)
+	clear(m.Extra)
+	*m = dns.Msg{Question: m.Question[:0], Answer: m.Answer[:0], Ns: m.Ns[:0], Extra: m.Extra[:0]}
+	rep.QName = ""
+	rep.opt = dns.OPT{}
+	rep.ecs = dns.EDNS0_SUBNET{}
+}

@@ -1,0 +1,81 @@
+// Package engine compiles the desired state and the decided health into an
+// immutable, query-optimised Snapshot and answers DNS questions from it.
+//
+// A Snapshot is built once per change (config reload, health change) and
+// published through an atomic pointer (see Store). The query path reads it
+// without locks; for a weighted A answer it allocates nothing, because every
+// record is built at compile time and a draw only picks pointers.
+//
+// The embedded server (internal/dnsserver) and the CoreDNS plugin both answer
+// through (*Snapshot).Respond: there is exactly one implementation of
+// answering.
+package engine
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Locator finds where a client is. *geo.Locator implements it.
+type Locator interface {
+	Lookup(addr netip.Addr) (geo.Location, bool)
+}
+
+// Snapshot is one compiled, immutable view of the desired state and health.
+// All methods are safe for concurrent use.
+type Snapshot struct {
+	generation uint64
+	built      time.Time
+	desired    *model.Desired
+	zones      map[string]*zone // by canonical apex
+	locator    Locator
+	services   []*service // in config order, for status views
+}
+
+type zone struct {
+	apex   string
+	soa    *dns.SOA // as served for SOA queries
+	negSOA *dns.SOA // TTL = min(SOA TTL, minimum), for negative answers
+	ns     []dns.RR
+	glue   []dns.RR // A/AAAA of in-zone nameservers, for the additional section
+	names  map[string]*node
+}
+
+// node is an owner name that exists in a zone.
+type node struct {
+	name  string
+	apex  bool
+	svc   *service
+	a     []dns.RR // static A (nameserver hosts)
+	aaaa  []dns.RR // static AAAA (nameserver hosts)
+	hinfo dns.RR   // RFC 8482 answer to ANY
+}
+
+func (n *node) hasData() bool {
+	return n.apex || n.svc != nil || len(n.a)+len(n.aaaa) > 0
+}
+
+// Generation counts snapshots published by one process; it increases by one
+// with every compile of a Store.
+func (s *Snapshot) Generation() uint64 { return s.generation }
+
+// Built is when the snapshot was compiled.
+func (s *Snapshot) Built() time.Time { return s.built }
+
+// Desired is the desired state the snapshot was compiled from. Callers must
+// not modify it.
+func (s *Snapshot) Desired() *model.Desired { return s.desired }
+
+// Zones returns the canonical apexes of the snapshot's zones.
+func (s *Snapshot) Zones() []string {
+	out := make([]string, 0, len(s.zones))
+	for apex := range s.zones {
+		out = append(out, apex)
+	}
+	return out
+}
