@@ -165,7 +165,7 @@ type service struct {
 	name     string
 	strategy string
 	cname    bool
-	noData   bool // when_all_down: nodata
+	noData   bool    // when_all_down: nodata
 	v4, v6   []*pool // one pool per geo bucket (index 0 for non-geo); nil entry = nothing to answer
 	cn       []*pool // CNAME services
 	geo      *geoIndex

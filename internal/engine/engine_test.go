@@ -179,9 +179,9 @@ func TestWeightedSharesFollowWeights(t *testing.T) {
 	s := compile(t, nil)
 	const n = 100_000
 	tests := []struct {
-		name string
+		name  string
 		qname string
-		want map[string]float64 // percent
+		want  map[string]float64 // percent
 	}{
 		{"a 70/30 split with a weight-0 standby gives 70/30", "w.example.test.", map[string]float64{"192.0.2.1": 70, "192.0.2.2": 30}},
 		{"a 50/30/20 split gives 50/30/20 for the first record", "three.example.test.", map[string]float64{"192.0.2.11": 50, "192.0.2.12": 30, "192.0.2.13": 20}},

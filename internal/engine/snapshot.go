@@ -79,3 +79,19 @@ func (s *Snapshot) Zones() []string {
 	}
 	return out
 }
+
+// ServiceStatus is the effective state of one service in a snapshot.
+type ServiceStatus struct {
+	Name      string
+	Strategy  string
+	Endpoints []EndpointStatus
+}
+
+// Services returns the state of every service, in config order.
+func (s *Snapshot) Services() []ServiceStatus {
+	out := make([]ServiceStatus, len(s.services))
+	for i, svc := range s.services {
+		out[i] = ServiceStatus{Name: svc.name, Strategy: svc.strategy, Endpoints: svc.status}
+	}
+	return out
+}

@@ -1,0 +1,44 @@
+# Meridian — see `make help`.
+GO       ?= go
+BIN      := bin/meridian
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
+FUZZTIME ?= 60s
+E2E_DEPS := dig=dnsutils kdig=knot-dnsutils
+
+.PHONY: help run build test unit e2e bench fuzz lint coredns clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build bin/meridian
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
+
+run: build ## serve the demo config: DNS on 127.0.0.1:5353, HTTP on 127.0.0.1:8080
+	./$(BIN) serve --config deploy/examples/demo.yaml
+
+test: lint unit e2e ## vet + unit tests with -race + end-to-end tests with dig/kdig
+
+lint: ## gofmt, go vet, go mod tidy check
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+unit: ## unit tests with the race detector
+	$(GO) test -race -count=1 ./...
+
+e2e: build ## end-to-end tests: the real binary queried with dig and kdig
+	@scripts/deps.sh $(E2E_DEPS)
+	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags e2e -timeout 15m ./e2e/...
+
+bench: build ## dnsperf against Meridian, Knot and PowerDNS in one run; Go benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/ ./internal/geo/
+	bench/run.sh
+
+fuzz: ## fuzz the request path and the config loader for FUZZTIME each
+	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./internal/dnsserver/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/
+
+clean: ## remove build output
+	rm -rf bin

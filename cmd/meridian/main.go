@@ -1,0 +1,128 @@
+// Command meridian is the Meridian global traffic manager: an authoritative
+// GSLB DNS server with weighted, failover and geo answers.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gslb/meridian/internal/app"
+	"github.com/meridian-gslb/meridian/internal/geo"
+)
+
+func main() {
+	if err := newRoot().ExecuteContext(context.Background()); err != nil {
+		var ce *checkError
+		if !errors.As(err, &ce) {
+			fmt.Fprintln(os.Stderr, "meridian:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "meridian",
+		Short:         "Global traffic manager and failover controller (GSLB DNS)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo())
+	return root
+}
+
+func newServe() *cobra.Command {
+	var o app.Options
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve DNS and the HTTP endpoints from a config file (default: the embedded demo)",
+		Long: `Serve answers DNS for the configured zones and serves /metrics, /healthz,
+/readyz and a status page over HTTP. SIGHUP or a change of the config file
+reloads it; an invalid file is logged and the previous config keeps serving.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return app.Run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.ConfigPath, "config", "c", "", "config file (YAML); empty serves the embedded demo config")
+	f.StringSliceVar(&o.DNSListen, "dns-listen", nil, "DNS listen address(es), overrides server.dns.listen (e.g. 127.0.0.1:5353)")
+	f.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listen address or \"off\", overrides server.http.listen")
+	f.StringVar(&o.LogFormat, "log-format", "", "text or json, overrides server.log.format")
+	f.StringVar(&o.LogLevel, "log-level", "", "debug, info, warn or error, overrides server.log.level")
+	return cmd
+}
+
+// checkError marks an error check-config has already printed.
+type checkError struct{ error }
+
+func newCheckConfig() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check-config FILE",
+		Short: "Validate a config file exactly as serve would load it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := app.Load(args[0], nil)
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				return &checkError{err}
+			}
+			defer l.Locator.Close()
+			f := l.File
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d zones, %d clusters, %d services)\n", args[0], len(f.Zones), len(f.Clusters), len(f.Services))
+			return nil
+		},
+	}
+}
+
+func newVersion() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "meridian %s (%s %s/%s)\n", app.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		},
+	}
+}
+
+func newGeo() *cobra.Command {
+	g := &cobra.Command{Use: "geo", Short: "Geo database tools"}
+	build := &cobra.Command{
+		Use:   "build CSV MMDB",
+		Short: "Build a MaxMind-format .mmdb from a CSV of cidr,country,continent[,region]",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			tmp := args[1] + ".tmp"
+			out, err := os.Create(tmp)
+			if err != nil {
+				return err
+			}
+			n, err := geo.BuildMMDB(in, out)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(tmp)
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if err := os.Rename(tmp, args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d networks)\n", args[1], n)
+			return nil
+		},
+	}
+	g.AddCommand(build)
+	return g
+}

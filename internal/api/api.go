@@ -1,0 +1,103 @@
+// Package api serves Meridian's HTTP surface: Prometheus metrics, liveness
+// and readiness, and a read-only status page of the current snapshot.
+package api
+
+import (
+	"embed"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+// Source gives the current snapshot (*engine.Store implements it).
+type Source interface {
+	Load() *engine.Snapshot
+}
+
+// Status is extra process state shown on the status page.
+type Status struct {
+	ConfigPath    string
+	LastReload    time.Time
+	LastReloadErr string
+}
+
+// Handler returns the HTTP handler. ready reports nil when the process can
+// serve DNS (snapshot loaded, listeners bound); status is optional.
+func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := ready(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("not ready: " + err.Error() + "\n"))
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		snap := src.Load()
+		if snap == nil {
+			http.Error(w, "no snapshot loaded yet", http.StatusServiceUnavailable)
+			return
+		}
+		var st Status
+		if status != nil {
+			st = status()
+		}
+		zones := snap.Zones()
+		slices.Sort(zones)
+		data := page{
+			Generation: snap.Generation(),
+			Built:      snap.Built().UTC().Format(time.RFC3339),
+			Age:        time.Since(snap.Built()).Round(time.Second).String(),
+			Zones:      zones,
+			Services:   snap.Services(),
+			Status:     st,
+		}
+		if !st.LastReload.IsZero() {
+			data.LastReload = st.LastReload.UTC().Format(time.RFC3339)
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := statusPage.Execute(w, data); err != nil {
+			log.Warn("status page", "err", err)
+		}
+	})
+	return mux
+}
+
+type page struct {
+	Generation uint64
+	Built, Age string
+	LastReload string
+	Zones      []string
+	Services   []engine.ServiceStatus
+	Status     Status
+}
+
+//go:embed status.html
+var assets embed.FS
+
+var statusPage = template.Must(template.New("status.html").Funcs(template.FuncMap{
+	"share": func(eps []engine.EndpointStatus, i int) int {
+		total := 0
+		for _, e := range eps {
+			total += e.Weight
+		}
+		if total == 0 {
+			return 0
+		}
+		return 100 * eps[i].Weight / total
+	},
+}).ParseFS(assets, "status.html"))

@@ -1,0 +1,130 @@
+package dnsserver
+
+import (
+	"net/netip"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+// worker holds the per-goroutine state of answering: reused messages and
+// buffers, and a private cache of metric series. A worker is used by one
+// goroutine at a time.
+type worker struct {
+	s      *Server
+	req    dns.Msg
+	rep    engine.Reply
+	out    []byte
+	frame  []byte
+	cc     *counterCache
+	udpDur prometheus.Observer
+	tcpDur prometheus.Observer
+}
+
+func (s *Server) newWorker() *worker {
+	return &worker{
+		s:      s,
+		out:    make([]byte, dns.MaxMsgSize),
+		frame:  make([]byte, dns.MaxMsgSize+2),
+		cc:     newCounterCache(s.m),
+		udpDur: s.m.Duration.WithLabelValues("udp"),
+		tcpDur: s.m.Duration.WithLabelValues("tcp"),
+	}
+}
+
+const headerLen = 12
+
+// serve answers one wire-format query and returns the wire response, or nil
+// when nothing should be sent. The returned slice is valid until the next
+// call. A panic while answering is recovered and answered SERVFAIL.
+func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
+	if len(in) < headerLen || in[2]&0x80 != 0 {
+		return nil // too short for a header, or a response (never answer those)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			w.s.recoverPanic(v)
+			resp = w.headerOnly(in, dns.RcodeServerFailure)
+		}
+	}()
+	if err := w.req.Unpack(in); err != nil {
+		w.s.m.Malformed.Inc()
+		return w.headerOnly(in, dns.RcodeFormatError)
+	}
+	snap := w.s.src.Load()
+	if snap == nil {
+		return w.headerOnly(in, dns.RcodeServerFailure)
+	}
+	out := snap.Respond(&w.req, src, w.s.cfg.UDPPayloadSize, &w.rep)
+	m := &w.rep.Msg
+	wire, err := m.PackBuffer(w.out)
+	if err != nil {
+		panic(err)
+	}
+	if !tcp && len(wire) > out.MaxSize {
+		m.Truncate(out.MaxSize)
+		if wire, err = m.PackBuffer(w.out); err != nil {
+			panic(err)
+		}
+		w.s.m.Truncated.Inc()
+	}
+	restoreQuestionCase(wire, in)
+	var qtype uint16
+	if len(w.req.Question) > 0 {
+		qtype = w.req.Question[0].Qtype
+	}
+	w.cc.query(queryKey{zone: out.Zone, strategy: out.Strategy, qtype: qtype, rcode: out.Rcode}).Inc()
+	if out.FailOpen {
+		w.cc.failOpen(out.Zone).Inc()
+	}
+	return wire
+}
+
+// headerOnly answers with the request's ID and opcode, the given rcode and
+// no sections (used when the query cannot be parsed or answered).
+func (w *worker) headerOnly(in []byte, rcode int) []byte {
+	out := w.out[:headerLen]
+	copy(out, in[:headerLen])
+	out[2] = 0x80 | in[2]&0x79 // QR, keep opcode and RD
+	out[3] = byte(rcode & 0xF)
+	clear(out[4:])
+	return out
+}
+
+// restoreQuestionCase copies the query's name, as the client spelled it,
+// over the question of the response. Respond puts our canonical spelling
+// there so that answer owner names compress against it; after this copy
+// those pointers resolve to the client's spelling, which is what DNS 0x20
+// resolvers and case-sensitive clients expect.
+func restoreQuestionCase(resp, req []byte) {
+	if len(resp) <= headerLen || len(req) <= headerLen || resp[5] == 0 || req[5] == 0 {
+		return
+	}
+	i := headerLen
+	for {
+		if i >= len(req) || i >= len(resp) {
+			return
+		}
+		l := int(req[i])
+		if l == 0 {
+			break
+		}
+		if l&0xC0 != 0 || i+1+l > len(req) || i+1+l > len(resp) || resp[i] != req[i] {
+			return // compressed or differently shaped: leave it alone
+		}
+		i += 1 + l
+	}
+	end := i + 1
+	if end > len(resp) {
+		return
+	}
+	for j := headerLen; j < end; j++ {
+		a, b := resp[j], req[j]
+		if a != b && a|0x20 != b|0x20 {
+			return
+		}
+	}
+	copy(resp[headerLen:end], req[headerLen:end])
+}

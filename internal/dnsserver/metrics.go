@@ -1,0 +1,126 @@
+package dnsserver
+
+import (
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the embedded DNS server. Every metric is listed in README.md.
+type Metrics struct {
+	Queries     *prometheus.CounterVec   // meridian_dns_queries_total{zone,qtype,rcode,strategy}
+	Duration    *prometheus.HistogramVec // meridian_dns_request_duration_seconds{proto}
+	Truncated   prometheus.Counter       // meridian_dns_truncated_total
+	Malformed   prometheus.Counter       // meridian_dns_malformed_total
+	Panics      prometheus.Counter       // meridian_dns_panics_total
+	FailOpen    *prometheus.CounterVec   // meridian_dns_fail_open_answers_total{zone}
+	TCPConns    prometheus.Gauge         // meridian_dns_tcp_connections
+	TCPRejected prometheus.Counter       // meridian_dns_tcp_connections_rejected_total
+}
+
+// NewMetrics creates the server metrics and registers them on reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_dns_queries_total",
+			Help: "DNS queries answered, by zone (\"none\" outside our zones), query type, response code and strategy (\"none\" when no service answered).",
+		}, []string{"zone", "qtype", "rcode", "strategy"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "meridian_dns_request_duration_seconds",
+			Help:    "Time from reading a DNS query to handing its response to the kernel, by transport (udp, tcp).",
+			Buckets: []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 0.025, 0.1},
+		}, []string{"proto"}),
+		Truncated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_truncated_total",
+			Help: "UDP responses truncated (TC set) because they exceeded the client's buffer.",
+		}),
+		Malformed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_malformed_total",
+			Help: "Queries that could not be parsed (answered FORMERR when the header was readable, else dropped).",
+		}),
+		Panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_panics_total",
+			Help: "Panics recovered while answering; each was answered SERVFAIL.",
+		}),
+		FailOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_dns_fail_open_answers_total",
+			Help: "Answers that ignored health because every endpoint of the name was down.",
+		}, []string{"zone"}),
+		TCPConns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_dns_tcp_connections",
+			Help: "Open DNS-over-TCP connections.",
+		}),
+		TCPRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_tcp_connections_rejected_total",
+			Help: "TCP connections closed at once because max_tcp_connections was reached.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Queries, m.Duration, m.Truncated, m.Malformed, m.Panics, m.FailOpen, m.TCPConns, m.TCPRejected)
+	}
+	return m
+}
+
+// queryKey identifies one series of meridian_dns_queries_total.
+type queryKey struct {
+	zone, strategy string
+	qtype          uint16
+	rcode          int
+}
+
+// counterCache resolves query counters without touching the CounterVec's
+// lock on every query. Each worker goroutine owns one cache.
+type counterCache struct {
+	m  *Metrics
+	c  map[queryKey]prometheus.Counter
+	fo map[string]prometheus.Counter
+}
+
+func newCounterCache(m *Metrics) *counterCache {
+	return &counterCache{m: m, c: map[queryKey]prometheus.Counter{}, fo: map[string]prometheus.Counter{}}
+}
+
+func (cc *counterCache) query(k queryKey) prometheus.Counter {
+	c, ok := cc.c[k]
+	if !ok {
+		if len(cc.c) > 4096 { // bound the cache if label values churn across reloads
+			clear(cc.c)
+		}
+		c = cc.m.Queries.WithLabelValues(orNone(k.zone), qtypeLabel(k.qtype), rcodeLabel(k.rcode), orNone(k.strategy))
+		cc.c[k] = c
+	}
+	return c
+}
+
+func (cc *counterCache) failOpen(zone string) prometheus.Counter {
+	c, ok := cc.fo[zone]
+	if !ok {
+		c = cc.m.FailOpen.WithLabelValues(orNone(zone))
+		cc.fo[zone] = c
+	}
+	return c
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// qtypeLabel bounds the qtype label to well-known types.
+func qtypeLabel(t uint16) string {
+	switch t {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeNS, dns.TypeSOA, dns.TypeMX, dns.TypeTXT,
+		dns.TypeSRV, dns.TypePTR, dns.TypeANY, dns.TypeHTTPS, dns.TypeSVCB, dns.TypeCAA, dns.TypeDS,
+		dns.TypeDNSKEY, dns.TypeAXFR, dns.TypeIXFR, dns.TypeHINFO:
+		return dns.TypeToString[t]
+	}
+	return "other"
+}
+
+func rcodeLabel(r int) string {
+	if s, ok := dns.RcodeToString[r]; ok {
+		return s
+	}
+	return "other"
+}

@@ -1,0 +1,285 @@
+// Package dnsserver is Meridian's embedded authoritative DNS server: UDP on
+// several SO_REUSEPORT sockets per address and TCP with RFC 7766 framing,
+// answering through engine.(*Snapshot).Respond.
+package dnsserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+// Source gives the current snapshot; *engine.Store implements it. Load is
+// called once per query and must not block.
+type Source interface {
+	Load() *engine.Snapshot
+}
+
+// Config configures a Server.
+type Config struct {
+	Listen            []string      // IP:port addresses, UDP and TCP on each (required)
+	UDPSockets        int           // SO_REUSEPORT UDP sockets (and reader goroutines) per address (default: number of CPUs)
+	MaxTCPConnections int           // concurrent TCP connections per address (default 1024)
+	TCPIdleTimeout    time.Duration // close a TCP connection idle this long (default 10s)
+	UDPPayloadSize    int           // our EDNS0 UDP payload size (default 1232)
+	Logger            *slog.Logger  // default slog.Default()
+	Metrics           *Metrics      // default: unregistered metrics
+}
+
+// Server answers DNS over UDP and TCP. Create it with New, then Start.
+type Server struct {
+	cfg    Config
+	src    Source
+	log    *slog.Logger
+	m      *Metrics
+	udp    []*net.UDPConn
+	tcp    []net.Listener
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+// New returns a server that answers from src.
+func New(cfg Config, src Source) *Server {
+	if cfg.UDPSockets <= 0 {
+		cfg.UDPSockets = runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxTCPConnections <= 0 {
+		cfg.MaxTCPConnections = 1024
+	}
+	if cfg.TCPIdleTimeout <= 0 {
+		cfg.TCPIdleTimeout = 10 * time.Second
+	}
+	if cfg.UDPPayloadSize <= 0 {
+		cfg.UDPPayloadSize = engine.DefaultUDPPayloadSize
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	return &Server{cfg: cfg, src: src, log: cfg.Logger, m: cfg.Metrics, conns: map[net.Conn]struct{}{}}
+}
+
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	return errors.Join(err, serr)
+}
+
+// Start binds every address and starts serving. On error nothing is left
+// listening.
+func (s *Server) Start() error {
+	lc := net.ListenConfig{Control: reusePort}
+	ctx := context.Background()
+	for _, addr := range s.cfg.Listen {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			s.closeAll()
+			return fmt.Errorf("dns listen %q: %w", addr, err)
+		}
+		// The first UDP socket fixes the port (which matters for port 0);
+		// the others join it through SO_REUSEPORT.
+		for i := 0; i < s.cfg.UDPSockets; i++ {
+			pc, err := lc.ListenPacket(ctx, "udp", ap.String())
+			if err != nil {
+				s.closeAll()
+				return fmt.Errorf("dns listen udp %s: %w", ap, err)
+			}
+			uc := pc.(*net.UDPConn)
+			s.udp = append(s.udp, uc)
+			if i == 0 {
+				ap = uc.LocalAddr().(*net.UDPAddr).AddrPort()
+			}
+		}
+		ln, err := lc.Listen(ctx, "tcp", ap.String())
+		if err != nil {
+			s.closeAll()
+			return fmt.Errorf("dns listen tcp %s: %w", ap, err)
+		}
+		s.tcp = append(s.tcp, ln)
+		s.log.Info("dns listening", "addr", ap.String(), "udp_sockets", s.cfg.UDPSockets)
+	}
+	for _, uc := range s.udp {
+		s.wg.Add(1)
+		go s.serveUDP(uc)
+	}
+	for _, ln := range s.tcp {
+		s.wg.Add(1)
+		go s.acceptTCP(ln)
+	}
+	return nil
+}
+
+// Addrs returns the bound address of every listen address (UDP and TCP share it).
+func (s *Server) Addrs() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, ln := range s.tcp {
+		out = append(out, ln.Addr().(*net.TCPAddr).AddrPort())
+	}
+	return out
+}
+
+func (s *Server) closeAll() {
+	for _, uc := range s.udp {
+		uc.Close()
+	}
+	for _, ln := range s.tcp {
+		ln.Close()
+	}
+}
+
+// Shutdown stops accepting queries, lets TCP connections finish the query
+// they are on, and waits for every goroutine until ctx is done; then it
+// closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closed.Store(true)
+	s.closeAll()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.SetReadDeadline(time.Now()) // wake idle readers; a query in progress still gets its answer
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (s *Server) serveUDP(uc *net.UDPConn) {
+	defer s.wg.Done()
+	w := s.newWorker()
+	buf := make([]byte, dns.MaxMsgSize)
+	for {
+		n, from, err := uc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("dns udp read", "err", err)
+			continue
+		}
+		start := time.Now()
+		resp := w.serve(buf[:n], from.Addr(), false)
+		if resp == nil {
+			continue
+		}
+		if _, err := uc.WriteToUDPAddrPort(resp, from); err != nil && !s.closed.Load() {
+			s.log.Debug("dns udp write", "client", from.String(), "err", err)
+		}
+		w.udpDur.Observe(time.Since(start).Seconds())
+	}
+}
+
+func (s *Server) acceptTCP(ln net.Listener) {
+	defer s.wg.Done()
+	var active atomic.Int64
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("dns tcp accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if active.Load() >= int64(s.cfg.MaxTCPConnections) {
+			s.m.TCPRejected.Inc()
+			c.Close()
+			continue
+		}
+		active.Add(1)
+		s.m.TCPConns.Inc()
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveTCP(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.Close()
+			active.Add(-1)
+			s.m.TCPConns.Dec()
+		}()
+	}
+}
+
+var workers = sync.Pool{}
+
+// serveTCP answers queries on one connection in order (RFC 7766 framing)
+// until the client closes it, it idles past the timeout, or we shut down.
+func (s *Server) serveTCP(c net.Conn) {
+	w, _ := workers.Get().(*worker)
+	if w == nil || w.s != s {
+		w = s.newWorker()
+	}
+	defer workers.Put(w)
+	from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
+	var lenBuf [2]byte
+	msg := make([]byte, dns.MaxMsgSize)
+	for !s.closed.Load() {
+		c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
+		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(lenBuf[:]))
+		c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
+		if _, err := io.ReadFull(c, msg[:n]); err != nil {
+			return
+		}
+		start := time.Now()
+		resp := w.serve(msg[:n], from, true)
+		if resp == nil {
+			return // unparseable: close the connection (RFC 7766 6.2.3 allows it)
+		}
+		framed := w.frame[:2+len(resp)]
+		binary.BigEndian.PutUint16(framed, uint16(len(resp)))
+		copy(framed[2:], resp)
+		c.SetWriteDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
+		if _, err := c.Write(framed); err != nil {
+			return
+		}
+		w.tcpDur.Observe(time.Since(start).Seconds())
+	}
+}
+
+// recoverPanic logs a panic with its stack and counts it.
+func (s *Server) recoverPanic(v any) {
+	s.m.Panics.Inc()
+	s.log.Error("dns handler panic: answered SERVFAIL", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+}

@@ -1,0 +1,274 @@
+package dnsserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const testConfig = `
+zones:
+  - apex: example.test
+    nameservers:
+%s
+clusters:
+  - {name: east, region: us-east}
+  - {name: west, region: us-west}
+services:
+  - name: app.example.test
+    endpoints:
+      - {address: 192.0.2.1, cluster: east, weight: 700}
+      - {address: 192.0.2.2, cluster: west, weight: 300}
+`
+
+// nameservers returns n in-zone nameservers with v4 and v6 glue: enough to
+// make the NS answer larger than 512 bytes.
+func nameservers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "      - {name: nameserver-number-%02d.example.test, ipv4: [192.0.2.%d], ipv6: [\"2001:db8::%d\"]}\n", i, 100+i, 100+i)
+	}
+	return b.String()
+}
+
+func newStore(t testing.TB, nsCount int) *engine.Store {
+	t.Helper()
+	f, err := config.Parse("test.yaml", []byte(fmt.Sprintf(testConfig, nameservers(nsCount))))
+	require.NoError(t, err)
+	st := &engine.Store{}
+	_, err = st.Publish(&f.Desired, engine.Options{})
+	require.NoError(t, err)
+	return st
+}
+
+func startServer(t testing.TB, src Source, m *Metrics) (*Server, string) {
+	t.Helper()
+	s := New(Config{Listen: []string{"127.0.0.1:0"}, UDPSockets: 2, Metrics: m, TCPIdleTimeout: 2 * time.Second}, src)
+	require.NoError(t, s.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, s.Shutdown(ctx))
+	})
+	return s, s.Addrs()[0].String()
+}
+
+func exchange(t testing.TB, net, addr string, m *dns.Msg) *dns.Msg {
+	t.Helper()
+	c := &dns.Client{Net: net, Timeout: 2 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	require.NoError(t, err)
+	return r
+}
+
+func TestServerAnswersOverUDPAndTCP(t *testing.T) {
+	_, addr := startServer(t, newStore(t, 1), nil)
+	for _, proto := range []string{"udp", "tcp"} {
+		t.Run(proto, func(t *testing.T) {
+			m := new(dns.Msg)
+			m.SetQuestion("app.example.test.", dns.TypeA)
+			r := exchange(t, proto, addr, m)
+			assert.Equal(t, dns.RcodeSuccess, r.Rcode)
+			assert.True(t, r.Authoritative)
+			require.Len(t, r.Answer, 1)
+			assert.Contains(t, []string{"192.0.2.1", "192.0.2.2"}, r.Answer[0].(*dns.A).A.String())
+		})
+	}
+}
+
+func TestTCPConnectionCarriesManyQueries(t *testing.T) {
+	_, addr := startServer(t, newStore(t, 1), nil)
+	c := &dns.Client{Net: "tcp", Timeout: 2 * time.Second}
+	conn, err := c.Dial(addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	for i := range 20 {
+		m := new(dns.Msg)
+		m.SetQuestion("app.example.test.", dns.TypeA)
+		r, _, err := c.ExchangeWithConn(m, conn)
+		require.NoError(t, err, "query %d", i)
+		require.Len(t, r.Answer, 1)
+	}
+}
+
+func TestLargeAnswerIsTruncatedOverUDPAndCompleteOverTCP(t *testing.T) {
+	metrics := NewMetrics(prometheus.NewRegistry())
+	_, addr := startServer(t, newStore(t, 40), metrics)
+	m := new(dns.Msg)
+	m.SetQuestion("example.test.", dns.TypeNS)
+
+	udp := exchange(t, "udp", addr, m)
+	assert.True(t, udp.Truncated, "NS with glue for 40 servers exceeds 512 bytes")
+	udp.Compress = true
+	packed, err := udp.Pack()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(packed), 512)
+
+	tcp := exchange(t, "tcp", addr, m)
+	assert.False(t, tcp.Truncated)
+	assert.Len(t, tcp.Answer, 40)
+	assert.Len(t, tcp.Extra, 80)
+
+	m.SetEdns0(4096, false)
+	big := exchange(t, "udp", addr, m)
+	assert.True(t, big.Truncated, "our own 1232-byte limit still applies")
+	assert.Equal(t, 2.0, testutil.ToFloat64(metrics.Truncated))
+}
+
+func TestQueryCaseIsEchoedInQuestionAndAnswer(t *testing.T) {
+	_, addr := startServer(t, newStore(t, 1), nil)
+	m := new(dns.Msg)
+	m.SetQuestion("ApP.eXaMpLe.TeSt.", dns.TypeA)
+	r := exchange(t, "udp", addr, m)
+	require.Len(t, r.Answer, 1)
+	assert.Equal(t, "ApP.eXaMpLe.TeSt.", r.Question[0].Name)
+	assert.Equal(t, "ApP.eXaMpLe.TeSt.", r.Answer[0].Header().Name)
+}
+
+func rawUDP(t *testing.T, addr string, pkt []byte) []byte {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write(pkt)
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(500*time.Millisecond)))
+	buf := make([]byte, 4096)
+	n, err := c.Read(buf)
+	if err != nil {
+		return nil
+	}
+	return buf[:n]
+}
+
+func TestMalformedQueriesGetFormErrAndResponsesAreIgnored(t *testing.T) {
+	metrics := NewMetrics(prometheus.NewRegistry())
+	_, addr := startServer(t, newStore(t, 1), metrics)
+	m := new(dns.Msg)
+	m.SetQuestion("app.example.test.", dns.TypeA)
+	good, err := m.Pack()
+	require.NoError(t, err)
+
+	truncated := append([]byte{}, good[:len(good)-3]...)
+	resp := rawUDP(t, addr, truncated)
+	require.Len(t, resp, 12, "header-only FORMERR")
+	assert.Equal(t, good[:2], resp[:2], "same ID")
+	assert.Equal(t, byte(dns.RcodeFormatError), resp[3]&0xF)
+	assert.NotZero(t, resp[2]&0x80, "QR set")
+
+	asResponse := append([]byte{}, good...)
+	asResponse[2] |= 0x80
+	assert.Nil(t, rawUDP(t, addr, asResponse), "a packet with QR set is never answered")
+	assert.Nil(t, rawUDP(t, addr, []byte{1, 2, 3}), "a packet shorter than a header is dropped")
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Malformed))
+
+	// The server still answers afterwards.
+	r := exchange(t, "udp", addr, m)
+	assert.Len(t, r.Answer, 1)
+}
+
+// panicky panics on the first n loads.
+type panicky struct {
+	n     atomic.Int32
+	inner Source
+}
+
+func (p *panicky) Load() *engine.Snapshot {
+	if p.n.Add(-1) >= 0 {
+		panic("injected")
+	}
+	return p.inner.Load()
+}
+
+func TestPanicAnswersServfailAndServerLivesOn(t *testing.T) {
+	metrics := NewMetrics(prometheus.NewRegistry())
+	src := &panicky{inner: newStore(t, 1)}
+	src.n.Store(1)
+	_, addr := startServer(t, src, metrics)
+	m := new(dns.Msg)
+	m.SetQuestion("app.example.test.", dns.TypeA)
+	r := exchange(t, "udp", addr, m)
+	assert.Equal(t, dns.RcodeServerFailure, r.Rcode)
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Panics))
+	r = exchange(t, "udp", addr, m)
+	assert.Equal(t, dns.RcodeSuccess, r.Rcode)
+	assert.Len(t, r.Answer, 1)
+}
+
+func TestQueriesAreCounted(t *testing.T) {
+	metrics := NewMetrics(prometheus.NewRegistry())
+	_, addr := startServer(t, newStore(t, 1), metrics)
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{{"app.example.test.", dns.TypeA}, {"app.example.test.", dns.TypeA}, {"nope.example.test.", dns.TypeA}, {"example.org.", dns.TypeA}} {
+		m := new(dns.Msg)
+		m.SetQuestion(q.name, q.qtype)
+		exchange(t, "udp", addr, m)
+	}
+	assert.Equal(t, 2.0, testutil.ToFloat64(metrics.Queries.WithLabelValues("example.test.", "A", "NOERROR", "weighted")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Queries.WithLabelValues("example.test.", "A", "NXDOMAIN", "none")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Queries.WithLabelValues("none", "A", "REFUSED", "none")))
+}
+
+func TestServerWithoutSnapshotAnswersServfail(t *testing.T) {
+	_, addr := startServer(t, &engine.Store{}, nil)
+	m := new(dns.Msg)
+	m.SetQuestion("app.example.test.", dns.TypeA)
+	r := exchange(t, "udp", addr, m)
+	assert.Equal(t, dns.RcodeServerFailure, r.Rcode)
+}
+
+func TestStartFailsCleanlyOnABusyPort(t *testing.T) {
+	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	s := New(Config{Listen: []string{ln.LocalAddr().String()}, UDPSockets: 1}, newStore(t, 1))
+	err = s.Start()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ln.LocalAddr().String())
+}
+
+func TestShutdownClosesIdleTCPConnections(t *testing.T) {
+	s := New(Config{Listen: []string{"127.0.0.1:0"}, UDPSockets: 1, TCPIdleTimeout: time.Minute}, newStore(t, 1))
+	require.NoError(t, s.Start())
+	c, err := net.Dial("tcp", s.Addrs()[0].String())
+	require.NoError(t, err)
+	defer c.Close()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	require.NoError(t, s.Shutdown(ctx))
+}
+
+func TestRestoreQuestionCaseLeavesOddPacketsAlone(t *testing.T) {
+	req := []byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'A', 0, 0, 1, 0, 1}
+	resp := []byte{0, 1, 0x84, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'b', 0, 0, 1, 0, 1}
+	restoreQuestionCase(resp, req)
+	assert.Equal(t, byte('b'), resp[13], "different names are not touched")
+	resp[13] = 'a'
+	restoreQuestionCase(resp, req)
+	assert.Equal(t, byte('A'), resp[13])
+	restoreQuestionCase(resp[:13], req) // short response: no panic
+}
+
+var _ = netip.Addr{}
