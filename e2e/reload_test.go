@@ -59,9 +59,9 @@ func TestReloadsUnderLoadCostNoAnswers(t *testing.T) {
 	}{
 		{fmt.Sprintf(reloadConfig, "192.0.2.2", "500"), true},
 		{fmt.Sprintf(reloadConfig, "192.0.2.3", "500"), true},
-		{fmt.Sprintf(reloadConfig, "192.0.2.66", "5000"), false},  // weight out of range
+		{fmt.Sprintf(reloadConfig, "192.0.2.66", "5000"), false},                // weight out of range
 		{fmt.Sprintf(reloadConfig, "192.0.2.66", "500") + "  - name: [", false}, // YAML syntax error
-		{fmt.Sprintf(reloadConfig, "192.0.2.66", "500") + "bogus: 1\n", false}, // unknown field
+		{fmt.Sprintf(reloadConfig, "192.0.2.66", "500") + "bogus: 1\n", false},  // unknown field
 	}
 	m := startMeridian(t, variants[0].content)
 	allowed := map[string]bool{"192.0.2.1": true, "192.0.2.2": true, "192.0.2.3": true}

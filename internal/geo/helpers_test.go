@@ -64,3 +64,11 @@ func newLocator(t testing.TB, networks []Network, mmdbPath string) *Locator {
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
 	return l
 }
+
+// writeFile writes data to a file in a temporary directory and returns its path.
+func writeFile(t testing.TB, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "db.mmdb")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
+}
