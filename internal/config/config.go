@@ -113,7 +113,7 @@ func Load(path string) (*File, error) {
 // On success the returned File has every default filled in and canonical names.
 func Parse(name string, data []byte) (*File, error) {
 	var f File
-	if err := yaml.UnmarshalWithOptions(data, &f, yaml.DisallowUnknownField()); err != nil {
+	if err := decode(data, &f); err != nil {
 		return nil, &LoadError{Errors: []Error{decodeError(name, data, err)}}
 	}
 	var errs []Error
@@ -132,6 +132,18 @@ func Parse(name string, data []byte) (*File, error) {
 	f.Desired = *normalized
 	f.Server.applyDefaults()
 	return &f, nil
+}
+
+// decode runs the YAML decoder, turning a decoder panic (seen with some
+// malformed tags, found by FuzzParse) into an error, so that a bad file can
+// never take the process down.
+func decode(data []byte, f *File) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("malformed YAML: the decoder failed (%v); check tags (!...) and indentation", v)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, f, yaml.DisallowUnknownField())
 }
 
 func decodeError(name string, data []byte, err error) Error {
