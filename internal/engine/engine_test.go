@@ -348,7 +348,9 @@ func TestGeoScopeIsTheMatchedNetwork(t *testing.T) {
 	r := lookup(s, "geo.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("10.3.7.0"), Bits: 24, HasECS: true})
 	assert.Equal(t, 16, r.Scope)
 	r = lookup(s, "geo.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("172.16.7.0"), Bits: 24, HasECS: true})
-	assert.Equal(t, 24, r.Scope, "an unplaced client gets its own prefix as scope")
+	assert.Equal(t, 1, r.Scope, "an unplaced client gets the unplaced block around it: 128.0.0.0/1 holds no network")
+	r = lookup(s, "geo.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("10.9.7.0"), Bits: 24, HasECS: true})
+	assert.Equal(t, 13, r.Scope, "10.8.0.0/13 holds no network")
 	r = lookup(s, "w.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("10.3.7.0"), Bits: 24, HasECS: true})
 	assert.Equal(t, 0, r.Scope, "non-geo names have scope 0")
 }

@@ -185,8 +185,11 @@ func (s *Snapshot) draw(svc *service, pools []*pool, client Client, r *Result) [
 			r.Location, r.Located = s.locator.Lookup(client.Addr)
 		}
 		b = svc.geo.bucket(r.Location, r.Located)
+		// The scope is the block around the client in which every address
+		// gets this answer: the matched network, or the unplaced block
+		// around it (geo.Locator computes both).
 		r.Scope = client.Bits
-		if r.Located && r.Location.Prefix.IsValid() {
+		if r.Location.Prefix.IsValid() {
 			r.Scope = r.Location.Prefix.Bits()
 		}
 	}

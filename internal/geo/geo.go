@@ -1,7 +1,6 @@
 package geo
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -42,7 +41,7 @@ type Location struct {
 	// the address's family (IPv4 for IPv4-mapped addresses).
 	Prefix netip.Prefix
 
-	Origin Origin
+	Origin Origin // where the answer came from; OriginNone on a miss
 }
 
 // Network places a client network; New takes a list of them (the config's
@@ -64,8 +63,8 @@ type Locator struct {
 
 // New returns a Locator for the custom networks and the MaxMind-format
 // database at mmdbPath ("" = none). It checks every network and reads the
-// whole database; errors name the network or the file. The caller must Close
-// the Locator to release the database.
+// whole database into memory; errors name the network or the file. Close is
+// optional: the garbage collector frees a Locator that no snapshot holds.
 func New(networks []Network, mmdbPath string) (*Locator, error) {
 	l := &Locator{v4: newTrie(), v6: newTrie()}
 	seen := make(map[netip.Prefix]int, len(networks))
@@ -154,8 +153,8 @@ func (l *Locator) Lookup(addr netip.Addr) (Location, bool) {
 	return Location{Prefix: p}, false
 }
 
-// Close releases the database. It must not be called while a Lookup may be
-// running; calling it twice is harmless.
+// Close releases the database early. It must not be called while a Lookup
+// may be running; calling it twice is harmless.
 func (l *Locator) Close() error {
 	if l == nil || l.db == nil {
 		return nil
@@ -165,7 +164,3 @@ func (l *Locator) Close() error {
 	}
 	return nil
 }
-
-// errNoRecords is returned by New for a database that has no record with a
-// country or a continent, e.g. an ASN database.
-var errNoRecords = errors.New("no record has a country or a continent (want the GeoLite2-Country, GeoLite2-City or DB-IP country layout)")

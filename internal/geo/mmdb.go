@@ -1,12 +1,18 @@
 package geo
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
+
+// errNoRecords is returned by New for a database that has no record with a
+// country or a continent, e.g. an ASN database.
+var errNoRecords = errors.New("no record has a country or a continent (want the GeoLite2-Country, GeoLite2-City or DB-IP country layout)")
 
 // mmdb is an open MaxMind-format database with every record already decoded.
 type mmdb struct {
@@ -34,7 +40,19 @@ type record struct {
 func openMMDB(path string) (*mmdb, error) {
 	// We decode every record once and intern the strings ourselves, so the
 	// reader's string cache would only cost memory.
-	r, err := maxminddb.Open(path, maxminddb.DisableStringCache())
+	//
+	// The file is read into memory rather than mapped: a snapshot that still
+	// holds this Locator after a reload keeps working, the garbage collector
+	// frees it when the last one is gone, and replacing the file in place
+	// cannot corrupt a running lookup. Country databases are a few MB.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mmdb %s: open: %w", path, err)
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("mmdb %s: open: file is empty", path)
+	}
+	r, err := maxminddb.OpenBytes(data, maxminddb.DisableStringCache())
 	if err != nil {
 		return nil, fmt.Errorf("mmdb %s: open: %w", path, err)
 	}

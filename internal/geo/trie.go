@@ -19,9 +19,8 @@ func newTrie() trie {
 	return trie{nodes: []trieNode{{loc: -1}}}
 }
 
-// insert adds p, which must be masked, with its answer. It reports false if
-// p is already present.
-func (t *trie) insert(p netip.Prefix, loc Location) bool {
+// insert adds p, which must be masked and not present yet, with its answer.
+func (t *trie) insert(p netip.Prefix, loc Location) {
 	key := keyOf(p.Addr())
 	n := uint32(0)
 	for i := range p.Bits() {
@@ -34,12 +33,8 @@ func (t *trie) insert(p netip.Prefix, loc Location) bool {
 		}
 		n = next
 	}
-	if t.nodes[n].loc >= 0 {
-		return false
-	}
 	t.nodes[n].loc = int32(len(t.locs))
 	t.locs = append(t.locs, loc)
-	return true
 }
 
 // lookup walks key, an address of the trie's family, as deep as the trie

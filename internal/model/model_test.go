@@ -1,0 +1,62 @@
+package model
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func ptr(i int) *int { return &i }
+
+func minimal() *Desired {
+	return &Desired{
+		Zones:    []Zone{{Apex: "Example.TEST", Nameservers: []Nameserver{{Name: "ns1.example.test", IPv4: []string{"192.0.2.53"}}}}},
+		Clusters: []Cluster{{Name: "east", Region: "us-east"}},
+		Services: []Service{{Name: "App.example.test", Endpoints: []Endpoint{{Address: "2001:DB8::1", Cluster: "east"}}}},
+	}
+}
+
+func TestNormalizeFillsDefaultsWithoutTouchingItsInput(t *testing.T) {
+	in := minimal()
+	out, err := Normalize(in)
+	require.NoError(t, err)
+	assert.Equal(t, "App.example.test", in.Services[0].Name, "input unchanged")
+	assert.Nil(t, in.Services[0].Endpoints[0].Weight, "input unchanged")
+	s := out.Services[0]
+	assert.Equal(t, "app.example.test.", s.Name)
+	assert.Equal(t, "2001:db8::1", s.Endpoints[0].Address)
+	assert.Equal(t, DefaultWeight, *s.Endpoints[0].Weight)
+	assert.Equal(t, DefaultFailOpenTTL, s.FailOpenTTL)
+	assert.Equal(t, "example.test.", out.ZoneOf("app.example.test."))
+}
+
+func TestFailOpenTTLNeverExceedsTheServiceTTL(t *testing.T) {
+	in := minimal()
+	in.Services[0].TTL = 3
+	out, err := Normalize(in)
+	require.NoError(t, err)
+	assert.Equal(t, 3, out.Services[0].FailOpenTTL)
+}
+
+func TestValidateCollectsEveryProblem(t *testing.T) {
+	in := minimal()
+	in.Services[0].Endpoints = append(in.Services[0].Endpoints,
+		Endpoint{Address: "192.0.2.1", Cluster: "west", Weight: ptr(2000)},
+		Endpoint{Cluster: "east"},
+	)
+	in.Clusters = append(in.Clusters, Cluster{Name: "east", Region: "x", Continent: "XX"})
+	err := Validate(in)
+	var verr *ValidationError
+	require.ErrorAs(t, err, &verr)
+	paths := map[string]bool{}
+	for _, f := range verr.Fields {
+		paths[f.Path] = true
+	}
+	for _, p := range []string{
+		"clusters[1].name", "clusters[1].continent",
+		"services[0].endpoints[1].cluster", "services[0].endpoints[1].weight", "services[0].endpoints[2]",
+	} {
+		assert.True(t, paths[p], "missing error for %s in %v", p, err)
+	}
+}
