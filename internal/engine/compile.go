@@ -366,8 +366,8 @@ func (g *geoIndex) bucket(loc geo.Location, found bool) int {
 		idx map[string]int
 		key string
 	}{
-		{g.country, loc.Country}, {g.region, loc.Region}, {g.continent, loc.Continent},
-		{g.tagCountry, loc.Country}, {g.tagRegion, loc.Region}, {g.tagContinent, loc.Continent},
+		{g.region, loc.Region}, {g.country, loc.Country}, {g.continent, loc.Continent},
+		{g.tagRegion, loc.Region}, {g.tagCountry, loc.Country}, {g.tagContinent, loc.Continent},
 	} {
 		if m.key == "" {
 			continue

@@ -99,6 +99,7 @@ geo:
     - {cidr: 10.5.0.0/16, country: FR, continent: EU}
     - {cidr: 10.6.0.0/16, country: JP, continent: AS}
     - {cidr: 10.7.0.0/16, country: BR, continent: SA}
+    - {cidr: 10.8.0.0/16, country: US, continent: NA}
 `
 
 // fakeHealth is a Health with fixed states.
@@ -214,6 +215,7 @@ func TestAnswerSelection(t *testing.T) {
 	fr := Client{Addr: netip.MustParseAddr("10.5.1.0"), Bits: 24, HasECS: true}
 	us := Client{Addr: netip.MustParseAddr("10.1.2.3"), Bits: 32}
 	jp := Client{Addr: netip.MustParseAddr("10.6.0.1"), Bits: 32}
+	usNoRegion := Client{Addr: netip.MustParseAddr("10.8.0.1"), Bits: 32}
 	br := Client{Addr: netip.MustParseAddr("10.7.0.1"), Bits: 32}
 	unknown := Client{Addr: netip.MustParseAddr("172.16.0.1"), Bits: 32}
 	tests := []struct {
@@ -239,7 +241,8 @@ func TestAnswerSelection(t *testing.T) {
 		{"failover with everything down fails open to the primary", down("@east", "@west"), "fo.example.test.", dns.TypeA, Client{}, []string{"192.0.2.21"}, 1, true, 0},
 		{"geo sends a client to the cluster of its region", nil, "geo.example.test.", dns.TypeA, eu, []string{"192.0.2.43"}, 1, false, 0},
 		{"geo applies a country rule before cluster tags", nil, "geo.example.test.", dns.TypeA, fr, []string{"192.0.2.43"}, 1, false, 0},
-		{"geo picks clusters of the client's country", nil, "geo.example.test.", dns.TypeA, us, []string{"192.0.2.41", "192.0.2.42"}, 1, false, 0},
+		{"geo picks the cluster of the client's region before its country", nil, "geo.example.test.", dns.TypeA, us, []string{"192.0.2.41"}, 1, false, 0},
+		{"geo picks clusters of the client's country when it has no region", nil, "geo.example.test.", dns.TypeA, usNoRegion, []string{"192.0.2.41", "192.0.2.42"}, 1, false, 0},
 		{"geo falls back to the continent", nil, "geo.example.test.", dns.TypeA, jp, []string{"192.0.2.44"}, 1, false, 0},
 		{"geo sends an unplaced continent to the default", nil, "geo.example.test.", dns.TypeA, br, []string{"192.0.2.41"}, 1, false, 0},
 		{"geo sends an unknown client to the default", nil, "geo.example.test.", dns.TypeA, unknown, []string{"192.0.2.41"}, 1, false, 0},
@@ -349,8 +352,8 @@ func TestGeoScopeIsTheMatchedNetwork(t *testing.T) {
 	assert.Equal(t, 16, r.Scope)
 	r = lookup(s, "geo.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("172.16.7.0"), Bits: 24, HasECS: true})
 	assert.Equal(t, 1, r.Scope, "an unplaced client gets the unplaced block around it: 128.0.0.0/1 holds no network")
-	r = lookup(s, "geo.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("10.9.7.0"), Bits: 24, HasECS: true})
-	assert.Equal(t, 13, r.Scope, "10.8.0.0/13 holds no network")
+	r = lookup(s, "geo.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("10.17.7.0"), Bits: 24, HasECS: true})
+	assert.Equal(t, 12, r.Scope, "10.16.0.0/12 holds no network")
 	r = lookup(s, "w.example.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("10.3.7.0"), Bits: 24, HasECS: true})
 	assert.Equal(t, 0, r.Scope, "non-geo names have scope 0")
 }

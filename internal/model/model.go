@@ -126,7 +126,7 @@ type FailoverPolicy struct {
 
 // GeoPolicy maps client locations to clusters.
 type GeoPolicy struct {
-	Rules   []GeoRule `yaml:"rules"`   // checked by country, then region, then continent
+	Rules   []GeoRule `yaml:"rules"`   // checked by region, then country, then continent
 	Default []string  `yaml:"default"` // clusters for clients no rule or tag matches (default: all)
 }
 
