@@ -1,0 +1,652 @@
+#!/usr/bin/env bash
+# Side-by-side DNS benchmark: Meridian vs Knot DNS vs PowerDNS Authoritative.
+#
+# One invocation starts the three servers on loopback ports (each pinned to
+# the same CPU, with the same number of workers), checks that each of them
+# answers the benchmark names, then runs dnsperf against each in turn with
+# the same query file and the same settings, and prints a markdown table
+# (also written to bench/results/latest.md). See bench/README.md.
+#
+# Environment (all optional):
+#   BENCH_SECONDS=10        measured dnsperf run per server (seconds)
+#   BENCH_WARMUP=2          unmeasured dnsperf run before each measurement
+#   BENCH_ROUNDS=1          measure every server this many times, interleaved;
+#                           the table shows each server's median-QPS round
+#   BENCH_QUERIES=mix       mix: 80% w (weighted) + 20% g (geo); weighted: w only
+#   BENCH_SERVERS="meridian knot pdns"   which servers to run
+#   BENCH_CLIENTS=8  BENCH_OUTSTANDING=100  BENCH_TIMEOUT=5   dnsperf -c / -q / -t
+#   BENCH_CLIENT_CPU=0  BENCH_SERVER_CPU=1   taskset CPU lists
+#   MERIDIAN_BIN=./bin/meridian   (built from ./cmd/meridian when left unset)
+#   KNOT_PORT=5392  PDNS_PORT=5393  (Meridian's port is read from bench/meridian.yaml)
+#   BENCH_IDLE_WAIT=60      wait up to this many seconds for the two CPUs to be
+#                           quiet (< BENCH_NOISE_MAX % busy) before measuring
+#   BENCH_NOISE_MAX=15      other load (%) on a benchmark CPU that flags a run
+#   BENCH_KEEP_TMP=1        keep the temporary directory (configs, logs)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+export LC_ALL=C
+
+BENCH_SECONDS=${BENCH_SECONDS:-10}
+BENCH_WARMUP=${BENCH_WARMUP:-2}
+BENCH_ROUNDS=${BENCH_ROUNDS:-1}
+BENCH_QUERIES=${BENCH_QUERIES:-mix}
+BENCH_SERVERS=${BENCH_SERVERS:-meridian knot pdns}
+BENCH_CLIENTS=${BENCH_CLIENTS:-8}
+BENCH_OUTSTANDING=${BENCH_OUTSTANDING:-100}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-5}
+BENCH_IDLE_WAIT=${BENCH_IDLE_WAIT:-60}
+BENCH_NOISE_MAX=${BENCH_NOISE_MAX:-15}
+KNOT_PORT=${KNOT_PORT:-5392}
+PDNS_PORT=${PDNS_PORT:-5393}
+MERIDIAN_CONFIG=bench/meridian.yaml
+RESULTS_DIR=bench/results
+ZONE=bench.meridian.test
+W_NAME=w.$ZONE
+G_NAME=g.$ZONE
+W_ADDRS="192.0.2.1 192.0.2.2"   # weighted 70/30 on Meridian and PowerDNS
+G_ADDR=198.51.100.1             # the answer for a 127.0.0.0/8 client
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 1; }
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+for v in BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_CLIENTS BENCH_OUTSTANDING BENCH_TIMEOUT BENCH_IDLE_WAIT BENCH_NOISE_MAX KNOT_PORT PDNS_PORT; do
+	is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
+done
+((BENCH_SECONDS >= 1)) || die "BENCH_SECONDS must be at least 1"
+((BENCH_ROUNDS >= 1)) || die "BENCH_ROUNDS must be at least 1"
+case $BENCH_QUERIES in
+mix | weighted) ;;
+*) die "BENCH_QUERIES must be 'mix' (80% w / 20% g) or 'weighted' (w only), got '$BENCH_QUERIES'" ;;
+esac
+for s in $BENCH_SERVERS; do
+	case $s in meridian | knot | pdns) ;; *) die "unknown server '$s' in BENCH_SERVERS (allowed: meridian knot pdns)" ;; esac
+done
+[[ -n ${BENCH_SERVERS// /} ]] || die "BENCH_SERVERS is empty"
+
+# ---------------------------------------------------------------- tools ----
+
+# Debian packages the benchmark needs, by the command that tells they are there.
+need_pkgs() {
+	local pkgs=()
+	command -v dnsperf >/dev/null || pkgs+=(dnsperf)
+	command -v dig >/dev/null || pkgs+=(dnsutils)
+	command -v taskset >/dev/null || pkgs+=(util-linux)
+	if [[ " $BENCH_SERVERS " == *" knot "* ]]; then
+		command -v knotd >/dev/null || pkgs+=(knot)
+	fi
+	if [[ " $BENCH_SERVERS " == *" pdns "* ]]; then
+		command -v pdns_server >/dev/null || pkgs+=(pdns-server)
+		# The bind backend is a module; find it wherever the package put it.
+		compgen -G '/usr/lib/*/pdns/libbindbackend.so' >/dev/null ||
+			compgen -G '/usr/lib/pdns/libbindbackend.so' >/dev/null ||
+			pkgs+=(pdns-backend-bind)
+	fi
+	echo "${pkgs[@]}"
+}
+
+install_pkgs() {
+	local missing
+	missing=$(need_pkgs)
+	[[ -z $missing ]] && return 0
+	log "installing missing Debian packages: $missing"
+	command -v apt-get >/dev/null || die "missing $missing and no apt-get here; install them by hand"
+	local sudo=()
+	if ((EUID != 0)); then
+		if ! command -v sudo >/dev/null || ! sudo -n true 2>/dev/null; then
+			die "missing $missing; run as root or install them: apt-get install $missing"
+		fi
+		sudo=(sudo -n)
+	fi
+	# Debian's knot and pdns-server packages try to start their system
+	# services (on port 53); that does not disturb the benchmark ports.
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null ||
+		die "apt-get update failed"
+	# shellcheck disable=SC2086
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends -o Dpkg::Use-Pty=0 $missing >/dev/null ||
+		die "apt-get install $missing failed"
+	missing=$(need_pkgs)
+	[[ -z $missing ]] || die "still missing after apt-get install: $missing"
+}
+
+install_pkgs
+
+NCPU=$(nproc)
+BENCH_CLIENT_CPU=${BENCH_CLIENT_CPU:-0}
+BENCH_SERVER_CPU=${BENCH_SERVER_CPU:-1}
+if ((NCPU < 2)); then
+	log "WARNING: only $NCPU CPU: dnsperf and the servers share CPU 0; numbers are not meaningful"
+	BENCH_CLIENT_CPU=0 BENCH_SERVER_CPU=0
+fi
+taskset -c "$BENCH_SERVER_CPU" true 2>/dev/null || die "BENCH_SERVER_CPU=$BENCH_SERVER_CPU is not a usable CPU list"
+taskset -c "$BENCH_CLIENT_CPU" true 2>/dev/null || die "BENCH_CLIENT_CPU=$BENCH_CLIENT_CPU is not a usable CPU list"
+
+# ------------------------------------------------------------- meridian ----
+
+MERIDIAN_PORT=
+if [[ " $BENCH_SERVERS " == *" meridian "* ]]; then
+	[[ -f $MERIDIAN_CONFIG ]] || die "$MERIDIAN_CONFIG not found"
+	MERIDIAN_PORT=$(grep -m1 -oE '127\.0\.0\.1:[0-9]+' "$MERIDIAN_CONFIG" | cut -d: -f2 || true)
+	[[ -n $MERIDIAN_PORT ]] || die "no 127.0.0.1:PORT listen address in $MERIDIAN_CONFIG"
+	if [[ -z ${MERIDIAN_BIN:-} ]]; then
+		MERIDIAN_BIN=./bin/meridian
+		if [[ -d cmd/meridian ]]; then
+			command -v go >/dev/null || die "go is not installed: cannot build ./cmd/meridian (or set MERIDIAN_BIN)"
+			log "building ./cmd/meridian -> bin/meridian"
+			# Same version stamp as `make build` (ignored by the linker if the variable is gone).
+			ver=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+			go build -ldflags "-X github.com/meridian-gslb/meridian/internal/app.Version=$ver" \
+				-o bin/meridian ./cmd/meridian || die "go build ./cmd/meridian failed"
+		fi
+	fi
+	[[ -x $MERIDIAN_BIN ]] || die "Meridian binary $MERIDIAN_BIN not found or not executable
+       (build it with 'go build -o bin/meridian ./cmd/meridian', set MERIDIAN_BIN,
+       or run the peers only with BENCH_SERVERS='knot pdns')"
+	log "checking $MERIDIAN_CONFIG"
+	"$MERIDIAN_BIN" check-config "$MERIDIAN_CONFIG" >&2 ||
+		die "'$MERIDIAN_BIN check-config $MERIDIAN_CONFIG' failed"
+fi
+
+port_of() {
+	case $1 in meridian) echo "$MERIDIAN_PORT" ;; knot) echo "$KNOT_PORT" ;; pdns) echo "$PDNS_PORT" ;; esac
+}
+label_of() {
+	case $1 in meridian) echo Meridian ;; knot) echo "Knot DNS" ;; pdns) echo "PowerDNS Auth" ;; esac
+}
+
+# Refuse to start when something already answers on a benchmark port:
+# its answers would be measured instead of ours.
+declare -A seen_port=()
+for s in $BENCH_SERVERS; do
+	p=$(port_of "$s")
+	[[ -z ${seen_port[$p]:-} ]] || die "$s and ${seen_port[$p]} would both use port $p"
+	seen_port[$p]=$s
+	if dig +time=1 +tries=1 @127.0.0.1 -p "$p" "$ZONE" SOA >/dev/null 2>&1; then
+		die "something already answers DNS on 127.0.0.1:$p (needed for $s); stop it or choose another port"
+	fi
+done
+
+# ------------------------------------------------------- temp dir, trap ----
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/meridian-bench.XXXXXX")
+declare -A PID=()
+
+stop_servers() {
+	local s pid i
+	for s in "${!PID[@]}"; do
+		pid=${PID[$s]}
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for s in "${!PID[@]}"; do
+		pid=${PID[$s]}
+		for ((i = 0; i < 50; i++)); do # at most 5 s each
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			log "$s (pid $pid) did not stop on SIGTERM; sending SIGKILL"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+		wait "$pid" 2>/dev/null || true
+		unset "PID[$s]"
+	done
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_servers
+	if [[ ${BENCH_KEEP_TMP:-0} == 1 ]]; then
+		log "kept temporary files in $TMP"
+	else
+		rm -rf "$TMP"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ----------------------------------------------------- zone and queries ----
+
+# The static zone Knot serves; PowerDNS serves the same with w as a LUA record.
+write_zone() { # $1 = file, $2 = "static" | "lua"
+	{
+		cat <<EOF
+\$ORIGIN $ZONE.
+\$TTL 30
+@    3600 IN SOA ns1.$ZONE. hostmaster.$ZONE. 1 3600 600 1209600 30
+@    3600 IN NS  ns1.$ZONE.
+ns1  3600 IN A   127.0.0.1
+g         IN A   $G_ADDR
+EOF
+		if [[ $2 == lua ]]; then
+			echo "w         IN LUA A \"pickwrandom({{70,'192.0.2.1'},{30,'192.0.2.2'}})\""
+		else
+			echo "w         IN A   192.0.2.1"
+			echo "w         IN A   192.0.2.2"
+		fi
+	} >"$1"
+}
+
+QUERIES=$TMP/queries.txt
+# 1000 lines; dnsperf loops over the file. In the mix every fifth query is g.
+awk -v mode="$BENCH_QUERIES" -v w="$W_NAME" -v g="$G_NAME" 'BEGIN {
+	for (i = 1; i <= 1000; i++)
+		print ((mode == "mix" && i % 5 == 0) ? g : w) " A"
+}' >"$QUERIES"
+
+# ------------------------------------------------------ server starters ----
+
+start_meridian() {
+	taskset -c "$BENCH_SERVER_CPU" "$MERIDIAN_BIN" serve --config "$MERIDIAN_CONFIG" \
+		>"$TMP/meridian.log" 2>&1 &
+	PID[meridian]=$!
+}
+
+start_knot() {
+	local d=$TMP/knot
+	mkdir -p "$d"
+	write_zone "$d/$ZONE.zone" static
+	cat >"$d/knot.conf" <<EOF
+server:
+    rundir: "$d"
+    listen: 127.0.0.1@$KNOT_PORT
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+control:
+    listen: "$d/knot.sock"
+database:
+    storage: "$d"
+log:
+  - target: stderr
+    any: warning
+template:
+  - id: default
+    storage: "$d"
+    semantic-checks: off
+    journal-content: none
+    zonefile-sync: -1
+zone:
+  - domain: $ZONE
+    file: "$d/$ZONE.zone"
+EOF
+	taskset -c "$BENCH_SERVER_CPU" knotd -c "$d/knot.conf" >"$TMP/knot.log" 2>&1 &
+	PID[knot]=$!
+}
+
+start_pdns() {
+	local d=$TMP/pdns
+	mkdir -p "$d"
+	write_zone "$d/$ZONE.zone" lua
+	cat >"$d/named.conf" <<EOF
+options { directory "$d"; };
+zone "$ZONE" { type master; file "$d/$ZONE.zone"; };
+EOF
+	# receiver-threads=1 and distributor-threads=1 are the minimum; the
+	# packet cache stays on (default), as in production. LUA answers are not
+	# packet-cached, so every w query runs pickwrandom.
+	cat >"$d/pdns.conf" <<EOF
+launch=bind
+bind-config=$d/named.conf
+enable-lua-records=shared
+receiver-threads=1
+distributor-threads=1
+webserver=no
+api=no
+security-poll-suffix=
+loglevel=4
+EOF
+	taskset -c "$BENCH_SERVER_CPU" pdns_server --config-dir="$d" --socket-dir="$d" \
+		--local-address=127.0.0.1 --local-port="$PDNS_PORT" \
+		--daemon=no --guardian=no --disable-syslog --write-pid=no \
+		>"$TMP/pdns.log" 2>&1 &
+	PID[pdns]=$!
+}
+
+# Wait (at most 15 s) until the server answers the zone's SOA.
+wait_ready() { # $1 = server
+	local s=$1 p i
+	p=$(port_of "$s")
+	for ((i = 0; i < 75; i++)); do
+		if ! kill -0 "${PID[$s]}" 2>/dev/null; then
+			tail -n 20 "$TMP/$s.log" >&2 || true
+			die "$(label_of "$s") exited during start-up (log above)"
+		fi
+		if dig +time=1 +tries=1 +short @127.0.0.1 -p "$p" "$ZONE" SOA 2>/dev/null | grep -q .; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	tail -n 20 "$TMP/$s.log" >&2 || true
+	die "$(label_of "$s") did not answer on 127.0.0.1:$p within 15 s (log above)"
+}
+
+# ---------------------------------------------------------- sanity check ----
+
+declare -A SPLIT=()
+
+sanity() { # $1 = server
+	local s=$1 p out a q="" i n1 n2 total
+	p=$(port_of "$s")
+	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$W_NAME" A 2>&1) || true
+	[[ -n $out ]] || die "sanity: $(label_of "$s") gave no answer for $W_NAME A on port $p"
+	while read -r a; do
+		[[ " $W_ADDRS " == *" $a "* ]] ||
+			die "sanity: $(label_of "$s") answered '$a' for $W_NAME A on port $p (expected one of $W_ADDRS)"
+	done <<<"$out"
+	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$G_NAME" A 2>&1) || true
+	[[ $out == "$G_ADDR" ]] ||
+		die "sanity: $(label_of "$s") answered '${out//$'\n'/ }' for $G_NAME A on port $p (expected $G_ADDR)"
+	# The weighted split, from 400 queries in one dig process.
+	for ((i = 0; i < 400; i++)); do q+=" $W_NAME A"; done
+	# shellcheck disable=SC2086
+	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" $q 2>/dev/null) || true
+	n1=$(grep -cx '192\.0\.2\.1' <<<"$out" || true)
+	n2=$(grep -cx '192\.0\.2\.2' <<<"$out" || true)
+	total=$((n1 + n2))
+	if ((total > 400)); then
+		SPLIT[$s]="both addresses in every answer (static RRset)"
+	elif ((total > 0)); then
+		SPLIT[$s]=$(awk -v a="$n1" -v b="$n2" -v t="$total" 'BEGIN { printf "192.0.2.1 %.1f%% / 192.0.2.2 %.1f%% of %d answers", 100 * a / t, 100 * b / t, t }')
+	else
+		SPLIT[$s]="no answers"
+	fi
+	log "sanity ok: $(label_of "$s") on port $p; w split: ${SPLIT[$s]}"
+}
+
+# ---------------------------------------------------------------- start ----
+
+for s in $BENCH_SERVERS; do
+	log "starting $(label_of "$s") on 127.0.0.1:$(port_of "$s") (CPU $BENCH_SERVER_CPU)"
+	"start_$s"
+done
+for s in $BENCH_SERVERS; do wait_ready "$s"; done
+
+# taskset only sets the CPUs a server starts on: a server may move its own
+# threads afterwards. Knot does: it pins UDP worker N to CPU N % (online CPUs),
+# which puts its only worker on CPU 0, next to dnsperf. So once the servers
+# run, pin every thread of each to the server CPU again, and check it before
+# each measurement.
+WANT_CPUS=$(taskset -c "$BENCH_SERVER_CPU" sed -nE 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+pin_server() { # $1 = server
+	local s=$1 pid=${PID[$1]} t bad=""
+	taskset -a -p -c "$BENCH_SERVER_CPU" "$pid" >/dev/null 2>&1 ||
+		die "could not pin the threads of $(label_of "$s") (pid $pid) to CPU $BENCH_SERVER_CPU"
+	for t in /proc/"$pid"/task/*; do
+		[[ $(sed -nE 's/^Cpus_allowed_list:[[:space:]]*//p' "$t/status" 2>/dev/null) == "$WANT_CPUS" ]] ||
+			[[ ! -e $t/status ]] || bad+=" ${t##*/}"
+	done
+	[[ -z $bad ]] || die "threads$bad of $(label_of "$s") are not on CPU $WANT_CPUS after taskset -a -p"
+}
+for s in $BENCH_SERVERS; do pin_server "$s"; done
+for s in $BENCH_SERVERS; do sanity "$s"; done
+
+# --------------------------------------------------------------- measure ----
+
+CLK_TCK=$(getconf CLK_TCK)
+# utime+stime of the whole process (all threads), in clock ticks. The fields
+# are counted after the ')' that closes the command name.
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# Ticks one CPU spent running tasks (user + nice + system) plus the ticks the
+# hypervisor stole from it, from /proc/stat; nothing when $1 is a list or a
+# range (then the disturbance check is skipped). Interrupt and softirq time is
+# left out: that is mostly the benchmark's own packet work.
+cpu_busy() {
+	[[ $1 =~ ^[0-9]+$ ]] || return 0
+	awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $9 }' /proc/stat
+}
+# The kernel thread that runs deferred packet work (softirqs) on CPU $1: its
+# time is the benchmark's, not a disturbance.
+ksoftirqd_pid() {
+	local f
+	[[ $1 =~ ^[0-9]+$ ]] || return 0
+	for f in /proc/[0-9]*/comm; do
+		if [[ $(<"$f") == "ksoftirqd/$1" ]] 2>/dev/null; then
+			f=${f#/proc/}
+			echo "${f%/comm}"
+			return 0
+		fi
+	done 2>/dev/null
+}
+# CPU ticks of this shell's finished children (so of every dnsperf run),
+# from `times` output saved by the caller: `times` must run in this shell,
+# not in the $(...) subshell that reads it.
+child_ticks() {
+	awk -v hz="$CLK_TCK" 'NR == 2 {
+		n = 0
+		for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] }
+		printf "%.0f\n", n * hz
+	}' "$1"
+}
+# 100 * ticks / (CLK_TCK * seconds), at least 0: percent of one CPU.
+pct() { awk -v d="$1" -v hz="$CLK_TCK" -v t="$2" 'BEGIN { o = 100 * d / hz / t; printf "%.0f", (o < 0) ? 0 : o }'; }
+
+DNSPERF_ARGS=(-c "$BENCH_CLIENTS" -T 1 -q "$BENCH_OUTSTANDING" -t "$BENCH_TIMEOUT")
+mkdir -p "$RESULTS_DIR"
+rm -f "$RESULTS_DIR"/dnsperf-*.txt
+
+# Results per server and round.
+declare -A R_QPS=() R_LOST=() R_SENT=() R_LAT=() R_CPU=() R_RCODES=() R_NOISE_S=() R_NOISE_C=()
+
+run_dnsperf() { # $1 = server, $2 = seconds, $3 = output file
+	local p
+	p=$(port_of "$1")
+	# dnsperf -l stops sending after $2 s, then waits up to -t for replies.
+	timeout --foreground $(($2 + BENCH_TIMEOUT + 30)) taskset -c "$BENCH_CLIENT_CPU" \
+		dnsperf -s 127.0.0.1 -p "$p" -d "$QUERIES" "${DNSPERF_ARGS[@]}" -l "$2" >"$3" 2>&1 ||
+		{
+			tail -n 20 "$3" >&2
+			die "dnsperf against $(label_of "$1") failed (output above)"
+		}
+}
+
+field() { # $1 = file, $2 = label regex; prints the first number after it
+	sed -nE "s/^ *$2 *([0-9.]+).*/\1/p" "$1" | head -n1
+}
+
+KSOFT_S=$(ksoftirqd_pid "$BENCH_SERVER_CPU")
+KSOFT_C=$(ksoftirqd_pid "$BENCH_CLIENT_CPU")
+ksoft_ticks() { if [[ -n $1 && -r /proc/$1/stat ]]; then cpu_ticks "$1"; else echo 0; fi; }
+
+measure() { # $1 = server, $2 = round
+	local s=$1 r=$2 out pid runtime t0 t1 b0 b1 c0 c1 k0 k1 ks0 ks1 kc0 kc1
+	pid=${PID[$s]}
+	kill -0 "$pid" 2>/dev/null || die "$(label_of "$s") is no longer running (see $TMP/$s.log)"
+	if ((BENCH_WARMUP > 0)); then
+		log "warm-up: $(label_of "$s") ${BENCH_WARMUP}s"
+		run_dnsperf "$s" "$BENCH_WARMUP" "$TMP/warmup-$s-$r.txt"
+	fi
+	pin_server "$s" # again: threads started since then are re-pinned too
+	out=$RESULTS_DIR/dnsperf-$s-$r.txt
+	log "measuring: $(label_of "$s") ${BENCH_SECONDS}s (round $r)"
+	t0=$(cpu_ticks "$pid")
+	b0=$(cpu_busy "$BENCH_SERVER_CPU") ks0=$(ksoft_ticks "$KSOFT_S")
+	c0=$(cpu_busy "$BENCH_CLIENT_CPU") kc0=$(ksoft_ticks "$KSOFT_C")
+	times >"$TMP/times0"
+	k0=$(child_ticks "$TMP/times0")
+	run_dnsperf "$s" "$BENCH_SECONDS" "$out"
+	kill -0 "$pid" 2>/dev/null || die "$(label_of "$s") died during the run (see $TMP/$s.log)"
+	t1=$(cpu_ticks "$pid")
+	b1=$(cpu_busy "$BENCH_SERVER_CPU") ks1=$(ksoft_ticks "$KSOFT_S")
+	c1=$(cpu_busy "$BENCH_CLIENT_CPU") kc1=$(ksoft_ticks "$KSOFT_C")
+	times >"$TMP/times1"
+	k1=$(child_ticks "$TMP/times1")
+	R_QPS[$s,$r]=$(field "$out" 'Queries per second:')
+	R_SENT[$s,$r]=$(field "$out" 'Queries sent:')
+	R_LOST[$s,$r]=$(field "$out" 'Queries lost:')
+	R_LAT[$s,$r]=$(field "$out" 'Average Latency \(s\):')
+	R_RCODES[$s,$r]=$(sed -nE 's/^ *Response codes: *//p' "$out" | head -n1)
+	runtime=$(field "$out" 'Run time \(s\):')
+	[[ -n ${R_QPS[$s,$r]} && -n ${R_LOST[$s,$r]} && -n ${R_LAT[$s,$r]} && -n $runtime ]] ||
+		die "could not read dnsperf results in $out"
+	# Server CPU use over the measured run, in % of one CPU.
+	R_CPU[$s,$r]=$(pct $((t1 - t0)) "$runtime")
+	# What else ran on the two CPUs meanwhile: other processes, kernel
+	# threads other than ksoftirqd, and time stolen by the hypervisor. Large
+	# values mean the run was disturbed by something else on the machine.
+	R_NOISE_S[$s,$r]='' R_NOISE_C[$s,$r]=''
+	if [[ -n $b0 && -n $b1 ]]; then
+		R_NOISE_S[$s,$r]=$(pct $((b1 - b0 - (t1 - t0) - (ks1 - ks0))) "$runtime")
+	fi
+	if [[ -n $c0 && -n $c1 ]]; then
+		R_NOISE_C[$s,$r]=$(pct $((c1 - c0 - (k1 - k0) - (kc1 - kc0))) "$runtime")
+	fi
+	log "$(label_of "$s"): ${R_QPS[$s,$r]} qps, lost ${R_LOST[$s,$r]}, server CPU ${R_CPU[$s,$r]}%," \
+		"other load: server CPU ${R_NOISE_S[$s,$r]:-?}%, client CPU ${R_NOISE_C[$s,$r]:-?}%"
+}
+
+# Wait (bounded) until nothing else keeps the two benchmark CPUs busy: on a
+# shared machine a compile or a test run would be measured with the servers.
+QUIET=yes
+wait_quiet() {
+	local i a0 a1 b0 b1 busy
+	for ((i = 0; i < BENCH_IDLE_WAIT || i == 0; i++)); do
+		a0=$(cpu_busy "$BENCH_SERVER_CPU") b0=$(cpu_busy "$BENCH_CLIENT_CPU")
+		sleep 1
+		a1=$(cpu_busy "$BENCH_SERVER_CPU") b1=$(cpu_busy "$BENCH_CLIENT_CPU")
+		[[ -n $a0 && -n $b0 ]] || return 0 # CPU lists: cannot tell
+		busy=$(((a1 - a0) > (b1 - b0) ? (a1 - a0) : (b1 - b0)))
+		busy=$((100 * busy / CLK_TCK))
+		((busy < BENCH_NOISE_MAX)) && return 0
+		((i == 0)) && log "CPUs $BENCH_SERVER_CPU/$BENCH_CLIENT_CPU are ${busy}% busy with other work; waiting up to ${BENCH_IDLE_WAIT}s for quiet"
+	done
+	QUIET=no
+	log "WARNING: the machine stayed busy (${busy}%); measuring anyway, results will be flagged"
+}
+wait_quiet
+
+for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+	for s in $BENCH_SERVERS; do measure "$s" "$r"; done
+done
+
+stop_servers
+
+# ---------------------------------------------------------------- report ----
+
+# The round with the median QPS of each server (the only one when ROUNDS=1).
+declare -A BEST=()
+for s in $BENCH_SERVERS; do
+	BEST[$s]=$(for ((r = 1; r <= BENCH_ROUNDS; r++)); do echo "${R_QPS[$s,$r]} $r"; done |
+		sort -g | awk '{ a[NR] = $2 } END { print a[int((NR + 1) / 2)] }')
+done
+
+version_of() {
+	case $1 in
+	meridian)
+		# `meridian version` prints "meridian VERSION (goX.Y os/arch)".
+		local v
+		v=$("$MERIDIAN_BIN" version 2>/dev/null | awk 'NR == 1 { print $2 }') || true
+		if [[ -z $v || $v == dev ]]; then
+			v="git $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+			git diff --quiet HEAD 2>/dev/null || v+="-dirty"
+		fi
+		echo "$v"
+		;;
+	knot) knotd -V 2>&1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n1 ;;
+	pdns) pdns_server --version 2>&1 | grep -oE 'Server [0-9]+\.[0-9]+\.[0-9]+' | head -n1 | cut -d' ' -f2 ;;
+	esac
+}
+
+CPU_MODEL=$(sed -nE 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n1)
+[[ -n $CPU_MODEL ]] || CPU_MODEL=$(uname -m)
+if [[ $BENCH_QUERIES == mix ]]; then
+	MIX="80% \`$W_NAME A\` (weighted), 20% \`$G_NAME A\` (geo / static)"
+else
+	MIX="100% \`$W_NAME A\` (weighted)"
+fi
+
+have_meridian=0
+[[ " $BENCH_SERVERS " == *" meridian "* ]] && have_meridian=1
+M_QPS='' M_PERCORE=''
+if ((have_meridian)); then
+	r=${BEST[meridian]}
+	M_QPS=${R_QPS[meridian,$r]}
+	M_PERCORE=$(awk -v q="$M_QPS" -v c="${R_CPU[meridian,$r]}" 'BEGIN { if (c > 0) printf "%.0f", q * 100 / c }')
+fi
+
+REPORT=$TMP/report.md
+{
+	echo "## Meridian DNS benchmark"
+	echo
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+	echo "- machine: $NCPU CPUs (\`nproc\`), $CPU_MODEL, Linux $(uname -r)"
+	echo "- servers pinned to CPU $BENCH_SERVER_CPU, dnsperf to CPU $BENCH_CLIENT_CPU; one UDP socket/worker each"
+	echo "- dnsperf $(sed -nE 's/^Version //p' "$RESULTS_DIR"/dnsperf-*-1.txt | head -n1): \`dnsperf ${DNSPERF_ARGS[*]} -l $BENCH_SECONDS\` after a ${BENCH_WARMUP}s warm-up; rounds: $BENCH_ROUNDS (median shown)"
+	echo "- queries: $MIX"
+	echo
+	echo "| server | version | QPS | lost | avg latency (ms) | server CPU | QPS per server CPU | Meridian/peer QPS | Meridian/peer QPS per CPU | other load srv/cli CPU |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for s in $BENCH_SERVERS; do
+		r=${BEST[$s]}
+		awk -v name="$(label_of "$s")" -v ver="$(version_of "$s")" -v q="${R_QPS[$s,$r]}" \
+			-v lost="${R_LOST[$s,$r]}" -v sent="${R_SENT[$s,$r]}" -v lat="${R_LAT[$s,$r]}" \
+			-v cpu="${R_CPU[$s,$r]}" -v mq="$M_QPS" -v mpc="$M_PERCORE" -v self="$([[ $s == meridian ]] && echo 1 || echo 0)" \
+			-v noise="${R_NOISE_S[$s,$r]:-?}% / ${R_NOISE_C[$s,$r]:-?}%" '
+			BEGIN {
+				pc = (cpu > 0) ? q * 100 / cpu : 0
+				lostpct = (sent > 0) ? 100 * lost / sent : 0
+				if (self)
+					ratio = ratio2 = "1.00 (ref)"
+				else if (mq == "")
+					ratio = ratio2 = "n/a"
+				else {
+					ratio = sprintf("%.2f", mq / q)
+					ratio2 = (pc > 0 && mpc != "") ? sprintf("%.2f", mpc / pc) : "n/a"
+				}
+				printf "| %s | %s | %.0f | %d (%.3f%%) | %.3f | %d%% | %.0f | %s | %s | %s |\n",
+					name, ver, q, lost, lostpct, lat * 1000, cpu, pc, ratio, ratio2, noise
+			}'
+	done
+	echo
+	echo "Weighted split seen by 400 \`dig\` queries for \`$W_NAME A\` (target 70% / 30%):"
+	echo
+	for s in $BENCH_SERVERS; do echo "- $(label_of "$s"): ${SPLIT[$s]}"; done
+	bad=""
+	for s in $BENCH_SERVERS; do
+		for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+			[[ ${R_RCODES[$s,$r]} == "NOERROR "*"(100.00%)" ]] || bad+=" $(label_of "$s") round $r: ${R_RCODES[$s,$r]};"
+		done
+	done
+	if [[ -n $bad ]]; then
+		echo
+		echo "Response codes other than NOERROR:$bad"
+	fi
+	noisy=""
+	for s in $BENCH_SERVERS; do
+		for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+			if ((${R_NOISE_S[$s,$r]:-0} > BENCH_NOISE_MAX || ${R_NOISE_C[$s,$r]:-0} > BENCH_NOISE_MAX)); then
+				noisy+=" $(label_of "$s") round $r (${R_NOISE_S[$s,$r]}% / ${R_NOISE_C[$s,$r]}%);"
+			fi
+		done
+	done
+	if [[ -n $noisy || $QUIET == no ]]; then
+		echo
+		echo "**WARNING: disturbed run.** Other work shared the benchmark CPUs (more than ${BENCH_NOISE_MAX}%):${noisy:- before the start}"
+		echo "Re-run on a quiet machine before quoting these numbers."
+	fi
+	if ((BENCH_ROUNDS > 1)); then
+		echo
+		echo "All rounds (QPS):"
+		echo
+		for s in $BENCH_SERVERS; do
+			line="- $(label_of "$s"):"
+			for ((r = 1; r <= BENCH_ROUNDS; r++)); do line+=" $(printf '%.0f' "${R_QPS[$s,$r]}")"; done
+			echo "$line"
+		done
+	fi
+	echo
+	echo "Raw dnsperf output: \`$RESULTS_DIR/dnsperf-<server>-<round>.txt\`. Read bench/README.md before quoting a ratio:"
+	echo "a server CPU well below 100% means dnsperf, not the server, was the limit."
+} >"$REPORT"
+
+cp "$REPORT" "$RESULTS_DIR/latest.md"
+echo
+cat "$REPORT"
+echo
+log "written to $RESULTS_DIR/latest.md"
