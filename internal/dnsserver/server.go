@@ -123,7 +123,11 @@ func (s *Server) Start() error {
 	}
 	for _, uc := range s.udp {
 		s.wg.Add(1)
-		go s.serveUDP(uc)
+		if runtime.GOOS == "linux" {
+			go s.serveUDPBatch(uc)
+		} else {
+			go s.serveUDP(uc)
+		}
 	}
 	for _, ln := range s.tcp {
 		s.wg.Add(1)
@@ -180,7 +184,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) serveUDP(uc *net.UDPConn) {
 	defer s.wg.Done()
 	w := s.newWorker()
-	buf := make([]byte, dns.MaxMsgSize)
+	buf := make([]byte, maxUDPQuery)
 	for {
 		n, from, err := uc.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -240,6 +244,9 @@ func (s *Server) acceptTCP(ln net.Listener) {
 }
 
 var workers = sync.Pool{}
+
+// maxUDPQuery is the read buffer of a UDP socket: the largest datagram.
+const maxUDPQuery = dns.MaxMsgSize
 
 // serveTCP answers queries on one connection in order (RFC 7766 framing)
 // until the client closes it, it idles past the timeout, or we shut down.
