@@ -1,7 +1,6 @@
 package dnsserver
 
 import (
-	"errors"
 	"net"
 	"time"
 
@@ -47,10 +46,9 @@ func (s *Server) serveUDPBatch(uc *net.UDPConn) {
 	for {
 		n, err := bc.ReadBatch(in, 0)
 		if err != nil {
-			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
+			if s.stopped(err) {
 				return
 			}
-			s.log.Warn("dns udp read", "err", err)
 			continue
 		}
 		start := time.Now()

@@ -188,10 +188,9 @@ func (s *Server) serveUDP(uc *net.UDPConn) {
 	for {
 		n, from, err := uc.ReadFromUDPAddrPort(buf)
 		if err != nil {
-			if s.closed.Load() || errors.Is(err, net.ErrClosed) {
+			if s.stopped(err) {
 				return
 			}
-			s.log.Warn("dns udp read", "err", err)
 			continue
 		}
 		start := time.Now()
@@ -283,6 +282,16 @@ func (s *Server) serveTCP(c net.Conn) {
 		}
 		w.tcpDur.Observe(time.Since(start).Seconds())
 	}
+}
+
+// stopped reports whether a read error means the socket was closed for
+// shutdown; other errors are logged and the caller reads on.
+func (s *Server) stopped(err error) bool {
+	if s.closed.Load() || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	s.log.Warn("dns udp read", "err", err)
+	return false
 }
 
 // recoverPanic logs a panic with its stack and counts it.

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, err := io.ReadAll(rec.Body)
+	require.NoError(t, err)
+	return rec.Code, string(body)
+}
+
+func TestEndpoints(t *testing.T) {
+	f, err := config.Load("../../deploy/examples/demo.yaml")
+	require.NoError(t, err)
+	st := &engine.Store{}
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "meridian_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Inc()
+	var readyErr error = errors.New("dns listeners not started")
+	h := Handler(st, reg, func() error { return readyErr }, func() Status {
+		return Status{ConfigPath: "demo.yaml", LastReloadErr: "demo.yaml:3:1: bad"}
+	}, slog.New(slog.DiscardHandler))
+
+	code, body := get(t, h, "/healthz")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "ok\n", body)
+
+	code, body = get(t, h, "/readyz")
+	assert.Equal(t, 503, code, "not ready until the DNS listeners are up")
+	assert.Contains(t, body, "dns listeners not started")
+
+	code, _ = get(t, h, "/")
+	assert.Equal(t, 503, code, "no snapshot yet")
+
+	_, err = st.Publish(&f.Desired, engine.Options{})
+	require.NoError(t, err)
+	readyErr = nil
+	code, _ = get(t, h, "/readyz")
+	assert.Equal(t, 200, code)
+
+	code, body = get(t, h, "/")
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "app.demo.meridian.test.")
+	assert.Contains(t, body, `class="down">down`, "shop's endpoint 192.0.2.60 is down in the config")
+	assert.Contains(t, body, "(drained)")
+	assert.Contains(t, body, "Last reload failed")
+
+	code, body = get(t, h, "/metrics")
+	assert.Equal(t, 200, code)
+	assert.True(t, strings.Contains(body, "meridian_test_total 1"), body)
+
+	code, _ = get(t, h, "/nope")
+	assert.Equal(t, 404, code)
+}
