@@ -147,6 +147,12 @@ func decode(data []byte, f *File) (err error) {
 }
 
 func decodeError(name string, data []byte, err error) Error {
+	var ve *model.ValueError
+	if errors.As(err, &ve) {
+		e := Error{File: name, Msg: ve.Msg}
+		e.Path, e.Line, e.Col = findScalar(data, ve.Value)
+		return e
+	}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		e := Error{File: name, Msg: ye.GetMessage()}

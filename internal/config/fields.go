@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -34,6 +35,30 @@ func unknownFieldHint(data []byte, line, col int, msg string) (string, string) {
 		return found, msg
 	}
 	return found, msg + " (allowed: " + strings.Join(allowed, ", ") + ")"
+}
+
+// findScalar returns the path and position of the first scalar whose value
+// is v (used for values a type's UnmarshalText refused).
+func findScalar(data []byte, v string) (path string, line, col int) {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return "", 0, 0
+	}
+	for _, doc := range file.Docs {
+		ast.Walk(visitorFunc(func(n ast.Node) bool {
+			if path != "" {
+				return false
+			}
+			if sn, ok := n.(ast.ScalarNode); ok && fmt.Sprint(sn.GetValue()) == v {
+				if tk := n.GetToken(); tk != nil && tk.Position != nil {
+					path = strings.TrimPrefix(strings.TrimPrefix(n.GetPath(), "$"), ".")
+					line, col = tk.Position.Line, tk.Position.Column
+				}
+			}
+			return true
+		}), doc)
+	}
+	return path, line, col
 }
 
 type visitorFunc func(ast.Node) bool

@@ -3,6 +3,8 @@ package model
 import (
 	"net/netip"
 	"slices"
+	"strings"
+	"time"
 )
 
 // Normalize validates d and returns a copy with every default filled in and
@@ -17,6 +19,31 @@ func Normalize(d *Desired) (*Desired, error) {
 		Clusters: slices.Clone(d.Clusters),
 		Services: slices.Clone(d.Services),
 		Geo:      Geo{MMDB: d.Geo.MMDB, Networks: slices.Clone(d.Geo.Networks)},
+		Health:   d.Health,
+		Ring:     d.Ring,
+		Decision: d.Decision,
+	}
+	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)
+	h := &out.Health
+	h.Interval = orDefaultDuration(h.Interval, DefaultInterval)
+	h.Timeout = orDefaultDuration(h.Timeout, min(DefaultTimeout, h.Interval.D()))
+	h.Fall = orDefault(h.Fall, DefaultFall)
+	h.Rise = orDefault(h.Rise, DefaultRise)
+	r := &out.Ring
+	r.Bind = orDefaultString(r.Bind, DefaultRingBind)
+	r.Advertise = orDefaultString(r.Advertise, r.Bind)
+	r.RejoinInterval = orDefaultDuration(r.RejoinInterval, DefaultRejoinInterval)
+	dec := &out.Decision
+	dec.FreshVotes = orDefault(dec.FreshVotes, DefaultFreshVotes)
+	dec.MinRegions = orDefault(dec.MinRegions, DefaultMinRegions)
+	dec.HoldDown = orDefaultDuration(dec.HoldDown, DefaultHoldDown)
+	dec.HoldDownMax = orDefaultDuration(dec.HoldDownMax, max(DefaultHoldDownMax, dec.HoldDown.D()))
+	if dec.Brake == 0 {
+		dec.Brake = DefaultBrake
+	}
+	if dec.Outliers == nil {
+		t := true
+		dec.Outliers = &t
 	}
 	zoneTTL := map[string]int{}
 	for i := range out.Zones {
@@ -54,6 +81,12 @@ func Normalize(d *Desired) (*Desired, error) {
 	for i := range out.Clusters {
 		c := &out.Clusters[i]
 		c.State = orDefaultString(c.State, StateUp)
+		if c.Heartbeat != nil {
+			hb := *c.Heartbeat
+			hb.Interval = orDefaultDuration(hb.Interval, DefaultHeartbeatPeriod)
+			hb.Grace = orDefaultDuration(hb.Grace, max(DefaultHeartbeatGrace, 4*hb.Interval.D()))
+			c.Heartbeat = &hb
+		}
 	}
 	for i := range out.Services {
 		s := &out.Services[i]
@@ -77,6 +110,9 @@ func Normalize(d *Desired) (*Desired, error) {
 				e.Weight = &w
 			}
 			e.State = orDefaultString(e.State, StateUp)
+		}
+		if s.HealthCheck != nil {
+			s.HealthCheck = checkDefaults(*s.HealthCheck, out.Health, s.Name)
 		}
 		if s.Failover != nil {
 			f := *s.Failover
@@ -118,6 +154,42 @@ func orDefault(v, def int) int {
 func orDefaultString(v, def string) string {
 	if v == "" {
 		return def
+	}
+	return v
+}
+
+// checkDefaults fills a check from the health defaults and its kind.
+func checkDefaults(c Check, h Health, service string) *Check {
+	c.Kind = orDefaultString(c.Kind, CheckNone)
+	c.Interval = orDefaultDuration(c.Interval, h.Interval.D())
+	c.Timeout = orDefaultDuration(c.Timeout, min(h.Timeout.D(), c.Interval.D()))
+	c.Fall = orDefault(c.Fall, h.Fall)
+	c.Rise = orDefault(c.Rise, h.Rise)
+	host := strings.TrimSuffix(service, ".")
+	switch c.Kind {
+	case CheckHTTP, CheckHTTPS:
+		c.Port = orDefault(c.Port, map[string]int{CheckHTTP: 80, CheckHTTPS: 443}[c.Kind])
+		c.Method = orDefaultString(c.Method, "GET")
+		c.Path = orDefaultString(c.Path, DefaultHTTPPath)
+		c.Host = orDefaultString(c.Host, host)
+		if c.Kind == CheckHTTPS {
+			c.SNI = orDefaultString(c.SNI, c.Host)
+		}
+		if len(c.ExpectStatus) == 0 {
+			c.ExpectStatus = []string{DefaultExpectStatus}
+		}
+	case CheckDNS:
+		c.Port = orDefault(c.Port, 53)
+		c.QueryName = CanonicalName(orDefaultString(c.QueryName, service))
+		c.QueryType = strings.ToUpper(orDefaultString(c.QueryType, "A"))
+		c.ExpectRcode = strings.ToUpper(orDefaultString(c.ExpectRcode, "NOERROR"))
+	}
+	return &c
+}
+
+func orDefaultDuration(v Duration, def time.Duration) Duration {
+	if v == 0 {
+		return Duration(def)
 	}
 	return v
 }

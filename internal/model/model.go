@@ -55,6 +55,9 @@ type Desired struct {
 	Clusters []Cluster `yaml:"clusters"`
 	Services []Service `yaml:"services"`
 	Geo      Geo       `yaml:"geo"`
+	Health   Health    `yaml:"health"`   // probing defaults
+	Ring     Ring      `yaml:"ring"`     // prober gossip ring
+	Decision Decision  `yaml:"decision"` // failover decision tuning
 }
 
 // Zone is an authoritative zone Meridian answers for.
@@ -87,12 +90,13 @@ type Nameserver struct {
 
 // Cluster is a site that hosts endpoints: a Kubernetes cluster, a region or a data centre.
 type Cluster struct {
-	Name      string `yaml:"name"`      // unique name (required)
-	Region    string `yaml:"region"`    // region name, matched against geo networks and rules (required)
-	Continent string `yaml:"continent"` // optional continent code: AF AN AS EU NA OC SA
-	Country   string `yaml:"country"`   // optional ISO 3166-1 alpha-2 country code, e.g. DE
-	State     string `yaml:"state"`     // up (default) or down: down takes every endpoint of the cluster down
-	Drain     bool   `yaml:"drain"`     // true takes the cluster out of answers (default false)
+	Name      string     `yaml:"name"`      // unique name (required)
+	Region    string     `yaml:"region"`    // region name, matched against geo networks and rules (required)
+	Continent string     `yaml:"continent"` // optional continent code: AF AN AS EU NA OC SA
+	Country   string     `yaml:"country"`   // optional ISO 3166-1 alpha-2 country code, e.g. DE
+	State     string     `yaml:"state"`     // up (default) or down: down takes every endpoint of the cluster down
+	Drain     bool       `yaml:"drain"`     // true takes the cluster out of answers (default false)
+	Heartbeat *Heartbeat `yaml:"heartbeat"` // optional liveness of the whole cluster
 }
 
 // Service is a global service: one DNS name answered from endpoints in several clusters.
@@ -104,6 +108,7 @@ type Service struct {
 	WhenAllDown string          `yaml:"when_all_down"` // fail-open (default) or nodata
 	FailOpenTTL int             `yaml:"fail_open_ttl"` // TTL of fail-open answers (default 5, at most ttl)
 	Endpoints   []Endpoint      `yaml:"endpoints"`     // at least one
+	HealthCheck *Check          `yaml:"health_check"`  // how probers check each endpoint (default: not probed)
 	Failover    *FailoverPolicy `yaml:"failover"`      // only with strategy failover
 	Geo         *GeoPolicy      `yaml:"geo"`           // only with strategy geo
 }

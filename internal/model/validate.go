@@ -82,6 +82,9 @@ func Validate(d *Desired) error {
 	zones := v.zones(d.Zones)
 	clusters := v.clusters(d.Clusters)
 	v.geo(d.Geo)
+	v.health("health", d.Health)
+	v.ring(d.Ring)
+	v.decision(d.Decision)
 	names := map[string]string{} // canonical owner name -> path that claimed it
 	for i, z := range d.Zones {
 		for j, ns := range z.Nameservers {
@@ -205,6 +208,9 @@ func (v *validator) clusters(cs []Cluster) map[string]bool {
 			v.checkCountry(p+".country", c.Country)
 		}
 		v.checkOneOf(p+".state", c.State, []string{StateUp, StateDown})
+		if c.Heartbeat != nil {
+			v.heartbeat(p+".heartbeat", c.Heartbeat)
+		}
 	}
 	return names
 }
@@ -260,6 +266,9 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 		v.add(p+".max_answers", "%d is out of range (allowed 1..%d; 0 = default %d)", s.MaxAnswers, MaxMaxAnswers, DefaultMaxAnswers)
 	}
 	v.checkOneOf(p+".when_all_down", s.WhenAllDown, []string{WhenAllDownFailOpen, WhenAllDownNoData})
+	if s.HealthCheck != nil {
+		v.check(p+".health_check", s.HealthCheck, s)
+	}
 	if len(s.Endpoints) == 0 {
 		v.add(p+".endpoints", "at least one endpoint is required")
 	}

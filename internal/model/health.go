@@ -1,0 +1,110 @@
+package model
+
+import "time"
+
+// Health check kinds.
+const (
+	CheckHTTP  = "http"
+	CheckHTTPS = "https"
+	CheckTCP   = "tcp"
+	CheckDNS   = "dns"
+	CheckNone  = "none"
+)
+
+// CheckKinds lists the allowed check kinds.
+var CheckKinds = []string{CheckHTTP, CheckHTTPS, CheckTCP, CheckDNS, CheckNone}
+
+// Defaults of probing, the ring, the decision and heartbeats.
+const (
+	DefaultInterval        = 5 * time.Second
+	DefaultTimeout         = 3 * time.Second
+	DefaultFall            = 3
+	DefaultRise            = 2
+	DefaultHTTPPath        = "/"
+	DefaultExpectStatus    = "200-399"
+	DefaultRingBind        = "127.0.0.1:7946"
+	DefaultRejoinInterval  = 30 * time.Second
+	DefaultFreshVotes      = 3 // a vote is fresh for FreshVotes × interval
+	DefaultMinRegions      = 2
+	DefaultHoldDown        = 30 * time.Second
+	DefaultHoldDownMax     = 300 * time.Second
+	DefaultBrake           = 0.5
+	DefaultHeartbeatPeriod = 10 * time.Second
+	DefaultHeartbeatGrace  = 40 * time.Second
+)
+
+// Health holds the probing defaults every service check starts from.
+type Health struct {
+	Interval Duration `yaml:"interval"` // between probes of one endpoint, ±10% jitter (default 5s)
+	Timeout  Duration `yaml:"timeout"`  // per probe (default 3s)
+	Fall     int      `yaml:"fall"`     // consecutive failures to go locally down (default 3)
+	Rise     int      `yaml:"rise"`     // consecutive successes to come back (default 2)
+}
+
+// Check is a service's health check. Fields left empty come from the
+// top-level health section and the kind's defaults.
+type Check struct {
+	Kind               string   `yaml:"kind"`                 // http, https, tcp, dns or none (default: none)
+	Port               int      `yaml:"port"`                 // default: 80 http, 443 https, 53 dns; required for tcp
+	Method             string   `yaml:"method"`               // HTTP method (default GET)
+	Path               string   `yaml:"path"`                 // HTTP path (default /)
+	Host               string   `yaml:"host"`                 // HTTP Host header (default: the service name)
+	SNI                string   `yaml:"sni"`                  // TLS server name (default: host)
+	ExpectStatus       []string `yaml:"expect_status"`        // codes or ranges, e.g. [200, 301-302] (default 200-399)
+	BodyContains       string   `yaml:"body_contains"`        // substring the body must contain (first 64 KiB)
+	CAFile             string   `yaml:"ca_file"`              // PEM CA bundle to verify HTTPS against instead of the system roots
+	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"` // do not verify the certificate (default false)
+	QueryName          string   `yaml:"query_name"`           // DNS check: name to ask (default: the service name)
+	QueryType          string   `yaml:"query_type"`           // DNS check: type (default A)
+	ExpectRcode        string   `yaml:"expect_rcode"`         // DNS check: expected rcode (default NOERROR)
+	Interval           Duration `yaml:"interval"`             // overrides health.interval
+	Timeout            Duration `yaml:"timeout"`              // overrides health.timeout
+	Fall               int      `yaml:"fall"`                 // overrides health.fall
+	Rise               int      `yaml:"rise"`                 // overrides health.rise
+}
+
+// Ring configures the gossip ring of probers (hashicorp/memberlist).
+type Ring struct {
+	Enabled           bool       `yaml:"enabled"`            // probe endpoints and join the ring (default false)
+	NodeName          string     `yaml:"node_name"`          // unique node name (default: host name)
+	Region            string     `yaml:"region"`             // region of this prober (required when enabled)
+	Bind              string     `yaml:"bind"`               // gossip address, UDP and TCP (default 127.0.0.1:7946)
+	Advertise         string     `yaml:"advertise"`          // address other nodes use (default: bind)
+	Seeds             []string   `yaml:"seeds"`              // host:port of nodes to join
+	KeyFile           string     `yaml:"key_file"`           // gossip encryption keyring (one base64 key per line, first = primary)
+	Label             string     `yaml:"label"`              // gossip label: rings with different labels never mix
+	RequireEncryption bool       `yaml:"require_encryption"` // refuse to start without key_file
+	RejoinInterval    Duration   `yaml:"rejoin_interval"`    // re-join the seeds this often (default 30s)
+	Memberlist        Memberlist `yaml:"memberlist"`         // protocol knobs (default: memberlist's WAN defaults)
+}
+
+// Memberlist exposes memberlist's main protocol knobs; zero keeps the WAN default.
+type Memberlist struct {
+	GossipInterval   Duration `yaml:"gossip_interval"`    // WAN default 500ms
+	GossipNodes      int      `yaml:"gossip_nodes"`       // WAN default 4
+	ProbeInterval    Duration `yaml:"probe_interval"`     // WAN default 5s
+	ProbeTimeout     Duration `yaml:"probe_timeout"`      // WAN default 3s
+	PushPullInterval Duration `yaml:"push_pull_interval"` // WAN default 60s
+	SuspicionMult    int      `yaml:"suspicion_mult"`     // WAN default 6
+	TCPTimeout       Duration `yaml:"tcp_timeout"`        // WAN default 30s
+}
+
+// Decision tunes the failover decision.
+type Decision struct {
+	FreshVotes  int      `yaml:"fresh_votes"`   // a vote is fresh for this many intervals (default 3)
+	MinRegions  int      `yaml:"min_regions"`   // regions a down verdict needs (default 2; 1 when the ring has one region)
+	HoldDown    Duration `yaml:"hold_down"`     // wait after recovery before taking traffic (default 30s, doubles per failure)
+	HoldDownMax Duration `yaml:"hold_down_max"` // cap of the doubling (default 300s)
+	Brake       float64  `yaml:"brake"`         // largest share of a service's healthy weight one decision may remove (default 0.5)
+	Outliers    *bool    `yaml:"outliers"`      // ignore a prober that disagrees with the others on most endpoints (default true)
+}
+
+// Heartbeat configures how a cluster's liveness is known.
+type Heartbeat struct {
+	URL                string   `yaml:"url"`                  // readiness URL polled by every prober, e.g. https://api.c1:6443/readyz
+	CAFile             string   `yaml:"ca_file"`              // PEM CA to verify the URL's certificate
+	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"` // do not verify (default false)
+	Agent              bool     `yaml:"agent"`                // expect heartbeats from `meridian agent` on the ring
+	Interval           Duration `yaml:"interval"`             // poll/send period (default 10s)
+	Grace              Duration `yaml:"grace"`                // missing this long = unreachable (default 40s)
+}

@@ -1,0 +1,198 @@
+package model
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+func (v *validator) health(p string, h Health) {
+	v.timing(p, h.Interval, h.Timeout, h.Fall, h.Rise)
+}
+
+// timing checks interval/timeout/fall/rise, where zero means "inherit".
+func (v *validator) timing(p string, interval, timeout Duration, fall, rise int) {
+	if interval != 0 && interval.D() < 100*time.Millisecond {
+		v.add(p+".interval", "%s is too short (at least 100ms)", interval)
+	}
+	if timeout != 0 && timeout.D() < 10*time.Millisecond {
+		v.add(p+".timeout", "%s is too short (at least 10ms)", timeout)
+	}
+	if interval != 0 && timeout != 0 && timeout > interval {
+		v.add(p+".timeout", "%s is longer than the interval %s", timeout, interval)
+	}
+	if fall < 0 || fall > 100 {
+		v.add(p+".fall", "%d is out of range (allowed 1..100; 0 = default %d)", fall, DefaultFall)
+	}
+	if rise < 0 || rise > 100 {
+		v.add(p+".rise", "%d is out of range (allowed 1..100; 0 = default %d)", rise, DefaultRise)
+	}
+}
+
+var httpMethods = []string{"GET", "HEAD", "POST", "OPTIONS"}
+
+func (v *validator) check(p string, c *Check, s *Service) {
+	v.checkOneOf(p+".kind", c.Kind, CheckKinds)
+	v.timing(p, c.Interval, c.Timeout, c.Fall, c.Rise)
+	if c.Port < 0 || c.Port > 65535 {
+		v.add(p+".port", "%d is out of range (allowed 1..65535)", c.Port)
+	}
+	if c.Kind == CheckTCP && c.Port == 0 {
+		v.add(p+".port", "is required for tcp checks")
+	}
+	if c.Kind != "" && c.Kind != CheckNone {
+		for _, e := range s.Endpoints {
+			if e.CNAME != "" {
+				v.add(p+".kind", "%s checks need address endpoints: CNAME endpoints cannot be probed (use kind none)", c.Kind)
+				break
+			}
+		}
+	}
+	http := c.Kind == CheckHTTP || c.Kind == CheckHTTPS
+	if c.Method != "" {
+		v.checkOneOf(p+".method", c.Method, httpMethods)
+	}
+	if c.Path != "" && !strings.HasPrefix(c.Path, "/") {
+		v.add(p+".path", "%q must start with /", c.Path)
+	}
+	for i, st := range c.ExpectStatus {
+		if _, _, ok := ParseStatusRange(st); !ok {
+			v.add(fmt.Sprintf("%s.expect_status[%d]", p, i), "%q is not a status code or range (e.g. 200 or 200-299, within 100..599)", st)
+		}
+	}
+	if !http {
+		for _, f := range []struct{ name, val string }{{"method", c.Method}, {"path", c.Path}, {"host", c.Host}, {"body_contains", c.BodyContains}} {
+			if f.val != "" {
+				v.add(p+"."+f.name, "is only used by http and https checks (kind is %q)", c.Kind)
+			}
+		}
+	}
+	if c.Kind != CheckHTTPS && (c.SNI != "" || c.CAFile != "" || c.InsecureSkipVerify) {
+		v.add(p, "sni, ca_file and insecure_skip_verify are only used by https checks (kind is %q)", c.Kind)
+	}
+	if c.Kind != CheckDNS && (c.QueryName != "" || c.QueryType != "" || c.ExpectRcode != "") {
+		v.add(p, "query_name, query_type and expect_rcode are only used by dns checks (kind is %q)", c.Kind)
+	}
+	if c.QueryName != "" {
+		v.checkName(p+".query_name", c.QueryName)
+	}
+	if c.QueryType != "" {
+		if _, ok := dns.StringToType[strings.ToUpper(c.QueryType)]; !ok {
+			v.add(p+".query_type", "%q is not a DNS type (e.g. A, AAAA, SOA)", c.QueryType)
+		}
+	}
+	if c.ExpectRcode != "" {
+		if _, ok := dns.StringToRcode[strings.ToUpper(c.ExpectRcode)]; !ok {
+			v.add(p+".expect_rcode", "%q is not an rcode (e.g. NOERROR, NXDOMAIN, REFUSED)", c.ExpectRcode)
+		}
+	}
+}
+
+// ParseStatusRange parses "200" or "200-299".
+func ParseStatusRange(s string) (lo, hi int, ok bool) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	lo, err := strconv.Atoi(strings.TrimSpace(a))
+	if err != nil {
+		return 0, 0, false
+	}
+	hi = lo
+	if isRange {
+		if hi, err = strconv.Atoi(strings.TrimSpace(b)); err != nil {
+			return 0, 0, false
+		}
+	}
+	return lo, hi, lo >= 100 && hi <= 599 && lo <= hi
+}
+
+func (v *validator) ring(r Ring) {
+	p := "ring"
+	if r.RejoinInterval != 0 && r.RejoinInterval.D() < time.Second {
+		v.add(p+".rejoin_interval", "%s is too short (at least 1s)", r.RejoinInterval)
+	}
+	if !r.Enabled {
+		return
+	}
+	if r.Region == "" {
+		v.add(p+".region", "is required when the ring is enabled (the region this prober runs in)")
+	}
+	if r.Bind != "" {
+		v.hostPort(p+".bind", r.Bind, true)
+	}
+	if r.Advertise != "" {
+		v.hostPort(p+".advertise", r.Advertise, true)
+	}
+	for i, s := range r.Seeds {
+		v.hostPort(fmt.Sprintf("%s.seeds[%d]", p, i), s, false)
+	}
+	if r.RequireEncryption && r.KeyFile == "" {
+		v.add(p+".key_file", "is required because require_encryption is set")
+	}
+	m := r.Memberlist
+	if m.GossipNodes < 0 || m.GossipNodes > 64 {
+		v.add(p+".memberlist.gossip_nodes", "%d is out of range (allowed 1..64; 0 = default)", m.GossipNodes)
+	}
+	if m.SuspicionMult < 0 || m.SuspicionMult > 100 {
+		v.add(p+".memberlist.suspicion_mult", "%d is out of range (allowed 1..100; 0 = default)", m.SuspicionMult)
+	}
+}
+
+// hostPort checks host:port; with ipOnly the host must be an IP address.
+func (v *validator) hostPort(path, s string, ipOnly bool) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		v.add(path, "%q is not host:port (e.g. 10.0.0.1:7946)", s)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.add(path, "%q has an invalid port (allowed 0..65535)", s)
+	}
+	if ipOnly && net.ParseIP(host) == nil {
+		v.add(path, "%q: the host must be an IP address", s)
+	}
+	if host == "" && !ipOnly {
+		v.add(path, "%q has no host", s)
+	}
+}
+
+func (v *validator) decision(d Decision) {
+	p := "decision"
+	if d.FreshVotes < 0 || d.FreshVotes > 100 {
+		v.add(p+".fresh_votes", "%d is out of range (allowed 1..100; 0 = default %d)", d.FreshVotes, DefaultFreshVotes)
+	}
+	if d.MinRegions < 0 || d.MinRegions > 16 {
+		v.add(p+".min_regions", "%d is out of range (allowed 1..16; 0 = default %d)", d.MinRegions, DefaultMinRegions)
+	}
+	if d.HoldDown != 0 && d.HoldDownMax != 0 && d.HoldDown > d.HoldDownMax {
+		v.add(p+".hold_down", "%s is longer than hold_down_max %s", d.HoldDown, d.HoldDownMax)
+	}
+	if d.Brake < 0 || d.Brake > 1 {
+		v.add(p+".brake", "%v is out of range (allowed 0 < brake <= 1; 0 = default %v)", d.Brake, DefaultBrake)
+	}
+}
+
+func (v *validator) heartbeat(p string, h *Heartbeat) {
+	if h.URL == "" && !h.Agent {
+		v.add(p, "needs url (a readiness URL to poll) or agent: true")
+	}
+	if h.URL != "" {
+		u, err := url.Parse(h.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add(p+".url", "%q is not an http(s) URL (e.g. https://10.0.0.1:6443/readyz)", h.URL)
+		}
+	}
+	if h.Interval != 0 && h.Interval.D() < 100*time.Millisecond {
+		v.add(p+".interval", "%s is too short (at least 100ms)", h.Interval)
+	}
+	interval := h.Interval
+	if interval == 0 {
+		interval = Duration(DefaultHeartbeatPeriod)
+	}
+	if h.Grace != 0 && h.Grace <= interval {
+		v.add(p+".grace", "%s must be longer than the interval %s", h.Grace, interval)
+	}
+}
