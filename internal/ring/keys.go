@@ -1,0 +1,93 @@
+package ring
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// GenerateKey returns a new random 32-byte gossip key, base64 encoded.
+func GenerateKey() string {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.StdEncoding.EncodeToString(k)
+}
+
+// ParseKey decodes a base64 gossip key and checks its length (AES-128/192/256).
+func ParseKey(s string) ([]byte, error) {
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("gossip key is not base64: %w", err)
+	}
+	switch len(k) {
+	case 16, 24, 32:
+		return k, nil
+	}
+	return nil, fmt.Errorf("gossip key is %d bytes (allowed 16, 24 or 32 bytes: AES-128, -192, -256)", len(k))
+}
+
+// LoadKeyring reads a key file: one base64 key per line, the first is the
+// primary (used to encrypt); the others are accepted for decryption.
+// Blank lines and lines starting with # are ignored.
+func LoadKeyring(path string) ([][]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("gossip key file %s: %w", path, err)
+	}
+	var keys [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		k, err := ParseKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("gossip key file %s:%d: %w", path, line, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("gossip key file %s: no key (write one base64 key per line; `meridian ring keygen` makes one)", path)
+	}
+	return keys, nil
+}
+
+// SaveKeyring writes keys (primary first) atomically with mode 0600.
+func SaveKeyring(path string, primary []byte, keys [][]byte) error {
+	var b strings.Builder
+	b.WriteString("# Meridian gossip keyring: first line = primary key. Managed by `meridian ring keys`.\n")
+	b.WriteString(base64.StdEncoding.EncodeToString(primary) + "\n")
+	for _, k := range keys {
+		if !bytes.Equal(k, primary) {
+			b.WriteString(base64.StdEncoding.EncodeToString(k) + "\n")
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".keyring-*")
+	if err != nil {
+		return fmt.Errorf("gossip key file %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("gossip key file %s: %w", path, err)
+	}
+	if _, err := tmp.WriteString(b.String()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("gossip key file %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("gossip key file %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("gossip key file %s: %w", path, err)
+	}
+	return nil
+}

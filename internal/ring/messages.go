@@ -1,0 +1,98 @@
+package ring
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+// Message types on the wire: one type byte, then JSON.
+const (
+	msgVote      byte = 1 // a prober's vote
+	msgSummary   byte = 2 // "all my votes still hold as of": keeps unchanged votes fresh without resending them
+	msgConfirm   byte = 3 // second confirmation request
+	msgHeartbeat byte = 4 // a cluster heartbeat from `meridian agent`
+	msgKeyOp     byte = 5 // keyring change to apply on every node
+)
+
+// wireVote is health.Vote with short JSON keys.
+type wireVote struct {
+	Service string `json:"s,omitempty"`
+	Target  string `json:"t"`
+	Prober  string `json:"p"`
+	Region  string `json:"r"`
+	Down    bool   `json:"d,omitempty"`
+	At      int64  `json:"a"` // Unix ms
+	Seq     uint64 `json:"q"`
+}
+
+func toWire(v health.Vote) wireVote {
+	return wireVote{Service: v.Subject.Service, Target: v.Subject.Target, Prober: v.Prober, Region: v.Region,
+		Down: v.Status == health.Down, At: v.ObservedAt.UnixMilli(), Seq: v.Seq}
+}
+
+func (w wireVote) vote() health.Vote {
+	st := health.Up
+	if w.Down {
+		st = health.Down
+	}
+	return health.Vote{Subject: health.Subject{Service: w.Service, Target: w.Target}, Prober: w.Prober, Region: w.Region,
+		Status: st, ObservedAt: time.UnixMilli(w.At), Seq: w.Seq}
+}
+
+// summary says that every vote of Prober is still current as of At. Count
+// and SeqSum describe that vote set so a receiver that missed a vote does
+// not extend stale ones.
+type summary struct {
+	Prober string `json:"p"`
+	Region string `json:"r"`
+	At     int64  `json:"a"`
+	Count  int    `json:"n"`
+	SeqSum uint64 `json:"q"`
+}
+
+type confirmReq struct {
+	Service string `json:"s,omitempty"`
+	Target  string `json:"t"`
+	From    string `json:"f"`
+	Region  string `json:"r"`
+}
+
+type heartbeat struct {
+	Cluster string `json:"c"`
+	From    string `json:"f"`
+	At      int64  `json:"a"`
+	Seq     uint64 `json:"q"`
+}
+
+type keyOp struct {
+	Op  string `json:"o"` // install, use, remove
+	Key []byte `json:"k"`
+	ID  string `json:"i"` // unique id so that each node applies it once
+}
+
+// fullState is exchanged in push/pull syncs.
+type fullState struct {
+	Votes     []wireVote `json:"v"`
+	Summaries []summary  `json:"s"`
+}
+
+func encode(t byte, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("ring: encode %T: %v", v, err)) // only our own plain structs
+	}
+	return append([]byte{t}, b...)
+}
+
+var errEmpty = errors.New("empty message")
+
+func decode(b []byte, v any) error {
+	if len(b) < 2 {
+		return errEmpty
+	}
+	return json.Unmarshal(b[1:], v)
+}

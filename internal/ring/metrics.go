@@ -1,0 +1,51 @@
+package ring
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the ring. Every metric is listed in README.md.
+type Metrics struct {
+	Members    *prometheus.GaugeVec   // meridian_ring_members{role}
+	Messages   *prometheus.CounterVec // meridian_ring_messages_total{type,direction}
+	Votes      prometheus.Counter     // meridian_ring_votes_received_total
+	Encrypted  prometheus.Gauge       // meridian_ring_encrypted
+	Rejoins    prometheus.Counter     // meridian_ring_rejoins_total
+	bytesSent  prometheus.CounterFunc // meridian_ring_gossip_bytes_total{direction="sent"}
+	bytesRecv  prometheus.CounterFunc
+	registerer prometheus.Registerer
+}
+
+// NewMetrics creates the ring metrics; they are registered by Start on reg
+// (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "meridian_ring_members",
+			Help: "Live ring members by role (prober, agent).",
+		}, []string{"role"}),
+		Messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_ring_messages_total",
+			Help: "Ring user messages by type (vote, summary, confirm, heartbeat, keyop, state) and direction (sent, received).",
+		}, []string{"type", "direction"}),
+		Votes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_ring_votes_received_total",
+			Help: "Votes received from other probers that were new to this node.",
+		}),
+		Encrypted: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_ring_encrypted",
+			Help: "1 when gossip is encrypted with a keyring, else 0.",
+		}),
+		Rejoins: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_ring_rejoins_total",
+			Help: "Attempts to re-join configured seeds that were not live members.",
+		}),
+		registerer: reg,
+	}
+	if reg != nil {
+		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins)
+	}
+	return m
+}
+
+var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop"}

@@ -1,0 +1,253 @@
+package ring
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// fast makes memberlist converge in test time.
+var fast = model.Memberlist{
+	GossipInterval:   model.Duration(20 * time.Millisecond),
+	ProbeInterval:    model.Duration(200 * time.Millisecond),
+	ProbeTimeout:     model.Duration(100 * time.Millisecond),
+	PushPullInterval: model.Duration(300 * time.Millisecond),
+	SuspicionMult:    2,
+	TCPTimeout:       model.Duration(time.Second),
+}
+
+type recorder struct {
+	mu         sync.Mutex
+	confirms   []health.Subject
+	heartbeats map[string]time.Time
+}
+
+func (r *recorder) onConfirm(s health.Subject, _ string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.confirms = append(r.confirms, s)
+}
+
+func (r *recorder) onHeartbeat(cluster, _ string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.heartbeats == nil {
+		r.heartbeats = map[string]time.Time{}
+	}
+	r.heartbeats[cluster] = at
+}
+
+func (r *recorder) confirmCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.confirms)
+}
+
+func keyFile(t *testing.T, keys ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gossip.key")
+	content := ""
+	for _, k := range keys {
+		content += k + "\n"
+	}
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+func startNode(t *testing.T, name, region string, seeds []string, key string, rec *recorder) *Ring {
+	t.Helper()
+	cfg := Config{
+		NodeName: name, Region: region, Bind: "127.0.0.1:0", Seeds: seeds, KeyFile: key, Label: "test",
+		RejoinInterval: 300 * time.Millisecond, SummaryInterval: 100 * time.Millisecond, Memberlist: fast,
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	if rec != nil {
+		cfg.OnConfirm, cfg.OnHeartbeat = rec.onConfirm, rec.onHeartbeat
+	}
+	r, err := Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Shutdown() })
+	return r
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, 20*time.Millisecond, what)
+}
+
+func hasVote(r *Ring, prober string, s health.Subject, st health.Status) bool {
+	for _, v := range r.Votes() {
+		if v.Prober == prober && v.Subject == s && v.Status == st {
+			return true
+		}
+	}
+	return false
+}
+
+func TestVotesSpreadAndNewerReplacesOlder(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	key := keyFile(t, GenerateKey())
+	a := startNode(t, "a", "r1", nil, key, nil)
+	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, key, nil)
+	c := startNode(t, "c", "r3", []string{b.LocalAddr()}, key, nil)
+	eventually(t, "three members everywhere", func() bool { return len(a.Members()) == 3 && len(c.Members()) == 3 })
+	assert.Equal(t, []string{"r1", "r2", "r3"}, []string{a.Members()[0].Region, a.Members()[1].Region, a.Members()[2].Region})
+
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	a.Publish(s, health.Down, time.Now())
+	eventually(t, "the down vote reaches c", func() bool { return hasVote(c, "a", s, health.Down) })
+	a.Publish(s, health.Up, time.Now())
+	eventually(t, "the newer up vote replaces it", func() bool { return hasVote(c, "a", s, health.Up) && !hasVote(c, "a", s, health.Down) })
+	for _, n := range []*Ring{a, b, c} {
+		n.Shutdown()
+	}
+}
+
+func TestSummaryKeepsUnchangedVotesFresh(t *testing.T) {
+	a := startNode(t, "a", "r1", nil, "", nil)
+	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, "", nil)
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	old := time.Now().Add(-time.Hour)
+	a.Publish(s, health.Up, old)
+	eventually(t, "vote arrives", func() bool { return hasVote(b, "a", s, health.Up) })
+	eventually(t, "a's summary moves the observation time forward on b", func() bool {
+		for _, v := range b.Votes() {
+			if v.Prober == "a" && time.Since(v.ObservedAt) < time.Second {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestSummaryDoesNotRefreshVotesWhenOneWasMissed(t *testing.T) {
+	st := newStore()
+	s1 := health.EndpointSubject("x.", "192.0.2.1")
+	old := time.Now().Add(-time.Hour)
+	st.put(health.Vote{Subject: s1, Prober: "p", Status: health.Up, ObservedAt: old, Seq: 1})
+	// The prober has two votes (seq 1 and 2); we only hold seq 1.
+	st.putSummary(summary{Prober: "p", At: time.Now().UnixMilli(), Count: 2, SeqSum: 3})
+	v := st.effective()
+	require.Len(t, v, 1)
+	assert.Equal(t, old.UnixMilli(), v[0].ObservedAt.UnixMilli(), "stale vote is not extended")
+	st.put(health.Vote{Subject: health.EndpointSubject("x.", "192.0.2.2"), Prober: "p", Status: health.Down, ObservedAt: old, Seq: 2})
+	for _, v := range st.effective() {
+		assert.WithinDuration(t, time.Now(), v.ObservedAt, time.Second, "both extended once the set matches")
+	}
+}
+
+func TestLateJoinerConvergesThroughPushPull(t *testing.T) {
+	a := startNode(t, "a", "r1", nil, "", nil)
+	s := health.EndpointSubject("app.example.test.", "192.0.2.9")
+	a.Publish(s, health.Down, time.Now())
+	time.Sleep(300 * time.Millisecond) // the broadcast has nobody to go to and is spent
+	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, "", nil)
+	eventually(t, "b learns a's vote from the join/push-pull state", func() bool { return hasVote(b, "a", s, health.Down) })
+}
+
+func TestConfirmationGoesToOtherRegionsOnly(t *testing.T) {
+	ra, rb, rc := &recorder{}, &recorder{}, &recorder{}
+	a := startNode(t, "a", "r1", nil, "", ra)
+	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, "", rb)
+	c := startNode(t, "c", "r1", []string{a.LocalAddr()}, "", rc)
+	eventually(t, "three members", func() bool { return len(a.Members()) == 3 && len(b.Members()) == 3 && len(c.Members()) == 3 })
+	a.Confirm(health.EndpointSubject("app.example.test.", "192.0.2.1"))
+	eventually(t, "b (other region) is asked", func() bool { return rb.confirmCount() == 1 })
+	time.Sleep(300 * time.Millisecond)
+	assert.Equal(t, 0, rc.confirmCount(), "c is in a's region")
+	assert.Equal(t, 0, ra.confirmCount(), "a does not confirm itself")
+	assert.Equal(t, 1, rb.confirmCount(), "b handles the request once")
+}
+
+func TestAgentHeartbeatsReachProbers(t *testing.T) {
+	rp := &recorder{}
+	p := startNode(t, "p", "r1", nil, "", rp)
+	agent, err := Start(Config{NodeName: "agent-c1", Region: "r9", Role: RoleAgent, Bind: "127.0.0.1:0", Seeds: []string{p.LocalAddr()}, Label: "test",
+		Memberlist: fast, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer agent.Shutdown()
+	agent.SendHeartbeat("c1", time.Now())
+	eventually(t, "heartbeat arrives", func() bool {
+		rp.mu.Lock()
+		defer rp.mu.Unlock()
+		return !rp.heartbeats["c1"].IsZero()
+	})
+	roles := map[string]string{}
+	for _, m := range p.Members() {
+		roles[m.Name] = m.Role
+	}
+	assert.Equal(t, map[string]string{"p": RoleProber, "agent-c1": RoleAgent}, roles)
+}
+
+func TestKeyRotationAcrossTheRing(t *testing.T) {
+	k1, k2 := GenerateKey(), GenerateKey()
+	fa, fb := keyFile(t, k1), keyFile(t, k1)
+	a := startNode(t, "a", "r1", nil, fa, nil)
+	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, fb, nil)
+	eventually(t, "joined", func() bool { return len(b.Members()) == 2 })
+	key2, err := ParseKey(k2)
+	require.NoError(t, err)
+	require.NoError(t, a.KeyOp(KeyInstall, key2))
+	eventually(t, "b installed k2", func() bool { _, all := b.Keys(); return len(all) == 2 })
+	require.NoError(t, a.KeyOp(KeyUse, key2))
+	eventually(t, "b uses k2", func() bool { p, _ := b.Keys(); return p == k2 })
+	key1, _ := ParseKey(k1)
+	require.NoError(t, a.KeyOp(KeyRemove, key1))
+	eventually(t, "b removed k1", func() bool { _, all := b.Keys(); return len(all) == 1 })
+	// The files follow, so a restart uses the new key.
+	keys, err := LoadKeyring(fb)
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	assert.Equal(t, key2, keys[0])
+	// And the ring still carries votes.
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	a.Publish(s, health.Down, time.Now())
+	eventually(t, "vote after rotation", func() bool { return hasVote(b, "a", s, health.Down) })
+	assert.Error(t, a.KeyOp(KeyRemove, key2), "the primary key cannot be removed")
+}
+
+func TestANodeWithAnotherKeyCannotJoin(t *testing.T) {
+	a := startNode(t, "a", "r1", nil, keyFile(t, GenerateKey()), nil)
+	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, keyFile(t, GenerateKey()), nil)
+	time.Sleep(500 * time.Millisecond)
+	assert.Len(t, a.Members(), 1)
+	assert.Len(t, b.Members(), 1)
+}
+
+func TestRequireEncryptionRefusesToStartWithoutAKey(t *testing.T) {
+	_, err := Start(Config{NodeName: "a", Region: "r1", Bind: "127.0.0.1:0", RequireEncryption: true, Logger: slog.New(slog.DiscardHandler)})
+	assert.ErrorIs(t, err, ErrNoEncryption)
+}
+
+func TestKeyFileErrorsNameTheProblem(t *testing.T) {
+	_, err := LoadKeyring(keyFile(t, "c2hvcnQ="))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gossip.key:1: gossip key is 5 bytes (allowed 16, 24 or 32 bytes")
+	_, err = LoadKeyring(keyFile(t, "# only a comment"))
+	assert.ErrorContains(t, err, "no key")
+}
+
+func TestRejoinReunitesWithARestartedSeed(t *testing.T) {
+	a := startNode(t, "a", "r1", nil, "", nil)
+	addr := a.LocalAddr()
+	b := startNode(t, "b", "r2", []string{addr}, "", nil)
+	eventually(t, "joined", func() bool { return len(b.Members()) == 2 })
+	// a vanishes without leaving (like a partition): b declares it dead.
+	require.NoError(t, a.halt())
+	eventually(t, "b sees a gone", func() bool { return len(b.Members()) == 1 })
+	// a comes back on the same address knowing nobody; b's rejoin loop finds it.
+	a2, err := Start(Config{NodeName: "a", Region: "r1", Bind: addr, Label: "test", Memberlist: fast, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer a2.Shutdown()
+	eventually(t, "one ring again", func() bool { return len(b.Members()) == 2 && len(a2.Members()) == 2 })
+}
