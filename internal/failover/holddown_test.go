@@ -1,0 +1,193 @@
+package failover
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+)
+
+// Verdicts about the east endpoint from two regions.
+var (
+	eastUp   = all(says("east-1", health.Up, ipEast), says("west-1", health.Up, ipEast), says("eu-1", health.Up, ipEast))
+	eastDown = all(says("east-1", health.Down, ipEast), says("west-1", health.Down, ipEast), says("eu-1", health.Down, ipEast))
+	eastTie  = all(says("east-1", health.Up, ipEast), says("west-1", health.Down, ipEast))
+)
+
+// step is one Decide call at t0+at and what the east endpoint should be after it.
+type step struct {
+	at       time.Duration
+	votes    []health.Vote
+	want     State
+	held     time.Duration // HeldUntil - t0; 0 = not held
+	failures int
+	reason   string
+}
+
+func s(n int) time.Duration { return time.Duration(n) * time.Second }
+
+func TestHoldDown(t *testing.T) {
+	cases := []struct {
+		name   string
+		params func(*Params)
+		steps  []step
+	}{
+		{
+			name: "a new endpoint comes up at once, without hold-down",
+			steps: []step{
+				{at: s(0), votes: eastUp, want: Up, reason: ReasonThreshold},
+			},
+		},
+		{
+			name: "a recovered endpoint stays down for the hold-down, then comes back",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(10), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(39), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(40), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "a down verdict during the hold is a new failure and doubles the next hold",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(10), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(20), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(25), votes: eastUp, want: Down, held: s(85), failures: 2, reason: ReasonHoldDown},
+				{at: s(84), votes: eastUp, want: Down, held: s(85), failures: 2, reason: ReasonHoldDown},
+				{at: s(85), votes: eastUp, want: Up, failures: 2, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "a failure soon after recovery doubles the hold-down",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(5), votes: eastUp, want: Down, held: s(35), failures: 1, reason: ReasonHoldDown},
+				{at: s(35), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(100), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(105), votes: eastUp, want: Down, held: s(165), failures: 2, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name:   "the hold-down is capped at hold_down_max",
+			params: func(p *Params) { p.HoldDown, p.HoldDownMax = s(100), s(300) },
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(1), votes: eastUp, want: Down, held: s(101), failures: 1, reason: ReasonHoldDown},
+				{at: s(2), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(3), votes: eastUp, want: Down, held: s(203), failures: 2, reason: ReasonHoldDown},
+				{at: s(4), votes: eastDown, want: Down, failures: 3, reason: ReasonConfirmation},
+				{at: s(5), votes: eastUp, want: Down, held: s(305), failures: 3, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "failures are forgotten after staying up for hold_down_max",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(5), votes: eastUp, want: Down, held: s(35), failures: 1, reason: ReasonHoldDown},
+				{at: s(35), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(335), votes: eastUp, want: Up, failures: 0, reason: ReasonHoldDown},
+				{at: s(340), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(345), votes: eastUp, want: Down, held: s(375), failures: 1, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "failures are remembered while up for less than hold_down_max",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(5), votes: eastUp, want: Down, held: s(35), failures: 1, reason: ReasonHoldDown},
+				{at: s(35), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(334), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(335), votes: eastUp, want: Down, held: s(395), failures: 2, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "a tie during the hold cancels it without counting a failure",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(10), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(20), votes: eastTie, want: Down, failures: 1, reason: ReasonHoldDown},
+				{at: s(25), votes: eastUp, want: Down, held: s(55), failures: 1, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "a freeze during the hold keeps its clock",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(10), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(20), votes: nil, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(40), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "the release waits for a call with an up verdict",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(10), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(45), votes: nil, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(50), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, fixture(t))
+			if tc.params != nil {
+				tc.params(&w.params)
+			}
+			for _, st := range tc.steps {
+				d := w.at(st.at, st.votes...)
+				e := endpoint(t, d, ipEast)
+				at := fmt.Sprintf("at %v", st.at)
+				assert.Equal(t, st.want, e.State, at)
+				assert.Equal(t, st.failures, e.Failures, at+": failures")
+				assert.Equal(t, st.reason, e.Reason, at+": reason")
+				if st.held == 0 {
+					assert.False(t, e.Held(), at+": held until %v", e.HeldUntil)
+				} else {
+					assert.Equal(t, t0.Add(st.held), e.HeldUntil, at+": held until")
+				}
+			}
+		})
+	}
+}
+
+func TestHoldDownChanges(t *testing.T) {
+	w := newWorld(t, fixture(t))
+	d := w.at(0, eastDown...)
+	assert.Equal(t, []string{ipEast + " unknown->down confirmation"}, reasons(d))
+	assert.True(t, d.StatesChanged)
+
+	d = w.at(s(10), eastUp...)
+	assert.Equal(t, []string{ipEast + " down->down hold-down"}, reasons(d), "held after recovery")
+	assert.Equal(t, []string{"east-1", "eu-1", "west-1"}, d.Changes[0].Voters)
+	assert.False(t, d.StatesChanged, "a hold event does not change what the engine sees")
+
+	d = w.at(s(40), eastUp...)
+	assert.Equal(t, []string{ipEast + " down->up hold-down"}, reasons(d), "released after hold-down")
+	assert.True(t, d.StatesChanged)
+	assert.Equal(t, t0.Add(s(40)), endpoint(t, d, ipEast).Since)
+	assert.Equal(t, t0.Add(s(40)), endpoint(t, d, ipEast).RecoveredAt)
+}
+
+func TestHoldFor(t *testing.T) {
+	cases := []struct {
+		name     string
+		failures int
+		want     time.Duration
+	}{
+		{"the first failure holds for hold_down", 1, s(30)},
+		{"no recorded failure holds for hold_down too", 0, s(30)},
+		{"the second failure doubles it", 2, s(60)},
+		{"the fourth failure doubles it three times", 4, s(240)},
+		{"the fifth failure reaches the cap", 5, s(300)},
+		{"many failures stay at the cap", 60, s(300)},
+	}
+	p := DefaultParams()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, p.holdFor(tc.failures)) })
+	}
+}

@@ -1,0 +1,82 @@
+package failover
+
+import (
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Params tunes Decide. Zero fields take the defaults listed on them (see
+// DefaultParams), except Outliers: the zero Params has outlier detection off,
+// DefaultParams and ParamsFrom turn it on.
+type Params struct {
+	Interval    time.Duration // probe interval: vote freshness and the brake delay (default 5s; health.interval)
+	FreshVotes  int           // a vote is fresh while now-ObservedAt <= FreshVotes×Interval (default 3)
+	MinRegions  int           // regions a Down verdict needs, capped at the regions of the ring (default 2)
+	HoldDown    time.Duration // a recovered subject stays down this long, doubled per failure (default 30s)
+	HoldDownMax time.Duration // cap of the doubling; up this long forgets the failures (default 300s, at least HoldDown)
+	Brake       float64       // largest share of a service's serving weight one call may remove (default 0.5; 1 = no brake)
+	Outliers    bool          // ignore a prober that says Down where the others say Up (default true)
+}
+
+// DefaultParams returns the documented defaults (model.Default*).
+func DefaultParams() Params {
+	return Params{Outliers: true}.withDefaults()
+}
+
+// ParamsFrom reads Params from a normalized Desired: health.interval and the
+// decision section. A nil d gives DefaultParams.
+func ParamsFrom(d *model.Desired) Params {
+	if d == nil {
+		return DefaultParams()
+	}
+	dec := d.Decision
+	return Params{
+		Interval:    d.Health.Interval.D(),
+		FreshVotes:  dec.FreshVotes,
+		MinRegions:  dec.MinRegions,
+		HoldDown:    dec.HoldDown.D(),
+		HoldDownMax: dec.HoldDownMax.D(),
+		Brake:       dec.Brake,
+		Outliers:    dec.Outliers == nil || *dec.Outliers,
+	}.withDefaults()
+}
+
+// withDefaults fills zero (or nonsensical negative) fields.
+func (p Params) withDefaults() Params {
+	if p.Interval <= 0 {
+		p.Interval = model.DefaultInterval
+	}
+	if p.FreshVotes <= 0 {
+		p.FreshVotes = model.DefaultFreshVotes
+	}
+	if p.MinRegions <= 0 {
+		p.MinRegions = model.DefaultMinRegions
+	}
+	if p.HoldDown <= 0 {
+		p.HoldDown = model.DefaultHoldDown
+	}
+	if p.HoldDownMax <= 0 {
+		p.HoldDownMax = max(model.DefaultHoldDownMax, p.HoldDown)
+	}
+	p.HoldDownMax = max(p.HoldDownMax, p.HoldDown)
+	if p.Brake <= 0 {
+		p.Brake = model.DefaultBrake
+	}
+	return p
+}
+
+// freshness is how old a vote may be and still count.
+func (p Params) freshness() time.Duration {
+	return time.Duration(p.FreshVotes) * p.Interval
+}
+
+// holdFor is the hold-down after the given number of consecutive failures:
+// HoldDown × 2^(failures-1), at most HoldDownMax.
+func (p Params) holdFor(failures int) time.Duration {
+	d := p.HoldDown
+	for i := 1; i < failures && d < p.HoldDownMax; i++ {
+		d *= 2
+	}
+	return min(d, p.HoldDownMax)
+}

@@ -1,0 +1,92 @@
+package health
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the prober's Prometheus metrics; README.md lists them. A nil
+// *Metrics records nothing.
+type Metrics struct {
+	results  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	targets  prometheus.Gauge
+	polls    *prometheus.CounterVec
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil reg = not
+// registered, for tests). Registering twice with one registry reuses the
+// collectors already there, so two probers in one process share them.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_probe_results_total",
+			Help: "Endpoint probes by check kind and result (ok or fail).",
+		}, []string{"kind", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "meridian_probe_duration_seconds",
+			Help:    "Time an endpoint probe took, by check kind (failed probes included).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"kind"}),
+		targets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_probe_targets",
+			Help: "Endpoints this prober is probing.",
+		}),
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_heartbeat_polls_total",
+			Help: "Cluster heartbeat URL polls by cluster and result (ok or fail).",
+		}, []string{"cluster", "result"}),
+	}
+	if reg != nil {
+		m.results = register(reg, m.results)
+		m.duration = register(reg, m.duration)
+		m.targets = register(reg, m.targets)
+		m.polls = register(reg, m.polls)
+	}
+	return m
+}
+
+// register registers c, or returns the equal collector already registered.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err) // a conflicting definition is a programming error
+	}
+	return c
+}
+
+func resultLabel(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return "fail"
+}
+
+func (m *Metrics) probe(kind string, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.results.WithLabelValues(kind, resultLabel(err)).Inc()
+	m.duration.WithLabelValues(kind).Observe(d.Seconds())
+}
+
+func (m *Metrics) setTargets(n int) {
+	if m == nil {
+		return
+	}
+	m.targets.Set(float64(n))
+}
+
+func (m *Metrics) poll(cluster string, err error) {
+	if m == nil {
+		return
+	}
+	m.polls.WithLabelValues(cluster, resultLabel(err)).Inc()
+}

@@ -1,0 +1,391 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Target is one endpoint this prober is responsible for.
+type Target struct {
+	Subject Subject      // EndpointSubject(service, address)
+	Addr    netip.Addr   // address to probe
+	Check   *model.Check // the service's check, normalised (interval, timeout, fall, rise)
+	Checker Checker      // nil = built from Check by SetTargets
+}
+
+// Result is the outcome of one probe or heartbeat poll, after thresholds.
+type Result struct {
+	Subject  Subject
+	Status   Status        // the subject's status after this probe
+	Changed  bool          // Status differs from the status before this probe
+	At       time.Time     // when the probe started (ProberOptions.Now)
+	Err      error         // why the probe failed; nil when it passed
+	Duration time.Duration // how long the probe took
+	Kind     string        // check kind (http, https, tcp, dns) or "heartbeat"
+}
+
+// KindHeartbeat is the Result.Kind of cluster heartbeat polls.
+const KindHeartbeat = "heartbeat"
+
+// ProberOptions configure a Prober. Every field is optional.
+type ProberOptions struct {
+	// OnResult is called after every probe and heartbeat poll, from the
+	// prober's goroutines. Calls for one subject are serialised and in
+	// probe order; calls for different subjects may run concurrently. It
+	// must not block for long: while it runs, that subject is not probed and
+	// SetTargets/SetHeartbeats removing the subject wait for it. It may call
+	// Status and ConfirmNow, but not SetTargets or SetHeartbeats (deadlock).
+	OnResult func(Result)
+	Logger   *slog.Logger     // default slog.Default()
+	Metrics  *Metrics         // default none
+	Now      func() time.Time // stamps results and measures heartbeat grace (default time.Now); timers use real time
+	Rand     *rand.Rand       // jitter source (default the math/rand/v2 global source); used under a lock
+	// MaxConcurrent bounds endpoint probes in flight at once
+	// (default GOMAXPROCS × 64). Heartbeat polls are not counted.
+	MaxConcurrent int
+}
+
+// Prober probes every target on its interval and every cluster heartbeat
+// URL, applies the thresholds and reports each Result to OnResult.
+//
+// Each target is probed every Check.Interval with ±10% uniform jitter, the
+// first probe after a random delay in [0, interval), each probe bounded by
+// Check.Timeout. SetTargets, SetHeartbeats, ConfirmNow and Status are safe
+// for concurrent use, before, during and after Run.
+type Prober struct {
+	onResult func(Result)
+	log      *slog.Logger
+	metrics  *Metrics
+	now      func() time.Time
+	randMu   sync.Mutex
+	rnd      *rand.Rand
+	sem      chan struct{} // probes in flight
+
+	setMu sync.Mutex // serialises SetTargets, and SetHeartbeats, end to end
+
+	mu      sync.RWMutex
+	runCtx  context.Context // non-nil while Run runs
+	ran     bool
+	wg      sync.WaitGroup // every goroutine started while running
+	targets map[Subject]*target
+	beats   map[string]*beat
+}
+
+// NewProber returns a Prober with no targets; call Run to start it.
+func NewProber(opts ProberOptions) *Prober {
+	p := &Prober{
+		onResult: opts.OnResult,
+		log:      opts.Logger,
+		metrics:  opts.Metrics,
+		now:      opts.Now,
+		rnd:      opts.Rand,
+		targets:  map[Subject]*target{},
+		beats:    map[string]*beat{},
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	n := opts.MaxConcurrent
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0) * 64
+	}
+	p.sem = make(chan struct{}, n)
+	return p
+}
+
+// Run starts probing the targets and heartbeats set so far (and those set
+// later) and blocks until ctx is done. When it returns, every goroutine of
+// the prober has stopped and no OnResult call is running. It returns nil,
+// or an error when called a second time (a Prober runs once).
+func (p *Prober) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.ran {
+		p.mu.Unlock()
+		return errors.New("health: prober: Run called twice")
+	}
+	p.ran = true
+	p.runCtx = ctx
+	for _, t := range p.targets {
+		p.startLocked(t)
+	}
+	for _, b := range p.beats {
+		p.startBeatLocked(b)
+	}
+	p.mu.Unlock()
+
+	<-ctx.Done()
+	p.mu.Lock()
+	p.runCtx = nil // nothing starts from here on
+	p.mu.Unlock()
+	p.wg.Wait()
+	return nil
+}
+
+// target is a Target with its running state.
+type target struct {
+	Target
+	ctx        context.Context // nil until started
+	cancel     context.CancelFunc
+	status     atomic.Uint32 // Status, for Status() without waiting on mu
+	confirming atomic.Bool
+
+	mu      sync.Mutex // serialises Observe and OnResult of this subject
+	th      Thresholds
+	stopped bool
+}
+
+func (t *target) interval() time.Duration {
+	if iv := t.Check.Interval.D(); iv > 0 {
+		return iv
+	}
+	return model.DefaultInterval
+}
+
+func (t *target) timeout() time.Duration {
+	if to := t.Check.Timeout.D(); to > 0 {
+		return to
+	}
+	return min(model.DefaultTimeout, t.interval())
+}
+
+// cancelLocked ends t's goroutines; p.mu is held (t.cancel is set under it).
+func (t *target) cancelLocked() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+}
+
+// markStopped waits for a running OnResult of t; no Result of t is reported
+// after it returns.
+func (t *target) markStopped() {
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
+}
+
+// SetTargets replaces the set of targets (a config reload). Targets whose
+// Subject, Addr and Check are unchanged keep their threshold state, their
+// schedule and their Checker; removed and changed ones are stopped (no
+// Result of theirs is reported once SetTargets returns); new and changed
+// ones start from Unknown. Targets of kind none are ignored; a Target
+// without a Checker gets one from NewChecker, and when that fails (say, an
+// unreadable ca_file) every probe of it fails with that error.
+func (p *Prober) SetTargets(ts []Target) {
+	p.setMu.Lock()
+	defer p.setMu.Unlock()
+	p.mu.RLock()
+	cur := maps.Clone(p.targets) // only SetTargets writes p.targets, under setMu
+	p.mu.RUnlock()
+
+	next := make(map[Subject]*target, len(ts))
+	var started []*target
+	for _, nt := range ts {
+		if nt.Check == nil || nt.Check.Kind == "" || nt.Check.Kind == model.CheckNone {
+			continue
+		}
+		if _, dup := next[nt.Subject]; dup {
+			p.log.Warn("health: duplicate target ignored", "service", nt.Subject.Service, "endpoint", nt.Subject.Target)
+			continue
+		}
+		if old, ok := cur[nt.Subject]; ok && sameTarget(old.Target, nt) {
+			next[nt.Subject] = old
+			continue
+		}
+		check := *nt.Check // ours: the caller may reuse its copy
+		nt.Check = &check
+		if nt.Checker == nil {
+			c, err := NewChecker(nt.Check)
+			if err != nil {
+				p.log.Error("health: cannot build check; every probe will fail", "service", nt.Subject.Service, "endpoint", nt.Subject.Target, "err", err)
+				c = errChecker{err}
+			}
+			nt.Checker = c
+		}
+		t := &target{Target: nt, th: Thresholds{Fall: nt.Check.Fall, Rise: nt.Check.Rise}}
+		next[nt.Subject] = t
+		started = append(started, t)
+	}
+	// Swap and cancel under p.mu, so that Run cannot start a removed target;
+	// then wait for removed targets' last OnResult before starting new ones,
+	// so that a changed subject does not report from two targets at once.
+	var removed []*target
+	p.mu.Lock()
+	p.targets = next
+	for s, old := range cur {
+		if next[s] != old {
+			old.cancelLocked()
+			removed = append(removed, old)
+		}
+	}
+	p.mu.Unlock()
+	for _, old := range removed {
+		old.markStopped()
+	}
+	p.mu.Lock()
+	for _, t := range started {
+		p.startLocked(t)
+	}
+	p.mu.Unlock()
+	p.metrics.setTargets(len(next))
+}
+
+// sameTarget reports whether b probes exactly what a probes.
+func sameTarget(a, b Target) bool {
+	if a.Subject != b.Subject || a.Addr != b.Addr || (a.Check == nil) != (b.Check == nil) {
+		return false
+	}
+	if a.Check == nil {
+		return true
+	}
+	ca, cb := *a.Check, *b.Check
+	if !slices.Equal(ca.ExpectStatus, cb.ExpectStatus) {
+		return false
+	}
+	ca.ExpectStatus, cb.ExpectStatus = nil, nil // nil and empty mean the same
+	return reflect.DeepEqual(ca, cb)
+}
+
+// startLocked starts t's probe loop if the prober runs; p.mu is held.
+func (p *Prober) startLocked(t *target) {
+	if p.runCtx == nil || t.ctx != nil {
+		return
+	}
+	t.ctx, t.cancel = context.WithCancel(p.runCtx)
+	p.wg.Go(func() { p.loop(t) })
+}
+
+// loop probes t on its interval until t is stopped.
+func (p *Prober) loop(t *target) {
+	iv := t.interval()
+	timer := time.NewTimer(p.firstDelay(iv))
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-timer.C:
+		}
+		start := time.Now()
+		p.probe(t)
+		timer.Reset(max(0, p.jitter(iv)-time.Since(start)))
+	}
+}
+
+// probe probes t once, applies the thresholds and reports the Result. live
+// is false when t was stopped meanwhile: nothing was reported.
+func (p *Prober) probe(t *target) (s Status, ok, live bool) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-t.ctx.Done():
+		return Unknown, false, false
+	}
+	at := p.now()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.ctx, t.timeout())
+	err := t.Checker.Check(ctx, t.Addr)
+	cancel()
+	d := time.Since(start)
+	<-p.sem
+	if t.ctx.Err() != nil {
+		return Unknown, false, false // stopped while probing: the failure is ours
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return Unknown, false, false
+	}
+	s, changed := t.th.Observe(err == nil)
+	t.status.Store(uint32(s))
+	p.metrics.probe(t.Check.Kind, err, d)
+	log := p.log.With("service", t.Subject.Service, "endpoint", t.Subject.Target, "kind", t.Check.Kind)
+	switch {
+	case changed:
+		log.Info("health: endpoint status changed", "status", s, "err", err)
+	case err != nil:
+		log.Debug("health: probe failed", "status", s, "err", err)
+	}
+	if p.onResult != nil {
+		p.onResult(Result{Subject: t.Subject, Status: s, Changed: changed, At: at, Err: err, Duration: d, Kind: t.Check.Kind})
+	}
+	return s, err == nil, true
+}
+
+// ConfirmNow is the second confirmation of s: it probes s at once, out of
+// its cycle, up to Fall times back to back, stopping at the first success
+// (or once s is Down), applying the thresholds and reporting a Result after
+// each probe as usual. It returns at once (the probes run on the prober's
+// goroutines); false when s is not an endpoint target of a running prober.
+// A confirmation already running for s absorbs the call (true, no second one).
+func (p *Prober) ConfirmNow(s Subject) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	t := p.targets[s]
+	if t == nil || p.runCtx == nil || t.ctx == nil {
+		return false
+	}
+	if !t.confirming.CompareAndSwap(false, true) {
+		return true
+	}
+	p.wg.Go(func() {
+		defer t.confirming.Store(false)
+		for range max(t.Check.Fall, 1) {
+			st, ok, live := p.probe(t)
+			if !live || ok || st == Down {
+				return
+			}
+		}
+	})
+	return true
+}
+
+// Status returns the current status of an endpoint target or of a cluster
+// heartbeat; false when s is neither.
+func (p *Prober) Status(s Subject) (Status, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if s.IsCluster() {
+		if b := p.beats[s.Target]; b != nil {
+			return Status(b.status.Load()), true
+		}
+		return Unknown, false
+	}
+	if t := p.targets[s]; t != nil {
+		return Status(t.status.Load()), true
+	}
+	return Unknown, false
+}
+
+func (p *Prober) random() float64 {
+	if p.rnd == nil {
+		return rand.Float64()
+	}
+	p.randMu.Lock()
+	defer p.randMu.Unlock()
+	return p.rnd.Float64()
+}
+
+// jitter returns iv ± 10%, uniformly.
+func (p *Prober) jitter(iv time.Duration) time.Duration {
+	return time.Duration(float64(iv) * (0.9 + 0.2*p.random()))
+}
+
+// firstDelay spreads first probes uniformly over [0, iv).
+func (p *Prober) firstDelay(iv time.Duration) time.Duration {
+	return time.Duration(float64(iv) * p.random())
+}

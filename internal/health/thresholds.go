@@ -1,0 +1,42 @@
+package health
+
+// Thresholds turns a run of probe outcomes into a Status: Fall consecutive
+// failures make a subject Down, Rise consecutive successes make it Up.
+//
+// A new Thresholds starts Unknown; from Unknown the first threshold reached
+// decides (Rise successes for Up, Fall failures for Down). A success resets
+// the run of failures and a failure resets the run of successes, so a flapping
+// subject keeps its status. Fall or Rise below 1 count as 1.
+//
+// Thresholds is a pure value with no locking: the owner serialises calls.
+type Thresholds struct {
+	Fall int // consecutive failures to go Down (default 1 when < 1)
+	Rise int // consecutive successes to go Up (default 1 when < 1)
+
+	status Status
+	fails  int // current run of failures
+	oks    int // current run of successes
+}
+
+// Observe records one probe outcome and returns the status after it and
+// whether that status differs from the one before.
+func (t *Thresholds) Observe(ok bool) (s Status, changed bool) {
+	prev := t.status
+	if ok {
+		t.fails = 0
+		t.oks++
+		if t.oks >= max(t.Rise, 1) {
+			t.status = Up
+		}
+	} else {
+		t.oks = 0
+		t.fails++
+		if t.fails >= max(t.Fall, 1) {
+			t.status = Down
+		}
+	}
+	return t.status, t.status != prev
+}
+
+// Status returns the current status without observing anything.
+func (t *Thresholds) Status() Status { return t.status }

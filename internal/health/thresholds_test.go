@@ -1,0 +1,103 @@
+package health
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestThresholds(t *testing.T) {
+	const (
+		ok   = true
+		fail = false
+	)
+	type step struct {
+		ok      bool
+		status  Status
+		changed bool
+	}
+	tests := []struct {
+		name       string
+		fall, rise int
+		steps      []step
+	}{
+		{
+			name: "a new subject is unknown until a threshold is reached",
+			fall: 3, rise: 2,
+			steps: []step{{ok, Unknown, false}, {fail, Unknown, false}, {fail, Unknown, false}},
+		},
+		{
+			name: "rise successes from unknown go up",
+			fall: 3, rise: 2,
+			steps: []step{{ok, Unknown, false}, {ok, Up, true}, {ok, Up, false}},
+		},
+		{
+			name: "fall failures from unknown go down",
+			fall: 3, rise: 2,
+			steps: []step{{fail, Unknown, false}, {fail, Unknown, false}, {fail, Down, true}, {fail, Down, false}},
+		},
+		{
+			name: "from unknown the first threshold reached decides even when fall is smaller",
+			fall: 1, rise: 5,
+			steps: []step{{ok, Unknown, false}, {ok, Unknown, false}, {fail, Down, true}},
+		},
+		{
+			name: "two failures after being up stay up with fall 3",
+			fall: 3, rise: 2,
+			steps: []step{{ok, Unknown, false}, {ok, Up, true}, {fail, Up, false}, {fail, Up, false}},
+		},
+		{
+			name: "three failures after being up go down with fall 3",
+			fall: 3, rise: 2,
+			steps: []step{{ok, Unknown, false}, {ok, Up, true}, {fail, Up, false}, {fail, Up, false}, {fail, Down, true}},
+		},
+		{
+			name: "a success between failures resets the failure run and stays up",
+			fall: 3, rise: 2,
+			steps: []step{
+				{ok, Unknown, false}, {ok, Up, true},
+				{fail, Up, false}, {fail, Up, false}, {ok, Up, false}, {fail, Up, false}, {fail, Up, false},
+			},
+		},
+		{
+			name: "one success after being down stays down with rise 2",
+			fall: 2, rise: 2,
+			steps: []step{{fail, Unknown, false}, {fail, Down, true}, {ok, Down, false}},
+		},
+		{
+			name: "rise successes after being down come back up",
+			fall: 2, rise: 2,
+			steps: []step{{fail, Unknown, false}, {fail, Down, true}, {ok, Down, false}, {ok, Up, true}},
+		},
+		{
+			name: "a failure between successes resets the success run and stays down",
+			fall: 2, rise: 3,
+			steps: []step{
+				{fail, Unknown, false}, {fail, Down, true},
+				{ok, Down, false}, {ok, Down, false}, {fail, Down, false}, {ok, Down, false}, {ok, Down, false}, {ok, Up, true},
+			},
+		},
+		{
+			name: "fall and rise of one flip on every outcome",
+			fall: 1, rise: 1,
+			steps: []step{{ok, Up, true}, {fail, Down, true}, {fail, Down, false}, {ok, Up, true}},
+		},
+		{
+			name: "zero fall and rise count as one",
+			fall: 0, rise: 0,
+			steps: []step{{fail, Down, true}, {ok, Up, true}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th := Thresholds{Fall: tt.fall, Rise: tt.rise}
+			assert.Equal(t, Unknown, th.Status())
+			for i, st := range tt.steps {
+				s, changed := th.Observe(st.ok)
+				assert.Equalf(t, st.status, s, "status after step %d (ok=%v)", i+1, st.ok)
+				assert.Equalf(t, st.changed, changed, "changed after step %d (ok=%v)", i+1, st.ok)
+				assert.Equal(t, s, th.Status())
+			}
+		})
+	}
+}
