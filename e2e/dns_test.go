@@ -287,5 +287,5 @@ func TestDemoConfigIsEmbedded(t *testing.T) {
 			break
 		}
 	}
-	assert.Regexp(t, `app\.demo\.meridian\.test\.\s+30\s+IN\s+A\s+192\.0\.2\.(10|20)`, out)
+	assert.Regexp(t, `app\.demo\.meridian\.test\.\s+30\s+IN\s+A\s+127\.0\.0\.1[12]`, out)
 }

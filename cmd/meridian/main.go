@@ -32,7 +32,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo())
+	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo(), newStatus(), newDemo(), newRing(), newAgent())
 	return root
 }
 
@@ -55,6 +55,8 @@ reloads it; an invalid file is logged and the previous config keeps serving.`,
 	f.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listen address or \"off\", overrides server.http.listen")
 	f.StringVar(&o.LogFormat, "log-format", "", "text or json, overrides server.log.format")
 	f.StringVar(&o.LogLevel, "log-level", "", "debug, info, warn or error, overrides server.log.level")
+	f.BoolVar(&o.RequireEncryption, "require-encryption", false, "refuse to start the prober ring without a gossip key (ring.key_file)")
+	f.BoolVar(&o.DemoBackends, "demo-backends", false, "start local HTTP backends for the loopback endpoints with http checks (the demo; on by default without --config)")
 	return cmd
 }
 

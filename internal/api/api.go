@@ -28,10 +28,26 @@ type Status struct {
 	LastReloadErr string
 }
 
+// Options are the optional parts of the HTTP surface.
+type Options struct {
+	Health func() HealthReport // GET /v1/health
+	Demo   DemoControl         // POST /v1/demo/backends/{addr}/{start|stop}, GET /v1/demo/backends
+	Keys   KeyControl          // GET/POST /v1/ring/keys
+}
+
 // Handler returns the HTTP handler. ready reports nil when the process can
 // serve DNS (snapshot loaded, listeners bound); status is optional.
-func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger) http.Handler {
+func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger, opts Options) http.Handler {
 	mux := http.NewServeMux()
+	if opts.Health != nil {
+		mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Health()) })
+	}
+	if opts.Demo != nil {
+		registerDemo(mux, opts.Demo)
+	}
+	if opts.Keys != nil {
+		registerKeys(mux, opts.Keys)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -37,7 +37,7 @@ func TestEndpoints(t *testing.T) {
 	var readyErr error = errors.New("dns listeners not started")
 	h := Handler(st, reg, func() error { return readyErr }, func() Status {
 		return Status{ConfigPath: "demo.yaml", LastReloadErr: "demo.yaml:3:1: bad"}
-	}, slog.New(slog.DiscardHandler))
+	}, slog.New(slog.DiscardHandler), Options{})
 
 	code, body := get(t, h, "/healthz")
 	assert.Equal(t, 200, code)

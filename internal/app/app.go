@@ -22,8 +22,10 @@ import (
 	"github.com/meridian-gslb/meridian/deploy/examples"
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/demo"
 	"github.com/meridian-gslb/meridian/internal/dnsserver"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/failover"
 )
 
 // Version is the build's version, set by the linker (-X).
@@ -31,12 +33,14 @@ var Version = "dev"
 
 // Options of `meridian serve`. Non-empty overrides win over the file.
 type Options struct {
-	ConfigPath string   // "" = the embedded demo config
-	DNSListen  []string // override server.dns.listen
-	HTTPListen string   // override server.http.listen
-	LogFormat  string   // override server.log.format
-	LogLevel   string   // override server.log.level
-	LogOutput  io.Writer
+	ConfigPath        string   // "" = the embedded demo config
+	DNSListen         []string // override server.dns.listen
+	HTTPListen        string   // override server.http.listen
+	LogFormat         string   // override server.log.format
+	LogLevel          string   // override server.log.level
+	RequireEncryption bool     // refuse to start the ring without a gossip key
+	DemoBackends      bool     // start local HTTP backends for the demo's loopback endpoints
+	LogOutput         io.Writer
 	// Started, if set, is called once DNS and HTTP are listening.
 	Started func(dns []string, http string)
 }
@@ -50,11 +54,14 @@ type App struct {
 
 	reloads    *prometheus.CounterVec
 	lastOK     prometheus.Gauge
-	mu         sync.Mutex
-	cur        *config.File
+	reloadMu   sync.Mutex // serializes reloads
+	mu         sync.Mutex // guards the fields below
+	cur        *Loaded
+	decision   *failover.Decision
 	lastReload time.Time
 	lastErr    string
 	dnsUp      bool
+	health     *healthLoop
 }
 
 // Run starts Meridian and blocks until ctx is cancelled or SIGINT/SIGTERM
@@ -66,6 +73,7 @@ func Run(ctx context.Context, opts Options) error {
 	name, data := opts.ConfigPath, []byte(nil)
 	if name == "" {
 		name, data = "embedded demo config (deploy/examples/demo.yaml)", examples.Demo
+		opts.DemoBackends = true
 	}
 	loaded, err := Load(name, data)
 	if err != nil {
@@ -77,16 +85,40 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), cur: f}
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), cur: loaded}
 	a.registerMetrics()
 	if opts.ConfigPath == "" {
 		log.Warn("no --config given: serving the embedded demo config", "zones", len(f.Zones), "services", len(f.Services))
 	}
-	if _, err := a.publish(loaded); err != nil {
+	if err := a.publish(); err != nil {
 		return err
 	}
 	a.lastOK.SetToCurrentTime()
 	a.lastReload = time.Now()
+
+	var backends *demo.Backends
+	if opts.DemoBackends {
+		backends = demo.ForConfig(&f.Desired, log)
+		if err := backends.StartAll(); err != nil {
+			return fmt.Errorf("demo backends: %w", err)
+		}
+		defer backends.StopAll()
+		log.Info("demo backends started: stop one with `meridian demo stop ADDR`", "backends", len(backends.List()))
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var wg sync.WaitGroup
+	hctx, hcancel := context.WithCancel(context.Background())
+	h, err := a.startHealth(hctx, &wg)
+	if err != nil {
+		hcancel()
+		return err
+	}
+	a.mu.Lock()
+	a.health = h
+	a.mu.Unlock()
+	defer func() { hcancel(); wg.Wait() }()
 
 	dnsSrv := dnsserver.New(dnsserver.Config{
 		Listen:            f.Server.DNS.Listen,
@@ -117,8 +149,15 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("http listen %s: %w", f.Server.HTTP.Listen, err)
 		}
 		httpAddr = ln.Addr().String()
+		apiOpts := api.Options{Health: a.healthReport}
+		if backends != nil {
+			apiOpts.Demo = demoControl{backends}
+		}
+		if h != nil {
+			apiOpts.Keys = ringKeys{h.ring}
+		}
 		httpSrv = &http.Server{
-			Handler:           api.Handler(&a.store, a.reg, a.ready, a.status, log),
+			Handler:           api.Handler(&a.store, a.reg, a.ready, a.status, log, apiOpts),
 			ReadHeaderTimeout: 5 * time.Second,
 		}
 		go func() {
@@ -126,18 +165,15 @@ func Run(ctx context.Context, opts Options) error {
 				log.Error("http server", "err", err)
 			}
 		}()
-		log.Info("http listening", "addr", httpAddr, "paths", "/ /metrics /healthz /readyz")
+		log.Info("http listening", "addr", httpAddr, "paths", "/ /metrics /healthz /readyz /v1/health")
 	}
 	if opts.Started != nil {
 		opts.Started(dnsAddrs, httpAddr)
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	var wg sync.WaitGroup
 	if opts.ConfigPath != "" {
 		w, err := newWatcher(opts.ConfigPath, log)
 		if err != nil {
@@ -168,7 +204,6 @@ func Run(ctx context.Context, opts Options) error {
 		httpSrv.Shutdown(sctx)
 		cancel()
 	}
-	wg.Wait()
 	return nil
 }
 
@@ -208,41 +243,89 @@ func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log format %q is not allowed (allowed: text, json)", c.Format)
 }
 
-func (a *App) publish(l *Loaded) (*engine.Snapshot, error) {
-	snap, err := a.store.Publish(&l.File.Desired, engine.Options{Locator: l.Locator})
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
+// current returns the config being served.
+func (a *App) current() *config.File {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur.File
+}
+
+// publish compiles the current config with the current decision and swaps
+// the snapshot in.
+func (a *App) publish() error {
+	a.mu.Lock()
+	l, d := a.cur, a.decision
+	a.mu.Unlock()
+	var h engine.Health = engine.NoHealth{}
+	if d != nil {
+		h = d
 	}
-	a.log.Info("snapshot published", "generation", snap.Generation(), "zones", len(l.File.Zones), "services", len(l.File.Services), "clusters", len(l.File.Clusters))
-	return snap, nil
+	snap, err := a.store.Publish(&l.File.Desired, engine.Options{Locator: l.Locator, Health: h})
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	a.log.Debug("snapshot published", "generation", snap.Generation())
+	return nil
+}
+
+// setDecision stores a new decision and republishes when states changed.
+func (a *App) setDecision(d *failover.Decision) {
+	a.mu.Lock()
+	a.decision = d
+	a.mu.Unlock()
+	if d.StatesChanged {
+		if err := a.publish(); err != nil {
+			a.log.Error("republish after a health change failed: previous snapshot keeps serving", "err", err)
+		}
+	}
 }
 
 // Reload loads the config file again. A valid file replaces the snapshot
 // atomically; an invalid one is logged and counted, and the previous
 // snapshot keeps serving.
 func (a *App) Reload(trigger string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.lastReload = time.Now()
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
 	loaded, err := Load(a.opts.ConfigPath, nil)
+	a.mu.Lock()
+	prev := a.cur
+	a.lastReload = time.Now()
 	if err == nil {
 		applyOverrides(loaded.File, a.opts)
-		_, err = a.publish(loaded)
+		a.cur = loaded
+	}
+	a.mu.Unlock()
+	if err == nil {
+		if err = a.publish(); err != nil {
+			a.mu.Lock()
+			a.cur = prev
+			a.mu.Unlock()
+		}
 	}
 	if err != nil {
 		a.reloads.WithLabelValues("failure").Inc()
+		a.mu.Lock()
 		a.lastErr = err.Error()
+		a.mu.Unlock()
 		a.log.Error("config reload failed: previous config keeps serving", "trigger", trigger, "err", err)
 		return err
 	}
 	a.reloads.WithLabelValues("success").Inc()
 	a.lastOK.SetToCurrentTime()
+	a.mu.Lock()
 	a.lastErr = ""
-	if !reflect.DeepEqual(loaded.File.Server, a.cur.Server) {
+	h := a.health
+	a.mu.Unlock()
+	if !reflect.DeepEqual(loaded.File.Server, prev.File.Server) {
 		a.log.Warn("config reload: the server section changed; restart to apply it", "trigger", trigger)
 	}
-	a.cur = loaded.File
-	a.log.Info("config reloaded", "trigger", trigger)
+	if !reflect.DeepEqual(loaded.File.Ring, prev.File.Ring) {
+		a.log.Warn("config reload: the ring section changed; restart to apply it", "trigger", trigger)
+	}
+	if h != nil {
+		h.configure(&loaded.File.Desired)
+	}
+	a.log.Info("config reloaded", "trigger", trigger, "generation", a.store.Load().Generation())
 	return nil
 }
 
@@ -263,6 +346,38 @@ func (a *App) status() api.Status {
 	defer a.mu.Unlock()
 	return api.Status{ConfigPath: a.opts.ConfigPath, LastReload: a.lastReload, LastReloadErr: a.lastErr}
 }
+
+// healthReport is GET /v1/health; without probing it shows the config's view.
+func (a *App) healthReport() api.HealthReport {
+	a.mu.Lock()
+	h := a.health
+	a.mu.Unlock()
+	if h != nil {
+		return h.report()
+	}
+	rep := api.HealthReport{Probing: false}
+	if snap := a.store.Load(); snap != nil {
+		rep.DecidedAt = snap.Built()
+		for _, s := range snap.Services() {
+			for _, e := range s.Endpoints {
+				st := e.State.String()
+				reason := "config"
+				if e.Drained {
+					reason = "drained"
+				}
+				rep.Endpoints = append(rep.Endpoints, api.EndpointHealth{Service: s.Name, Target: e.Target, Cluster: e.Cluster, State: st, Reason: reason, Since: snap.Built()})
+			}
+		}
+	}
+	return rep
+}
+
+// demoControl adapts the demo backends to api.DemoControl.
+type demoControl struct{ b *demo.Backends }
+
+func (d demoControl) Start(addr string) error { return d.b.Start(addr) }
+func (d demoControl) Stop(addr string) error  { return d.b.Stop(addr) }
+func (d demoControl) List() any               { return d.b.List() }
 
 func (a *App) registerMetrics() {
 	a.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ring"
+)
+
+const defaultHTTP = "127.0.0.1:8080"
+
+func newStatus() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print decided health of endpoints and clusters, votes and probers (GET /v1/health)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var rep api.HealthReport
+			if err := newClient(addr).do("GET", "/v1/health", nil, &rep); err != nil {
+				return err
+			}
+			printStatus(cmd, rep)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	return cmd
+}
+
+func age(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String()
+}
+
+func printStatus(cmd *cobra.Command, rep api.HealthReport) {
+	out := cmd.OutOrStdout()
+	if rep.Probing {
+		fmt.Fprintf(out, "node %s (region %s), decided %s ago\n\n", rep.Node, rep.Region, age(rep.DecidedAt))
+	} else {
+		fmt.Fprintf(out, "probing is off: health comes from the config only\n\n")
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tENDPOINT\tCLUSTER\tSTATE\tSINCE\tREASON\tVOTES")
+	for _, e := range rep.Endpoints {
+		state := e.State
+		if e.Admin != "" {
+			state += " [" + e.Admin + " in config]"
+		}
+		if e.HeldUntil != nil {
+			state += fmt.Sprintf(" (held %s)", time.Until(*e.HeldUntil).Round(time.Second))
+		}
+		if e.Braked {
+			state += " (brake)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.TrimSuffix(e.Service, "."), e.Target, e.Cluster, state, age(e.Since), e.Reason, votes(e.Votes))
+	}
+	tw.Flush()
+	if len(rep.Clusters) > 0 {
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CLUSTER\tSTATE\tHEARTBEAT\tSINCE\tREASON\tVOTES")
+		for _, c := range rep.Clusters {
+			hb := "not monitored"
+			if c.Monitored {
+				hb = "monitored"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.State, hb, age(c.Since), c.Reason, votes(c.Votes))
+		}
+		tw.Flush()
+	}
+	if len(rep.Probers) > 0 {
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MEMBER\tREGION\tROLE\tADDR\tLAST VOTE\tOUTLIER")
+		for _, p := range rep.Probers {
+			last := "-"
+			if p.LastVoteAgeSecond != nil {
+				last = (time.Duration(*p.LastVoteAgeSecond * float64(time.Second))).Round(time.Second).String() + " ago"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", p.Name, p.Region, p.Role, p.Addr, last, p.Outlier)
+		}
+		tw.Flush()
+	}
+	if len(rep.Changes) > 0 {
+		fmt.Fprintln(out, "\nRECENT CHANGES")
+		for i, c := range rep.Changes {
+			if i == 10 {
+				break
+			}
+			fmt.Fprintf(out, "  %s  %s: %s -> %s (%s) %s\n", c.At.Format(time.TimeOnly), c.Subject, c.From, c.To, c.Reason, strings.Join(c.Voters, ","))
+		}
+	}
+}
+
+func votes(vs []api.VoteInfo) string {
+	if len(vs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		stale := ""
+		if !v.Fresh {
+			stale = ",stale"
+		}
+		parts[i] = fmt.Sprintf("%s:%s(%.0fs%s)", v.Prober, v.Status, v.AgeSeconds, stale)
+	}
+	return strings.Join(parts, " ")
+}
+
+func newDemo() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{Use: "demo", Short: "Control the demo's local backends (make run)"}
+	cmd.PersistentFlags().StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	for _, action := range []string{"stop", "start"} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   action + " ADDR",
+			Short: strings.ToUpper(action[:1]) + action[1:] + " the demo backend at ADDR (an IP like 127.0.0.11, or ip:port)",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				var list []map[string]any
+				if err := newClient(addr).do("POST", "/v1/demo/backends/"+args[0]+"/"+action, nil, &list); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", map[string]string{"stop": "stopped", "start": "started"}[action], args[0])
+				return nil
+			},
+		})
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use: "list", Short: "List the demo backends", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var list []struct {
+				Addr    string `json:"addr"`
+				Running bool   `json:"running"`
+			}
+			if err := newClient(addr).do("GET", "/v1/demo/backends", nil, &list); err != nil {
+				return err
+			}
+			for _, b := range list {
+				st := "running"
+				if !b.Running {
+					st = "stopped"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\n", b.Addr, st)
+			}
+			return nil
+		},
+	})
+	return cmd
+}
+
+func newRing() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{Use: "ring", Short: "Prober ring tools: gossip keys"}
+	cmd.AddCommand(&cobra.Command{
+		Use: "keygen", Short: "Print a new random 32-byte gossip key (base64) for ring.key_file", Args: cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), ring.GenerateKey()) },
+	})
+	keys := &cobra.Command{
+		Use:   "keys",
+		Short: "Rotate the gossip keyring of the whole ring: install NEW, use NEW, remove OLD",
+		Long: `Key rotation, on any one node (it spreads to every node over the ring and
+each node rewrites its ring.key_file):
+  meridian ring keys install NEW   # every node accepts NEW
+  meridian ring keys use NEW       # every node encrypts with NEW
+  meridian ring keys remove OLD    # OLD is no longer accepted
+  meridian ring keys list          # fingerprints of the installed keys`,
+	}
+	keys.PersistentFlags().StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	keys.AddCommand(&cobra.Command{
+		Use: "list", Short: "List key fingerprints (the primary first)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out map[string]any
+			if err := newClient(addr).do("GET", "/v1/ring/keys", nil, &out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "primary: %v\nkeys:    %v\n", out["primary"], out["keys"])
+			return nil
+		},
+	})
+	for _, op := range []string{ring.KeyInstall, ring.KeyUse, ring.KeyRemove} {
+		keys.AddCommand(&cobra.Command{
+			Use: op + " KEY", Short: op + " a base64 gossip key on every node", Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if _, err := ring.ParseKey(args[0]); err != nil {
+					return err
+				}
+				var out map[string]any
+				if err := newClient(addr).do("POST", "/v1/ring/keys", api.KeyRequest{Op: op, Key: args[0]}, &out); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s done; primary: %v, keys: %v\n", op, out["primary"], out["keys"])
+				return nil
+			},
+		})
+	}
+	cmd.AddCommand(keys)
+	return cmd
+}
+
+func newAgent() *cobra.Command {
+	var c ring.Config
+	var cluster string
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Join the prober ring next to a cluster and send its heartbeat",
+		Long: `agent runs in or next to a member cluster and broadcasts a heartbeat for it
+every --interval over the prober ring. Configure the cluster with
+heartbeat: {agent: true} so that probers fail it over when the heartbeat
+stops for longer than its grace.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cluster == "" {
+				return fmt.Errorf("--cluster is required (the cluster name in the config)")
+			}
+			if c.NodeName == "" {
+				c.NodeName = "agent-" + cluster
+			}
+			c.Role = ring.RoleAgent
+			r, err := ring.Start(c)
+			if err != nil {
+				return err
+			}
+			defer r.Shutdown()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			r.SendHeartbeat(cluster, time.Now())
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case now := <-t.C:
+					r.SendHeartbeat(cluster, now)
+				}
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cluster, "cluster", "", "cluster this agent speaks for (required)")
+	f.StringVar(&c.NodeName, "node-name", "", "ring node name (default agent-CLUSTER)")
+	f.StringVar(&c.Region, "region", "agent", "region label of this agent")
+	f.StringVar(&c.Bind, "bind", "127.0.0.1:7947", "gossip bind address")
+	f.StringVar(&c.Advertise, "advertise", "", "gossip advertise address (default: bind)")
+	f.StringSliceVar(&c.Seeds, "seed", nil, "prober address to join (repeatable)")
+	f.StringVar(&c.KeyFile, "key-file", "", "gossip keyring file (same as the probers' ring.key_file)")
+	f.StringVar(&c.Label, "label", "", "gossip label (same as the probers' ring.label)")
+	f.BoolVar(&c.RequireEncryption, "require-encryption", false, "refuse to start without --key-file")
+	f.DurationVar(&interval, "interval", model.DefaultHeartbeatPeriod, "heartbeat period")
+	return cmd
+}

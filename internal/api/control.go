@@ -1,0 +1,133 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+)
+
+// DemoControl starts and stops the demo's local backends.
+type DemoControl interface {
+	Start(addr string) error
+	Stop(addr string) error
+	List() any
+}
+
+// KeyControl manages the gossip keyring of the ring.
+type KeyControl interface {
+	Keys() (primary string, all []string)
+	KeyOp(op, key string) error
+}
+
+// KeyRequest is the body of POST /v1/ring/keys.
+type KeyRequest struct {
+	Op  string `json:"op"`  // install, use, remove
+	Key string `json:"key"` // base64
+}
+
+// ErrorBody is every error response's body.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// maxBody bounds request bodies.
+const maxBody = 4096
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, ErrorBody{Error: fmt.Sprintf(format, args...)})
+}
+
+// loopbackOnly refuses mutating calls that do not come from this host. (The
+// admin API with tokens comes later; until then changes need local access.)
+func loopbackOnly(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		ip := net.ParseIP(host)
+		if err != nil || ip == nil || !ip.IsLoopback() {
+			writeError(w, http.StatusForbidden, "changes are only accepted from the local host")
+			return
+		}
+		next(w, r)
+	}
+}
+
+func registerDemo(mux *http.ServeMux, d DemoControl) {
+	mux.HandleFunc("GET /v1/demo/backends", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, d.List()) })
+	mux.HandleFunc("POST /v1/demo/backends/{addr}/{action}", loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
+		addr, action := r.PathValue("addr"), r.PathValue("action")
+		var err error
+		switch action {
+		case "start":
+			err = d.Start(addr)
+		case "stop":
+			err = d.Stop(addr)
+		default:
+			writeError(w, http.StatusBadRequest, "action %q is not allowed (allowed: start, stop)", action)
+			return
+		}
+		if err != nil {
+			writeError(w, http.StatusNotFound, "%v", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, d.List())
+	}))
+}
+
+func registerKeys(mux *http.ServeMux, k KeyControl) {
+	mux.HandleFunc("GET /v1/ring/keys", loopbackOnly(func(w http.ResponseWriter, _ *http.Request) {
+		primary, all := k.Keys()
+		writeJSON(w, http.StatusOK, map[string]any{"primary": fingerprint(primary), "keys": fingerprints(all)})
+	}))
+	mux.HandleFunc("POST /v1/ring/keys", loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
+		var req KeyRequest
+		dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, "body: %v (expected {\"op\": \"install|use|remove\", \"key\": \"<base64>\"})", err)
+			return
+		}
+		if err := k.KeyOp(req.Op, req.Key); err != nil {
+			code := http.StatusBadRequest
+			if errors.Is(err, ErrConflict) {
+				code = http.StatusConflict
+			}
+			writeError(w, code, "%v", err)
+			return
+		}
+		primary, all := k.Keys()
+		writeJSON(w, http.StatusOK, map[string]any{"primary": fingerprint(primary), "keys": fingerprints(all)})
+	}))
+}
+
+// ErrConflict marks a request that is valid but cannot apply now.
+var ErrConflict = errors.New("conflict")
+
+// fingerprint identifies a key without revealing it: the start of its SHA-256.
+func fingerprint(k string) string {
+	if k == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sha256:" + hex.EncodeToString(sum[:6])
+}
+
+func fingerprints(ks []string) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = fingerprint(k)
+	}
+	return out
+}
