@@ -15,7 +15,7 @@ build: ## build bin/meridian
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
 
 run: build ## serve the demo config: DNS on 127.0.0.1:5353, HTTP on 127.0.0.1:8080
-	./$(BIN) serve --config deploy/examples/demo.yaml
+	./$(BIN) serve --config deploy/examples/demo.yaml --demo-backends
 
 test: lint unit e2e ## vet + unit tests with -race + end-to-end tests with dig/kdig
 
