@@ -11,6 +11,7 @@ type Metrics struct {
 	Votes      prometheus.Counter     // meridian_ring_votes_received_total
 	Encrypted  prometheus.Gauge       // meridian_ring_encrypted
 	Rejoins    prometheus.Counter     // meridian_ring_rejoins_total
+	Syncs      prometheus.Counter     // meridian_ring_state_syncs_total
 	bytesSent  prometheus.CounterFunc // meridian_ring_gossip_bytes_total{direction="sent"}
 	bytesRecv  prometheus.CounterFunc
 	registerer prometheus.Registerer
@@ -40,10 +41,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_ring_rejoins_total",
 			Help: "Attempts to re-join configured seeds that were not live members.",
 		}),
+		Syncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_ring_state_syncs_total",
+			Help: "Push/pull state exchanges started because a burst of votes did not fit the broadcast queue.",
+		}),
 		registerer: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins)
+		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs)
 	}
 	return m
 }

@@ -12,7 +12,7 @@
 package ring
 
 import (
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,6 +20,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
@@ -95,6 +96,7 @@ type Ring struct {
 	keyOps   map[string]bool      // applied key operation ids
 	confirms map[string]time.Time // confirmation requests seen recently (de-duplication)
 	keyring  *memberlist.Keyring
+	needSync atomic.Bool // broadcasts were skipped: repair with a push/pull soon
 	sent     atomic.Uint64
 	recv     atomic.Uint64
 	stop     chan struct{}
@@ -201,9 +203,10 @@ func Start(cfg Config) (*Ring, error) {
 			r.log.Info("ring: joined", "contacted", n, "members", ml.NumMembers())
 		}
 	}
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go r.rejoinLoop()
 	go r.summaryLoop()
+	go r.syncLoop()
 	return r, nil
 }
 
@@ -306,7 +309,11 @@ func (r *Ring) Votes() []health.Vote { return r.store.effective() }
 func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.Vote {
 	v := health.Vote{Subject: s, Prober: r.cfg.NodeName, Region: r.cfg.Region, Status: st, ObservedAt: at, Seq: r.seq.Add(1)}
 	r.store.put(v)
-	r.broadcast(msgVote, "v/"+v.Prober+"/"+s.Service+"/"+s.Target, toWire(v))
+	if r.q.NumQueued() < maxQueued {
+		r.broadcast(msgVote, "v/"+v.Prober+"/"+s.Service+"/"+s.Target, toWire(v))
+	} else {
+		r.needSync.Store(true)
+	}
 	r.changed()
 	return v
 }
@@ -392,6 +399,47 @@ func (r *Ring) rejoinLoop() {
 	}
 }
 
+// maxQueued bounds the broadcast queue. Gossip carries a few kilobytes per
+// second per node; a burst of votes beyond this (a node starting with a
+// thousand endpoints, a large outage) goes over TCP push/pull instead, in
+// one exchange per member.
+const maxQueued = 256
+
+// syncLoop repairs skipped broadcasts with push/pull exchanges (a memberlist
+// join with live members), at most once a second.
+func (r *Ring) syncLoop() {
+	defer r.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		if !r.needSync.Swap(false) {
+			continue
+		}
+		var peers []string
+		self := r.LocalAddr()
+		for _, m := range r.Members() {
+			if m.Addr != self {
+				peers = append(peers, m.Addr)
+			}
+		}
+		if len(peers) == 0 {
+			continue
+		}
+		rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
+		peers = peers[:min(len(peers), 3)]
+		r.m.Syncs.Inc()
+		if _, err := r.ml.Join(peers); err != nil {
+			r.log.Debug("ring: state sync", "peers", peers, "err", err)
+			r.needSync.Store(true)
+		}
+	}
+}
+
 // summaryLoop tells the ring every SummaryInterval that our votes still hold.
 func (r *Ring) summaryLoop() {
 	defer r.wg.Done()
@@ -460,7 +508,11 @@ func (d *delegate) NotifyMsg(b []byte) {
 		}
 		if r.store.put(w.vote()) {
 			r.m.Votes.Inc()
-			r.q.QueueBroadcast(&bcast{name: "v/" + w.Prober + "/" + w.Service + "/" + w.Target, msg: slices.Clone(b)})
+			if r.q.NumQueued() < maxQueued {
+				r.q.QueueBroadcast(&bcast{name: "v/" + w.Prober + "/" + w.Service + "/" + w.Target, msg: slices.Clone(b)})
+			} else {
+				r.needSync.Store(true)
+			}
 			r.changed()
 		}
 	case msgSummary:
@@ -613,6 +665,6 @@ var _ io.Writer = (*slogWriter)(nil)
 // newOpID returns a random id for a key operation.
 func newOpID() string {
 	b := make([]byte, 8)
-	_, _ = rand.Read(b)
+	_, _ = crand.Read(b)
 	return hex.EncodeToString(b)
 }

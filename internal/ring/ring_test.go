@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -250,4 +252,35 @@ func TestRejoinReunitesWithARestartedSeed(t *testing.T) {
 	require.NoError(t, err)
 	defer a2.Shutdown()
 	eventually(t, "one ring again", func() bool { return len(b.Members()) == 2 && len(a2.Members()) == 2 })
+}
+
+func TestABurstOfVotesBeyondTheQueueArrivesThroughStateSync(t *testing.T) {
+	slow := fast
+	slow.PushPullInterval = model.Duration(time.Hour) // only our sync can move the burst quickly
+	slow.GossipInterval = model.Duration(200 * time.Millisecond)
+	start := func(name, region string, seeds []string) *Ring {
+		r, err := Start(Config{NodeName: name, Region: region, Bind: "127.0.0.1:0", Seeds: seeds, Memberlist: slow,
+			SummaryInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = r.Shutdown() })
+		return r
+	}
+	a := start("a", "r1", nil)
+	b := start("b", "r2", []string{a.LocalAddr()})
+	eventually(t, "joined", func() bool { return len(a.Members()) == 2 })
+	const n = 2000
+	now := time.Now()
+	for i := range n {
+		a.Publish(health.EndpointSubject(fmt.Sprintf("s%d.example.test.", i/10), fmt.Sprintf("192.0.2.%d", i%10)), health.Up, now)
+	}
+	eventually(t, "b holds every vote of a", func() bool {
+		count := 0
+		for _, v := range b.Votes() {
+			if v.Prober == "a" {
+				count++
+			}
+		}
+		return count == n
+	})
+	assert.Positive(t, testutil.ToFloat64(a.m.Syncs), "the burst went over push/pull")
 }
