@@ -36,6 +36,10 @@ bench: build ## dnsperf against Meridian, Knot and PowerDNS in one run; Go bench
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/ ./internal/geo/
 	bench/run.sh
 
+.PHONY: bench-ring
+bench-ring: build ## 5 probers × 1000 endpoints on loopback: CPU, memory, gossip bytes/s (bench/ring)
+	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/ring
+
 fuzz: ## fuzz the request path and the config loader for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./internal/dnsserver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/

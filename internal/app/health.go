@@ -291,9 +291,12 @@ func (h *healthLoop) record(d *failover.Decision, now time.Time) {
 		} else {
 			kv = append(kv, "service", c.Subject.Service, "endpoint", c.Subject.Target)
 		}
-		if c.StateChanged() {
+		switch {
+		case c.From == failover.Unknown && (c.To == failover.Up || c.To == failover.Ready):
+			h.a.log.Debug("health decision: first verdict", kv...) // start-up: one per endpoint
+		case c.StateChanged():
 			h.a.log.Warn("health decision changed", kv...)
-		} else {
+		default:
 			h.a.log.Info("health decision held", kv...)
 		}
 		h.m.events.WithLabelValues(c.Reason, c.To.String()).Inc()

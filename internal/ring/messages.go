@@ -52,6 +52,7 @@ type summary struct {
 	At     int64  `json:"a"`
 	Count  int    `json:"n"`
 	SeqSum uint64 `json:"q"`
+	Inc    uint64 `json:"i"` // incarnation: the prober's first sequence number since it started
 }
 
 type confirmReq struct {

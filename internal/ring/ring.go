@@ -90,11 +90,13 @@ type Ring struct {
 	meta  []byte
 
 	seq      atomic.Uint64 // own vote sequence
+	inc      uint64        // first sequence of this incarnation
 	hbSeq    atomic.Uint64
 	mu       sync.Mutex
 	hbSeen   map[string]uint64    // cluster|from -> newest heartbeat seq seen
 	keyOps   map[string]bool      // applied key operation ids
 	confirms map[string]time.Time // confirmation requests seen recently (de-duplication)
+	mismatch map[string]int       // consecutive summaries per prober that did not match our votes
 	keyring  *memberlist.Keyring
 	needSync atomic.Bool // broadcasts were skipped: repair with a push/pull soon
 	sent     atomic.Uint64
@@ -129,15 +131,20 @@ func Start(cfg Config) (*Ring, error) {
 		return nil, errors.New("ring: node name and region are required")
 	}
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(),
-		hbSeen: map[string]uint64{}, keyOps: map[string]bool{}, confirms: map[string]time.Time{}, stop: make(chan struct{})}
+		hbSeen: map[string]uint64{}, keyOps: map[string]bool{}, confirms: map[string]time.Time{}, mismatch: map[string]int{}, stop: make(chan struct{})}
 	r.meta, _ = json.Marshal(meta{Region: cfg.Region, Role: cfg.Role})
+	// Sequences start from the clock so that a restarted prober's votes are
+	// newer than those of its previous incarnation everywhere.
+	r.inc = uint64(time.Now().UnixNano())
+	r.seq.Store(r.inc)
+	r.hbSeq.Store(r.inc)
 
 	mc := memberlist.DefaultWANConfig()
 	mc.Name = cfg.NodeName
 	mc.Delegate = (*delegate)(r)
 	mc.Events = (*events)(r)
 	mc.Label = cfg.Label
-	mc.Logger = log.New(&slogWriter{log: r.log}, "", 0)
+	mc.Logger = log.New(&slogWriter{log: r.log, quiet: &r.stopped}, "", 0)
 	applyKnobs(mc, cfg.Memberlist)
 	host, port, err := splitHostPort(cfg.Bind)
 	if err != nil {
@@ -312,7 +319,7 @@ func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.
 	if r.q.NumQueued() < maxQueued {
 		r.broadcast(msgVote, "v/"+v.Prober+"/"+s.Service+"/"+s.Target, toWire(v))
 	} else {
-		r.needSync.Store(true)
+		r.needSync.Store(true) // a burst: push/pull carries it
 	}
 	r.changed()
 	return v
@@ -399,14 +406,34 @@ func (r *Ring) rejoinLoop() {
 	}
 }
 
+// checkDigest asks for a push/pull when a prober's summaries keep
+// describing votes we do not hold (a vote broadcast was lost): until then
+// all of that prober's votes go stale here.
+func (r *Ring) checkDigest(sm summary) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.store.matches(sm) {
+		delete(r.mismatch, sm.Prober)
+		return
+	}
+	r.mismatch[sm.Prober]++
+	if r.mismatch[sm.Prober] >= 2 { // one summary may overtake a vote in flight
+		r.needSync.Store(true)
+		delete(r.mismatch, sm.Prober)
+	}
+}
+
 // maxQueued bounds the broadcast queue. Gossip carries a few kilobytes per
 // second per node; a burst of votes beyond this (a node starting with a
 // thousand endpoints, a large outage) goes over TCP push/pull instead, in
 // one exchange per member.
-const maxQueued = 256
+const maxQueued = 512
 
-// syncLoop repairs skipped broadcasts with push/pull exchanges (a memberlist
-// join with live members), at most once a second.
+// maxRelayQueued bounds the queue for votes relayed from other probers.
+const maxRelayQueued = 64
+
+// syncLoop repairs skipped or lost broadcasts with a push/pull exchange (a
+// memberlist join with a live member), at most once a second.
 func (r *Ring) syncLoop() {
 	defer r.wg.Done()
 	t := time.NewTicker(time.Second)
@@ -430,8 +457,9 @@ func (r *Ring) syncLoop() {
 		if len(peers) == 0 {
 			continue
 		}
-		rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
-		peers = peers[:min(len(peers), 3)]
+		// One random peer per second: what it learns spreads further in its
+		// own next exchange, like gossip.
+		peers = []string{peers[rand.IntN(len(peers))]}
 		r.m.Syncs.Inc()
 		if _, err := r.ml.Join(peers); err != nil {
 			r.log.Debug("ring: state sync", "peers", peers, "err", err)
@@ -455,7 +483,7 @@ func (r *Ring) summaryLoop() {
 				continue
 			}
 			n, sum := r.store.digest(r.cfg.NodeName)
-			sm := summary{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Count: n, SeqSum: sum}
+			sm := summary{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Count: n, SeqSum: sum, Inc: r.inc}
 			r.store.putSummary(sm)
 			r.broadcast(msgSummary, "s/"+sm.Prober, sm)
 		}
@@ -508,10 +536,11 @@ func (d *delegate) NotifyMsg(b []byte) {
 		}
 		if r.store.put(w.vote()) {
 			r.m.Votes.Inc()
-			if r.q.NumQueued() < maxQueued {
+			// Relaying others' votes makes delivery robust in larger rings;
+			// under a burst the originator's own retransmissions and push/pull
+			// suffice, and relays would only crowd the queue.
+			if r.q.NumQueued() < maxRelayQueued {
 				r.q.QueueBroadcast(&bcast{name: "v/" + w.Prober + "/" + w.Service + "/" + w.Target, msg: slices.Clone(b)})
-			} else {
-				r.needSync.Store(true)
 			}
 			r.changed()
 		}
@@ -522,6 +551,7 @@ func (d *delegate) NotifyMsg(b []byte) {
 		}
 		if r.store.putSummary(sm) {
 			r.q.QueueBroadcast(&bcast{name: "s/" + sm.Prober, msg: slices.Clone(b)})
+			r.checkDigest(sm)
 			r.changed()
 		}
 	case msgConfirm:
@@ -640,7 +670,10 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 func (e *events) NotifyUpdate(*memberlist.Node) {}
 
 // slogWriter routes memberlist's log lines ("[DEBUG] memberlist: ...") to slog.
-type slogWriter struct{ log *slog.Logger }
+type slogWriter struct {
+	log   *slog.Logger
+	quiet *atomic.Bool // set while shutting down
+}
 
 func (w *slogWriter) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
@@ -653,8 +686,8 @@ func (w *slogWriter) Write(p []byte) (int, error) {
 	}
 	// memberlist's own warnings are frequent during partitions; keep them at debug
 	// unless they are errors, our callers log the state changes that matter.
-	if level == slog.LevelWarn {
-		level = slog.LevelDebug
+	if level == slog.LevelWarn || w.quiet != nil && w.quiet.Load() {
+		level = slog.LevelDebug // shutting down: closed-connection errors are expected
 	}
 	w.log.Log(nil, level, line)
 	return len(p), nil

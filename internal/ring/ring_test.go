@@ -284,3 +284,35 @@ func TestABurstOfVotesBeyondTheQueueArrivesThroughStateSync(t *testing.T) {
 	})
 	assert.Positive(t, testutil.ToFloat64(a.m.Syncs), "the burst went over push/pull")
 }
+
+func TestARestartedProberReplacesItsOldVotes(t *testing.T) {
+	a := startNode(t, "a", "r1", nil, "", nil)
+	addr := a.LocalAddr()
+	b := startNode(t, "b", "r2", []string{addr}, "", nil)
+	eventually(t, "joined", func() bool { return len(b.Members()) == 2 })
+	s1 := health.EndpointSubject("x.example.test.", "192.0.2.1")
+	s2 := health.EndpointSubject("x.example.test.", "192.0.2.2")
+	for range 5 { // several votes: the old incarnation's sequence is ahead of a naive restart
+		a.Publish(s1, health.Down, time.Now())
+		a.Publish(s1, health.Up, time.Now())
+	}
+	a.Publish(s2, health.Up, time.Now())
+	eventually(t, "b has a's votes", func() bool { return hasVote(b, "a", s1, health.Up) && hasVote(b, "a", s2, health.Up) })
+	require.NoError(t, a.halt())
+	a2, err := Start(Config{NodeName: "a", Region: "r1", Bind: addr, Seeds: []string{b.LocalAddr()}, Label: "test", Memberlist: fast,
+		SummaryInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer a2.Shutdown()
+	a2.Publish(s1, health.Down, time.Now())
+	eventually(t, "the new incarnation's vote wins and the old s2 vote is dropped", func() bool {
+		return hasVote(b, "a", s1, health.Down) && !hasVote(b, "a", s2, health.Up)
+	})
+	eventually(t, "and b keeps it fresh", func() bool {
+		for _, v := range b.Votes() {
+			if v.Prober == "a" && time.Since(v.ObservedAt) < 300*time.Millisecond {
+				return true
+			}
+		}
+		return false
+	})
+}

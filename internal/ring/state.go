@@ -37,6 +37,8 @@ func (s *store) put(v health.Vote) bool {
 	return true
 }
 
+// putSummary stores sm if it is newer. A summary from a new incarnation of
+// the prober (it restarted) drops the votes of the old one.
 func (s *store) putSummary(sm summary) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,7 +46,19 @@ func (s *store) putSummary(sm summary) bool {
 		return false
 	}
 	s.summaries[sm.Prober] = sm
+	for k, v := range s.votes {
+		if k.prober == sm.Prober && v.Seq < sm.Inc {
+			delete(s.votes, k)
+		}
+	}
 	return true
+}
+
+// matches reports whether the votes we hold for sm's prober are exactly the
+// ones its summary describes.
+func (s *store) matches(sm summary) bool {
+	n, sum := s.digest(sm.Prober)
+	return n == sm.Count && sum == sm.SeqSum
 }
 
 // digest describes the votes of one prober: how many and the sum of their sequences.
