@@ -36,6 +36,17 @@ func TestFailoverKilledEndpointLeavesTheAnswers(t *testing.T) {
 			return len(got) > 0 && !contains(got, victim.String())
 		})
 		t.Logf("FIGURE kill trial %d: %s left every node's answers after %s", i+1, victim, took.Round(10*time.Millisecond))
+		if i == 0 {
+			rep, err := g.health(t, g.nodes[0])
+			require.NoError(t, err)
+			for _, e := range rep.Endpoints {
+				if e.Target == victim.String() {
+					assert.Equal(t, "down", e.State)
+					assert.Equal(t, "confirmation", e.Reason, "down votes from two or more regions")
+					assert.GreaterOrEqual(t, len(e.Voters), 2)
+				}
+			}
+		}
 		worst = max(worst, took)
 		g.startBackend(t, victim)
 		g.waitAll(t, "back in the answers", 60*time.Second, func(n *gnode) bool {

@@ -70,3 +70,52 @@ func TestEndpoints(t *testing.T) {
 	code, _ = get(t, h, "/nope")
 	assert.Equal(t, 404, code)
 }
+
+type fakeKeys struct {
+	primary string
+	all     []string
+	ops     []string
+}
+
+func (f *fakeKeys) Keys() (string, []string) { return f.primary, f.all }
+func (f *fakeKeys) KeyOp(op, key string) error {
+	if op != "install" {
+		return errors.New(`op "` + op + `" is not allowed`)
+	}
+	f.ops = append(f.ops, op+" "+key)
+	f.all = append(f.all, key)
+	return nil
+}
+
+func TestKeyEndpoints(t *testing.T) {
+	keys := &fakeKeys{primary: "k1", all: []string{"k1"}}
+	h := Handler(&engine.Store{}, prometheus.NewRegistry(), func() error { return nil }, nil, slog.New(slog.DiscardHandler), Options{Keys: keys})
+	post := func(remote, body string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, "/v1/ring/keys", strings.NewReader(body))
+		req.RemoteAddr = remote
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	tests := []struct {
+		name, remote, body string
+		code               int
+		want               string
+	}{
+		{"a local install is applied", "127.0.0.1:5000", `{"op":"install","key":"k2"}`, 200, `"sha256:`},
+		{"a remote caller is refused", "192.0.2.9:5000", `{"op":"install","key":"k3"}`, 403, "only accepted from the local host"},
+		{"an unknown field is rejected", "127.0.0.1:5000", `{"op":"install","key":"k3","force":true}`, 400, `unknown field`},
+		{"a bad op is rejected with the allowed ones", "127.0.0.1:5000", `{"op":"delete","key":"k3"}`, 400, `not allowed`},
+		{"an oversized body is rejected", "127.0.0.1:5000", `{"op":"install","key":"` + strings.Repeat("A", 5000) + `"}`, 400, "body:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := post(tc.remote, tc.body)
+			assert.Equal(t, tc.code, code, body)
+			assert.Contains(t, body, tc.want)
+		})
+	}
+	assert.Equal(t, []string{"install k2"}, keys.ops, "only the valid local request changed anything")
+	code, body := get(t, h, "/v1/ring/keys")
+	assert.Equal(t, 403, code, "httptest's default remote address is not loopback: %s", body)
+}
