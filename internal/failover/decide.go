@@ -451,8 +451,10 @@ func (c *calc) forget(tl *Timeline) {
 
 // holdDown handles a subject that is down (Down or FailedOver) under verdict
 // v: an Up verdict starts the hold-down and releases it to up once it has
-// passed; a Down verdict during the hold is a new failure; a split cancels
-// the hold; a freeze keeps everything.
+// passed; a Down verdict during the hold is a new failure; a split or a
+// freeze keeps the hold's clock (probers coming back one by one pass through
+// ties; cancelling on each would restart the hold-down), but only an Up
+// verdict releases it.
 func (c *calc) holdDown(s health.Subject, state *State, tl *Timeline, up State, i int, t tally, v verdict) {
 	switch v {
 	case verdictUp:
@@ -475,7 +477,5 @@ func (c *calc) holdDown(s health.Subject, state *State, tl *Timeline, up State, 
 			tl.Failures++
 			c.event(s, *state, tl, t.downReason(), c.voters(i, true))
 		}
-	case split:
-		tl.HeldUntil = time.Time{}
 	}
 }

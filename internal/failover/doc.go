@@ -44,7 +44,8 @@
 //     from fewer regions than that, the decision is frozen: state, reason,
 //     holds and brake stay as they are. A tie, or a Down majority from too
 //     few regions, also keeps the state ("endpoint down in one region only
-//     stays up") but cancels a running hold-down or brake. A new endpoint is
+//     stays up") and cancels a running brake; a running hold-down keeps its
+//     clock but is only released by an Up verdict. A new endpoint is
 //     Unknown (in the answers) until its first verdict.
 //
 //  4. Hold-down. A Down endpoint that gets an Up verdict stays Down for
@@ -52,7 +53,8 @@
 //     300s), counted from the first call of the Up verdict; it comes back at
 //     the first call with an Up verdict after that. A Down verdict during the
 //     hold ends it and counts as a new failure (the next hold is twice as
-//     long); a tie ends it without a failure; a freeze keeps its clock.
+//     long); a tie or a freeze keeps its clock (probers coming back one by
+//     one pass through ties), and the release waits for an Up verdict.
 //     Failures reset once the endpoint has been up for HoldDownMax since its
 //     last release. An endpoint seen for the first time is not held.
 //

@@ -105,12 +105,14 @@ func TestHoldDown(t *testing.T) {
 			},
 		},
 		{
-			name: "a tie during the hold cancels it without counting a failure",
+			name: "a tie during the hold keeps its clock without counting a failure",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
 				{at: s(10), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
-				{at: s(20), votes: eastTie, want: Down, failures: 1, reason: ReasonHoldDown},
-				{at: s(25), votes: eastUp, want: Down, held: s(55), failures: 1, reason: ReasonHoldDown},
+				{at: s(20), votes: eastTie, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(25), votes: eastUp, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(40), votes: eastTie, want: Down, held: s(40), failures: 1, reason: ReasonHoldDown},
+				{at: s(41), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
 			},
 		},
 		{
