@@ -4,7 +4,7 @@ BIN      := bin/meridian
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
 FUZZTIME ?= 60s
-E2E_DEPS := dig=dnsutils kdig=knot-dnsutils
+E2E_DEPS := dig=dnsutils kdig=knot-dnsutils ip=iproute2 tc=iproute2
 
 .PHONY: help run build test unit e2e bench fuzz lint coredns clean
 
@@ -30,7 +30,7 @@ unit: ## unit tests with the race detector
 
 e2e: build ## end-to-end tests: the real binary queried with dig and kdig
 	@scripts/deps.sh $(E2E_DEPS)
-	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags e2e -timeout 15m ./e2e/...
+	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
 
 bench: build ## dnsperf against Meridian, Knot and PowerDNS in one run; Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/ ./internal/geo/
