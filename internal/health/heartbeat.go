@@ -172,25 +172,7 @@ func (p *Prober) SetHeartbeats(hs []HeartbeatTarget) {
 		next[h.Cluster] = b
 		started = append(started, b)
 	}
-	// As in SetTargets: swap and cancel, wait for the removed, start the new.
-	var removed []*beat
-	p.mu.Lock()
-	p.beats = next
-	for name, old := range cur {
-		if next[name] != old {
-			old.cancelLocked()
-			removed = append(removed, old)
-		}
-	}
-	p.mu.Unlock()
-	for _, old := range removed {
-		old.markStopped()
-	}
-	p.mu.Lock()
-	for _, b := range started {
-		p.startBeatLocked(b)
-	}
-	p.mu.Unlock()
+	swapRunners(&p.mu, func() { p.beats = next }, cur, next, started, p.startBeatLocked)
 }
 
 // startBeatLocked starts b's poll loop if the prober runs; p.mu is held.

@@ -220,28 +220,42 @@ func (p *Prober) SetTargets(ts []Target) {
 		next[nt.Subject] = t
 		started = append(started, t)
 	}
-	// Swap and cancel under p.mu, so that Run cannot start a removed target;
-	// then wait for removed targets' last OnResult before starting new ones,
-	// so that a changed subject does not report from two targets at once.
-	var removed []*target
-	p.mu.Lock()
-	p.targets = next
-	for s, old := range cur {
-		if next[s] != old {
+	swapRunners(&p.mu, func() { p.targets = next }, cur, next, started, p.startLocked)
+	p.metrics.setTargets(len(next))
+}
+
+// runner is a target or a heartbeat poll loop.
+type runner interface {
+	cancelLocked() // stop; called with the prober's mutex held
+	markStopped()  // wait until its last OnResult has returned
+}
+
+// swapRunners installs next (via set) in place of cur: it cancels the
+// runners that are not kept under mu, so that Run cannot start a removed
+// one; then waits for the removed runners' last OnResult before starting the
+// new ones, so that a changed subject never reports from two runners at once.
+func swapRunners[K comparable, R interface {
+	runner
+	comparable
+}](mu sync.Locker, set func(), cur, next map[K]R, started []R, startLocked func(R)) {
+	var removed []R
+	mu.Lock()
+	set()
+	for k, old := range cur {
+		if next[k] != old {
 			old.cancelLocked()
 			removed = append(removed, old)
 		}
 	}
-	p.mu.Unlock()
+	mu.Unlock()
 	for _, old := range removed {
 		old.markStopped()
 	}
-	p.mu.Lock()
-	for _, t := range started {
-		p.startLocked(t)
+	mu.Lock()
+	for _, r := range started {
+		startLocked(r)
 	}
-	p.mu.Unlock()
-	p.metrics.setTargets(len(next))
+	mu.Unlock()
 }
 
 // sameTarget reports whether b probes exactly what a probes.
