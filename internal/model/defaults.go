@@ -15,13 +15,36 @@ func Normalize(d *Desired) (*Desired, error) {
 		return nil, err
 	}
 	out := &Desired{
-		Zones:    slices.Clone(d.Zones),
-		Clusters: slices.Clone(d.Clusters),
-		Services: slices.Clone(d.Services),
-		Geo:      Geo{MMDB: d.Geo.MMDB, Networks: slices.Clone(d.Geo.Networks)},
-		Health:   d.Health,
-		Ring:     d.Ring,
-		Decision: d.Decision,
+		Zones:     slices.Clone(d.Zones),
+		Clusters:  slices.Clone(d.Clusters),
+		Services:  slices.Clone(d.Services),
+		Geo:       Geo{MMDB: d.Geo.MMDB, Networks: slices.Clone(d.Geo.Networks)},
+		Health:    d.Health,
+		Ring:      d.Ring,
+		Decision:  d.Decision,
+		Providers: d.Providers,
+	}
+	pr := &out.Providers
+	pr.Writers = slices.Clone(pr.Writers)
+	pr.Debounce = orDefaultDuration(pr.Debounce, DefaultProviderDebounce)
+	pr.ResyncInterval = orDefaultDuration(pr.ResyncInterval, DefaultProviderResync)
+	pr.Route53 = slices.Clone(pr.Route53)
+	for i := range pr.Route53 {
+		z := &pr.Route53[i]
+		z.Zone = CanonicalName(z.Zone)
+		z.Mode = orDefaultString(z.Mode, ModeDirect)
+		z.Region = orDefaultString(z.Region, DefaultRoute53Region)
+		if z.RequestsPerSecond == 0 {
+			z.RequestsPerSecond = DefaultRoute53RPS
+		}
+		z.SyncTimeout = orDefaultDuration(z.SyncTimeout, DefaultRoute53SyncTimeout)
+	}
+	pr.Cloudflare = slices.Clone(pr.Cloudflare)
+	for i := range pr.Cloudflare {
+		z := &pr.Cloudflare[i]
+		z.Zone = CanonicalName(z.Zone)
+		z.Mode = orDefaultString(z.Mode, ModeDirect)
+		z.RequestBudget = orDefault(z.RequestBudget, DefaultCloudflareBudget)
 	}
 	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)
 	h := &out.Health

@@ -51,13 +51,14 @@ const (
 
 // Desired is the whole desired state of one Meridian installation.
 type Desired struct {
-	Zones    []Zone    `yaml:"zones"`
-	Clusters []Cluster `yaml:"clusters"`
-	Services []Service `yaml:"services"`
-	Geo      Geo       `yaml:"geo"`
-	Health   Health    `yaml:"health"`   // probing defaults
-	Ring     Ring      `yaml:"ring"`     // prober gossip ring
-	Decision Decision  `yaml:"decision"` // failover decision tuning
+	Zones     []Zone    `yaml:"zones"`
+	Clusters  []Cluster `yaml:"clusters"`
+	Services  []Service `yaml:"services"`
+	Geo       Geo       `yaml:"geo"`
+	Health    Health    `yaml:"health"`    // probing defaults
+	Ring      Ring      `yaml:"ring"`      // prober gossip ring
+	Decision  Decision  `yaml:"decision"`  // failover decision tuning
+	Providers Providers `yaml:"providers"` // Route53 / Cloudflare push
 }
 
 // Zone is an authoritative zone Meridian answers for.
@@ -86,6 +87,7 @@ type Nameserver struct {
 	Name string   `yaml:"name"` // host name of the server (required)
 	IPv4 []string `yaml:"ipv4"` // glue A addresses (required for in-zone names unless ipv6 is set)
 	IPv6 []string `yaml:"ipv6"` // glue AAAA addresses
+	Node string   `yaml:"node"` // ring node serving it: delegation leaves it out while that node is not a live member
 }
 
 // Cluster is a site that hosts endpoints: a Kubernetes cluster, a region or a data centre.

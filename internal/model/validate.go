@@ -85,6 +85,7 @@ func Validate(d *Desired) error {
 	v.health("health", d.Health)
 	v.ring(d.Ring)
 	v.decision(d.Decision)
+	v.providers(d.Providers, zones)
 	names := map[string]string{} // canonical owner name -> path that claimed it
 	for i, z := range d.Zones {
 		for j, ns := range z.Nameservers {

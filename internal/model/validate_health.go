@@ -196,3 +196,71 @@ func (v *validator) heartbeat(p string, h *Heartbeat) {
 		v.add(p+".grace", "%s must be longer than the interval %s", h.Grace, interval)
 	}
 }
+
+var modes = []string{ModeDirect, ModeDelegate}
+
+func (v *validator) providers(pr Providers, zones map[string]bool) {
+	p := "providers"
+	n := len(pr.Route53) + len(pr.Cloudflare)
+	if n > 0 && pr.OwnerID == "" {
+		v.add(p+".owner_id", "is required with route53 or cloudflare zones: it marks the records this installation owns (e.g. meridian-prod)")
+	}
+	if pr.OwnerID != "" && (strings.ContainsAny(pr.OwnerID, ",=+\" \t") || len(pr.OwnerID) > 64) {
+		v.add(p+".owner_id", "%q may not contain spaces, quotes or , = + and is at most 64 characters", pr.OwnerID)
+	}
+	if pr.Debounce != 0 && pr.Debounce.D() < 10*time.Millisecond {
+		v.add(p+".debounce", "%s is too short (at least 10ms)", pr.Debounce)
+	}
+	if pr.ResyncInterval != 0 && pr.ResyncInterval.D() < 10*time.Second {
+		v.add(p+".resync_interval", "%s is too short (at least 10s)", pr.ResyncInterval)
+	}
+	seen := map[string]bool{}
+	zone := func(path, z, mode string) {
+		name, ok := v.checkName(path+".zone", z)
+		if ok {
+			if seen[name] {
+				v.add(path+".zone", "zone %q is configured twice", name)
+			}
+			seen[name] = true
+		}
+		v.checkOneOf(path+".mode", mode, modes)
+		if mode == ModeDelegate && ok {
+			inside := false
+			for apex := range zones {
+				if dns.IsSubDomain(name, apex) && apex != name {
+					inside = true
+				}
+			}
+			if !inside {
+				v.add(path+".mode", "delegate needs a Meridian zone below %q to delegate (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
+			}
+		}
+	}
+	for i, z := range pr.Route53 {
+		path := fmt.Sprintf("%s.route53[%d]", p, i)
+		zone(path, z.Zone, z.Mode)
+		if z.RequestsPerSecond < 0 || z.RequestsPerSecond > 100 {
+			v.add(path+".requests_per_second", "%v is out of range (allowed 0 < rps <= 100; 0 = default %v)", z.RequestsPerSecond, DefaultRoute53RPS)
+		}
+		if z.Endpoint != "" {
+			if u, err := url.Parse(z.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
+				v.add(path+".endpoint", "%q is not a URL", z.Endpoint)
+			}
+		}
+	}
+	for i, z := range pr.Cloudflare {
+		path := fmt.Sprintf("%s.cloudflare[%d]", p, i)
+		zone(path, z.Zone, z.Mode)
+		if z.TTL < 0 || z.TTL > 86400 || (z.TTL > 1 && z.TTL < 30) {
+			v.add(path+".ttl", "%d is not allowed (1 = automatic, or 30..86400; 0 = the service's TTL)", z.TTL)
+		}
+		if z.RequestBudget < 0 {
+			v.add(path+".request_budget", "%d is negative (default %d per 5 minutes)", z.RequestBudget, DefaultCloudflareBudget)
+		}
+		if z.Endpoint != "" {
+			if u, err := url.Parse(z.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
+				v.add(path+".endpoint", "%q is not a URL", z.Endpoint)
+			}
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package providers
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// ServiceView is a service as providers publish it: every endpoint with the
+// weight it should carry now.
+type ServiceView struct {
+	Name      string // canonical FQDN
+	Strategy  string
+	TTL       uint32
+	FailOpen  bool           // nothing is available: endpoints carry their configured weights
+	Endpoints []EndpointView // config order
+	Geo       *model.GeoPolicy
+	Failover  [][]int // failover groups in order, as indexes into Endpoints (failover only)
+}
+
+// EndpointView is one endpoint of a ServiceView.
+type EndpointView struct {
+	Target    string // canonical IP or CNAME target
+	Type      string // A, AAAA or CNAME
+	Cluster   string
+	Country   string // cluster tags, for geolocation
+	Continent string
+	Region    string
+	Weight    int  // configured, 0..1000
+	Available bool // decided up (or unknown), not drained, cluster not down
+	// Effective is the weight this endpoint should carry now: its configured
+	// weight when available (weight-0 standbys get 1 only when no weighted
+	// endpoint is available), 0 when not; with FailOpen, the configured
+	// weight of every non-drained endpoint.
+	Effective int
+}
+
+// Services builds the views of every service of d under health h (nil:
+// everything unknown, i.e. up).
+func Services(d *model.Desired, h engine.Health) []ServiceView {
+	if h == nil {
+		h = engine.NoHealth{}
+	}
+	clusters := map[string]model.Cluster{}
+	for _, c := range d.Clusters {
+		clusters[c.Name] = c
+	}
+	out := make([]ServiceView, 0, len(d.Services))
+	for _, s := range d.Services {
+		v := ServiceView{Name: s.Name, Strategy: s.Strategy, TTL: uint32(s.TTL), Geo: s.Geo}
+		for _, e := range s.Endpoints {
+			c := clusters[e.Cluster]
+			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: c.Country, Continent: c.Continent, Region: c.Region, Weight: *e.Weight}
+			switch {
+			case e.CNAME != "":
+				ev.Target, ev.Type = e.CNAME, "CNAME"
+			case netip.MustParseAddr(e.Address).Is4():
+				ev.Type = "A"
+			default:
+				ev.Type = "AAAA"
+			}
+			down := e.State == model.StateDown || c.State == model.StateDown ||
+				h.Endpoint(s.Name, ev.Target) == engine.Down || h.Cluster(c.Name) == engine.Down
+			ev.Available = !down && !e.Drain && !c.Drain
+			if s.Strategy == model.StrategyRoundRobin {
+				ev.Weight = 1
+			}
+			v.Endpoints = append(v.Endpoints, ev)
+		}
+		effective(&v, s, clusters)
+		if s.Strategy == model.StrategyFailover {
+			v.Failover = failoverGroups(s, v)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// effective fills Effective per address family / CNAME, with the engine's
+// rules: weighted endpoints first, weight-0 standbys when none is
+// available, fail-open (configured weights, drained ones out) when nothing is.
+func effective(v *ServiceView, s model.Service, clusters map[string]model.Cluster) {
+	for _, typ := range []string{"A", "AAAA", "CNAME"} {
+		var idx []int
+		for i, e := range v.Endpoints {
+			if e.Type == typ {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		any := false
+		for _, i := range idx {
+			if e := &v.Endpoints[i]; e.Available && e.Weight > 0 {
+				e.Effective, any = e.Weight, true
+			}
+		}
+		if any {
+			continue
+		}
+		for _, i := range idx {
+			if e := &v.Endpoints[i]; e.Available {
+				e.Effective, any = 1, true
+			}
+		}
+		if any {
+			continue
+		}
+		v.FailOpen = true
+		for _, i := range idx {
+			e := &v.Endpoints[i]
+			me := s.Endpoints[i]
+			if !me.Drain && !clusters[me.Cluster].Drain {
+				e.Effective = max(e.Weight, 1)
+			}
+		}
+	}
+}
+
+// failoverGroups returns the failover groups as endpoint indexes, in order.
+func failoverGroups(s model.Service, v ServiceView) [][]int {
+	var groups [][]int
+	if s.Failover != nil && len(s.Failover.Order) > 0 {
+		for _, c := range s.Failover.Order {
+			var g []int
+			for i, e := range v.Endpoints {
+				if e.Cluster == c {
+					g = append(g, i)
+				}
+			}
+			groups = append(groups, g)
+		}
+		return groups
+	}
+	var prios []int
+	for _, e := range s.Endpoints {
+		if !slices.Contains(prios, *e.Priority) {
+			prios = append(prios, *e.Priority)
+		}
+	}
+	slices.Sort(prios)
+	for _, p := range prios {
+		var g []int
+		for i, e := range s.Endpoints {
+			if *e.Priority == p {
+				g = append(g, i)
+			}
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// ActiveGroups returns the failover groups that have an available endpoint,
+// in order (the first answers now, the next takes over after it).
+func (v ServiceView) ActiveGroups() [][]int {
+	var out [][]int
+	for _, g := range v.Failover {
+		for _, i := range g {
+			if v.Endpoints[i].Available {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
