@@ -16,6 +16,7 @@ const (
 	msgConfirm   byte = 3 // second confirmation request
 	msgHeartbeat byte = 4 // a cluster heartbeat from `meridian agent`
 	msgKeyOp     byte = 5 // keyring change to apply on every node
+	msgLeader    byte = 6 // provider-writer vote, sent directly (never relayed)
 )
 
 // wireVote is health.Vote with short JSON keys.
@@ -67,6 +68,12 @@ type heartbeat struct {
 	From    string `json:"f"`
 	At      int64  `json:"a"`
 	Seq     uint64 `json:"q"`
+}
+
+type leaderMsg struct {
+	Voter     string `json:"v"`
+	Candidate string `json:"c"`
+	Seq       uint64 `json:"q"`
 }
 
 type keyOp struct {

@@ -93,10 +93,12 @@ type Ring struct {
 	inc      uint64        // first sequence of this incarnation
 	hbSeq    atomic.Uint64
 	mu       sync.Mutex
-	hbSeen   map[string]uint64    // cluster|from -> newest heartbeat seq seen
-	keyOps   map[string]bool      // applied key operation ids
-	confirms map[string]time.Time // confirmation requests seen recently (de-duplication)
-	mismatch map[string]int       // consecutive summaries per prober that did not match our votes
+	hbSeen   map[string]uint64     // cluster|from -> newest heartbeat seq seen
+	keyOps   map[string]bool       // applied key operation ids
+	confirms map[string]time.Time  // confirmation requests seen recently (de-duplication)
+	mismatch map[string]int        // consecutive summaries per prober that did not match our votes
+	leaders  map[string]LeaderVote // newest writer vote per voter
+	leadSeq  atomic.Uint64
 	keyring  *memberlist.Keyring
 	needSync atomic.Bool // broadcasts were skipped: repair with a push/pull soon
 	sent     atomic.Uint64
@@ -131,13 +133,14 @@ func Start(cfg Config) (*Ring, error) {
 		return nil, errors.New("ring: node name and region are required")
 	}
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(),
-		hbSeen: map[string]uint64{}, keyOps: map[string]bool{}, confirms: map[string]time.Time{}, mismatch: map[string]int{}, stop: make(chan struct{})}
+		hbSeen: map[string]uint64{}, keyOps: map[string]bool{}, confirms: map[string]time.Time{}, mismatch: map[string]int{}, leaders: map[string]LeaderVote{}, stop: make(chan struct{})}
 	r.meta, _ = json.Marshal(meta{Region: cfg.Region, Role: cfg.Role})
 	// Sequences start from the clock so that a restarted prober's votes are
 	// newer than those of its previous incarnation everywhere.
 	r.inc = uint64(time.Now().UnixNano())
 	r.seq.Store(r.inc)
 	r.hbSeq.Store(r.inc)
+	r.leadSeq.Store(r.inc)
 
 	mc := memberlist.DefaultWANConfig()
 	mc.Name = cfg.NodeName
@@ -337,6 +340,45 @@ func (r *Ring) SendHeartbeat(cluster string, at time.Time) {
 	r.hbSeen[cluster+"|"+hb.From] = hb.Seq
 	r.mu.Unlock()
 	r.broadcast(msgHeartbeat, "h/"+cluster+"/"+hb.From, hb)
+}
+
+// LeaderVote is the newest provider-writer vote received from a voter.
+type LeaderVote struct {
+	Voter, Candidate string
+	Received         time.Time // on this node's clock
+	seq              uint64
+}
+
+// SendLeaderVote records this node's writer vote and sends it directly to
+// every live member (best effort, never relayed, so that its receipt time
+// is close to its sending time). Call it every second or so.
+func (r *Ring) SendLeaderVote(candidate string) {
+	lm := leaderMsg{Voter: r.cfg.NodeName, Candidate: candidate, Seq: r.leadSeq.Add(1)}
+	r.mu.Lock()
+	r.leaders[lm.Voter] = LeaderVote{Voter: lm.Voter, Candidate: candidate, Received: time.Now(), seq: lm.Seq}
+	r.mu.Unlock()
+	msg := encode(msgLeader, lm)
+	for _, n := range r.ml.Members() {
+		if n.Name == r.cfg.NodeName {
+			continue
+		}
+		if err := r.ml.SendBestEffort(n, msg); err != nil {
+			r.log.Debug("ring: leader vote", "to", n.Name, "err", err)
+		}
+		r.m.Messages.WithLabelValues("leader", "sent").Inc()
+	}
+}
+
+// LeaderVotes returns the newest writer vote of every voter, ours included.
+func (r *Ring) LeaderVotes() []LeaderVote {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]LeaderVote, 0, len(r.leaders))
+	for _, v := range r.leaders {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b LeaderVote) int { return cmpString(a.Voter, b.Voter) })
+	return out
 }
 
 // Prune forgets votes on subjects keep rejects and votes of probers silent
@@ -599,6 +641,16 @@ func (d *delegate) NotifyMsg(b []byte) {
 		if r.cfg.OnHeartbeat != nil {
 			r.cfg.OnHeartbeat(hb.Cluster, hb.From, time.UnixMilli(hb.At))
 		}
+	case msgLeader:
+		var lm leaderMsg
+		if decode(b, &lm) != nil || lm.Voter == r.cfg.NodeName {
+			return
+		}
+		r.mu.Lock()
+		if old, ok := r.leaders[lm.Voter]; !ok || lm.Seq > old.seq {
+			r.leaders[lm.Voter] = LeaderVote{Voter: lm.Voter, Candidate: lm.Candidate, Received: time.Now(), seq: lm.Seq}
+		}
+		r.mu.Unlock()
 	case msgKeyOp:
 		var op keyOp
 		if decode(b, &op) != nil {
