@@ -27,10 +27,10 @@ type Provider interface {
 
 // Result of an Apply.
 type Result struct {
-	Applied int             // changes the provider accepted
-	Failed  []FailedChange  // changes it refused, each with the provider's reason
-	Calls   int             // write API calls made
-	Synced  bool            // the provider reported the changes live (Route53 INSYNC)
+	Applied int            // changes the provider accepted
+	Failed  []FailedChange // changes it refused, each with the provider's reason
+	Calls   int            // write API calls made
+	Synced  bool           // the provider reported the changes live (Route53 INSYNC)
 }
 
 // FailedChange is one change a provider refused.

@@ -1,0 +1,259 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/providers/plan"
+)
+
+// Zone is one provider zone the reconciler keeps equal to the decisions.
+type Zone struct {
+	Provider Provider
+	Zone     string // canonical zone name, e.g. example.com.
+	Mode     string // model.ModeDirect or model.ModeDelegate
+	// Translate maps the service views to the provider's records (direct
+	// mode); adapters provide it.
+	Translate func(views []ServiceView, zone string) []plan.Record
+}
+
+// State is what the reconciler publishes: the desired state, the decided
+// health, and which ring nodes are live (for delegation).
+type State struct {
+	Desired *model.Desired
+	Health  engine.Health
+	Live    func(node string) bool
+	// Changed is when the decision behind this state was made (for the
+	// decision-to-applied metric); zero if unknown.
+	Changed time.Time
+}
+
+// Reconciler keeps every Zone equal to the current State. It writes only
+// while IsWriter reports true.
+type Reconciler struct {
+	Zones    []Zone
+	Owner    string
+	State    func() State
+	IsWriter func() bool // nil: always
+	Debounce time.Duration
+	Resync   time.Duration
+	Logger   *slog.Logger
+	Metrics  *ReconcileMetrics
+
+	trigger chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	dirty   bool // a trigger arrived since the last successful sync (so a non-empty plan is not drift)
+}
+
+// ZoneResult is the outcome of one zone's sync.
+type ZoneResult struct {
+	Provider string
+	Zone     string
+	Plan     plan.Plan
+	Applied  Result
+	Skipped  string // why nothing was written (dry run, not the writer)
+	Err      error
+	Duration time.Duration
+}
+
+func (r *Reconciler) init() {
+	r.once.Do(func() {
+		r.trigger = make(chan struct{}, 1)
+		if r.Logger == nil {
+			r.Logger = slog.Default()
+		}
+		if r.Metrics == nil {
+			r.Metrics = NewReconcileMetrics(nil)
+		}
+		if r.Debounce <= 0 {
+			r.Debounce = model.DefaultProviderDebounce
+		}
+		if r.Resync <= 0 {
+			r.Resync = model.DefaultProviderResync
+		}
+	})
+}
+
+// Trigger asks for a sync after the debounce (a new snapshot). It never blocks.
+func (r *Reconciler) Trigger() {
+	r.init()
+	r.mu.Lock()
+	r.dirty = true
+	r.mu.Unlock()
+	select {
+	case r.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs on triggers (debounced) and every Resync until ctx is done.
+func (r *Reconciler) Run(ctx context.Context) {
+	r.init()
+	resync := time.NewTicker(r.Resync)
+	defer resync.Stop()
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	first := time.After(0)
+	for {
+		periodic := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.trigger:
+			debounce.Reset(r.Debounce)
+			continue
+		case <-debounce.C:
+		case <-first:
+		case <-resync.C:
+			periodic = true
+		}
+		r.Sync(ctx, false, periodic)
+	}
+}
+
+// Sync reconciles every zone once. With dryRun nothing is written. With
+// periodic, a non-empty plan without a trigger since the last sync is
+// counted as drift.
+func (r *Reconciler) Sync(ctx context.Context, dryRun, periodic bool) []ZoneResult {
+	r.init()
+	st := r.State()
+	r.mu.Lock()
+	wasDirty := r.dirty
+	r.dirty = false
+	r.mu.Unlock()
+	var views []ServiceView
+	out := make([]ZoneResult, 0, len(r.Zones))
+	allOK := true
+	for _, z := range r.Zones {
+		var desired []plan.Record
+		switch z.Mode {
+		case model.ModeDelegate:
+			desired = Delegation(st.Desired, z.Zone, st.Live)
+		default:
+			if views == nil {
+				views = Services(st.Desired, st.Health)
+			}
+			desired = z.Translate(views, z.Zone)
+		}
+		res := r.syncZone(ctx, z, desired, dryRun)
+		if res.Err == nil && !dryRun && res.Skipped == "" {
+			if periodic && !wasDirty && res.Plan.Changes.Len() > 0 {
+				r.Metrics.Drift.WithLabelValues(res.Provider, z.Zone).Add(float64(res.Plan.Changes.Len()))
+				r.Logger.Warn("provider drift repaired on resync", "provider", res.Provider, "zone", z.Zone, "changes", res.Plan.Changes.Len())
+			}
+			if !st.Changed.IsZero() && res.Applied.Applied > 0 {
+				r.Metrics.DecisionToApplied.WithLabelValues(res.Provider).Observe(time.Since(st.Changed).Seconds())
+			}
+		}
+		if res.Err != nil {
+			allOK = false
+		}
+		out = append(out, res)
+	}
+	if !allOK {
+		r.mu.Lock()
+		r.dirty = r.dirty || wasDirty // try again on the next pass
+		r.mu.Unlock()
+	}
+	return out
+}
+
+func (r *Reconciler) syncZone(ctx context.Context, z Zone, desired []plan.Record, dryRun bool) ZoneResult {
+	start := time.Now()
+	res := ZoneResult{Provider: z.Provider.Name(), Zone: z.Zone}
+	labels := []string{res.Provider, z.Zone}
+	if !dryRun && r.IsWriter != nil && !r.IsWriter() {
+		res.Skipped = "not the elected writer"
+		return res
+	}
+	current, err := z.Provider.Records(ctx, z.Zone)
+	if err != nil {
+		res.Err = fmt.Errorf("%s zone %s: read records: %w", res.Provider, z.Zone, err)
+		r.fail(res, labels)
+		return res
+	}
+	res.Plan = plan.Compute(plan.Input{Owner: r.Owner, Desired: desired, Current: current})
+	r.Metrics.Conflicts.WithLabelValues(labels...).Set(float64(len(res.Plan.Conflicts)))
+	for _, c := range res.Plan.Conflicts {
+		r.Logger.Warn("provider record not written: not ours", "provider", res.Provider, "zone", z.Zone, "record", c.Key.String(), "reason", c.Reason)
+	}
+	if dryRun {
+		res.Skipped = "dry run"
+		res.Duration = time.Since(start)
+		return res
+	}
+	if !res.Plan.Changes.Empty() {
+		res.Applied, err = z.Provider.Apply(ctx, z.Zone, res.Plan.Changes)
+		for _, f := range res.Applied.Failed {
+			r.Logger.Error("provider refused a change", "provider", res.Provider, "zone", z.Zone, "op", f.Op, "record", f.Key.String(), "err", f.Err)
+		}
+		r.Metrics.Changes.WithLabelValues(res.Provider, z.Zone, "applied").Add(float64(res.Applied.Applied))
+		r.Metrics.Changes.WithLabelValues(res.Provider, z.Zone, "failed").Add(float64(len(res.Applied.Failed)))
+		if err != nil {
+			res.Err = fmt.Errorf("%s zone %s: apply %d changes: %w", res.Provider, z.Zone, res.Plan.Changes.Len(), err)
+			r.fail(res, labels)
+			return res
+		}
+		r.Logger.Info("provider synced", "provider", res.Provider, "zone", z.Zone, "creates", len(res.Plan.Changes.Creates),
+			"updates", len(res.Plan.Changes.Updates), "deletes", len(res.Plan.Changes.Deletes), "failed", len(res.Applied.Failed), "calls", res.Applied.Calls)
+	}
+	res.Duration = time.Since(start)
+	r.Metrics.Syncs.WithLabelValues(res.Provider, z.Zone, "success").Inc()
+	r.Metrics.LastSync.WithLabelValues(labels...).SetToCurrentTime()
+	return res
+}
+
+func (r *Reconciler) fail(res ZoneResult, labels []string) {
+	r.Metrics.Syncs.WithLabelValues(res.Provider, res.Zone, "failure").Inc()
+	level := slog.LevelError
+	if errors.Is(res.Err, ErrTransient) {
+		level = slog.LevelWarn
+	}
+	r.Logger.Log(context.Background(), level, "provider sync failed: will retry", "provider", res.Provider, "zone", res.Zone, "err", res.Err)
+	_ = labels
+}
+
+// ReconcileMetrics are the reconciler's metrics (the adapters count API
+// calls, throttles, retries and propagation themselves).
+type ReconcileMetrics struct {
+	Syncs             *prometheus.CounterVec   // meridian_provider_syncs_total{provider,zone,result}
+	LastSync          *prometheus.GaugeVec     // meridian_provider_last_sync_timestamp_seconds{provider,zone}
+	Changes           *prometheus.CounterVec   // meridian_provider_changes_total{provider,zone,result}
+	Drift             *prometheus.CounterVec   // meridian_provider_drift_changes_total{provider,zone}
+	Conflicts         *prometheus.GaugeVec     // meridian_provider_conflicts{provider,zone}
+	DecisionToApplied *prometheus.HistogramVec // meridian_provider_decision_to_applied_seconds{provider}
+	Writer            prometheus.Gauge         // meridian_provider_writer
+}
+
+// NewReconcileMetrics creates the metrics and registers them on reg (nil: not registered).
+func NewReconcileMetrics(reg prometheus.Registerer) *ReconcileMetrics {
+	m := &ReconcileMetrics{
+		Syncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "meridian_provider_syncs_total",
+			Help: "Provider zone syncs by result (success, failure)."}, []string{"provider", "zone", "result"}),
+		LastSync: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "meridian_provider_last_sync_timestamp_seconds",
+			Help: "Unix time of the last successful sync of a provider zone."}, []string{"provider", "zone"}),
+		Changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "meridian_provider_changes_total",
+			Help: "Record changes sent to a provider by result (applied, failed)."}, []string{"provider", "zone", "result"}),
+		Drift: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "meridian_provider_drift_changes_total",
+			Help: "Changes a periodic resync had to make although nothing changed on our side (someone edited our records)."}, []string{"provider", "zone"}),
+		Conflicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "meridian_provider_conflicts",
+			Help: "Desired records not written because the name belongs to someone else (no or another ownership TXT)."}, []string{"provider", "zone"}),
+		DecisionToApplied: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "meridian_provider_decision_to_applied_seconds",
+			Help: "Time from a health decision to the provider accepting the changes.", Buckets: []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}}, []string{"provider"}),
+		Writer: prometheus.NewGauge(prometheus.GaugeOpts{Name: "meridian_provider_writer",
+			Help: "1 while this node is the elected provider writer."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Syncs, m.LastSync, m.Changes, m.Drift, m.Conflicts, m.DecisionToApplied, m.Writer)
+	}
+	return m
+}

@@ -1,0 +1,230 @@
+package providers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/providers/plan"
+)
+
+// memProvider is a minimal in-memory provider for reconciler tests (the
+// real adapters are tested against their wire-level fakes).
+type memProvider struct {
+	mu      sync.Mutex
+	records map[plan.Key]plan.Record
+	reads   int
+	writes  int
+}
+
+func (m *memProvider) Name() string { return "mem" }
+
+func (m *memProvider) Records(context.Context, string) ([]plan.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	var out []plan.Record
+	for _, r := range m.records {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (m *memProvider) Apply(_ context.Context, _ string, cs plan.Changes) (Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writes++
+	for _, r := range cs.Deletes {
+		delete(m.records, r.Key())
+	}
+	for _, u := range cs.Updates {
+		m.records[u.New.Key()] = u.New
+	}
+	for _, r := range cs.Creates {
+		m.records[r.Key()] = r
+	}
+	return Result{Applied: cs.Len(), Calls: 1}, nil
+}
+
+const reconcileConfig = `
+zones:
+  - apex: gslb.example.com
+    nameservers:
+      - {name: ns1.gslb.example.com, ipv4: [192.0.2.53], node: n1}
+      - {name: ns2.gslb.example.com, ipv4: [192.0.2.54], node: n2}
+clusters:
+  - {name: east, region: us-east}
+  - {name: west, region: us-west}
+services:
+  - name: app.gslb.example.com
+    endpoints:
+      - {address: 192.0.2.1, cluster: east, weight: 700}
+      - {address: 192.0.2.2, cluster: west, weight: 300}
+`
+
+func desired(t *testing.T) *model.Desired {
+	f, err := config.Parse("t.yaml", []byte(reconcileConfig))
+	require.NoError(t, err)
+	return &f.Desired
+}
+
+// simple publishes one A record per service with its effective endpoints.
+func simple(views []ServiceView, _ string) []plan.Record {
+	var out []plan.Record
+	for _, v := range views {
+		r := plan.Record{Name: v.Name, Type: "A", TTL: v.TTL}
+		for _, e := range v.Endpoints {
+			if e.Effective > 0 {
+				r.Values = append(r.Values, e.Target)
+			}
+		}
+		r.Normalize()
+		out = append(out, r)
+	}
+	return out
+}
+
+type downHealth struct{ target string }
+
+func (h downHealth) Endpoint(_, target string) engine.State {
+	if target == h.target {
+		return engine.Down
+	}
+	return engine.Unknown
+}
+func (downHealth) Cluster(string) engine.State { return engine.Unknown }
+
+func TestReconcilerIsIdempotentAndFollowsHealth(t *testing.T) {
+	mem := &memProvider{records: map[plan.Key]plan.Record{}}
+	d := desired(t)
+	var health engine.Health
+	r := &Reconciler{
+		Zones:  []Zone{{Provider: mem, Zone: "example.com.", Mode: model.ModeDirect, Translate: simple}},
+		Owner:  "me",
+		State:  func() State { return State{Desired: d, Health: health} },
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	ctx := context.Background()
+	res := r.Sync(ctx, false, false)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, 2, res[0].Applied.Applied, "record + ownership TXT")
+	assert.Equal(t, []string{"192.0.2.1", "192.0.2.2"}, mem.records[plan.Key{Name: "app.gslb.example.com.", Type: "A"}].Values)
+
+	writes := mem.writes
+	res = r.Sync(ctx, false, false)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, writes, mem.writes, "a second pass with no change makes zero write calls")
+
+	health = downHealth{target: "192.0.2.1"}
+	r.Sync(ctx, false, false)
+	assert.Equal(t, []string{"192.0.2.2"}, mem.records[plan.Key{Name: "app.gslb.example.com.", Type: "A"}].Values, "the failed endpoint left the record")
+}
+
+func TestReconcilerWritesOnlyAsTheWriterAndDryRunWritesNothing(t *testing.T) {
+	mem := &memProvider{records: map[plan.Key]plan.Record{}}
+	d := desired(t)
+	writer := false
+	r := &Reconciler{
+		Zones:    []Zone{{Provider: mem, Zone: "example.com.", Mode: model.ModeDirect, Translate: simple}},
+		Owner:    "me",
+		State:    func() State { return State{Desired: d} },
+		IsWriter: func() bool { return writer },
+		Logger:   slog.New(slog.DiscardHandler),
+	}
+	res := r.Sync(context.Background(), false, false)
+	assert.Equal(t, "not the elected writer", res[0].Skipped)
+	assert.Zero(t, mem.reads+mem.writes)
+	res = r.Sync(context.Background(), true, false)
+	assert.Equal(t, "dry run", res[0].Skipped)
+	assert.Equal(t, 2, res[0].Plan.Changes.Len(), "the dry run shows the plan")
+	assert.Zero(t, mem.writes)
+	writer = true
+	r.Sync(context.Background(), false, false)
+	assert.Equal(t, 1, mem.writes)
+}
+
+func TestPeriodicResyncRepairsAndCountsDrift(t *testing.T) {
+	mem := &memProvider{records: map[plan.Key]plan.Record{}}
+	d := desired(t)
+	r := &Reconciler{
+		Zones:   []Zone{{Provider: mem, Zone: "example.com.", Mode: model.ModeDirect, Translate: simple}},
+		Owner:   "me",
+		State:   func() State { return State{Desired: d} },
+		Logger:  slog.New(slog.DiscardHandler),
+		Metrics: NewReconcileMetrics(nil),
+	}
+	r.Sync(context.Background(), false, false)
+	// Someone edits our record by hand.
+	k := plan.Key{Name: "app.gslb.example.com.", Type: "A"}
+	rec := mem.records[k]
+	rec.Values = []string{"203.0.113.66"}
+	mem.records[k] = rec
+	r.Sync(context.Background(), false, true)
+	assert.Equal(t, []string{"192.0.2.1", "192.0.2.2"}, mem.records[k].Values)
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.Metrics.Drift.WithLabelValues("mem", "example.com.")))
+}
+
+func TestDelegationKeepsLiveNameserversAndAtLeastOne(t *testing.T) {
+	d := desired(t)
+	tests := []struct {
+		name string
+		live map[string]bool
+		ns   []string
+	}{
+		{"every live nameserver is delegated", map[string]bool{"n1": true, "n2": true}, []string{"ns1.gslb.example.com.", "ns2.gslb.example.com."}},
+		{"a dead node's nameserver is left out", map[string]bool{"n1": true}, []string{"ns1.gslb.example.com."}},
+		{"with every node dead all stay (never an empty delegation)", map[string]bool{}, []string{"ns1.gslb.example.com.", "ns2.gslb.example.com."}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := Delegation(d, "example.com.", func(n string) bool { return tc.live[n] })
+			var ns []string
+			glue := 0
+			for _, r := range recs {
+				switch r.Type {
+				case "NS":
+					assert.Equal(t, "gslb.example.com.", r.Name)
+					ns = r.Values
+				case "A":
+					glue++
+				}
+			}
+			assert.Equal(t, tc.ns, ns)
+			assert.Equal(t, len(tc.ns), glue, "glue for each delegated in-zone nameserver")
+		})
+	}
+}
+
+func TestRunSyncsOnTriggerAfterTheDebounce(t *testing.T) {
+	mem := &memProvider{records: map[plan.Key]plan.Record{}}
+	d := desired(t)
+	r := &Reconciler{
+		Zones:    []Zone{{Provider: mem, Zone: "example.com.", Mode: model.ModeDirect, Translate: simple}},
+		Owner:    "me",
+		State:    func() State { return State{Desired: d} },
+		Debounce: 20 * time.Millisecond,
+		Resync:   time.Hour,
+		Logger:   slog.New(slog.DiscardHandler),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Run(ctx)
+	require.Eventually(t, func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.reads == 1 }, time.Second, 5*time.Millisecond, "first sync at start")
+	for range 5 {
+		r.Trigger() // a burst of snapshots
+	}
+	require.Eventually(t, func() bool { mem.mu.Lock(); defer mem.mu.Unlock(); return mem.reads == 2 }, time.Second, 5*time.Millisecond)
+	time.Sleep(60 * time.Millisecond)
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	assert.Equal(t, 2, mem.reads, "the burst was debounced into one sync")
+}
