@@ -1,0 +1,149 @@
+package leader_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/leader"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ring"
+)
+
+// ringTransport adapts a ring node to leader.Transport.
+type ringTransport struct{ r *ring.Ring }
+
+func (t ringTransport) Name() string { return t.r.Name() }
+func (t ringTransport) Alive() map[string]bool {
+	m := map[string]bool{}
+	for _, mem := range t.r.Members() {
+		m[mem.Name] = true
+	}
+	return m
+}
+func (t ringTransport) Votes() []leader.Vote {
+	var out []leader.Vote
+	for _, v := range t.r.LeaderVotes() {
+		out = append(out, leader.Vote{Voter: v.Voter, Candidate: v.Candidate, Received: v.Received})
+	}
+	return out
+}
+func (t ringTransport) Send(c string) { t.r.SendLeaderVote(c) }
+
+var fast = model.Memberlist{
+	GossipInterval:   model.Duration(20 * time.Millisecond),
+	ProbeInterval:    model.Duration(100 * time.Millisecond),
+	ProbeTimeout:     model.Duration(50 * time.Millisecond),
+	PushPullInterval: model.Duration(300 * time.Millisecond),
+	SuspicionMult:    2,
+	TCPTimeout:       model.Duration(time.Second),
+}
+
+type push struct {
+	node       string
+	start, end time.Time
+}
+
+// TestTwoWritersNeverPushConcurrently runs three real ring nodes with an
+// elector and a pusher each; the writer is killed and later a new node
+// takes its place. Every push is recorded; no two pushes of different
+// nodes may overlap in time.
+func TestTwoWritersNeverPushConcurrently(t *testing.T) {
+	names := []string{"w1", "w2", "w3"}
+	var mu sync.Mutex
+	var pushes []push
+	type node struct {
+		r      *ring.Ring
+		e      *leader.Elector
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	nodes := map[string]*node{}
+	seed := ""
+	start := func(name string) {
+		var seeds []string
+		if seed != "" {
+			seeds = []string{seed}
+		}
+		r, err := ring.Start(ring.Config{NodeName: name, Region: "r", Bind: "127.0.0.1:0", Seeds: seeds, Memberlist: fast,
+			RejoinInterval: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		if seed == "" {
+			seed = r.LocalAddr()
+		}
+		e := &leader.Elector{Transport: ringTransport{r}, Candidates: names, Tick: 100 * time.Millisecond,
+			Lease: 1500 * time.Millisecond, Fresh: 700 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := &node{r: r, e: e, cancel: cancel, done: make(chan struct{})}
+		go e.Run(ctx)
+		go func() { // the pusher: writes while it is the writer
+			defer close(n.done)
+			for ctx.Err() == nil {
+				if e.Writer() {
+					p := push{node: name, start: time.Now()}
+					time.Sleep(15 * time.Millisecond) // a write call
+					p.end = time.Now()
+					mu.Lock()
+					pushes = append(pushes, p)
+					mu.Unlock()
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		nodes[name] = n
+	}
+	stop := func(name string) {
+		n := nodes[name]
+		n.cancel()
+		<-n.done
+		_ = n.r.Shutdown()
+	}
+	for _, n := range names {
+		start(n)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.cancel()
+			<-n.done
+			_ = n.r.Shutdown()
+		}
+	}()
+	writerNow := func() string {
+		for name, n := range nodes {
+			if n.e.Writer() {
+				return name
+			}
+		}
+		return ""
+	}
+	require.Eventually(t, func() bool { return writerNow() == "w1" }, 10*time.Second, 20*time.Millisecond, "w1 (lowest) is elected")
+	time.Sleep(time.Second)
+	stop("w1")
+	delete(nodes, "w1")
+	require.Eventually(t, func() bool { return writerNow() == "w2" }, 10*time.Second, 20*time.Millisecond, "w2 takes over after the lease")
+	time.Sleep(time.Second)
+	start("w1") // w1 comes back: w2 keeps the votes it holds (sticky)
+	time.Sleep(2 * time.Second)
+	assert.Equal(t, "w2", writerNow(), "a returning lower-named node does not take over from a live writer")
+
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(pushes, func(a, b push) int { return a.start.Compare(b.start) })
+	writers := map[string]int{}
+	for i, p := range pushes {
+		writers[p.node]++
+		if i > 0 && pushes[i-1].node != p.node {
+			require.False(t, p.start.Before(pushes[i-1].end), "pushes of %s and %s overlap", pushes[i-1].node, p.node)
+			t.Logf("hand-over %s -> %s: gap %s", pushes[i-1].node, p.node, p.start.Sub(pushes[i-1].end).Round(time.Millisecond))
+		}
+	}
+	t.Logf("pushes by node: %v", writers)
+	assert.Positive(t, writers["w1"])
+	assert.Positive(t, writers["w2"])
+}
