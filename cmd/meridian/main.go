@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
+	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/app"
 	"github.com/meridian-gslb/meridian/internal/geo"
 )
@@ -32,7 +34,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo(), newStatus(), newDemo(), newRing(), newAgent())
+	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo(), newStatus(), newDemo(), newRing(), newAgent(), newPush())
 	return root
 }
 
@@ -127,4 +129,40 @@ func newGeo() *cobra.Command {
 	}
 	g.AddCommand(build)
 	return g
+}
+
+func newPush() *cobra.Command {
+	var o app.PushOptions
+	var from string
+	cmd := &cobra.Command{
+		Use:   "push --config FILE [--dry-run]",
+		Short: "Sync the configured Route53/Cloudflare zones once, or print the plan with --dry-run",
+		Long: `push computes, for every zone under providers, the changes that make the
+provider equal to Meridian's decisions and applies them (or, with --dry-run,
+prints them and writes nothing). Health comes from the config, or from a
+running node's decisions with --from-http ADDR. A running 'meridian serve'
+with providers keeps zones in sync by itself; push is for previews and
+one-off syncs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ConfigPath == "" {
+				return fmt.Errorf("--config is required")
+			}
+			if from != "" {
+				var rep api.HealthReport
+				if err := newClient(from).do("GET", "/v1/health", nil, &rep); err != nil {
+					return err
+				}
+				o.Health = &rep
+			}
+			o.Out = cmd.OutOrStdout()
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			return app.Push(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.ConfigPath, "config", "c", "", "config file with a providers section")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan for each zone and write nothing")
+	f.StringVar(&from, "from-http", "", "take decided health from a running meridian serve at this HTTP address")
+	return cmd
 }

@@ -119,6 +119,7 @@ func Run(ctx context.Context, opts Options) error {
 	a.health = h
 	a.mu.Unlock()
 	defer func() { hcancel(); wg.Wait() }()
+	a.startProviders(hctx, &wg, h)
 
 	dnsSrv := dnsserver.New(dnsserver.Config{
 		Listen:            f.Server.DNS.Listen,

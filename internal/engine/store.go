@@ -12,12 +12,18 @@ import (
 // pointer read, no lock); writers compile and Swap. Compiles are serialized
 // by the Store so generations increase by one per published snapshot.
 type Store struct {
-	cur atomic.Pointer[Snapshot]
-	mu  sync.Mutex // serializes Publish
-	gen uint64
-	// OnPublish, if set, is called after every publish (under the writer's
-	// lock, so calls are ordered). It must not block.
-	OnPublish func(*Snapshot)
+	cur  atomic.Pointer[Snapshot]
+	mu   sync.Mutex // serializes Publish
+	gen  uint64
+	subs []func(*Snapshot)
+}
+
+// Subscribe registers f to be called after every publish (under the
+// writer's lock, so calls are ordered). f must not block.
+func (st *Store) Subscribe(f func(*Snapshot)) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.subs = append(st.subs, f)
 }
 
 // Load returns the current snapshot, or nil before the first Publish.
@@ -38,8 +44,8 @@ func (st *Store) Publish(d *model.Desired, opts Options) (*Snapshot, error) {
 	}
 	st.gen++
 	st.cur.Store(s)
-	if st.OnPublish != nil {
-		st.OnPublish(s)
+	for _, f := range st.subs {
+		f(s)
 	}
 	return s, nil
 }

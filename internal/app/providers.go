@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/leader"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/cloudflare"
+	"github.com/meridian-gslb/meridian/providers/route53"
+)
+
+// ringTransport adapts the ring to leader.Transport.
+type ringTransport struct{ r *ring.Ring }
+
+func (t ringTransport) Name() string { return t.r.Name() }
+
+func (t ringTransport) Alive() map[string]bool {
+	m := map[string]bool{}
+	for _, mem := range t.r.Members() {
+		m[mem.Name] = true
+	}
+	return m
+}
+
+func (t ringTransport) Votes() []leader.Vote {
+	var out []leader.Vote
+	for _, v := range t.r.LeaderVotes() {
+		out = append(out, leader.Vote{Voter: v.Voter, Candidate: v.Candidate, Received: v.Received})
+	}
+	return out
+}
+
+func (t ringTransport) Send(c string) { t.r.SendLeaderVote(c) }
+
+// startProviders runs the writer election and the reconciler for the
+// configured provider zones (nothing when there are none). Building the
+// zones may need the providers' APIs (zone id lookups); a transient failure
+// is retried in the background so that DNS serving never waits for it.
+func (a *App) startProviders(ctx context.Context, wg *sync.WaitGroup, h *healthLoop) {
+	d := &a.current().Desired
+	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) == 0 {
+		return
+	}
+	metrics := providers.NewReconcileMetrics(a.reg)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var zones []providers.Zone
+		for {
+			var err error
+			zones, err = buildZones(ctx, d, a)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, providers.ErrTransient) {
+				a.log.Error("provider sync disabled: fix the providers section and restart", "err", err)
+				return
+			}
+			a.log.Warn("provider setup failed; retrying in 30s", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(30 * time.Second):
+			}
+		}
+		rec := &providers.Reconciler{
+			Zones:    zones,
+			Owner:    d.Providers.OwnerID,
+			State:    a.providerState,
+			Debounce: d.Providers.Debounce.D(),
+			Resync:   d.Providers.ResyncInterval.D(),
+			Logger:   a.log,
+			Metrics:  metrics,
+		}
+		if h != nil {
+			cands := d.Providers.Writers
+			if len(cands) == 0 {
+				cands = []string{h.ring.Name()} // a one-node ring (validation requires writers with seeds)
+			}
+			el := &leader.Elector{Transport: ringTransport{h.ring}, Candidates: cands, Logger: a.log,
+				OnChange: func(w bool) {
+					if w {
+						metrics.Writer.Set(1)
+						rec.Trigger()
+					} else {
+						metrics.Writer.Set(0)
+					}
+				}}
+			rec.IsWriter = el.Writer
+			wg.Add(1)
+			go func() { defer wg.Done(); el.Run(ctx) }()
+		} else {
+			metrics.Writer.Set(1) // no ring: this process is the only writer
+		}
+		a.store.Subscribe(func(*engine.Snapshot) { rec.Trigger() })
+		a.log.Info("provider sync enabled", "zones", len(zones), "owner", d.Providers.OwnerID)
+		rec.Run(ctx)
+	}()
+}
+
+// providerState is what the reconciler publishes now.
+func (a *App) providerState() providers.State {
+	a.mu.Lock()
+	cur, d, h := a.cur, a.decision, a.health
+	a.mu.Unlock()
+	st := providers.State{Desired: &cur.File.Desired}
+	if d != nil {
+		st.Health = d
+		st.Changed = d.At
+	} else {
+		st.Health = engine.NoHealth{}
+	}
+	if h != nil {
+		live := map[string]bool{}
+		for _, m := range h.ring.Members() {
+			live[m.Name] = true
+		}
+		st.Live = func(n string) bool { return live[n] }
+	}
+	return st
+}
+
+// buildZones creates one providers.Zone per configured provider zone.
+func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone, error) {
+	var zones []providers.Zone
+	for _, z := range d.Providers.Route53 {
+		pz, err := newRoute53Zone(ctx, z, a)
+		if err != nil {
+			return nil, fmt.Errorf("providers.route53 zone %s: %w", z.Zone, err)
+		}
+		zones = append(zones, pz)
+	}
+	for _, z := range d.Providers.Cloudflare {
+		pz, err := newCloudflareZone(ctx, z, a)
+		if err != nil {
+			return nil, fmt.Errorf("providers.cloudflare zone %s: %w", z.Zone, err)
+		}
+		zones = append(zones, pz)
+	}
+	return zones, nil
+}
+
+func newRoute53Zone(ctx context.Context, z model.Route53Zone, a *App) (providers.Zone, error) {
+	p, err := route53.NewFromConfig(ctx, z, route53.Options{Logger: a.log, Metrics: route53.NewMetrics(a.reg)})
+	if err != nil {
+		return providers.Zone{}, err
+	}
+	return providers.Zone{Provider: p, Zone: z.Zone, Mode: z.Mode, Translate: route53.Translate}, nil
+}
+
+func newCloudflareZone(ctx context.Context, z model.CloudflareZone, a *App) (providers.Zone, error) {
+	p, err := cloudflare.NewFromConfig(ctx, z, cloudflare.Options{Logger: a.log, Metrics: cloudflare.NewMetrics(a.reg)})
+	if err != nil {
+		return providers.Zone{}, err
+	}
+	return providers.Zone{Provider: p, Zone: z.Zone, Mode: z.Mode, Translate: p.Desired}, nil
+}

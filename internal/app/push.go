@@ -1,0 +1,112 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/providers"
+)
+
+// PushOptions of `meridian push`.
+type PushOptions struct {
+	ConfigPath string
+	DryRun     bool
+	Health     *api.HealthReport // decided health from a running node (nil: the config's own states)
+	Out        io.Writer
+	Logger     *slog.Logger
+}
+
+// Push syncs every provider zone of the config once (or, with DryRun, only
+// prints the plans) and reports whether every zone succeeded.
+func Push(ctx context.Context, o PushOptions) error {
+	l, err := Load(o.ConfigPath, nil)
+	if err != nil {
+		return err
+	}
+	d := &l.File.Desired
+	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) == 0 {
+		return fmt.Errorf("%s: no providers configured (providers.route53 / providers.cloudflare)", o.ConfigPath)
+	}
+	a := &App{log: o.Logger, reg: prometheus.NewRegistry()}
+	zones, err := buildZones(ctx, d, a)
+	if err != nil {
+		return err
+	}
+	var h engine.Health = engine.NoHealth{}
+	if o.Health != nil {
+		h = reportHealth(*o.Health)
+	}
+	rec := &providers.Reconciler{Zones: zones, Owner: d.Providers.OwnerID, Logger: o.Logger,
+		State: func() providers.State { return providers.State{Desired: d, Health: h} }}
+	failed := 0
+	for _, res := range rec.Sync(ctx, o.DryRun, false) {
+		printPlan(o.Out, res)
+		if res.Err != nil || len(res.Applied.Failed) > 0 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d zone(s) failed", failed)
+	}
+	return nil
+}
+
+func printPlan(w io.Writer, res providers.ZoneResult) {
+	c := res.Plan.Changes
+	fmt.Fprintf(w, "%s %s: %d create, %d update, %d delete, %d conflict", res.Provider, res.Zone, len(c.Creates), len(c.Updates), len(c.Deletes), len(res.Plan.Conflicts))
+	switch {
+	case res.Err != nil:
+		fmt.Fprintf(w, " — FAILED: %v\n", res.Err)
+	case res.Skipped != "":
+		fmt.Fprintf(w, " (%s: nothing written)\n", res.Skipped)
+	default:
+		fmt.Fprintf(w, " — applied %d in %d write calls\n", res.Applied.Applied, res.Applied.Calls)
+	}
+	for _, r := range c.Creates {
+		fmt.Fprintf(w, "  + %s\n", r)
+	}
+	for _, u := range c.Updates {
+		fmt.Fprintf(w, "  ~ %s\n    → %s\n", u.Old, u.New)
+	}
+	for _, r := range c.Deletes {
+		fmt.Fprintf(w, "  - %s\n", r)
+	}
+	for _, cf := range res.Plan.Conflicts {
+		fmt.Fprintf(w, "  ! %s: %s\n", cf.Key, cf.Reason)
+	}
+	for _, f := range res.Applied.Failed {
+		fmt.Fprintf(w, "  x %s %s: %v\n", f.Op, f.Key, f.Err)
+	}
+}
+
+// reportHealth turns a /v1/health report into an engine.Health.
+type reportHealth api.HealthReport
+
+func (r reportHealth) Endpoint(service, target string) engine.State {
+	for _, e := range r.Endpoints {
+		if e.Service == service && e.Target == target {
+			switch e.State {
+			case "down":
+				return engine.Down
+			case "up":
+				return engine.Up
+			}
+		}
+	}
+	return engine.Unknown
+}
+
+func (r reportHealth) Cluster(name string) engine.State {
+	for _, c := range r.Clusters {
+		if c.Name == name && c.State == "failed-over" {
+			return engine.Down
+		}
+	}
+	return engine.Unknown
+}

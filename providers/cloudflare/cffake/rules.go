@@ -1,0 +1,183 @@
+package cffake
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// apiErr is one refusal: HTTP status and Cloudflare's code and message.
+type apiErr struct {
+	status  int
+	code    int
+	message string
+}
+
+func (e *apiErr) Error() string { return fmt.Sprintf("%d %s", e.code, e.message) }
+
+func refuse(status, code int, format string, args ...any) *apiErr {
+	return &apiErr{status: status, code: code, message: fmt.Sprintf(format, args...)}
+}
+
+// Error codes the fake answers with. 81044, 81053, 81057, 9005 and 10000
+// are Cloudflare's; the others are representative.
+const (
+	CodeBadRequest     = 1004  // malformed request or parameter
+	CodeNoRoute        = 7003  // unknown zone or path
+	CodeHeaders        = 6003  // missing Authorization header
+	CodeAuthentication = 10000 // invalid token
+	CodeBadName        = 9008  // record name
+	CodeBadType        = 9009  // unsupported record type
+	CodeBadContentA    = 9005  // A content is not an IPv4 address
+	CodeBadContentAAAA = 9006  // AAAA content is not an IPv6 address
+	CodeBadContentName = 9007  // CNAME/NS/MX content is not a host name
+	CodeBadContentTXT  = 9010  // TXT content too long or badly quoted
+	CodeBadTTL         = 9021  // TTL not 1 nor 30..86400
+	CodeNotProxiable   = 9004  // proxied on a type that cannot be
+	CodeNotFound       = 81044 // record does not exist
+	CodeHostConflict   = 81053 // A/AAAA/CNAME with a CNAME at the same name
+	CodeCNAMEConflict  = 81054 // another type with a CNAME at the same name
+	CodeNSConflict     = 81056 // NS with other records at the same name
+	CodeIdentical      = 81057 // identical record
+)
+
+// Record types the fake accepts.
+var types = map[string]bool{"A": true, "AAAA": true, "CNAME": true, "TXT": true, "NS": true, "MX": true, "SRV": true, "CAA": true, "PTR": true}
+
+// proxiable types.
+var proxiable = map[string]bool{"A": true, "AAAA": true, "CNAME": true}
+
+// normalize checks r alone and puts it in Cloudflare's stored form: name
+// lower case without the trailing dot (a name outside the zone is taken as
+// relative, as Cloudflare does), addresses canonical, host names without
+// the trailing dot, proxied records with TTL 1.
+func normalize(r *Record, zone string) *apiErr {
+	r.Type = strings.ToUpper(r.Type)
+	if !types[r.Type] {
+		return refuse(400, CodeBadType, "Unsupported record type %q.", r.Type)
+	}
+	r.Name = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(r.Name)), ".")
+	switch {
+	case r.Name == "" || r.Name == "@":
+		r.Name = zone
+	case r.Name != zone && !strings.HasSuffix(r.Name, "."+zone):
+		r.Name += "." + zone
+	}
+	if !hostname(r.Name, true) {
+		return refuse(400, CodeBadName, "DNS name is invalid.")
+	}
+	switch r.Type {
+	case "A":
+		a, err := netip.ParseAddr(r.Content)
+		if err != nil || !a.Is4() {
+			return refuse(400, CodeBadContentA, "Content for A record must be a valid IPv4 address.")
+		}
+		r.Content = a.String()
+	case "AAAA":
+		a, err := netip.ParseAddr(r.Content)
+		if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+			return refuse(400, CodeBadContentAAAA, "Content for AAAA record must be a valid IPv6 address.")
+		}
+		r.Content = a.String()
+	case "CNAME", "NS", "MX", "PTR":
+		r.Content = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(r.Content)), ".")
+		if !hostname(r.Content, false) {
+			return refuse(400, CodeBadContentName, "Content for %s record is invalid: must be a host name.", r.Type)
+		}
+		if r.Type == "CNAME" && r.Content == r.Name {
+			return refuse(400, CodeBadContentName, "Content for CNAME record is invalid: the record cannot point to itself.")
+		}
+	case "TXT":
+		if err := checkTXT(r.Content); err != nil {
+			return err
+		}
+	}
+	if r.TTL != 1 && (r.TTL < 30 || r.TTL > 86400) {
+		return refuse(400, CodeBadTTL, "TTL must be between 60 and 86400 seconds, or 1 for Automatic.")
+	}
+	if r.Proxied {
+		if !proxiable[r.Type] {
+			return refuse(400, CodeNotProxiable, "This record type cannot be proxied.")
+		}
+		r.TTL = 1
+	}
+	return nil
+}
+
+// checkTXT allows bare content up to 2048 characters, or a sequence of
+// quoted strings of at most 255 characters each.
+func checkTXT(c string) *apiErr {
+	if c == "" {
+		return refuse(400, CodeBadContentTXT, "Content for TXT record is required.")
+	}
+	if len(c) > 2048 {
+		return refuse(400, CodeBadContentTXT, "Content for TXT record must be at most 2048 characters.")
+	}
+	if !strings.HasPrefix(c, `"`) {
+		return nil
+	}
+	for t := c; t != ""; {
+		if t[0] != '"' {
+			return refuse(400, CodeBadContentTXT, "Content for TXT record is badly quoted.")
+		}
+		n, i := 0, 1
+		for ; i < len(t) && t[i] != '"'; i++ {
+			if t[i] == '\\' {
+				i++
+			}
+			n++
+		}
+		if i >= len(t) {
+			return refuse(400, CodeBadContentTXT, "Content for TXT record is badly quoted.")
+		}
+		if n > 255 {
+			return refuse(400, CodeBadContentTXT, "Content for TXT record has a string longer than 255 characters.")
+		}
+		t = strings.TrimLeft(t[i+1:], " ")
+	}
+	return nil
+}
+
+// hostname checks a name of labels of 1..63 letters, digits, - and _
+// (and *, as the first label of an owner name).
+func hostname(s string, owner bool) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for i, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 {
+			return false
+		}
+		if owner && i == 0 && l == "*" {
+			continue
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// conflict checks r against the other records of the zone (self excluded).
+func conflict(r Record, others []*Record, self string) *apiErr {
+	for _, o := range others {
+		if o.ID == self || o.Name != r.Name {
+			continue
+		}
+		switch {
+		case o.Type == r.Type && o.Content == r.Content:
+			return refuse(400, CodeIdentical, "An identical record already exists.")
+		case r.Type == "NS" && o.Type != "NS", o.Type == "NS" && r.Type != "NS":
+			return refuse(400, CodeNSConflict, "An NS record cannot share its name with other records.")
+		case (r.Type == "CNAME" || o.Type == "CNAME") && addressOrCNAME(r.Type) && addressOrCNAME(o.Type):
+			return refuse(400, CodeHostConflict, "An A, AAAA, or CNAME record with that host already exists.")
+		case r.Type == "CNAME" || o.Type == "CNAME":
+			return refuse(400, CodeCNAMEConflict, "A CNAME record with that host already exists.")
+		}
+	}
+	return nil
+}
+
+func addressOrCNAME(t string) bool { return t == "A" || t == "AAAA" || t == "CNAME" }

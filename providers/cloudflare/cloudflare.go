@@ -1,0 +1,236 @@
+// Package cloudflare writes Meridian's decisions into a Cloudflare zone as
+// plain DNS records, through the v4 API (cloudflare-go v6). A plan.Record is
+// a set of values; Cloudflare holds one record per value, so Apply turns
+// every change into per-value requests and prefers changing a record in
+// place to deleting and re-creating it. Every request goes through one
+// sliding-window budget and one retry loop. Translate maps service views to
+// records; cffake is a stateful fake of the API for tests.
+package cloudflare
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/plan"
+)
+
+// TokenEnv is the environment variable read for the API token when a zone
+// has no api_token_file.
+const TokenEnv = "CLOUDFLARE_API_TOKEN"
+
+// Options configures a Provider.
+type Options struct {
+	ZoneID        string       // zone id (default: looked up by zone name on first use, then cached)
+	RequestBudget int          // API requests per 5 minutes, reads and retries included (default 1200, Cloudflare's per-user limit)
+	Proxied       bool         // Desired: proxy records through Cloudflare (default false)
+	TTL           int          // Desired: record TTL; 1 = automatic, 0 = the service's TTL (default 0)
+	PageSize      int          // records per list request, 1..5000 (default 5000)
+	MaxRetries    int          // retries of one request after a 429, a 5xx or a timeout (default 4; negative: none)
+	Logger        *slog.Logger // (default slog.Default())
+	Metrics       *Metrics     // (default: counters registered nowhere)
+
+	// Clock hooks for tests.
+	Now   func() time.Time                                 // (default time.Now)
+	Sleep func(ctx context.Context, d time.Duration) error // waits d or until ctx ends (default: a timer)
+}
+
+// Defaults of Options.
+const (
+	DefaultPageSize   = 5000
+	DefaultMaxRetries = 4
+)
+
+// Provider is one Cloudflare account (API token) seen through API. It is
+// safe for concurrent use, but Apply calls on one zone must not overlap
+// (the providers.Provider contract: one reconciler at a time).
+type Provider struct {
+	api     API
+	opts    Options
+	log     *slog.Logger
+	metrics *Metrics
+	budget  *window
+
+	mu      sync.Mutex
+	zoneIDs map[string]string // zone name (no trailing dot) -> id
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns a Provider that calls api.
+func New(api API, opts Options) *Provider {
+	if opts.RequestBudget <= 0 {
+		opts.RequestBudget = model.DefaultCloudflareBudget
+	}
+	if opts.PageSize <= 0 || opts.PageSize > DefaultPageSize {
+		opts.PageSize = DefaultPageSize
+	}
+	switch {
+	case opts.MaxRetries == 0:
+		opts.MaxRetries = DefaultMaxRetries
+	case opts.MaxRetries < 0:
+		opts.MaxRetries = 0
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	return &Provider{
+		api: api, opts: opts, log: opts.Logger, metrics: opts.Metrics,
+		budget:  &window{n: opts.RequestBudget, period: budgetWindow, now: opts.Now, sleep: opts.Sleep},
+		zoneIDs: map[string]string{},
+	}
+}
+
+// NewFromConfig builds the Provider of one configured zone. The API token
+// comes from z.APITokenFile, else from $CLOUDFLARE_API_TOKEN; it is never
+// logged. opts supplies the logger, metrics and clock; z the rest. When
+// z.ZoneID is empty the zone id is looked up now, within ctx, so a wrong
+// token or zone name fails here (an outage fails with an error wrapping
+// providers.ErrTransient).
+//
+// load_balancing is refused: Load Balancing pools are not implemented, and
+// writing plain records instead would silently drop the weights.
+func NewFromConfig(ctx context.Context, z model.CloudflareZone, opts Options) (*Provider, error) {
+	if z.LoadBalancing {
+		return nil, fmt.Errorf("cloudflare zone %s: load_balancing is not implemented yet: remove it to write plain DNS records (weights are then not expressed)", z.Zone)
+	}
+	token, err := readToken(z)
+	if err != nil {
+		return nil, err
+	}
+	opts.ZoneID, opts.Proxied, opts.TTL, opts.RequestBudget = z.ZoneID, z.Proxied, z.TTL, z.RequestBudget
+	p := New(NewAPI(token, APIOptions{BaseURL: z.Endpoint}), opts)
+	p.budget = sharedBudget(token, p.budget)
+	if z.ZoneID == "" {
+		if _, err := p.zoneID(ctx, z.Zone); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// budgets are the request budgets of the API tokens in use, by SHA-256 of
+// the token: Cloudflare counts requests per user, so zones written with one
+// token share one budget (the smallest configured).
+var (
+	budgetsMu sync.Mutex
+	budgets   = map[[sha256.Size]byte]*window{}
+)
+
+func sharedBudget(token string, w *window) *window {
+	budgetsMu.Lock()
+	defer budgetsMu.Unlock()
+	k := sha256.Sum256([]byte(token))
+	if b, ok := budgets[k]; ok {
+		b.mu.Lock()
+		b.n = min(b.n, w.n)
+		b.mu.Unlock()
+		return b
+	}
+	budgets[k] = w
+	return w
+}
+
+func readToken(z model.CloudflareZone) (string, error) {
+	if z.APITokenFile != "" {
+		b, err := os.ReadFile(z.APITokenFile)
+		if err != nil {
+			return "", fmt.Errorf("cloudflare zone %s: api_token_file: %w", z.Zone, err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+		return "", fmt.Errorf("cloudflare zone %s: api_token_file %s is empty", z.Zone, z.APITokenFile)
+	}
+	if t := strings.TrimSpace(os.Getenv(TokenEnv)); t != "" {
+		return t, nil
+	}
+	return "", fmt.Errorf("cloudflare zone %s: no API token: set api_token_file or the %s environment variable", z.Zone, TokenEnv)
+}
+
+// Name is the provider kind.
+func (p *Provider) Name() string { return "cloudflare" }
+
+// Desired translates views into the records of zone with the provider's TTL
+// and proxied settings (see Translate).
+func (p *Provider) Desired(views []providers.ServiceView, zone string) []plan.Record {
+	return Translate(views, zone, p.opts.TTL, p.opts.Proxied)
+}
+
+// zoneID returns the id of zone, looking it up once.
+func (p *Provider) zoneID(ctx context.Context, zone string) (string, error) {
+	if p.opts.ZoneID != "" {
+		return p.opts.ZoneID, nil
+	}
+	name := strings.ToLower(strings.TrimSuffix(zone, "."))
+	p.mu.Lock()
+	id, ok := p.zoneIDs[name]
+	p.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	_, err := p.do(ctx, "list_zones", func(ctx context.Context) error {
+		var err error
+		id, err = p.api.ZoneID(ctx, name)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("zone %s: look up id: %w", name, err)
+	}
+	p.mu.Lock()
+	p.zoneIDs[name] = id
+	p.mu.Unlock()
+	return id, nil
+}
+
+// Records returns every record of zone, one plan.Record per name and type,
+// with the Cloudflare record ids aligned with Values. Proxied is set only
+// on proxied records. A set whose records disagree on TTL or proxied has
+// TTL 0, so that any plan updates it to one setting.
+func (p *Provider) Records(ctx context.Context, zone string) ([]plan.Record, error) {
+	zid, err := p.zoneID(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	var all []DNSRecord
+	for page := 1; ; page++ {
+		var recs []DNSRecord
+		var pages int
+		_, err := p.do(ctx, "list_records", func(ctx context.Context) error {
+			var err error
+			recs, pages, err = p.api.ListDNSRecords(ctx, zid, page, p.opts.PageSize)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("zone %s: list records page %d: %w", zone, page, err)
+		}
+		all = append(all, recs...)
+		if len(recs) == 0 || (pages > 0 && page >= pages) || (pages == 0 && len(recs) < p.opts.PageSize) {
+			break
+		}
+	}
+	return group(all), nil
+}
+
+// isAuth reports whether err is Cloudflare refusing the token.
+func isAuth(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && (ae.Status == 401 || ae.Status == 403 || ae.HasCode(CodeAuthentication))
+}

@@ -1,0 +1,315 @@
+package route53
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/plan"
+)
+
+// Set identifiers of the failover and geolocation record sets.
+const (
+	setPrimary   = "primary"
+	setSecondary = "secondary"
+	setGeoDef    = "geo-default"
+)
+
+// Translate maps the services inside zone to Route 53 record sets (direct
+// mode), one kind of record set per strategy and address family; see
+// README.md for the table. Every set of a service carries its TTL. The
+// result is sorted by key and deterministic. Pure.
+func Translate(views []providers.ServiceView, zone string) []plan.Record {
+	zone = canonicalName(zone)
+	var out []plan.Record
+	for _, v := range views {
+		name := canonicalName(v.Name)
+		if name != zone && !strings.HasSuffix(name, "."+zone) {
+			continue
+		}
+		for _, typ := range []string{"A", "AAAA", "CNAME"} {
+			t := typed{v: v, name: name, typ: typ}
+			for i, e := range v.Endpoints {
+				if e.Type == typ {
+					t.idx = append(t.idx, i)
+				}
+			}
+			if len(t.idx) == 0 {
+				continue
+			}
+			switch {
+			case v.Strategy == model.StrategyWeighted || v.Strategy == "":
+				out = append(out, t.weighted()...)
+			case typ == "CNAME":
+				out = append(out, t.cname())
+			case v.Strategy == model.StrategyFailover:
+				out = append(out, t.failover()...)
+			case v.Strategy == model.StrategyGeo:
+				out = append(out, t.geo()...)
+			default: // roundrobin
+				out = append(out, t.simple(t.targets(func(e providers.EndpointView) bool { return e.Effective > 0 })))
+			}
+		}
+	}
+	for i := range out {
+		out[i].Values = slices.Compact(out[i].Values)
+	}
+	slices.SortFunc(out, func(a, b plan.Record) int {
+		return strings.Compare(a.Name+" "+a.Type+" "+a.SetID, b.Name+" "+b.Type+" "+b.SetID)
+	})
+	return out
+}
+
+// typed is one service's endpoints of one type (A, AAAA or CNAME).
+type typed struct {
+	v    providers.ServiceView
+	name string
+	typ  string
+	idx  []int // indexes into v.Endpoints, config order
+}
+
+// record is a record set of the service with its TTL and sorted values.
+func (t typed) record(values []string) plan.Record {
+	r := plan.Record{Name: t.name, Type: t.typ, TTL: t.v.TTL, Values: values}
+	r.Normalize()
+	return r
+}
+
+func (t typed) simple(values []string) plan.Record { return t.record(values) }
+
+// targets returns the targets of the endpoints that keep, in config order;
+// when none does, every endpoint's (the engine's fail-open: something is
+// better than nothing).
+func (t typed) targets(keep func(providers.EndpointView) bool) []string {
+	var out, all []string
+	for _, i := range t.idx {
+		e := t.v.Endpoints[i]
+		all = append(all, e.Target)
+		if keep(e) {
+			out = append(out, e.Target)
+		}
+	}
+	if len(out) == 0 {
+		return all
+	}
+	return out
+}
+
+// weighted is one weighted set per endpoint, SetIdentifier
+// "<cluster>/<target>", Weight the Effective weight scaled to 0..255.
+//
+// An endpoint that is failed over (Effective 0) keeps its set with weight 0
+// instead of losing it: Route 53 answers a weight-0 member only when every
+// member is 0, which is exactly Meridian's fail-open; bringing it back is
+// one UPSERT of its weight, not a CREATE after a DELETE; and the name never
+// churns between weighted and empty.
+func (t typed) weighted() []plan.Record {
+	eff := make([]int, len(t.idx))
+	for j, i := range t.idx {
+		eff[j] = t.v.Endpoints[i].Effective
+	}
+	weights := scaleWeights(eff)
+	var out []plan.Record
+	seen := map[string]bool{}
+	for j, i := range t.idx {
+		e := t.v.Endpoints[i]
+		id := e.Cluster + "/" + e.Target
+		if seen[id] {
+			continue // the same target twice in a cluster: the first one stands
+		}
+		seen[id] = true
+		r := t.record([]string{e.Target})
+		r.SetID, r.Weight = id, &weights[j]
+		out = append(out, r)
+	}
+	return out
+}
+
+// scaleWeights maps Meridian weights (0..1000) to Route 53's (0..255)
+// keeping the shares: the largest maps to 255, the others in proportion,
+// rounded, a non-zero weight never below 1. All zero stays all zero.
+func scaleWeights(eff []int) []int64 {
+	top := 0
+	for _, e := range eff {
+		top = max(top, e)
+	}
+	out := make([]int64, len(eff))
+	if top == 0 {
+		return out
+	}
+	for i, e := range eff {
+		if e > 0 {
+			out[i] = max(1, int64(math.Round(float64(e)*255/float64(top))))
+		}
+	}
+	return out
+}
+
+// cname is the one simple CNAME of a non-weighted CNAME service: the
+// target with the highest Effective weight (the first on a tie), among the
+// answering failover group for failover services.
+func (t typed) cname() plan.Record {
+	cands := t.idx
+	if t.v.Strategy == model.StrategyFailover {
+		if g := t.failoverGroups(); len(g) > 0 {
+			cands = g[0]
+		}
+	}
+	best := cands[0]
+	for _, i := range cands[1:] {
+		if t.v.Endpoints[i].Effective > t.v.Endpoints[best].Effective {
+			best = i
+		}
+	}
+	return t.record([]string{t.v.Endpoints[best].Target})
+}
+
+// failoverGroups returns the failover groups that have an available
+// endpoint of t's type, as endpoint indexes of that type, in order: the
+// per-type ActiveGroups.
+func (t typed) failoverGroups() [][]int {
+	var out [][]int
+	for _, g := range t.v.Failover {
+		var avail []int
+		for _, i := range g {
+			if e := t.v.Endpoints[i]; e.Type == t.typ && e.Available {
+				avail = append(avail, i)
+			}
+		}
+		if len(avail) > 0 {
+			out = append(out, avail)
+		}
+	}
+	return out
+}
+
+// failover is a PRIMARY set with the available endpoints of the group that
+// answers now and a SECONDARY one with the next group's (none when there is
+// no next group). Meridian moves traffic by rewriting PRIMARY (no Route 53
+// health checks are attached, so Route 53 always answers PRIMARY). When no
+// group is available (fail-open) PRIMARY holds the first group's endpoints.
+func (t typed) failover() []plan.Record {
+	values := func(idx []int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, t.v.Endpoints[i].Target)
+		}
+		return out
+	}
+	groups := t.failoverGroups()
+	if len(groups) == 0 {
+		for _, g := range t.v.Failover {
+			var all []int
+			for _, i := range g {
+				if t.v.Endpoints[i].Type == t.typ {
+					all = append(all, i)
+				}
+			}
+			if len(all) > 0 {
+				first := typed{v: t.v, name: t.name, typ: t.typ, idx: all}
+				primary := t.record(first.targets(func(e providers.EndpointView) bool { return e.Effective > 0 }))
+				primary.SetID, primary.Failover = setPrimary, "PRIMARY"
+				return []plan.Record{primary}
+			}
+		}
+		// No groups at all: a simple set of what is available.
+		return []plan.Record{t.simple(t.targets(func(e providers.EndpointView) bool { return e.Available }))}
+	}
+	primary := t.record(values(groups[0]))
+	primary.SetID, primary.Failover = setPrimary, "PRIMARY"
+	out := []plan.Record{primary}
+	if len(groups) > 1 {
+		secondary := t.record(values(groups[1]))
+		secondary.SetID, secondary.Failover = setSecondary, "SECONDARY"
+		out = append(out, secondary)
+	}
+	return out
+}
+
+// geo is one geolocation set per country and per continent a rule lists
+// (the first rule listing a place wins, as in the engine), per country and
+// continent the service's clusters are tagged with (the engine's fallback
+// after the rules), and the default set (country "*"). Each carries the
+// available endpoints of its clusters, else of the default clusters, else
+// every available one, else (fail-open) every one. Regions have no Route 53
+// geolocation: rules and tags by region are left out.
+func (t typed) geo() []plan.Record {
+	var def []string
+	var rules []model.GeoRule
+	if t.v.Geo != nil {
+		def, rules = t.v.Geo.Default, t.v.Geo.Rules
+	}
+	available := func(clusters []string) []string {
+		var out []string
+		for _, i := range t.idx {
+			if e := t.v.Endpoints[i]; e.Available && (clusters == nil || slices.Contains(clusters, e.Cluster)) {
+				out = append(out, e.Target)
+			}
+		}
+		return out
+	}
+	pick := func(clusters []string) []string {
+		for _, cs := range [][]string{clusters, def} {
+			if cs != nil {
+				if vals := available(cs); len(vals) > 0 {
+					return vals
+				}
+			}
+		}
+		if vals := available(nil); len(vals) > 0 {
+			return vals
+		}
+		return t.targets(func(e providers.EndpointView) bool { return e.Effective > 0 })
+	}
+	var out []plan.Record
+	done := map[plan.GeoLocation]bool{}
+	add := func(loc plan.GeoLocation, id string, clusters []string) {
+		if done[loc] {
+			return
+		}
+		done[loc] = true
+		r := t.record(pick(clusters))
+		r.SetID, r.Geo = id, &loc
+		out = append(out, r)
+	}
+	ruleContinents := map[string]bool{}
+	for _, r := range rules {
+		for _, c := range r.Countries {
+			add(plan.GeoLocation{Country: c}, "geo-country-"+c, r.Clusters)
+		}
+		for _, c := range r.Continents {
+			add(plan.GeoLocation{Continent: c}, "geo-continent-"+c, r.Clusters)
+			ruleContinents[c] = true
+		}
+	}
+	// Cluster tags, over every endpoint of the service as in the engine.
+	// The engine checks every rule before any tag, while Route 53 prefers a
+	// country set to a continent one: a country tag whose cluster sits on a
+	// continent a rule lists is left out, so that the rule answers there.
+	var countries, conts []string
+	byCountry, byContinent := map[string][]string{}, map[string][]string{}
+	for _, e := range t.v.Endpoints {
+		if e.Country != "" && !slices.Contains(byCountry[e.Country], e.Cluster) && !ruleContinents[e.Continent] {
+			if byCountry[e.Country] == nil {
+				countries = append(countries, e.Country)
+			}
+			byCountry[e.Country] = append(byCountry[e.Country], e.Cluster)
+		}
+		if e.Continent != "" && !slices.Contains(byContinent[e.Continent], e.Cluster) {
+			if byContinent[e.Continent] == nil {
+				conts = append(conts, e.Continent)
+			}
+			byContinent[e.Continent] = append(byContinent[e.Continent], e.Cluster)
+		}
+	}
+	for _, c := range countries {
+		add(plan.GeoLocation{Country: c}, "geo-country-"+c, byCountry[c])
+	}
+	for _, c := range conts {
+		add(plan.GeoLocation{Continent: c}, "geo-continent-"+c, byContinent[c])
+	}
+	add(plan.GeoLocation{Country: "*"}, setGeoDef, def)
+	return out
+}
