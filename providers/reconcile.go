@@ -102,6 +102,9 @@ func (r *Reconciler) Run(ctx context.Context) {
 	defer resync.Stop()
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	backoff := time.Duration(0)
 	first := time.After(0)
 	for {
 		periodic := false
@@ -113,12 +116,32 @@ func (r *Reconciler) Run(ctx context.Context) {
 			continue
 		case <-debounce.C:
 		case <-first:
+		case <-retry.C:
 		case <-resync.C:
 			periodic = true
 		}
-		r.Sync(ctx, false, periodic)
+		failed := false
+		for _, res := range r.Sync(ctx, false, periodic) {
+			failed = failed || res.Err != nil
+		}
+		// A failed sync (throttled past the adapter's retries, a network
+		// error) is tried again soon, not at the next resync: a failover
+		// must not wait minutes to reach the provider.
+		if failed && ctx.Err() == nil {
+			backoff = min(max(2*backoff, retryMin), retryMax)
+			retry.Reset(backoff)
+			r.Logger.Info("provider sync will be retried", "in", backoff)
+		} else {
+			backoff = 0
+		}
 	}
 }
+
+// Retry delays after a failed sync (doubling).
+const (
+	retryMin = 2 * time.Second
+	retryMax = time.Minute
+)
 
 // Sync reconciles every zone once. With dryRun nothing is written. With
 // periodic, a non-empty plan without a trigger since the last sync is

@@ -66,6 +66,7 @@ func Compute(in Input) Plan {
 	var p Plan
 	cur := map[Key]Record{}
 	curTypes := map[[2]string]bool{} // name, type present (other than ownership TXT)
+	curAny := map[string]bool{}      // names with any record (other than ownership TXT)
 	owners := map[string]ownership{}
 	for _, r := range in.Current {
 		if strings.HasPrefix(r.Name, OwnerPrefix) && r.Type == "TXT" && r.SetID == "" {
@@ -81,13 +82,17 @@ func Compute(in Input) Plan {
 		}
 		cur[r.Key()] = r
 		curTypes[[2]string{r.Name, r.Type}] = true
+		curAny[r.Name] = true
 	}
 	mine := func(name string) bool { o, ok := owners[name]; return ok && o.owner == in.Owner }
 
 	desired := map[Key]Record{}
 	desiredTypes := map[string][]string{}
 	for _, r := range in.Desired {
-		if !mine(r.Name) && (curTypes[[2]string{r.Name, r.Type}] || owners[r.Name].owner != "") {
+		// A CNAME shares its name with nothing: a foreign CNAME blocks every
+		// type, and a CNAME cannot go where foreign records are.
+		cnameClash := r.Type != "CNAME" && curTypes[[2]string{r.Name, "CNAME"}] || r.Type == "CNAME" && curAny[r.Name]
+		if !mine(r.Name) && (curTypes[[2]string{r.Name, r.Type}] || cnameClash || owners[r.Name].owner != "") {
 			reason := "the name has records Meridian does not own (no ownership TXT " + OwnerName(r.Name) + ")"
 			if o := owners[r.Name]; o.owner != "" && o.owner != in.Owner {
 				reason = fmt.Sprintf("the name is owned by another Meridian installation (owner %q)", o.owner)

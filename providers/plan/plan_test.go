@@ -69,6 +69,18 @@ func TestCompute(t *testing.T) {
 			conflicts: []string{"app.example.com. A"},
 		},
 		{
+			name:      "a foreign CNAME at a wanted name is a conflict",
+			desired:   []Record{a("cdn.example.com.", 30, "192.0.2.1")},
+			current:   []Record{{Name: "cdn.example.com.", Type: "CNAME", TTL: 300, Values: []string{"cdn.provider.net."}}},
+			conflicts: []string{"cdn.example.com. A"},
+		},
+		{
+			name:      "a wanted CNAME where foreign records are is a conflict",
+			desired:   []Record{{Name: "www.example.com.", Type: "CNAME", TTL: 30, Values: []string{"app.example.com."}}},
+			current:   []Record{{Name: "www.example.com.", Type: "MX", TTL: 300, Values: []string{"10 mx.example.com."}}},
+			conflicts: []string{"www.example.com. CNAME"},
+		},
+		{
 			name:    "records without ownership are never deleted",
 			current: []Record{a("other.example.com.", 30, "192.0.2.1"), owned("x.example.com.", "them", "A"), a("x.example.com.", 30, "192.0.2.9")},
 		},
