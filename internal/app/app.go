@@ -176,12 +176,12 @@ func Run(ctx context.Context, opts Options) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	if opts.ConfigPath != "" {
-		w, err := newWatcher(opts.ConfigPath, log)
+		w, err := config.NewWatcher(opts.ConfigPath, log)
 		if err != nil {
 			log.Warn("config file watching disabled; SIGHUP still reloads", "err", err)
 		} else {
 			wg.Add(1)
-			go func() { defer wg.Done(); w.run(ctx, func() { a.Reload("file change") }) }()
+			go func() { defer wg.Done(); w.Run(ctx, func() { a.Reload("file change") }) }()
 		}
 	}
 	wg.Add(1)

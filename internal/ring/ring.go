@@ -38,8 +38,9 @@ import (
 
 // Roles of ring members.
 const (
-	RoleProber = "prober"
-	RoleAgent  = "agent"
+	RoleProber   = "prober"
+	RoleAgent    = "agent"
+	RoleObserver = "observer" // follows decisions (the CoreDNS plugin); neither probes nor votes
 )
 
 // Config of one ring node.

@@ -1,4 +1,4 @@
-package app
+package config
 
 import (
 	"context"
@@ -14,15 +14,16 @@ import (
 // update produces into one reload.
 const debounce = 200 * time.Millisecond
 
-// watcher watches the config file's directory, so that atomic replacements
+// Watcher watches the config file's directory, so that atomic replacements
 // (rename over the file, ConfigMap symlink swaps) are seen too.
-type watcher struct {
+type Watcher struct {
 	w    *fsnotify.Watcher
 	path string
 	log  *slog.Logger
 }
 
-func newWatcher(path string, log *slog.Logger) (*watcher, error) {
+// NewWatcher watches path (through its directory).
+func NewWatcher(path string, log *slog.Logger) (*Watcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", path, err)
@@ -31,11 +32,11 @@ func newWatcher(path string, log *slog.Logger) (*watcher, error) {
 		w.Close()
 		return nil, fmt.Errorf("watch %s: %w", path, err)
 	}
-	return &watcher{w: w, path: path, log: log}, nil
+	return &Watcher{w: w, path: path, log: log}, nil
 }
 
-// run calls reload after changes to the file settle, until ctx is done.
-func (w *watcher) run(ctx context.Context, reload func()) {
+// Run calls reload after changes to the file settle, until ctx is done.
+func (w *Watcher) Run(ctx context.Context, reload func()) {
 	defer w.w.Close()
 	base := filepath.Base(w.path)
 	timer := time.NewTimer(time.Hour)
