@@ -4,7 +4,7 @@ BIN      := bin/meridian
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
 FUZZTIME ?= 60s
-E2E_DEPS := dig=dnsutils kdig=knot-dnsutils ip=iproute2 tc=iproute2
+E2E_DEPS := dig=dnsutils kdig=knot-dnsutils ip=iproute2 tc=iproute2 curl=curl
 
 .PHONY: help run build test unit e2e bench fuzz lint coredns clean
 
@@ -28,9 +28,9 @@ lint: ## gofmt, go vet, go mod tidy check
 unit: ## unit tests with the race detector
 	$(GO) test -race -count=1 ./...
 
-e2e: build ## end-to-end tests: the real binary queried with dig and kdig
+e2e: build coredns ## end-to-end tests: the real binaries queried with dig and kdig, multi-node netns scenarios
 	@scripts/deps.sh $(E2E_DEPS)
-	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
+	MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
 
 bench: build ## dnsperf against Meridian, Knot and PowerDNS in one run; Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/ ./internal/geo/
@@ -43,6 +43,9 @@ bench-ring: build ## 5 probers × 1000 endpoints on loopback: CPU, memory, gossi
 fuzz: ## fuzz the request path and the config loader for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./internal/dnsserver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/
+
+coredns: ## build bin/coredns-meridian: CoreDNS with the meridian plugin
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/coredns-meridian ./cmd/coredns-meridian
 
 clean: ## remove build output
 	rm -rf bin
