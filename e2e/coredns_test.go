@@ -400,3 +400,58 @@ gslb.test:%[1]d big.test:%[1]d {
 	assert.Contains(t, metrics, `coredns_meridian_queries_total{qtype="A",rcode="NXDOMAIN",server="dns://:`)
 	assert.Contains(t, metrics, "coredns_meridian_snapshot_generation 1")
 }
+
+const ringFollowConfig = `
+zones:
+  - apex: ring.test
+    nameservers: [{name: ns1.ring.test, ipv4: [127.0.0.1]}]
+health: {interval: 1s, timeout: 500ms, fall: 3, rise: 2}
+ring: {enabled: true, node_name: %[1]s, region: r1, bind: "127.0.0.1:%[2]d", seeds: [%[3]s], label: e2e}
+clusters:
+  - {name: east, region: r1}
+  - {name: west, region: r1}
+services:
+  - name: app.ring.test
+    max_answers: 2
+    health_check: {kind: http, port: %[4]d, path: /healthz}
+    endpoints:
+      - {address: 127.0.0.81, cluster: east}
+      - {address: 127.0.0.82, cluster: west}
+`
+
+// TestCoreDNSFollowsTheRingsDecisions: coredns-meridian with `ring` joins a
+// prober's ring as an observer and its answers follow the prober's decision.
+func TestCoreDNSFollowsTheRingsDecisions(t *testing.T) {
+	port := freePort(t)
+	var backends []*backend
+	for _, a := range []string{"127.0.0.81", "127.0.0.82"} {
+		backends = append(backends, startBackend(t, fmt.Sprintf("%s:%d", a, port)))
+	}
+	proberPort, observerPort := freePort(t), freePort(t)
+	m := startMeridian(t, fmt.Sprintf(ringFollowConfig, "prober", proberPort, "", port))
+	c := startCoreDNS(t, `
+ring.test:%[1]d {
+    meridian {
+        config %[2]s
+        ring
+    }
+}
+`, fmt.Sprintf(ringFollowConfig, "observer", observerPort, fmt.Sprintf(`"127.0.0.1:%d"`, proberPort), port))
+	answers := func(p int) []string {
+		var out []string
+		for _, l := range section(digAt(t, p, "app.ring.test", "A"), "ANSWER") {
+			f := strings.Fields(l)
+			out = append(out, f[len(f)-1])
+		}
+		slices.Sort(out)
+		return out
+	}
+	require.Eventually(t, func() bool { return strings.Contains(c.log(), "member joined") || strings.Contains(m.log(), `member=observer`) }, 10*time.Second, 100*time.Millisecond, "the observer joined")
+	require.NoError(t, backends[0].srv.Close())
+	start := time.Now()
+	require.Eventually(t, func() bool {
+		return slices.Equal(answers(m.dnsPort), []string{"127.0.0.82"}) && slices.Equal(answers(c.port), []string{"127.0.0.82"})
+	}, 20*time.Second, 100*time.Millisecond, "both follow the decision:\n%s", c.log())
+	t.Logf("FIGURE coredns ring observer: the killed endpoint left the answers of serve and coredns-meridian within %s", time.Since(start).Round(100*time.Millisecond))
+	assert.Regexp(t, `decision: app\.ring\.test\. 127\.0\.0\.81 (up|unknown) -> down`, c.log())
+}

@@ -189,7 +189,7 @@ func (m *Meridian) decide(r *ring.Ring) {
 	m.decision = d
 	m.mu.Unlock()
 	for _, c := range d.Changes {
-		if c.StateChanged() && c.From != failover.Unknown {
+		if c.StateChanged() && !(c.From == failover.Unknown && c.To == failover.Up) {
 			log.Infof("decision: %s %s -> %s (%s)", c.Subject, c.From, c.To, c.Reason)
 		}
 	}
