@@ -32,7 +32,7 @@ e2e: build coredns ## end-to-end tests: the real binaries queried with dig and k
 	@scripts/deps.sh $(E2E_DEPS)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
 
-bench: build ## dnsperf against Meridian, Knot and PowerDNS in one run; Go benchmarks
+bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs CoreDNS+fixed; Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/ ./internal/geo/
 	bench/run.sh
 

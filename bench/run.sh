@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Side-by-side DNS benchmark: Meridian vs Knot DNS vs PowerDNS Authoritative.
+# Side-by-side DNS benchmark: Meridian vs Knot DNS vs PowerDNS Authoritative,
+# plus CoreDNS with the meridian plugin against the same CoreDNS with a
+# trivial plugin that returns a fixed A record (the plugin's own overhead).
 #
-# One invocation starts the three servers on loopback ports (each pinned to
-# the same CPU, with the same number of workers), checks that each of them
+# One invocation starts the servers on loopback ports (each pinned to the
+# same CPU, with the same number of workers), checks that each of them
 # answers the benchmark names, then runs dnsperf against each in turn with
 # the same query file and the same settings, and prints a markdown table
 # (also written to bench/results/latest.md). See bench/README.md.
@@ -13,11 +15,16 @@
 #   BENCH_ROUNDS=1          measure every server this many times, interleaved;
 #                           the table shows each server's median-QPS round
 #   BENCH_QUERIES=mix       mix: 80% w (weighted) + 20% g (geo); weighted: w only
-#   BENCH_SERVERS="meridian knot pdns"   which servers to run
+#   BENCH_SERVERS="meridian knot pdns coredns-meridian coredns-fixed"
+#                           which servers to run, in this order
 #   BENCH_CLIENTS=8  BENCH_OUTSTANDING=100  BENCH_TIMEOUT=5   dnsperf -c / -q / -t
 #   BENCH_CLIENT_CPU=0  BENCH_SERVER_CPU=1   taskset CPU lists
 #   MERIDIAN_BIN=./bin/meridian   (built from ./cmd/meridian when left unset)
+#   COREDNS_MERIDIAN_BIN=./bin/coredns-meridian   (built from ./cmd/coredns-meridian when unset)
+#   COREDNS_FIXED_BIN=./bin/coredns-fixed         (built from ./bench/corednsfixed when unset)
 #   KNOT_PORT=5392  PDNS_PORT=5393  (Meridian's port is read from bench/meridian.yaml)
+#   COREDNS_MERIDIAN_PORT=5394  COREDNS_FIXED_PORT=5395
+#   BENCH_OVERHEAD_MIN=0.90 target of coredns-meridian / coredns-fixed QPS
 #   BENCH_IDLE_WAIT=60      wait up to this many seconds for the two CPUs to be
 #                           quiet (< BENCH_NOISE_MAX % busy) before measuring
 #   BENCH_NOISE_MAX=15      other load (%) on a benchmark CPU that flags a run
@@ -33,7 +40,8 @@ BENCH_SECONDS=${BENCH_SECONDS:-10}
 BENCH_WARMUP=${BENCH_WARMUP:-2}
 BENCH_ROUNDS=${BENCH_ROUNDS:-1}
 BENCH_QUERIES=${BENCH_QUERIES:-mix}
-BENCH_SERVERS=${BENCH_SERVERS:-meridian knot pdns}
+ALL_SERVERS="meridian knot pdns coredns-meridian coredns-fixed"
+BENCH_SERVERS=${BENCH_SERVERS:-$ALL_SERVERS}
 BENCH_CLIENTS=${BENCH_CLIENTS:-8}
 BENCH_OUTSTANDING=${BENCH_OUTSTANDING:-100}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-5}
@@ -41,6 +49,9 @@ BENCH_IDLE_WAIT=${BENCH_IDLE_WAIT:-60}
 BENCH_NOISE_MAX=${BENCH_NOISE_MAX:-15}
 KNOT_PORT=${KNOT_PORT:-5392}
 PDNS_PORT=${PDNS_PORT:-5393}
+COREDNS_MERIDIAN_PORT=${COREDNS_MERIDIAN_PORT:-5394}
+COREDNS_FIXED_PORT=${COREDNS_FIXED_PORT:-5395}
+BENCH_OVERHEAD_MIN=${BENCH_OVERHEAD_MIN:-0.90}
 MERIDIAN_CONFIG=bench/meridian.yaml
 RESULTS_DIR=bench/results
 ZONE=bench.meridian.test
@@ -48,12 +59,13 @@ W_NAME=w.$ZONE
 G_NAME=g.$ZONE
 W_ADDRS="192.0.2.1 192.0.2.2"   # weighted 70/30 on Meridian and PowerDNS
 G_ADDR=198.51.100.1             # the answer for a 127.0.0.0/8 client
+FIXED_ADDR=192.0.2.1            # coredns-fixed's answer to every query (bench/corednsfixed)
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 1; }
 
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-for v in BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_CLIENTS BENCH_OUTSTANDING BENCH_TIMEOUT BENCH_IDLE_WAIT BENCH_NOISE_MAX KNOT_PORT PDNS_PORT; do
+for v in BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_CLIENTS BENCH_OUTSTANDING BENCH_TIMEOUT BENCH_IDLE_WAIT BENCH_NOISE_MAX KNOT_PORT PDNS_PORT COREDNS_MERIDIAN_PORT COREDNS_FIXED_PORT; do
 	is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
 done
 ((BENCH_SECONDS >= 1)) || die "BENCH_SECONDS must be at least 1"
@@ -62,8 +74,12 @@ case $BENCH_QUERIES in
 mix | weighted) ;;
 *) die "BENCH_QUERIES must be 'mix' (80% w / 20% g) or 'weighted' (w only), got '$BENCH_QUERIES'" ;;
 esac
+[[ $BENCH_OVERHEAD_MIN =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "BENCH_OVERHEAD_MIN must be a number (got '$BENCH_OVERHEAD_MIN')"
+declare -A seen_server=()
 for s in $BENCH_SERVERS; do
-	case $s in meridian | knot | pdns) ;; *) die "unknown server '$s' in BENCH_SERVERS (allowed: meridian knot pdns)" ;; esac
+	[[ " $ALL_SERVERS " == *" $s "* ]] || die "unknown server '$s' in BENCH_SERVERS (allowed: $ALL_SERVERS)"
+	[[ -z ${seen_server[$s]:-} ]] || die "server '$s' is listed twice in BENCH_SERVERS"
+	seen_server[$s]=1
 done
 [[ -n ${BENCH_SERVERS// /} ]] || die "BENCH_SERVERS is empty"
 
@@ -151,12 +167,58 @@ if [[ " $BENCH_SERVERS " == *" meridian "* ]]; then
 		die "'$MERIDIAN_BIN check-config $MERIDIAN_CONFIG' failed"
 fi
 
+# -------------------------------------------------------------- coredns ----
+
+# coredns-meridian is CoreDNS with the meridian plugin (cmd/coredns-meridian);
+# coredns-fixed is the same CoreDNS, same plugin set, with the trivial plugin
+# `fixed` in meridian's place (bench/corednsfixed). Their QPS ratio is what
+# the meridian plugin itself costs inside CoreDNS.
+#
+# A binary whose variable is unset is built with `go build`: Go's build cache
+# makes that a second or two when nothing changed (the first CoreDNS build
+# takes a minute or two).
+build_coredns() { # $1 = variable naming the binary, $2 = default path, $3 = package
+	local var=$1 def=$2 pkg=$3
+	if [[ -z ${!var:-} ]]; then
+		printf -v "$var" '%s' "$def"
+		if [[ -d $pkg ]]; then
+			command -v go >/dev/null || die "go is not installed: cannot build $pkg (or set $var)"
+			log "building $pkg -> $def (go build; cached after the first build)"
+			go build -o "$def" "$pkg" || die "go build $pkg failed"
+		fi
+	fi
+	[[ -x ${!var} ]] || die "CoreDNS binary ${!var} not found or not executable
+       (build it with 'go build -o $def $pkg', set $var,
+       or leave it out of BENCH_SERVERS)"
+}
+if [[ " $BENCH_SERVERS " == *" coredns-meridian "* ]]; then
+	[[ -f $MERIDIAN_CONFIG ]] || die "$MERIDIAN_CONFIG not found"
+	build_coredns COREDNS_MERIDIAN_BIN ./bin/coredns-meridian ./cmd/coredns-meridian
+fi
+if [[ " $BENCH_SERVERS " == *" coredns-fixed "* ]]; then
+	build_coredns COREDNS_FIXED_BIN ./bin/coredns-fixed ./bench/corednsfixed
+fi
+
 port_of() {
-	case $1 in meridian) echo "$MERIDIAN_PORT" ;; knot) echo "$KNOT_PORT" ;; pdns) echo "$PDNS_PORT" ;; esac
+	case $1 in
+	meridian) echo "$MERIDIAN_PORT" ;;
+	knot) echo "$KNOT_PORT" ;;
+	pdns) echo "$PDNS_PORT" ;;
+	coredns-meridian) echo "$COREDNS_MERIDIAN_PORT" ;;
+	coredns-fixed) echo "$COREDNS_FIXED_PORT" ;;
+	esac
 }
 label_of() {
-	case $1 in meridian) echo Meridian ;; knot) echo "Knot DNS" ;; pdns) echo "PowerDNS Auth" ;; esac
+	case $1 in
+	meridian) echo Meridian ;;
+	knot) echo "Knot DNS" ;;
+	pdns) echo "PowerDNS Auth" ;;
+	coredns-meridian) echo "CoreDNS + meridian" ;;
+	coredns-fixed) echo "CoreDNS + fixed" ;;
+	esac
 }
+# What each server must answer for g (coredns-fixed answers everything alike).
+g_addr_of() { if [[ $1 == coredns-fixed ]]; then echo "$FIXED_ADDR"; else echo "$G_ADDR"; fi; }
 
 # Refuse to start when something already answers on a benchmark port:
 # its answers would be measured instead of ours.
@@ -309,6 +371,36 @@ EOF
 	PID[pdns]=$!
 }
 
+# CoreDNS: one server block for the benchmark zone, only the answering plugin
+# (bind is set-up only, it is not in the query path): no log, cache, errors or
+# prometheus, so the two CoreDNS servers differ in that plugin alone. One UDP
+# socket (CoreDNS's default without multisocket); GOMAXPROCS follows the
+# one-CPU affinity, as for Meridian.
+start_coredns() { # $1 = server, $2 = binary, $3 = plugin block
+	local s=$1 bin=$2 d=$TMP/$1
+	mkdir -p "$d"
+	cat >"$d/Corefile" <<EOF
+$ZONE:$(port_of "$s") {
+    bind 127.0.0.1
+$3
+}
+EOF
+	taskset -c "$BENCH_SERVER_CPU" "$bin" -conf "$d/Corefile" >"$TMP/$s.log" 2>&1 &
+	PID[$s]=$!
+}
+
+# The meridian plugin reads the server's YAML and ignores its server section
+# (Meridian's own listen address, sockets, HTTP and log settings).
+start_coredns_meridian() {
+	start_coredns coredns-meridian "$COREDNS_MERIDIAN_BIN" "    meridian {
+        config $ROOT/$MERIDIAN_CONFIG
+    }"
+}
+
+start_coredns_fixed() {
+	start_coredns coredns-fixed "$COREDNS_FIXED_BIN" "    fixed"
+}
+
 # Wait (at most 15 s) until the server answers the zone's SOA.
 wait_ready() { # $1 = server
 	local s=$1 p i
@@ -332,8 +424,9 @@ wait_ready() { # $1 = server
 declare -A SPLIT=()
 
 sanity() { # $1 = server
-	local s=$1 p out a q="" i n1 n2 total
+	local s=$1 p out a q="" i n1 n2 total g
 	p=$(port_of "$s")
+	g=$(g_addr_of "$s")
 	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$W_NAME" A 2>&1) || true
 	[[ -n $out ]] || die "sanity: $(label_of "$s") gave no answer for $W_NAME A on port $p"
 	while read -r a; do
@@ -341,8 +434,8 @@ sanity() { # $1 = server
 			die "sanity: $(label_of "$s") answered '$a' for $W_NAME A on port $p (expected one of $W_ADDRS)"
 	done <<<"$out"
 	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$G_NAME" A 2>&1) || true
-	[[ $out == "$G_ADDR" ]] ||
-		die "sanity: $(label_of "$s") answered '${out//$'\n'/ }' for $G_NAME A on port $p (expected $G_ADDR)"
+	[[ $out == "$g" ]] ||
+		die "sanity: $(label_of "$s") answered '${out//$'\n'/ }' for $G_NAME A on port $p (expected $g)"
 	# The weighted split, from 400 queries in one dig process.
 	for ((i = 0; i < 400; i++)); do q+=" $W_NAME A"; done
 	# shellcheck disable=SC2086
@@ -357,6 +450,7 @@ sanity() { # $1 = server
 	else
 		SPLIT[$s]="no answers"
 	fi
+	[[ $s != coredns-fixed ]] || SPLIT[$s]+=" (fixed answer, no selection)"
 	log "sanity ok: $(label_of "$s") on port $p; w split: ${SPLIT[$s]}"
 }
 
@@ -364,7 +458,7 @@ sanity() { # $1 = server
 
 for s in $BENCH_SERVERS; do
 	log "starting $(label_of "$s") on 127.0.0.1:$(port_of "$s") (CPU $BENCH_SERVER_CPU)"
-	"start_$s"
+	"start_${s//-/_}"
 done
 for s in $BENCH_SERVERS; do wait_ready "$s"; done
 
@@ -536,20 +630,28 @@ for s in $BENCH_SERVERS; do
 		sort -g | awk '{ a[NR] = $2 } END { print a[int((NR + 1) / 2)] }')
 done
 
+git_version() {
+	local v
+	v="git $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	git diff --quiet HEAD 2>/dev/null || v+="-dirty"
+	echo "$v"
+}
 version_of() {
 	case $1 in
 	meridian)
 		# `meridian version` prints "meridian VERSION (goX.Y os/arch)".
 		local v
 		v=$("$MERIDIAN_BIN" version 2>/dev/null | awk 'NR == 1 { print $2 }') || true
-		if [[ -z $v || $v == dev ]]; then
-			v="git $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-			git diff --quiet HEAD 2>/dev/null || v+="-dirty"
-		fi
+		[[ -n $v && $v != dev ]] || v=$(git_version)
 		echo "$v"
 		;;
 	knot) knotd -V 2>&1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n1 ;;
 	pdns) pdns_server --version 2>&1 | grep -oE 'Server [0-9]+\.[0-9]+\.[0-9]+' | head -n1 | cut -d' ' -f2 ;;
+	# `coredns -version` prints "CoreDNS-X.Y.Z" first.
+	coredns-meridian)
+		echo "$("$COREDNS_MERIDIAN_BIN" -version 2>/dev/null | sed -nE '1s/^CoreDNS-//p'), plugin $(git_version)"
+		;;
+	coredns-fixed) "$COREDNS_FIXED_BIN" -version 2>/dev/null | sed -nE '1s/^CoreDNS-//p' ;;
 	esac
 }
 
@@ -569,6 +671,20 @@ if ((have_meridian)); then
 	M_QPS=${R_QPS[meridian,$r]}
 	M_PERCORE=$(awk -v q="$M_QPS" -v c="${R_CPU[meridian,$r]}" 'BEGIN { if (c > 0) printf "%.0f", q * 100 / c }')
 fi
+
+# QPS and QPS per server CPU of a server's median round ("" when not run).
+qps_of() { [[ -n ${BEST[$1]:-} ]] && echo "${R_QPS[$1,${BEST[$1]}]}"; return 0; }
+cpu_of() { [[ -n ${BEST[$1]:-} ]] && echo "${R_CPU[$1,${BEST[$1]}]}"; return 0; }
+# "a/b QPS ratio; per-CPU ratio; both CPUs" for two servers, or nothing.
+ratio_line() { # $1 = numerator server, $2 = denominator server
+	local qa qb ca cb
+	qa=$(qps_of "$1") qb=$(qps_of "$2") ca=$(cpu_of "$1") cb=$(cpu_of "$2")
+	[[ -n $qa && -n $qb ]] || return 0
+	awk -v qa="$qa" -v qb="$qb" -v ca="$ca" -v cb="$cb" 'BEGIN {
+		printf "%.2f", qa / qb
+		if (ca > 0 && cb > 0) printf " (per server CPU: %.2f; server CPU %d%% vs %d%%)", (qa / ca) / (qb / cb), ca, cb
+	}'
+}
 
 REPORT=$TMP/report.md
 {
@@ -603,6 +719,28 @@ REPORT=$TMP/report.md
 					name, ver, q, lost, lostpct, lat * 1000, cpu, pc, ratio, ratio2, noise
 			}'
 	done
+	if [[ -n ${BEST[coredns-meridian]:-} && -n ${BEST[coredns-fixed]:-} ]]; then
+		ov=$(awk -v a="$(qps_of coredns-meridian)" -v b="$(qps_of coredns-fixed)" 'BEGIN { printf "%.2f", a / b }')
+		met=$(awk -v o="$ov" -v t="$BENCH_OVERHEAD_MIN" 'BEGIN { print (o >= t) ? "met" : "NOT MET" }')
+		echo
+		echo "Plugin overhead, same run (CoreDNS + meridian ÷ the same CoreDNS answering a fixed A record):"
+		echo
+		echo "- **coredns-meridian / coredns-fixed QPS: $(ratio_line coredns-meridian coredns-fixed)**;" \
+			"target ≥ $BENCH_OVERHEAD_MIN: **$met**"
+		if ((BENCH_ROUNDS > 1)); then
+			line="- per round:"
+			for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+				line+=$(awk -v a="${R_QPS[coredns-meridian,$r]}" -v b="${R_QPS[coredns-fixed,$r]}" 'BEGIN { printf " %.2f", a / b }')
+			done
+			echo "$line"
+		fi
+		if [[ -n ${BEST[meridian]:-} ]]; then
+			echo "- meridian serve / coredns-meridian QPS: $(ratio_line meridian coredns-meridian)"
+		fi
+	elif [[ -n ${BEST[meridian]:-} && -n ${BEST[coredns-meridian]:-} ]]; then
+		echo
+		echo "- meridian serve / coredns-meridian QPS: $(ratio_line meridian coredns-meridian)"
+	fi
 	echo
 	echo "Weighted split seen by 400 \`dig\` queries for \`$W_NAME A\` (target 70% / 30%):"
 	echo

@@ -446,7 +446,9 @@ ring.test:%[1]d {
 		slices.Sort(out)
 		return out
 	}
-	require.Eventually(t, func() bool { return strings.Contains(c.log(), "member joined") || strings.Contains(m.log(), `member=observer`) }, 10*time.Second, 100*time.Millisecond, "the observer joined")
+	require.Eventually(t, func() bool {
+		return strings.Contains(c.log(), "member joined") || strings.Contains(m.log(), `member=observer`)
+	}, 10*time.Second, 100*time.Millisecond, "the observer joined")
 	require.NoError(t, backends[0].srv.Close())
 	start := time.Now()
 	require.Eventually(t, func() bool {
