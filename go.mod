@@ -9,6 +9,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/route53 v1.70.10
 	github.com/aws/smithy-go v1.28.9
 	github.com/cloudflare/cloudflare-go/v6 v6.10.0
+	github.com/coredns/caddy v1.1.4
+	github.com/coredns/coredns v1.15.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/goccy/go-yaml v1.19.2
 	github.com/hashicorp/memberlist v0.7.0
@@ -73,8 +75,6 @@ require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cihub/seelog v0.0.0-20170130134532-f561c5e57575 // indirect
-	github.com/coredns/caddy v1.1.4 // indirect
-	github.com/coredns/coredns v1.15.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
