@@ -15,14 +15,15 @@ func Normalize(d *Desired) (*Desired, error) {
 		return nil, err
 	}
 	out := &Desired{
-		Zones:     slices.Clone(d.Zones),
-		Clusters:  slices.Clone(d.Clusters),
-		Services:  slices.Clone(d.Services),
-		Geo:       Geo{MMDB: d.Geo.MMDB, Networks: slices.Clone(d.Geo.Networks)},
-		Health:    d.Health,
-		Ring:      d.Ring,
-		Decision:  d.Decision,
-		Providers: d.Providers,
+		Zones:      slices.Clone(d.Zones),
+		Clusters:   slices.Clone(d.Clusters),
+		Services:   slices.Clone(d.Services),
+		Geo:        Geo{MMDB: d.Geo.MMDB, Networks: slices.Clone(d.Geo.Networks)},
+		Health:     d.Health,
+		Ring:       d.Ring,
+		Decision:   d.Decision,
+		Providers:  d.Providers,
+		Kubernetes: normalizeKubernetes(d.Kubernetes),
 	}
 	pr := &out.Providers
 	pr.Writers = slices.Clone(pr.Writers)
@@ -109,6 +110,10 @@ func Normalize(d *Desired) (*Desired, error) {
 			hb.Interval = orDefaultDuration(hb.Interval, DefaultHeartbeatPeriod)
 			hb.Grace = orDefaultDuration(hb.Grace, max(DefaultHeartbeatGrace, 4*hb.Interval.D()))
 			c.Heartbeat = &hb
+		}
+		if c.Kubernetes != nil {
+			k := *c.Kubernetes
+			c.Kubernetes = &k
 		}
 	}
 	for i := range out.Services {

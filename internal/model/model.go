@@ -51,14 +51,15 @@ const (
 
 // Desired is the whole desired state of one Meridian installation.
 type Desired struct {
-	Zones     []Zone    `yaml:"zones"`
-	Clusters  []Cluster `yaml:"clusters"`
-	Services  []Service `yaml:"services"`
-	Geo       Geo       `yaml:"geo"`
-	Health    Health    `yaml:"health"`    // probing defaults
-	Ring      Ring      `yaml:"ring"`      // prober gossip ring
-	Decision  Decision  `yaml:"decision"`  // failover decision tuning
-	Providers Providers `yaml:"providers"` // Route53 / Cloudflare push
+	Zones      []Zone     `yaml:"zones"`
+	Clusters   []Cluster  `yaml:"clusters"`
+	Services   []Service  `yaml:"services"`
+	Geo        Geo        `yaml:"geo"`
+	Health     Health     `yaml:"health"`     // probing defaults
+	Ring       Ring       `yaml:"ring"`       // prober gossip ring
+	Decision   Decision   `yaml:"decision"`   // failover decision tuning
+	Providers  Providers  `yaml:"providers"`  // Route53 / Cloudflare push
+	Kubernetes Kubernetes `yaml:"kubernetes"` // Kubernetes member clusters and annotated objects
 }
 
 // Zone is an authoritative zone Meridian answers for.
@@ -99,6 +100,39 @@ type Cluster struct {
 	State     string     `yaml:"state"`     // up (default) or down: down takes every endpoint of the cluster down
 	Drain     bool       `yaml:"drain"`     // true takes the cluster out of answers (default false)
 	Heartbeat *Heartbeat `yaml:"heartbeat"` // optional liveness of the whole cluster
+	// Kubernetes makes the cluster a Kubernetes member: Meridian watches its
+	// annotated Services and Ingresses and, with a heartbeat, polls its /readyz.
+	Kubernetes *KubeMember `yaml:"kubernetes"`
+}
+
+// KubeMember is how Meridian reaches a member cluster's kube-apiserver.
+type KubeMember struct {
+	Kubeconfig string `yaml:"kubeconfig"` // kubeconfig file (this or in_cluster)
+	Context    string `yaml:"context"`    // context in the kubeconfig (default: its current context)
+	InCluster  bool   `yaml:"in_cluster"` // the pod's service account: the cluster Meridian runs in
+}
+
+// Kubernetes configures the Kubernetes sources of desired state.
+type Kubernetes struct {
+	Namespaces      []string       `yaml:"namespaces"`       // watched namespaces (default: all)
+	MemberSecrets   *MemberSecrets `yaml:"member_secrets"`   // register members from Secrets
+	StatusWriteback *bool          `yaml:"status_writeback"` // meridian.io/status annotation and Events (default true)
+	Resync          Duration       `yaml:"resync"`           // informer resync period (default 10m)
+	ConnectTimeout  Duration       `yaml:"connect_timeout"`  // preflight and heartbeat request timeout (default 5s)
+	RetryInterval   Duration       `yaml:"retry_interval"`   // retry of a NotReady member (default 10s)
+}
+
+// MemberSecrets registers member clusters from Secrets labelled
+// meridian.io/member=true in one namespace of a hub cluster.
+type MemberSecrets struct {
+	Namespace  string `yaml:"namespace"`  // namespace of the Secrets (required)
+	Kubeconfig string `yaml:"kubeconfig"` // hub kubeconfig (default: in-cluster)
+	Context    string `yaml:"context"`    // context in that kubeconfig
+}
+
+// StatusWritebackEnabled reports whether meridian.io/status and Events are written.
+func (k *Kubernetes) StatusWritebackEnabled() bool {
+	return k.StatusWriteback == nil || *k.StatusWriteback
 }
 
 // Service is a global service: one DNS name answered from endpoints in several clusters.

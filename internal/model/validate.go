@@ -86,6 +86,7 @@ func Validate(d *Desired) error {
 	v.ring(d.Ring)
 	v.decision(d.Decision)
 	v.providers(d.Providers, zones)
+	v.kubernetes(d.Kubernetes)
 	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 {
 		v.add("providers.writers", "is required in a multi-node ring: list the ring node names that may push (a strict majority of them must agree on the one writer)")
 	}
@@ -213,7 +214,10 @@ func (v *validator) clusters(cs []Cluster) map[string]bool {
 		}
 		v.checkOneOf(p+".state", c.State, []string{StateUp, StateDown})
 		if c.Heartbeat != nil {
-			v.heartbeat(p+".heartbeat", c.Heartbeat)
+			v.heartbeat(p+".heartbeat", c.Heartbeat, c.Kubernetes != nil)
+		}
+		if c.Kubernetes != nil {
+			v.kubeMember(p+".kubernetes", c.Kubernetes)
 		}
 	}
 	return names

@@ -175,9 +175,9 @@ func (v *validator) decision(d Decision) {
 	}
 }
 
-func (v *validator) heartbeat(p string, h *Heartbeat) {
-	if h.URL == "" && !h.Agent {
-		v.add(p, "needs url (a readiness URL to poll) or agent: true")
+func (v *validator) heartbeat(p string, h *Heartbeat, kube bool) {
+	if h.URL == "" && !h.Agent && !kube {
+		v.add(p, "needs url (a readiness URL to poll), agent: true, or the cluster's kubernetes member (its /readyz is polled)")
 	}
 	if h.URL != "" {
 		u, err := url.Parse(h.URL)

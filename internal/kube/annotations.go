@@ -1,0 +1,291 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// The annotations Meridian reads on Services and Ingresses, and the one it writes.
+const (
+	AnnoHostname      = "meridian.io/hostname"       // global name(s) this object serves, comma-separated
+	AnnoStrategy      = "meridian.io/strategy"       // weighted, failover, geo or roundrobin (service-level)
+	AnnoWeight        = "meridian.io/weight"         // this cluster's traffic weight, 0..1000
+	AnnoFailoverOrder = "meridian.io/failover-order" // cluster names, primary first (service-level)
+	AnnoTTL           = "meridian.io/ttl"            // answer TTL: seconds or a duration like 30s (service-level)
+	AnnoHealthCheck   = "meridian.io/health-check"   // e.g. http:8080/healthz, https:443/, tcp:443, dns:53, none (service-level)
+	AnnoGeo           = "meridian.io/geo"            // places this cluster serves: regions, countries, continents
+	AnnoDrain         = "meridian.io/drain"          // true takes this cluster's endpoints out of the answers
+	AnnoStatus        = "meridian.io/status"         // written by Meridian: what it serves for this object
+)
+
+// InputAnnotations lists the annotations Meridian reads, in documentation order.
+var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain}
+
+// Settings is what one object's annotations ask for. Zero values mean "not set".
+type Settings struct {
+	Hostnames     []string     // canonical, sorted, at least one
+	Strategy      string       // "" = not set
+	Weight        *int         // nil = not set (model default)
+	FailoverOrder []string     // nil = not set
+	TTL           int          // 0 = not set
+	HealthCheck   *model.Check // nil = not set
+	Geo           *GeoPlaces   // nil = not set
+	Drain         bool
+}
+
+// GeoPlaces are the client locations one cluster serves.
+type GeoPlaces struct {
+	Regions, Countries, Continents []string
+}
+
+// FieldError is one rejected annotation value.
+type FieldError struct {
+	Annotation string
+	Value      string
+	Msg        string // what is wrong and what is allowed
+}
+
+func (e FieldError) Error() string { return fmt.Sprintf("%s: %q %s", e.Annotation, e.Value, e.Msg) }
+
+// Watched reports whether an object carries meridian.io/hostname.
+func Watched(annotations map[string]string) bool {
+	_, ok := annotations[AnnoHostname]
+	return ok
+}
+
+// ParseAnnotations reads the meridian.io/* annotations of one object. It
+// returns every rejected value; a caller keeps the object's last valid
+// Settings when the list is not empty.
+func ParseAnnotations(a map[string]string) (Settings, []FieldError) {
+	var s Settings
+	var errs []FieldError
+	bad := func(anno, format string, args ...any) {
+		errs = append(errs, FieldError{Annotation: anno, Value: a[anno], Msg: fmt.Sprintf(format, args...)})
+	}
+	host, ok := a[AnnoHostname]
+	switch hs, err := parseHostnames(host); {
+	case !ok:
+		bad(AnnoHostname, "is missing (allowed: fully qualified names separated by commas, e.g. app.gslb.example.com)")
+	case err != nil:
+		bad(AnnoHostname, "%v", err)
+	default:
+		s.Hostnames = hs
+	}
+	if v, ok := a[AnnoStrategy]; ok {
+		v = strings.TrimSpace(v)
+		if !slices.Contains(model.Strategies, v) {
+			bad(AnnoStrategy, "is not a strategy (allowed: %s)", strings.Join(model.Strategies, ", "))
+		} else {
+			s.Strategy = v
+		}
+	}
+	if v, ok := a[AnnoWeight]; ok {
+		w, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || w < 0 || w > model.MaxWeight {
+			bad(AnnoWeight, "is not a weight (allowed: an integer 0..%d; 0 = only when every weighted endpoint is down)", model.MaxWeight)
+		} else {
+			s.Weight = &w
+		}
+	}
+	if v, ok := a[AnnoFailoverOrder]; ok {
+		order, err := parseList(v)
+		if err != nil || len(order) == 0 {
+			bad(AnnoFailoverOrder, "is not a cluster list (allowed: cluster names separated by commas, primary first, e.g. east,west)")
+		} else if d := firstDuplicate(order); d != "" {
+			bad(AnnoFailoverOrder, "names cluster %q twice (allowed: each cluster once)", d)
+		} else {
+			s.FailoverOrder = order
+		}
+	}
+	if v, ok := a[AnnoTTL]; ok {
+		ttl, err := parseTTL(v)
+		if err != nil {
+			bad(AnnoTTL, "%v", err)
+		} else {
+			s.TTL = ttl
+		}
+	}
+	if v, ok := a[AnnoHealthCheck]; ok {
+		c, err := ParseHealthCheck(v)
+		if err != nil {
+			bad(AnnoHealthCheck, "%v", err)
+		} else {
+			s.HealthCheck = c
+		}
+	}
+	if v, ok := a[AnnoGeo]; ok {
+		g, err := parseGeo(v)
+		if err != nil {
+			bad(AnnoGeo, "%v", err)
+		} else {
+			s.Geo = g
+		}
+	}
+	if v, ok := a[AnnoDrain]; ok {
+		d, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			bad(AnnoDrain, "is not a boolean (allowed: true, false)")
+		} else {
+			s.Drain = d
+		}
+	}
+	return s, errs
+}
+
+// parseList splits a comma-separated list, trimming blanks; an empty item is an error.
+func parseList(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, fmt.Errorf("is empty")
+	}
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("has an empty item")
+		}
+		out = append(out, item)
+	}
+	return out, nil
+}
+
+func firstDuplicate(xs []string) string {
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return x
+		}
+		seen[x] = true
+	}
+	return ""
+}
+
+func parseHostnames(v string) ([]string, error) {
+	items, err := parseList(v)
+	if err != nil {
+		return nil, fmt.Errorf("is not a host name list (allowed: fully qualified names separated by commas, e.g. app.gslb.example.com)")
+	}
+	var out []string
+	for _, h := range items {
+		if _, ok := dns.IsDomainName(h); !ok || strings.Contains(h, "*") || strings.Count(strings.Trim(h, "."), ".") < 1 {
+			return nil, fmt.Errorf("has %q, which is not a host name (allowed: fully qualified names such as app.gslb.example.com, no wildcards)", h)
+		}
+		out = append(out, model.CanonicalName(h))
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func parseTTL(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		d, derr := time.ParseDuration(v)
+		if derr != nil || d%time.Second != 0 {
+			return 0, fmt.Errorf("is not a TTL (allowed: whole seconds 1..%d, or a duration such as 30s or 5m)", model.MaxTTL)
+		}
+		n = int(d / time.Second)
+	}
+	if n < 1 || n > model.MaxTTL {
+		return 0, fmt.Errorf("is out of range (allowed: 1..%d seconds)", model.MaxTTL)
+	}
+	return n, nil
+}
+
+// ParseHealthCheck reads meridian.io/health-check: KIND[:PORT][/PATH], e.g.
+// http:8080/healthz, https:443/, tcp:443, dns:53, none. A path only goes
+// with http and https; tcp needs a port.
+func ParseHealthCheck(v string) (*model.Check, error) {
+	const allowed = "(allowed: none, http[:PORT][/PATH], https[:PORT][/PATH], tcp:PORT, dns[:PORT]; e.g. http:8080/healthz)"
+	v = strings.TrimSpace(v)
+	spec, path := v, ""
+	if i := strings.IndexByte(v, '/'); i >= 0 {
+		spec, path = v[:i], v[i:]
+	}
+	kind, port := spec, ""
+	if i := strings.IndexByte(spec, ':'); i >= 0 {
+		kind, port = spec[:i], spec[i+1:]
+	}
+	if !slices.Contains(model.CheckKinds, kind) {
+		return nil, fmt.Errorf("has kind %q %s", kind, allowed)
+	}
+	c := &model.Check{Kind: kind}
+	if kind == model.CheckNone {
+		if port != "" || path != "" {
+			return nil, fmt.Errorf("none takes no port or path %s", allowed)
+		}
+		return c, nil
+	}
+	if port != "" {
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("has port %q, not 1..65535 %s", port, allowed)
+		}
+		c.Port = p
+	} else if kind == model.CheckTCP {
+		return nil, fmt.Errorf("tcp needs a port %s", allowed)
+	}
+	if path != "" {
+		if kind != model.CheckHTTP && kind != model.CheckHTTPS {
+			return nil, fmt.Errorf("a path only goes with http and https %s", allowed)
+		}
+		c.Path = path
+	}
+	return c, nil
+}
+
+// parseGeo reads meridian.io/geo: a comma-separated list of places. A
+// continent code (AF AN AS EU NA OC SA) is a continent, another two
+// upper-case letters a country, anything else a region; prefix with
+// region:, country: or continent: to say which explicitly.
+func parseGeo(v string) (*GeoPlaces, error) {
+	items, err := parseList(v)
+	if err != nil {
+		return nil, fmt.Errorf("is not a place list (allowed: regions, ISO country codes and continent codes separated by commas, e.g. eu-west,DE,EU)")
+	}
+	g := &GeoPlaces{}
+	for _, it := range items {
+		kind, val, explicit := strings.Cut(it, ":")
+		if !explicit {
+			val = it
+			switch {
+			case slices.Contains(model.Continents, it):
+				kind = "continent"
+			case isCountryCode(it):
+				kind = "country"
+			default:
+				kind = "region"
+			}
+		}
+		switch kind {
+		case "continent":
+			if !slices.Contains(model.Continents, val) {
+				return nil, fmt.Errorf("has continent %q (allowed: %s)", val, strings.Join(model.Continents, " "))
+			}
+			g.Continents = append(g.Continents, val)
+		case "country":
+			if !isCountryCode(val) {
+				return nil, fmt.Errorf("has country %q (allowed: ISO 3166-1 alpha-2 codes such as DE)", val)
+			}
+			g.Countries = append(g.Countries, val)
+		case "region":
+			if val == "" {
+				return nil, fmt.Errorf("has an empty region")
+			}
+			g.Regions = append(g.Regions, val)
+		default:
+			return nil, fmt.Errorf("has prefix %q (allowed: region:, country:, continent:)", kind)
+		}
+	}
+	return g, nil
+}
+
+func isCountryCode(s string) bool {
+	return len(s) == 2 && s[0] >= 'A' && s[0] <= 'Z' && s[1] >= 'A' && s[1] <= 'Z'
+}

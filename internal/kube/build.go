@@ -1,0 +1,285 @@
+package kube
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Kinds of watched objects.
+const (
+	KindService = "Service"
+	KindIngress = "Ingress"
+)
+
+// ObjectRef names one watched object in one member cluster.
+type ObjectRef struct {
+	Cluster, Kind, Namespace, Name string
+}
+
+func (r ObjectRef) String() string {
+	return r.Cluster + "/" + strings.ToLower(r.Kind) + "/" + r.Namespace + "/" + r.Name
+}
+
+// Object is one annotated Service or Ingress as the builder sees it.
+type Object struct {
+	Ref      ObjectRef
+	Created  time.Time // creationTimestamp: the older object wins a disagreement
+	Settings Settings  // the last valid settings
+	Valid    bool      // false: no valid settings yet, the object contributes nothing
+	Targets  []string  // status.loadBalancer.ingress: IP addresses or host names
+}
+
+// Result is the desired state the watched objects add to the config file's.
+type Result struct {
+	Services []model.Service          // sorted by name, each valid on its own
+	Problems map[ObjectRef][]string   // per object: conflicts and errors, sorted
+	Sources  map[string][]ObjectRef   // service name -> objects behind it, oldest first
+	Dropped  map[string]string        // service name -> why it is not served
+	Owner    map[string]ObjectRef     // service name -> object whose service-level settings won
+	Settings map[ObjectRef]SettingsOf // per object: service-level values in effect
+}
+
+// SettingsOf are the service-level values in effect for one object's hostname.
+type SettingsOf struct {
+	Strategy string
+}
+
+// Build turns the watched objects into global services. It is pure and
+// deterministic: the same objects give the same result whatever their order.
+//
+// Rules (documented in README.md, "Kubernetes"):
+//   - objects are grouped by host name; a name the config file defines is
+//     not taken from Kubernetes (reported on every object that claims it);
+//   - a service-level setting (strategy, ttl, health-check, failover-order)
+//     comes from the oldest object that sets it (creationTimestamp, then
+//     cluster, namespace, kind and name); an object that sets another value
+//     is reported as a conflict and does not flap the service;
+//   - cluster-level settings (weight, geo, drain) apply to the endpoints of
+//     the object that carries them;
+//   - each load-balancer IP is an address endpoint, each load-balancer host
+//     name a CNAME endpoint; an address listed twice in one cluster counts once;
+//   - a failover service without failover-order fails over in the order of
+//     cluster names;
+//   - a service that does not validate (e.g. CNAME and addresses mixed, a
+//     name outside every zone, an unknown cluster in failover-order) is not
+//     served and the reason is reported on each of its objects.
+func Build(objs []Object, base *model.Desired) Result {
+	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
+		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}}
+	fileNames := map[string]bool{}
+	for _, s := range base.Services {
+		fileNames[model.CanonicalName(s.Name)] = true
+	}
+	sorted := slices.Clone(objs)
+	slices.SortFunc(sorted, func(a, b Object) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Ref.Cluster, b.Ref.Cluster),
+			cmp.Compare(a.Ref.Namespace, b.Ref.Namespace), cmp.Compare(a.Ref.Kind, b.Ref.Kind), cmp.Compare(a.Ref.Name, b.Ref.Name))
+	})
+	groups := map[string][]*Object{}
+	var names []string
+	for i := range sorted {
+		o := &sorted[i]
+		if !o.Valid {
+			continue
+		}
+		for _, h := range o.Settings.Hostnames {
+			if groups[h] == nil {
+				names = append(names, h)
+			}
+			groups[h] = append(groups[h], o)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		g := groups[name]
+		for _, o := range g {
+			r.Sources[name] = append(r.Sources[name], o.Ref)
+		}
+		if fileNames[name] {
+			why := fmt.Sprintf("%s is defined in the config file; the config file's definition is served (remove one of the two)", name)
+			r.Dropped[name] = why
+			for _, o := range g {
+				r.problem(o.Ref, why)
+			}
+			continue
+		}
+		svc, owner := r.service(name, g)
+		r.Owner[name] = owner
+		for _, o := range g {
+			r.Settings[o.Ref] = SettingsOf{Strategy: svc.Strategy}
+		}
+		if len(svc.Endpoints) == 0 {
+			r.Dropped[name] = "no load-balancer address yet (status.loadBalancer.ingress is empty)"
+			continue
+		}
+		if err := validateOne(base, svc); err != nil {
+			why := fmt.Sprintf("%s is not served: %v", name, err)
+			r.Dropped[name] = why
+			for _, o := range g {
+				r.problem(o.Ref, why)
+			}
+			continue
+		}
+		r.Services = append(r.Services, svc)
+	}
+	for ref := range r.Problems {
+		slices.Sort(r.Problems[ref])
+		r.Problems[ref] = slices.Compact(r.Problems[ref])
+	}
+	return r
+}
+
+func (r *Result) problem(ref ObjectRef, msg string) {
+	r.Problems[ref] = append(r.Problems[ref], msg)
+}
+
+// service builds one service from its objects (oldest first) and returns the
+// object that decided its strategy.
+func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
+	svc := model.Service{Name: name}
+	owner := g[0].Ref
+	type level struct {
+		anno  string
+		isSet func(*Settings) bool
+		equal func(a, b *Settings) bool
+		show  func(*Settings) string
+		apply func(*Settings)
+	}
+	levels := []level{
+		{AnnoStrategy, func(s *Settings) bool { return s.Strategy != "" },
+			func(a, b *Settings) bool { return a.Strategy == b.Strategy },
+			func(s *Settings) string { return s.Strategy },
+			func(s *Settings) { svc.Strategy = s.Strategy }},
+		{AnnoTTL, func(s *Settings) bool { return s.TTL != 0 },
+			func(a, b *Settings) bool { return a.TTL == b.TTL },
+			func(s *Settings) string { return fmt.Sprint(s.TTL) },
+			func(s *Settings) { svc.TTL = s.TTL }},
+		{AnnoHealthCheck, func(s *Settings) bool { return s.HealthCheck != nil },
+			func(a, b *Settings) bool { return checkString(a.HealthCheck) == checkString(b.HealthCheck) },
+			func(s *Settings) string { return checkString(s.HealthCheck) },
+			func(s *Settings) { c := *s.HealthCheck; svc.HealthCheck = &c }},
+		{AnnoFailoverOrder, func(s *Settings) bool { return s.FailoverOrder != nil },
+			func(a, b *Settings) bool { return slices.Equal(a.FailoverOrder, b.FailoverOrder) },
+			func(s *Settings) string { return strings.Join(s.FailoverOrder, ",") },
+			func(s *Settings) { svc.Failover = &model.FailoverPolicy{Order: slices.Clone(s.FailoverOrder)} }},
+	}
+	for _, l := range levels {
+		var winner *Object
+		for _, o := range g {
+			if !l.isSet(&o.Settings) {
+				continue
+			}
+			if winner == nil {
+				winner = o
+				l.apply(&o.Settings)
+				if l.anno == AnnoStrategy {
+					owner = o.Ref
+				}
+				continue
+			}
+			if !l.equal(&winner.Settings, &o.Settings) {
+				r.problem(o.Ref, fmt.Sprintf("conflict: %s %q differs from %q set by %s, which is older and wins",
+					l.anno, l.show(&o.Settings), l.show(&winner.Settings), winner.Ref))
+			}
+		}
+	}
+	if svc.Strategy == "" {
+		svc.Strategy = model.StrategyWeighted
+	}
+	if svc.Strategy != model.StrategyFailover {
+		if svc.Failover != nil {
+			for _, o := range g {
+				if o.Settings.FailoverOrder != nil {
+					r.problem(o.Ref, fmt.Sprintf("%s is ignored: the strategy is %s, not failover", AnnoFailoverOrder, svc.Strategy))
+				}
+			}
+		}
+		svc.Failover = nil
+	}
+	seen := map[string]bool{}
+	var clusters []string
+	for _, o := range g {
+		if !slices.Contains(clusters, o.Ref.Cluster) {
+			clusters = append(clusters, o.Ref.Cluster)
+		}
+		for _, t := range o.Targets {
+			e := model.Endpoint{Cluster: o.Ref.Cluster, Drain: o.Settings.Drain}
+			if a, err := netip.ParseAddr(t); err == nil {
+				e.Address = a.Unmap().String()
+			} else {
+				e.CNAME = model.CanonicalName(t)
+			}
+			key := o.Ref.Cluster + "|" + e.Address + e.CNAME
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if o.Settings.Weight != nil {
+				w := *o.Settings.Weight
+				e.Weight = &w
+			}
+			svc.Endpoints = append(svc.Endpoints, e)
+		}
+	}
+	slices.SortStableFunc(svc.Endpoints, func(a, b model.Endpoint) int {
+		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Address+a.CNAME, b.Address+b.CNAME))
+	})
+	slices.Sort(clusters)
+	switch svc.Strategy {
+	case model.StrategyFailover:
+		if svc.Failover == nil {
+			svc.Failover = &model.FailoverPolicy{Order: clusters}
+		}
+	case model.StrategyGeo:
+		svc.Geo = &model.GeoPolicy{}
+		for _, o := range g {
+			if p := o.Settings.Geo; p != nil {
+				svc.Geo.Rules = append(svc.Geo.Rules, model.GeoRule{Regions: slices.Clone(p.Regions),
+					Countries: slices.Clone(p.Countries), Continents: slices.Clone(p.Continents), Clusters: []string{o.Ref.Cluster}})
+			}
+		}
+	default:
+		for _, o := range g {
+			if o.Settings.Geo != nil {
+				r.problem(o.Ref, fmt.Sprintf("%s is ignored: the strategy is %s, not geo", AnnoGeo, svc.Strategy))
+			}
+		}
+	}
+	return svc, owner
+}
+
+func checkString(c *model.Check) string {
+	s := c.Kind
+	if c.Port != 0 {
+		s += fmt.Sprintf(":%d", c.Port)
+	}
+	return s + c.Path
+}
+
+// validateOne checks svc against the zones and clusters of base (names the
+// file defines are checked by the caller).
+func validateOne(base *model.Desired, svc model.Service) error {
+	d := &model.Desired{Zones: base.Zones, Clusters: base.Clusters, Services: []model.Service{svc}}
+	err := model.Validate(d)
+	var verr *model.ValidationError
+	if !errors.As(err, &verr) {
+		return err
+	}
+	msgs := make([]string, 0, len(verr.Fields))
+	for _, f := range verr.Fields {
+		path := strings.TrimPrefix(strings.TrimPrefix(f.Path, "services[0]"), ".")
+		if path == "" || path == "name" {
+			msgs = append(msgs, f.Msg)
+			continue
+		}
+		msgs = append(msgs, path+": "+f.Msg)
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}

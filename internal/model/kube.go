@@ -1,0 +1,80 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Kubernetes defaults.
+const (
+	DefaultKubeResync         = 10 * time.Minute
+	DefaultKubeConnectTimeout = 5 * time.Second
+	DefaultKubeRetryInterval  = 10 * time.Second
+)
+
+func (v *validator) kubeMember(p string, k *KubeMember) {
+	switch {
+	case k.Kubeconfig == "" && !k.InCluster:
+		v.add(p, "needs kubeconfig (a kubeconfig file) or in_cluster: true")
+	case k.Kubeconfig != "" && k.InCluster:
+		v.add(p+".in_cluster", "cannot be combined with kubeconfig (allowed: one of them)")
+	case k.InCluster && k.Context != "":
+		v.add(p+".context", "only applies with kubeconfig")
+	}
+}
+
+func (v *validator) kubernetes(k Kubernetes) {
+	p := "kubernetes"
+	seen := map[string]bool{}
+	for i, ns := range k.Namespaces {
+		if ns == "" {
+			v.add(fmt.Sprintf("%s.namespaces[%d]", p, i), "is empty (omit namespaces to watch all)")
+		} else if seen[ns] {
+			v.add(fmt.Sprintf("%s.namespaces[%d]", p, i), "duplicate namespace %q", ns)
+		}
+		seen[ns] = true
+	}
+	if ms := k.MemberSecrets; ms != nil {
+		if ms.Namespace == "" {
+			v.add(p+".member_secrets.namespace", "is required: the namespace of the Secrets labelled meridian.io/member=true")
+		}
+		if ms.Context != "" && ms.Kubeconfig == "" {
+			v.add(p+".member_secrets.context", "only applies with kubeconfig")
+		}
+	}
+	if k.Resync != 0 && k.Resync.D() < time.Minute {
+		v.add(p+".resync", "%s is too short (at least 1m)", k.Resync)
+	}
+	if k.ConnectTimeout != 0 && (k.ConnectTimeout.D() < 100*time.Millisecond || k.ConnectTimeout.D() > time.Minute) {
+		v.add(p+".connect_timeout", "%s is out of range (allowed 100ms..1m)", k.ConnectTimeout)
+	}
+	if k.RetryInterval != 0 && k.RetryInterval.D() < 100*time.Millisecond {
+		v.add(p+".retry_interval", "%s is too short (at least 100ms)", k.RetryInterval)
+	}
+}
+
+func normalizeKubernetes(k Kubernetes) Kubernetes {
+	k.Namespaces = slices.Clone(k.Namespaces)
+	if k.MemberSecrets != nil {
+		ms := *k.MemberSecrets
+		k.MemberSecrets = &ms
+	}
+	k.Resync = orDefaultDuration(k.Resync, DefaultKubeResync)
+	k.ConnectTimeout = orDefaultDuration(k.ConnectTimeout, DefaultKubeConnectTimeout)
+	k.RetryInterval = orDefaultDuration(k.RetryInterval, DefaultKubeRetryInterval)
+	return k
+}
+
+// KubeEnabled reports whether any Kubernetes source is configured.
+func (d *Desired) KubeEnabled() bool {
+	if d.Kubernetes.MemberSecrets != nil {
+		return true
+	}
+	for i := range d.Clusters {
+		if d.Clusters[i].Kubernetes != nil {
+			return true
+		}
+	}
+	return false
+}
