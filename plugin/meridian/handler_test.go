@@ -2,6 +2,7 @@ package meridian
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -146,4 +147,31 @@ func TestAnInvalidReloadKeepsServing(t *testing.T) {
 	_, err := m.ServeDNS(context.Background(), rec, req)
 	require.NoError(t, err)
 	require.Len(t, rec.Msg.Answer, 1)
+}
+
+func TestInZones(t *testing.T) {
+	m := &Meridian{Zones: []string{"gslb.test.", "example.org."}}
+	for name, want := range map[string]bool{
+		"gslb.test.":         true,
+		"APP.GSLB.Test.":     true,
+		"a.b.example.org.":   true,
+		"xgslb.test.":        false,
+		"gslb.test.example.": false,
+		"test.":              false,
+	} {
+		assert.Equal(t, want, m.inZones(name), name)
+	}
+	assert.True(t, (&Meridian{Zones: []string{"."}}).inZones("anything.at.all."), "the root zone covers every name")
+}
+
+func TestALargeUDPAnswerIsMeasuredExactly(t *testing.T) {
+	msg := new(dns.Msg)
+	msg.SetQuestion("many.gslb.test.", dns.TypeA)
+	msg.Compress = true
+	for i := range 40 {
+		msg.Answer = append(msg.Answer, test.A(fmt.Sprintf("many.gslb.test. 30 IN A 192.0.2.%d", i)))
+	}
+	assert.False(t, mayExceed(msg, 1232), "compressed it fits in 1232 bytes")
+	assert.True(t, mayExceed(msg, 512))
+	assert.True(t, msg.Compress, "compression is left as it was")
 }

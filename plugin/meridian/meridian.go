@@ -34,9 +34,10 @@ type Meridian struct {
 	Ring       bool
 	Fall       fall.F
 
-	store  engine.Store
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	store   engine.Store
+	queries queryCounters
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 
 	mu       sync.Mutex
 	file     *config.File
