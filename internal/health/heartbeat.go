@@ -19,6 +19,12 @@ import (
 type HeartbeatTarget struct {
 	Cluster string           // cluster name
 	HB      *model.Heartbeat // normalised; only URL, CAFile, InsecureSkipVerify, Interval and Grace are used
+	// Poll, when set, replaces the GET of HB.URL: one readiness check whose
+	// nil error is a success (a Kubernetes member's /readyz through its
+	// credentials). PollID names it: a target whose PollID changes is
+	// restarted like one whose HB changes.
+	Poll   func(ctx context.Context) error
+	PollID string
 }
 
 // beat is a HeartbeatTarget with its running state.
@@ -28,6 +34,8 @@ type beat struct {
 	url      string // hb.URL with any password redacted, for messages
 	client   *http.Client
 	setupErr error // non-nil: every poll fails with it
+	custom   func(ctx context.Context) error
+	pollID   string
 	ctx      context.Context
 	cancel   context.CancelFunc
 	status   atomic.Uint32
@@ -93,6 +101,9 @@ func (b *beat) poll(ctx context.Context) error {
 	if b.setupErr != nil {
 		return b.setupErr
 	}
+	if b.custom != nil {
+		return b.custom(ctx)
+	}
 	what := fmt.Sprintf("heartbeat %s GET %s", b.cluster, b.url)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.hb.URL, nil)
 	if err != nil {
@@ -154,18 +165,23 @@ func (p *Prober) SetHeartbeats(hs []HeartbeatTarget) {
 	next := make(map[string]*beat, len(hs))
 	var started []*beat
 	for _, h := range hs {
-		if h.HB == nil || h.HB.URL == "" {
+		if h.HB == nil || (h.HB.URL == "" && h.Poll == nil) {
 			continue
 		}
 		if _, dup := next[h.Cluster]; dup {
 			p.log.Warn("health: duplicate heartbeat ignored", "cluster", h.Cluster)
 			continue
 		}
-		if old, ok := cur[h.Cluster]; ok && old.hb == *h.HB {
+		if old, ok := cur[h.Cluster]; ok && old.hb == *h.HB && old.pollID == h.PollID {
 			next[h.Cluster] = old
 			continue
 		}
-		b := newBeat(h.Cluster, *h.HB)
+		var b *beat
+		if h.Poll != nil {
+			b = &beat{cluster: h.Cluster, hb: *h.HB, url: h.PollID, custom: h.Poll, pollID: h.PollID}
+		} else {
+			b = newBeat(h.Cluster, *h.HB)
+		}
 		if b.setupErr != nil {
 			p.log.Error("health: cannot poll heartbeat; every poll will fail", "cluster", h.Cluster, "err", b.setupErr)
 		}

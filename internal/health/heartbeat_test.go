@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -216,4 +217,25 @@ func TestHeartbeatObserve(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestACustomHeartbeatPollReplacesTheURL(t *testing.T) {
+	noLeaks(t)
+	var rec recorder
+	var fail atomic.Bool
+	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add})
+	hb := &model.Heartbeat{Interval: model.Duration(20 * time.Millisecond), Grace: model.Duration(100 * time.Millisecond)}
+	poll := func(context.Context) error {
+		if fail.Load() {
+			return errors.New("member readyz: connection refused")
+		}
+		return nil
+	}
+	p.SetHeartbeats([]HeartbeatTarget{{Cluster: "k1", HB: hb, Poll: poll, PollID: "kube k1"}})
+	run(t, p)
+	rec.waitFor(t, ClusterSubject("k1"), "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
+	fail.Store(true)
+	rs := rec.waitFor(t, ClusterSubject("k1"), "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
+	i, _ := changedTo(rs, 0, Down)
+	assert.ErrorContains(t, rs[i].Err, "connection refused")
 }
