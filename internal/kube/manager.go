@@ -1,0 +1,518 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Options configure a Manager.
+type Options struct {
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	// OnChange is called (from any goroutine, never blocking the caller for
+	// long) when watched objects or member states changed.
+	OnChange func()
+}
+
+// MemberStatus is one member's connection state.
+type MemberStatus struct {
+	Cluster string    `json:"cluster"`
+	State   string    `json:"state"`  // Ready or NotReady (Offline is decided by the ring; see app)
+	Reason  string    `json:"reason"` // why NotReady; empty when Ready
+	Since   time.Time `json:"since"`
+	Origin  string    `json:"origin"` // config or secret NAMESPACE/NAME
+	Objects int       `json:"objects"`
+}
+
+// Manager connects to the member clusters and watches their annotated
+// Services and Ingresses.
+type Manager struct {
+	opts    Options
+	log     *slog.Logger
+	m       *metrics
+	ctx     context.Context
+	mu      sync.Mutex
+	kcfg    model.Kubernetes
+	members map[string]*member
+}
+
+// NewManager returns a Manager; Configure starts and stops members.
+func NewManager(ctx context.Context, opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.OnChange == nil {
+		opts.OnChange = func() {}
+	}
+	mg := &Manager{opts: opts, log: opts.Logger, ctx: ctx, members: map[string]*member{}}
+	mg.m = newMetrics(opts.Registry, mg)
+	return mg
+}
+
+// Configure makes the running members match srcs: new ones start, removed
+// ones stop, changed ones restart. Unchanged members keep their watches.
+func (mg *Manager) Configure(k model.Kubernetes, srcs []MemberSource) {
+	mg.mu.Lock()
+	defer mg.mu.Unlock()
+	restartAll := !slices.Equal(k.Namespaces, mg.kcfg.Namespaces) || k.Resync != mg.kcfg.Resync ||
+		k.ConnectTimeout != mg.kcfg.ConnectTimeout || k.RetryInterval != mg.kcfg.RetryInterval
+	mg.kcfg = k
+	want := map[string]MemberSource{}
+	for _, s := range srcs {
+		want[s.Cluster] = s
+	}
+	for name, mem := range mg.members {
+		if s, ok := want[name]; !ok || restartAll || !sameSource(s, mem.src) {
+			mem.stop()
+			delete(mg.members, name)
+		}
+	}
+	for name, s := range want {
+		if _, ok := mg.members[name]; ok {
+			continue
+		}
+		mem := newMember(mg, s, k)
+		mg.members[name] = mem
+		mem.start(mg.ctx)
+	}
+	go mg.opts.OnChange()
+}
+
+func sameSource(a, b MemberSource) bool {
+	return a.Cluster == b.Cluster && a.Config == b.Config && string(a.Kubeconfig) == string(b.Kubeconfig) && a.Origin == b.Origin
+}
+
+// Stop ends every member.
+func (mg *Manager) Stop() {
+	mg.mu.Lock()
+	defer mg.mu.Unlock()
+	for name, mem := range mg.members {
+		mem.stop()
+		delete(mg.members, name)
+	}
+}
+
+func (mg *Manager) list() []*member {
+	mg.mu.Lock()
+	defer mg.mu.Unlock()
+	out := slices.Collect(maps.Values(mg.members))
+	slices.SortFunc(out, func(a, b *member) int { return compareStrings(a.src.Cluster, b.src.Cluster) })
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Objects returns every watched object of every member, including members
+// that are NotReady now (their last known objects; the heartbeat decides
+// whether their endpoints are answered).
+func (mg *Manager) Objects() []Object {
+	var out []Object
+	for _, mem := range mg.list() {
+		out = append(out, mem.objects()...)
+	}
+	return out
+}
+
+// Members returns the state of every member, sorted by cluster.
+func (mg *Manager) Members() []MemberStatus {
+	var out []MemberStatus
+	for _, mem := range mg.list() {
+		out = append(out, mem.status())
+	}
+	return out
+}
+
+// Poller returns the heartbeat poll of a member: GET /readyz with its
+// credentials. Before the member has a client, the poll fails with the
+// reason it has none.
+func (mg *Manager) Poller(cluster string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		mg.mu.Lock()
+		mem := mg.members[cluster]
+		mg.mu.Unlock()
+		if mem == nil {
+			return fmt.Errorf("kubernetes member %s is not registered", cluster)
+		}
+		cs, err := mem.clientOrErr()
+		if err != nil {
+			return err
+		}
+		if err := readyz(ctx, cs); err != nil {
+			return fmt.Errorf("member %s: %s", cluster, Reason(err))
+		}
+		return nil
+	}
+}
+
+// WriteStatus sets the meridian.io/status annotation of each object to its
+// text where it differs, and records invalid-annotation and conflict
+// Events. Members that are not Ready get nothing.
+func (mg *Manager) WriteStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string) {
+	if !mg.kcfg.StatusWritebackEnabled() {
+		return
+	}
+	for _, mem := range mg.list() {
+		mem.writeStatus(statuses, problems)
+	}
+}
+
+// member is one member cluster: its client, informers and objects.
+type member struct {
+	mg   *Manager
+	src  MemberSource
+	kcfg model.Kubernetes
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	state    string
+	reason   string
+	since    time.Time
+	cs       kubernetes.Interface
+	recorder record.EventRecorder
+	bcast    record.EventBroadcaster
+	objs     map[ObjectRef]*objState
+	written  map[ObjectRef]string // status text last written (or seen) per object
+	evented  map[ObjectRef]string // problems last reported as an Event per object
+}
+
+// objState is one watched object with its last valid settings.
+type objState struct {
+	obj     Object
+	uid     types.UID
+	errs    []FieldError
+	runtime runtime.Object // for Events
+	status  string         // current meridian.io/status value on the object
+}
+
+func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
+	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(),
+		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef]string{}}
+}
+
+func (m *member) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	m.cancel, m.done = cancel, make(chan struct{})
+	go func() { defer close(m.done); m.run(ctx) }()
+}
+
+func (m *member) stop() {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+	}
+	m.mu.Lock()
+	if m.bcast != nil {
+		m.bcast.Shutdown()
+	}
+	m.mu.Unlock()
+}
+
+func (m *member) setState(state, reason string) {
+	m.mu.Lock()
+	changed := m.state != state || m.reason != reason
+	if changed {
+		m.state, m.reason, m.since = state, reason, time.Now()
+	}
+	m.mu.Unlock()
+	if !changed {
+		return
+	}
+	if state == StateReady {
+		m.mg.log.Info("kubernetes member ready", "cluster", m.src.Cluster, "origin", m.src.Origin)
+	} else {
+		m.mg.log.Warn("kubernetes member not ready: nothing is sent to it", "cluster", m.src.Cluster, "reason", reason, "origin", m.src.Origin)
+	}
+	m.mg.m.transitions.WithLabelValues(m.src.Cluster, state).Inc()
+	go m.mg.opts.OnChange()
+}
+
+func (m *member) status() MemberStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return MemberStatus{Cluster: m.src.Cluster, State: m.state, Reason: m.reason, Since: m.since, Origin: m.src.Origin, Objects: len(m.objs)}
+}
+
+func (m *member) clientOrErr() (kubernetes.Interface, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cs == nil {
+		return nil, fmt.Errorf("member %s: %s", m.src.Cluster, m.reason)
+	}
+	return m.cs, nil
+}
+
+// run connects (retrying every retry_interval until it works), starts the
+// informers, then keeps checking /readyz so the state follows the member.
+func (m *member) run(ctx context.Context) {
+	retry := m.kcfg.RetryInterval.D()
+	if retry <= 0 {
+		retry = model.DefaultKubeRetryInterval
+	}
+	timeout := m.kcfg.ConnectTimeout.D()
+	if timeout <= 0 {
+		timeout = model.DefaultKubeConnectTimeout
+	}
+	var cs kubernetes.Interface
+	for cs == nil {
+		var err error
+		cs, err = m.connect(ctx, timeout)
+		if err != nil {
+			m.setState(StateNotReady, err.Error())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(retry):
+			}
+		}
+	}
+	m.startInformers(ctx, cs)
+	t := time.NewTicker(retry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := readyz(cctx, cs)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.setState(StateNotReady, Reason(err))
+		} else {
+			m.setState(StateReady, "")
+		}
+	}
+}
+
+// connect builds the client and proves it works: local certificate check,
+// then /readyz through verified TLS with the member's credentials.
+func (m *member) connect(ctx context.Context, timeout time.Duration) (kubernetes.Interface, error) {
+	cfg, err := m.src.restConfig(timeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := clientCertProblem(cfg, time.Now()); err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := readyz(cctx, cs); err != nil {
+		return nil, fmt.Errorf("%s", Reason(err))
+	}
+	bcast := record.NewBroadcaster()
+	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	m.mu.Lock()
+	m.cs, m.bcast = cs, bcast
+	m.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "meridian"})
+	m.mu.Unlock()
+	m.setState(StateReady, "")
+	return cs, nil
+}
+
+func (m *member) startInformers(ctx context.Context, cs kubernetes.Interface) {
+	resync := m.kcfg.Resync.D()
+	nss := m.kcfg.Namespaces
+	if len(nss) == 0 {
+		nss = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range nss {
+		f := informers.NewSharedInformerFactoryWithOptions(cs, resync, informers.WithNamespace(ns))
+		h := cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { m.upsert(o) },
+			UpdateFunc: func(_, o any) { m.upsert(o) },
+			DeleteFunc: func(o any) { m.remove(o) },
+		}
+		if _, err := f.Core().V1().Services().Informer().AddEventHandler(h); err != nil {
+			m.mg.log.Error("kubernetes: service informer", "cluster", m.src.Cluster, "err", err)
+		}
+		if _, err := f.Networking().V1().Ingresses().Informer().AddEventHandler(h); err != nil {
+			m.mg.log.Error("kubernetes: ingress informer", "cluster", m.src.Cluster, "err", err)
+		}
+		f.Start(ctx.Done())
+		go func() {
+			f.WaitForCacheSync(ctx.Done())
+			m.mg.log.Info("kubernetes: watching annotated Services and Ingresses", "cluster", m.src.Cluster, "namespace", orAll(ns))
+		}()
+	}
+}
+
+func orAll(ns string) string {
+	if ns == "" {
+		return "(all)"
+	}
+	return ns
+}
+
+// toObject reads a watched object; ok is false for objects Meridian ignores.
+func (m *member) toObject(o any) (ref ObjectRef, meta metav1.Object, targets []string, ok bool) {
+	var ingress []corev1.LoadBalancerIngress
+	switch v := o.(type) {
+	case *corev1.Service:
+		if v.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			return ref, v, nil, false
+		}
+		ref, meta, ingress = ObjectRef{m.src.Cluster, KindService, v.Namespace, v.Name}, v, v.Status.LoadBalancer.Ingress
+	case *networkingv1.Ingress:
+		ref, meta = ObjectRef{m.src.Cluster, KindIngress, v.Namespace, v.Name}, v
+		for _, i := range v.Status.LoadBalancer.Ingress {
+			ingress = append(ingress, corev1.LoadBalancerIngress{IP: i.IP, Hostname: i.Hostname})
+		}
+	default:
+		return ref, nil, nil, false
+	}
+	for _, i := range ingress {
+		switch {
+		case i.IP != "":
+			targets = append(targets, i.IP)
+		case i.Hostname != "":
+			targets = append(targets, i.Hostname)
+		}
+	}
+	return ref, meta, targets, Watched(meta.GetAnnotations())
+}
+
+func (m *member) upsert(o any) {
+	ref, meta, targets, ok := m.toObject(o)
+	if meta == nil {
+		return
+	}
+	if !ok {
+		// Not (or no longer) ours: an annotation removed or a type changed.
+		m.removeRef(ObjectRef{m.src.Cluster, kindOf(o), meta.GetNamespace(), meta.GetName()})
+		return
+	}
+	settings, errs := ParseAnnotations(meta.GetAnnotations())
+	m.mu.Lock()
+	st := m.objs[ref]
+	if st == nil || st.uid != meta.GetUID() {
+		st = &objState{uid: meta.GetUID()}
+		m.objs[ref] = st
+	}
+	before, beforeErrs := st.obj, joinErrs(st.errs)
+	st.obj.Ref, st.obj.Created, st.obj.Targets = ref, meta.GetCreationTimestamp().Time, targets
+	if len(errs) == 0 {
+		st.obj.Settings, st.obj.Valid = settings, true
+	}
+	st.errs = errs
+	st.runtime = o.(runtime.Object)
+	st.status = meta.GetAnnotations()[AnnoStatus]
+	changed := !equalObject(before, st.obj) || beforeErrs != joinErrs(errs)
+	m.mu.Unlock()
+	if len(errs) > 0 {
+		for _, e := range errs {
+			m.mg.m.annotationErrors.WithLabelValues(m.src.Cluster, e.Annotation).Inc()
+		}
+		m.mg.log.Warn("kubernetes: invalid annotation; the object keeps its last valid settings",
+			"object", ref.String(), "errors", joinErrs(errs))
+	}
+	if changed {
+		go m.mg.opts.OnChange()
+	}
+}
+
+func kindOf(o any) string {
+	if _, ok := o.(*networkingv1.Ingress); ok {
+		return KindIngress
+	}
+	return KindService
+}
+
+func (m *member) remove(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	if meta, ok := o.(metav1.Object); ok {
+		m.removeRef(ObjectRef{m.src.Cluster, kindOf(o), meta.GetNamespace(), meta.GetName()})
+	}
+}
+
+func (m *member) removeRef(ref ObjectRef) {
+	m.mu.Lock()
+	_, had := m.objs[ref]
+	delete(m.objs, ref)
+	delete(m.written, ref)
+	delete(m.evented, ref)
+	m.mu.Unlock()
+	if had {
+		go m.mg.opts.OnChange()
+	}
+}
+
+func equalObject(a, b Object) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func joinErrs(errs []FieldError) string {
+	s := ""
+	for i, e := range errs {
+		if i > 0 {
+			s += "; "
+		}
+		s += e.Error()
+	}
+	return s
+}
+
+func (m *member) objects() []Object {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Object, 0, len(m.objs))
+	for _, st := range m.objs {
+		out = append(out, st.obj)
+	}
+	return out
+}
+
+// invalid counts objects whose current annotations are rejected.
+func (m *member) invalid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, st := range m.objs {
+		if len(st.errs) > 0 {
+			n++
+		}
+	}
+	return n
+}

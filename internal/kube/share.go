@@ -1,0 +1,165 @@
+package kube
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// EndpointView is one endpoint of a served service as decided now.
+type EndpointView struct {
+	Cluster   string
+	Target    string // address or CNAME target
+	Weight    int
+	State     string // up, down or unknown (decided health)
+	Drained   bool
+	Since     time.Time // last decided change
+	Reason    string    // why
+	Available bool      // in the answers: not down and not drained
+}
+
+// ServiceView is a served service as decided now.
+type ServiceView struct {
+	Strategy  string
+	Order     []string // failover order
+	Endpoints []EndpointView
+}
+
+// Statuses computes each object's meridian.io/status (without its own
+// annotation errors, which the member adds) from the build result and the
+// decided state of the served services. It is pure.
+func Statuses(objs []Object, r Result, view func(name string) (ServiceView, bool)) map[ObjectRef]Status {
+	out := map[ObjectRef]Status{}
+	for _, o := range objs {
+		st := Status{Hostnames: slices.Clone(o.Settings.Hostnames)}
+		if !o.Valid {
+			out[o.Ref] = st
+			continue
+		}
+		var shares, healths []string
+		for _, name := range o.Settings.Hostnames {
+			if why, dropped := r.Dropped[name]; dropped {
+				if !slices.Contains(r.Problems[o.Ref], why) {
+					st.Problems = append(st.Problems, why)
+				}
+				continue
+			}
+			sv, ok := view(name)
+			if !ok {
+				continue
+			}
+			st.Strategy = sv.Strategy
+			mine := ownEndpoints(sv.Endpoints, o)
+			share, served := shareOf(sv, mine)
+			st.Served = st.Served || served
+			prefix := ""
+			if len(o.Settings.Hostnames) > 1 {
+				prefix = strings.TrimSuffix(name, ".") + ": "
+			}
+			shares = append(shares, prefix+share)
+			healths = append(healths, prefix+healthOf(mine))
+			for _, e := range mine {
+				if !e.Since.IsZero() && (st.LastChange == nil || e.Since.After(*st.LastChange)) {
+					t := e.Since.UTC()
+					st.LastChange, st.Reason = &t, e.Reason
+				}
+			}
+		}
+		st.Share, st.Health = strings.Join(shares, ", "), strings.Join(healths, ", ")
+		out[o.Ref] = st
+	}
+	return out
+}
+
+func ownEndpoints(all []EndpointView, o Object) []EndpointView {
+	var mine []EndpointView
+	for _, e := range all {
+		if e.Cluster != o.Ref.Cluster {
+			continue
+		}
+		for _, t := range o.Targets {
+			if model.CanonicalName(t) == e.Target || t == e.Target {
+				mine = append(mine, e)
+				break
+			}
+		}
+	}
+	return mine
+}
+
+func healthOf(mine []EndpointView) string {
+	up, drained := 0, 0
+	for _, e := range mine {
+		if e.State == "up" {
+			up++
+		}
+		if e.Drained {
+			drained++
+		}
+	}
+	s := fmt.Sprintf("%d/%d up", up, len(mine))
+	if drained > 0 {
+		s += fmt.Sprintf(", %d drained", drained)
+	}
+	return s
+}
+
+// shareOf is the share of the answers that go to mine now.
+func shareOf(sv ServiceView, mine []EndpointView) (string, bool) {
+	if len(mine) == 0 {
+		return "0%", false
+	}
+	if sv.Strategy == model.StrategyGeo {
+		for _, e := range mine {
+			if e.Available {
+				return "by location", true
+			}
+		}
+		return "0%", false
+	}
+	pool := available(sv.Endpoints)
+	if len(pool) == 0 { // fail-open: everything not drained answers
+		pool = slices.DeleteFunc(slices.Clone(sv.Endpoints), func(e EndpointView) bool { return e.Drained })
+	}
+	if sv.Strategy == model.StrategyFailover {
+		active := ""
+		for _, c := range sv.Order {
+			if slices.ContainsFunc(pool, func(e EndpointView) bool { return e.Cluster == c }) {
+				active = c
+				break
+			}
+		}
+		pool = slices.DeleteFunc(pool, func(e EndpointView) bool { return e.Cluster != active })
+	}
+	weight := func(e EndpointView) int {
+		if sv.Strategy == model.StrategyRoundRobin {
+			return 1
+		}
+		return e.Weight
+	}
+	total, own := 0, 0
+	for _, e := range pool {
+		total += weight(e)
+		if slices.ContainsFunc(mine, func(m EndpointView) bool { return m.Target == e.Target && m.Cluster == e.Cluster }) {
+			own += weight(e)
+		}
+	}
+	if total == 0 {
+		return "0%", false
+	}
+	pct := float64(own) * 100 / float64(total)
+	return fmt.Sprintf("%.0f%%", pct), own > 0
+}
+
+func available(es []EndpointView) []EndpointView {
+	var out []EndpointView
+	for _, e := range es {
+		if e.Available {
+			out = append(out, e)
+		}
+	}
+	return out
+}
