@@ -56,7 +56,9 @@ type App struct {
 	lastOK     prometheus.Gauge
 	reloadMu   sync.Mutex // serializes reloads
 	mu         sync.Mutex // guards the fields below
-	cur        *Loaded
+	cur        *Loaded      // the config file as loaded
+	eff        *config.File // cur with the Kubernetes sources merged in: what is served
+	kube       *kubeState   // nil without Kubernetes sources
 	decision   *failover.Decision
 	lastReload time.Time
 	lastErr    string
@@ -85,7 +87,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), cur: loaded}
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), cur: loaded, eff: loaded.File}
 	a.registerMetrics()
 	if opts.ConfigPath == "" {
 		log.Warn("no --config given: serving the embedded demo config", "zones", len(f.Zones), "services", len(f.Services))
@@ -110,6 +112,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer stop()
 	var wg sync.WaitGroup
 	hctx, hcancel := context.WithCancel(context.Background())
+	a.startKube(hctx, &wg)
 	h, err := a.startHealth(hctx, &wg)
 	if err != nil {
 		hcancel()
@@ -244,24 +247,32 @@ func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log format %q is not allowed (allowed: text, json)", c.Format)
 }
 
-// current returns the config being served.
+// current returns the config being served: the file's with the
+// Kubernetes-sourced services merged in.
 func (a *App) current() *config.File {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.cur.File
+	return a.eff
+}
+
+// loaded returns the config file as loaded.
+func (a *App) loaded() *Loaded {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur
 }
 
 // publish compiles the current config with the current decision and swaps
 // the snapshot in.
 func (a *App) publish() error {
 	a.mu.Lock()
-	l, d := a.cur, a.decision
+	l, eff, d := a.cur, a.eff, a.decision
 	a.mu.Unlock()
 	var h engine.Health = engine.NoHealth{}
 	if d != nil {
 		h = d
 	}
-	snap, err := a.store.Publish(&l.File.Desired, engine.Options{Locator: l.Locator, Health: h})
+	snap, err := a.store.Publish(&eff.Desired, engine.Options{Locator: l.Locator, Health: h})
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
@@ -278,6 +289,7 @@ func (a *App) setDecision(d *failover.Decision) {
 		if err := a.publish(); err != nil {
 			a.log.Error("republish after a health change failed: previous snapshot keeps serving", "err", err)
 		}
+		a.kubeStatusSoon()
 	}
 }
 
@@ -288,18 +300,23 @@ func (a *App) Reload(trigger string) error {
 	a.reloadMu.Lock()
 	defer a.reloadMu.Unlock()
 	loaded, err := Load(a.opts.ConfigPath, nil)
-	a.mu.Lock()
-	prev := a.cur
-	a.lastReload = time.Now()
+	var eff *config.File
 	if err == nil {
 		applyOverrides(loaded.File, a.opts)
-		a.cur = loaded
+		eff, err = a.merge(loaded)
 	}
+	a.mu.Lock()
+	prev, prevEff := a.cur, a.eff
+	a.lastReload = time.Now()
+	if err == nil {
+		a.cur, a.eff = loaded, eff
+	}
+	k := a.kube
 	a.mu.Unlock()
 	if err == nil {
 		if err = a.publish(); err != nil {
 			a.mu.Lock()
-			a.cur = prev
+			a.cur, a.eff = prev, prevEff
 			a.mu.Unlock()
 		}
 	}
@@ -324,8 +341,14 @@ func (a *App) Reload(trigger string) error {
 		a.log.Warn("config reload: the ring section changed; restart to apply it", "trigger", trigger)
 	}
 	if h != nil {
-		h.configure(&loaded.File.Desired)
+		h.configure(&eff.Desired)
 	}
+	if k != nil {
+		k.mgr.Configure(loaded.File.Kubernetes, kubeSources(&loaded.File.Desired))
+	} else if loaded.File.Desired.KubeEnabled() {
+		a.log.Warn("config reload: kubernetes members were added; restart to connect to them", "trigger", trigger)
+	}
+	a.kubeStatusSoon()
 	a.log.Info("config reloaded", "trigger", trigger, "generation", a.store.Load().Generation())
 	return nil
 }

@@ -147,8 +147,14 @@ func (h *healthLoop) configure(d *model.Desired) {
 	for i := range d.Clusters {
 		c := &d.Clusters[i]
 		keep[health.ClusterSubject(c.Name)] = true
-		if c.Heartbeat != nil && c.Heartbeat.URL != "" {
+		switch {
+		case c.Heartbeat != nil && c.Heartbeat.URL != "":
 			hbs = append(hbs, health.HeartbeatTarget{Cluster: c.Name, HB: c.Heartbeat})
+		case c.Heartbeat != nil && c.Kubernetes != nil && h.a.kubeManager() != nil:
+			// A Kubernetes member: its kube-apiserver's /readyz, through
+			// its own credentials, is the heartbeat.
+			hbs = append(hbs, health.HeartbeatTarget{Cluster: c.Name, HB: c.Heartbeat,
+				Poll: h.a.kubeManager().Poller(c.Name), PollID: "kubernetes member " + c.Name + " /readyz"})
 		}
 	}
 	h.prober.SetTargets(targets)

@@ -108,9 +108,9 @@ func (a *App) startProviders(ctx context.Context, wg *sync.WaitGroup, h *healthL
 // providerState is what the reconciler publishes now.
 func (a *App) providerState() providers.State {
 	a.mu.Lock()
-	cur, d, h := a.cur, a.decision, a.health
+	eff, d, h := a.eff, a.decision, a.health
 	a.mu.Unlock()
-	st := providers.State{Desired: &cur.File.Desired}
+	st := providers.State{Desired: &eff.Desired}
 	if d != nil {
 		st.Health = d
 		st.Changed = d.At

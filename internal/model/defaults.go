@@ -105,6 +105,10 @@ func Normalize(d *Desired) (*Desired, error) {
 	for i := range out.Clusters {
 		c := &out.Clusters[i]
 		c.State = orDefaultString(c.State, StateUp)
+		if c.Kubernetes != nil && c.Heartbeat == nil {
+			// A Kubernetes member's /readyz is its heartbeat by default.
+			c.Heartbeat = &Heartbeat{}
+		}
 		if c.Heartbeat != nil {
 			hb := *c.Heartbeat
 			hb.Interval = orDefaultDuration(hb.Interval, DefaultHeartbeatPeriod)

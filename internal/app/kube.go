@@ -1,0 +1,225 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/failover"
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/kube"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// kubeState is the Kubernetes side of a running App.
+type kubeState struct {
+	mgr     *kube.Manager
+	dirty   chan struct{} // a rebuild is wanted (objects or members changed)
+	status  chan struct{} // a status write-back is wanted
+	mu      sync.Mutex
+	objs    []kube.Object
+	res     kube.Result
+	dropped map[string]string // last logged dropped reasons, so each is logged once
+}
+
+// kubeSources lists the members the config registers.
+func kubeSources(d *model.Desired) []kube.MemberSource {
+	var out []kube.MemberSource
+	for _, c := range d.Clusters {
+		if c.Kubernetes != nil {
+			out = append(out, kube.MemberSource{Cluster: c.Name, Config: *c.Kubernetes, Origin: "config"})
+		}
+	}
+	return out
+}
+
+// startKube connects to the member clusters when the config has any.
+func (a *App) startKube(ctx context.Context, wg *sync.WaitGroup) {
+	l := a.loaded()
+	if !l.File.Desired.KubeEnabled() {
+		return
+	}
+	k := &kubeState{dirty: make(chan struct{}, 1), status: make(chan struct{}, 1), dropped: map[string]string{}}
+	k.mgr = kube.NewManager(ctx, kube.Options{Logger: a.log, Registry: a.reg, OnChange: func() { poke(k.dirty) }})
+	a.mu.Lock()
+	a.kube = k
+	a.mu.Unlock()
+	k.mgr.Configure(l.File.Kubernetes, kubeSources(&l.File.Desired))
+	a.log.Info("kubernetes sources enabled", "members", len(kubeSources(&l.File.Desired)))
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer k.mgr.Stop()
+		// Debounce: a burst of informer events (start-up lists every
+		// object) becomes one rebuild.
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-k.dirty:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			a.rebuild("kubernetes change")
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-k.status:
+			}
+			a.writeKubeStatus()
+		}
+	}()
+}
+
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// merge adds the Kubernetes-sourced services to the file's desired state.
+// A service that does not validate is left out (and reported on its
+// objects); if the merged whole still fails, the file alone is served and
+// the error returned.
+func (a *App) merge(l *Loaded) (*config.File, error) {
+	a.mu.Lock()
+	k := a.kube
+	a.mu.Unlock()
+	if k == nil {
+		return l.File, nil
+	}
+	objs := k.mgr.Objects()
+	res := kube.Build(objs, &l.File.Desired)
+	k.mu.Lock()
+	k.objs, k.res = objs, res
+	for name, why := range res.Dropped {
+		if k.dropped[name] != why {
+			a.log.Warn("kubernetes: service not served", "service", name, "reason", why)
+		}
+	}
+	k.dropped = res.Dropped
+	k.mu.Unlock()
+	if len(res.Services) == 0 {
+		return l.File, nil
+	}
+	d := l.File.Desired
+	d.Services = append(slices.Clone(d.Services), res.Services...)
+	nd, err := model.Normalize(&d)
+	if err != nil {
+		return l.File, fmt.Errorf("kubernetes services do not merge with the config file: %w", err)
+	}
+	f := *l.File
+	f.Desired = *nd
+	return &f, nil
+}
+
+// rebuild merges the Kubernetes sources again and publishes the result.
+func (a *App) rebuild(trigger string) {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	l := a.loaded()
+	eff, err := a.merge(l)
+	if err != nil {
+		a.log.Error("kubernetes merge failed: the previous state keeps serving", "trigger", trigger, "err", err)
+		return
+	}
+	a.mu.Lock()
+	prev := a.eff
+	a.eff = eff
+	h := a.health
+	a.mu.Unlock()
+	if err := a.publish(); err != nil {
+		a.mu.Lock()
+		a.eff = prev
+		a.mu.Unlock()
+		a.log.Error("kubernetes rebuild failed to compile: the previous state keeps serving", "trigger", trigger, "err", err)
+		return
+	}
+	if h != nil {
+		h.configure(&eff.Desired)
+	}
+	a.log.Debug("kubernetes sources merged", "trigger", trigger, "services", len(eff.Services), "generation", a.store.Load().Generation())
+	a.kubeStatusSoon()
+}
+
+// kubeStatusSoon asks for a status write-back; it never blocks.
+func (a *App) kubeStatusSoon() {
+	a.mu.Lock()
+	k := a.kube
+	a.mu.Unlock()
+	if k != nil {
+		poke(k.status)
+	}
+}
+
+// writeKubeStatus writes meridian.io/status on every watched object.
+func (a *App) writeKubeStatus() {
+	a.mu.Lock()
+	k, d := a.kube, a.decision
+	a.mu.Unlock()
+	snap := a.store.Load()
+	if k == nil || snap == nil {
+		return
+	}
+	k.mu.Lock()
+	objs, res := k.objs, k.res
+	k.mu.Unlock()
+	timeline := map[health.Subject]failover.Timeline{}
+	clusters := map[string]failover.ClusterState{}
+	if d != nil {
+		for _, e := range d.Endpoints {
+			timeline[e.Subject] = e.Timeline
+		}
+		for _, c := range d.Clusters {
+			clusters[c.Name] = c
+		}
+	}
+	svcs := map[string]kube.ServiceView{}
+	desired := snap.Desired()
+	order := map[string][]string{}
+	for _, s := range desired.Services {
+		if s.Failover != nil {
+			order[s.Name] = s.Failover.Order
+		}
+	}
+	for _, s := range snap.Services() {
+		v := kube.ServiceView{Strategy: s.Strategy, Order: order[s.Name]}
+		for _, e := range s.Endpoints {
+			ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.Weight, State: e.State.String(),
+				Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
+			if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
+				ev.Since, ev.Reason = tl.Since, tl.Reason
+			}
+			if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {
+				ev.Since, ev.Reason = c.Since, "cluster "+strings.ToLower(c.State.String())+": "+c.Reason
+			}
+			v.Endpoints = append(v.Endpoints, ev)
+		}
+		svcs[s.Name] = v
+	}
+	st := kube.Statuses(objs, res, func(name string) (kube.ServiceView, bool) { v, ok := svcs[name]; return v, ok })
+	k.mgr.WriteStatus(st, res.Problems)
+}
+
+// kubeManager returns the Kubernetes manager, nil without Kubernetes sources.
+func (a *App) kubeManager() *kube.Manager {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.kube == nil {
+		return nil
+	}
+	return a.kube.mgr
+}
