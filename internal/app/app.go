@@ -54,8 +54,8 @@ type App struct {
 
 	reloads    *prometheus.CounterVec
 	lastOK     prometheus.Gauge
-	reloadMu   sync.Mutex // serializes reloads
-	mu         sync.Mutex // guards the fields below
+	reloadMu   sync.Mutex   // serializes reloads
+	mu         sync.Mutex   // guards the fields below
 	cur        *Loaded      // the config file as loaded
 	eff        *config.File // cur with the Kubernetes sources merged in: what is served
 	kube       *kubeState   // nil without Kubernetes sources

@@ -84,4 +84,3 @@ func TestStatusesNameShareHealthAndLastChange(t *testing.T) {
 	assert.Equal(t, "heartbeat lost", st[b.Ref].Reason)
 	assert.JSONEq(t, `{"served":false,"hostnames":["app.gslb.example.com."],"strategy":"weighted","share":"0%","health":"0/1 up","lastChange":"2026-11-29T10:00:00Z","reason":"heartbeat lost"}`, st[b.Ref].Text())
 }
-
