@@ -344,7 +344,7 @@ func (a *App) Reload(trigger string) error {
 		h.configure(&eff.Desired)
 	}
 	if k != nil {
-		k.mgr.Configure(loaded.File.Kubernetes, kubeSources(&loaded.File.Desired))
+		k.mgr.Configure(loaded.File.Kubernetes, kubeSources(&loaded.File.Desired, k.secrets.Members()))
 	} else if loaded.File.Desired.KubeEnabled() {
 		a.log.Warn("config reload: kubernetes members were added; restart to connect to them", "trigger", trigger)
 	}

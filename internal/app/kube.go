@@ -18,6 +18,7 @@ import (
 // kubeState is the Kubernetes side of a running App.
 type kubeState struct {
 	mgr     *kube.Manager
+	secrets *kube.SecretWatcher // nil without kubernetes.member_secrets
 	dirty   chan struct{} // a rebuild is wanted (objects or members changed)
 	status  chan struct{} // a status write-back is wanted
 	mu      sync.Mutex
@@ -26,15 +27,57 @@ type kubeState struct {
 	dropped map[string]string // last logged dropped reasons, so each is logged once
 }
 
-// kubeSources lists the members the config registers.
-func kubeSources(d *model.Desired) []kube.MemberSource {
+// kubeSources lists the members the config file and the member Secrets
+// register. A cluster the file connects to itself ignores its Secret.
+func kubeSources(d *model.Desired, secrets []kube.SecretMember) []kube.MemberSource {
 	var out []kube.MemberSource
+	inFile := map[string]bool{}
 	for _, c := range d.Clusters {
 		if c.Kubernetes != nil {
+			inFile[c.Name] = true
 			out = append(out, kube.MemberSource{Cluster: c.Name, Config: *c.Kubernetes, Origin: "config"})
 		}
 	}
+	for _, s := range secrets {
+		if !inFile[s.Cluster.Name] {
+			out = append(out, s.Source)
+		}
+	}
 	return out
+}
+
+// withSecretClusters adds the clusters member Secrets register to the
+// file's clusters: a new cluster takes its region and tags from the
+// Secret's annotations; a file cluster keeps the file's. Secrets that
+// cannot be used are returned as problems.
+func withSecretClusters(d *model.Desired, secrets []kube.SecretMember) (clusters []model.Cluster, problems []string) {
+	clusters = slices.Clone(d.Clusters)
+	idx := map[string]int{}
+	for i, c := range clusters {
+		idx[c.Name] = i
+	}
+	for _, s := range secrets {
+		marker := &model.KubeMember{Kubeconfig: s.Source.Origin}
+		i, ok := idx[s.Cluster.Name]
+		switch {
+		case ok && clusters[i].Kubernetes != nil:
+			problems = append(problems, fmt.Sprintf("%s: cluster %s is connected by the config file; the Secret is ignored", s.Source.Origin, s.Cluster.Name))
+		case ok:
+			c := clusters[i]
+			c.Kubernetes = marker
+			if c.Heartbeat == nil {
+				c.Heartbeat = &model.Heartbeat{}
+			}
+			clusters[i] = c
+		case s.Cluster.Region == "":
+			problems = append(problems, fmt.Sprintf("%s: annotation %s is required for cluster %s, which the config file does not define", s.Source.Origin, kube.AnnoRegion, s.Cluster.Name))
+		default:
+			c := s.Cluster
+			c.Kubernetes = marker
+			clusters = append(clusters, c)
+		}
+	}
+	return clusters, problems
 }
 
 // startKube connects to the member clusters when the config has any.
@@ -48,8 +91,15 @@ func (a *App) startKube(ctx context.Context, wg *sync.WaitGroup) {
 	a.mu.Lock()
 	a.kube = k
 	a.mu.Unlock()
-	k.mgr.Configure(l.File.Kubernetes, kubeSources(&l.File.Desired))
-	a.log.Info("kubernetes sources enabled", "members", len(kubeSources(&l.File.Desired)))
+	if ms := l.File.Kubernetes.MemberSecrets; ms != nil {
+		w, err := kube.WatchSecrets(ctx, *ms, l.File.Kubernetes.ConnectTimeout.D(), a.log, func() { poke(k.dirty) })
+		if err != nil {
+			a.log.Error("kubernetes: member Secrets cannot be watched; only the config file's members are used", "err", err)
+		}
+		k.secrets = w
+	}
+	k.mgr.Configure(l.File.Kubernetes, kubeSources(&l.File.Desired, k.secrets.Members()))
+	a.log.Info("kubernetes sources enabled", "members", len(kubeSources(&l.File.Desired, k.secrets.Members())))
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -101,8 +151,13 @@ func (a *App) merge(l *Loaded) (*config.File, error) {
 	if k == nil {
 		return l.File, nil
 	}
+	secrets := k.secrets.Members()
+	k.mgr.Configure(l.File.Kubernetes, kubeSources(&l.File.Desired, secrets))
+	base := l.File.Desired
+	clusters, problems := withSecretClusters(&base, secrets)
+	base.Clusters = clusters
 	objs := k.mgr.Objects()
-	res := kube.Build(objs, &l.File.Desired)
+	res := kube.Build(objs, &base)
 	k.mu.Lock()
 	k.objs, k.res = objs, res
 	for name, why := range res.Dropped {
@@ -110,12 +165,18 @@ func (a *App) merge(l *Loaded) (*config.File, error) {
 			a.log.Warn("kubernetes: service not served", "service", name, "reason", why)
 		}
 	}
+	for _, p := range problems {
+		if k.dropped["secret:"+p] == "" {
+			a.log.Error("kubernetes: member Secret not used", "problem", p)
+		}
+		res.Dropped["secret:"+p] = p
+	}
 	k.dropped = res.Dropped
 	k.mu.Unlock()
-	if len(res.Services) == 0 {
+	if len(res.Services) == 0 && len(clusters) == len(l.File.Clusters) && len(secrets) == 0 {
 		return l.File, nil
 	}
-	d := l.File.Desired
+	d := base
 	d.Services = append(slices.Clone(d.Services), res.Services...)
 	nd, err := model.Normalize(&d)
 	if err != nil {

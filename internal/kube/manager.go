@@ -82,10 +82,12 @@ func (mg *Manager) Configure(k model.Kubernetes, srcs []MemberSource) {
 	for _, s := range srcs {
 		want[s.Cluster] = s
 	}
+	changed := false
 	for name, mem := range mg.members {
 		if s, ok := want[name]; !ok || restartAll || !sameSource(s, mem.src) {
 			mem.stop()
 			delete(mg.members, name)
+			changed = true
 		}
 	}
 	for name, s := range want {
@@ -95,8 +97,11 @@ func (mg *Manager) Configure(k model.Kubernetes, srcs []MemberSource) {
 		mem := newMember(mg, s, k)
 		mg.members[name] = mem
 		mem.start(mg.ctx)
+		changed = true
 	}
-	go mg.opts.OnChange()
+	if changed {
+		go mg.opts.OnChange()
+	}
 }
 
 func sameSource(a, b MemberSource) bool {
