@@ -19,8 +19,8 @@ import (
 type kubeState struct {
 	mgr     *kube.Manager
 	secrets *kube.SecretWatcher // nil without kubernetes.member_secrets
-	dirty   chan struct{} // a rebuild is wanted (objects or members changed)
-	status  chan struct{} // a status write-back is wanted
+	dirty   chan struct{}       // a rebuild is wanted (objects or members changed)
+	status  chan struct{}       // a status write-back is wanted
 	mu      sync.Mutex
 	objs    []kube.Object
 	res     kube.Result
