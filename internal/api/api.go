@@ -33,6 +33,7 @@ type Options struct {
 	Health func() HealthReport // GET /v1/health
 	Demo   DemoControl         // POST /v1/demo/backends/{addr}/{start|stop}, GET /v1/demo/backends
 	Keys   KeyControl          // GET/POST /v1/ring/keys
+	Kube   func() any          // GET /v1/kube: member clusters and watched objects
 }
 
 // Handler returns the HTTP handler. ready reports nil when the process can
@@ -41,6 +42,9 @@ func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, statu
 	mux := http.NewServeMux()
 	if opts.Health != nil {
 		mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Health()) })
+	}
+	if opts.Kube != nil {
+		mux.HandleFunc("GET /v1/kube", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Kube()) })
 	}
 	if opts.Demo != nil {
 		registerDemo(mux, opts.Demo)

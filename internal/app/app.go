@@ -154,6 +154,9 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		httpAddr = ln.Addr().String()
 		apiOpts := api.Options{Health: a.healthReport}
+		if a.kubeManager() != nil {
+			apiOpts.Kube = a.kubeReport
+		}
 		if backends != nil {
 			apiOpts.Demo = demoControl{backends}
 		}

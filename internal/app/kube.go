@@ -284,3 +284,48 @@ func (a *App) kubeManager() *kube.Manager {
 	}
 	return a.kube.mgr
 }
+
+// KubeReport is GET /v1/kube.
+type KubeReport struct {
+	Members  []kube.MemberStatus `json:"members"`
+	Services map[string][]string `json:"services"`          // Kubernetes-sourced service -> objects behind it
+	Dropped  map[string]string   `json:"dropped,omitempty"` // names not served, and why
+	Problems map[string][]string `json:"problems,omitempty"`
+}
+
+func (a *App) kubeReport() any {
+	a.mu.Lock()
+	k, d := a.kube, a.decision
+	a.mu.Unlock()
+	rep := KubeReport{Services: map[string][]string{}, Problems: map[string][]string{}}
+	if k == nil {
+		return rep
+	}
+	offline := map[string]failover.ClusterState{}
+	if d != nil {
+		for _, c := range d.Clusters {
+			if c.Monitored && c.State != failover.Ready && c.State != failover.Unknown {
+				offline[c.Name] = c
+			}
+		}
+	}
+	for _, m := range k.mgr.Members() {
+		if c, ok := offline[m.Cluster]; ok && (m.State == kube.StateReady || strings.HasPrefix(m.Reason, "unreachable")) {
+			// The ring decided its heartbeat is lost past the grace.
+			m.State, m.Reason, m.Since = kube.StateOffline, "heartbeat lost: "+c.Reason, c.Since
+		}
+		rep.Members = append(rep.Members, m)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for name, refs := range k.res.Sources {
+		for _, r := range refs {
+			rep.Services[name] = append(rep.Services[name], r.String())
+		}
+	}
+	rep.Dropped = k.res.Dropped
+	for ref, ps := range k.res.Problems {
+		rep.Problems[ref.String()] = ps
+	}
+	return rep
+}
