@@ -272,7 +272,9 @@ func (a *App) writeKubeStatus() {
 		svcs[s.Name] = v
 	}
 	st := kube.Statuses(objs, res, func(name string) (kube.ServiceView, bool) { v, ok := svcs[name]; return v, ok })
-	k.mgr.WriteStatus(st, res.Problems)
+	if failed := k.mgr.WriteStatus(st, res.Problems); failed > 0 {
+		time.AfterFunc(2*time.Second, a.kubeStatusSoon)
+	}
 }
 
 // kubeManager returns the Kubernetes manager, nil without Kubernetes sources.

@@ -180,14 +180,20 @@ func (mg *Manager) Poller(cluster string) func(ctx context.Context) error {
 
 // WriteStatus sets the meridian.io/status annotation of each object to its
 // text where it differs, and records invalid-annotation and conflict
-// Events. Members that are not Ready get nothing.
-func (mg *Manager) WriteStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string) {
-	if !mg.kcfg.StatusWritebackEnabled() {
-		return
+// Events. Members that are not Ready get nothing. It returns how many
+// writes failed (the caller retries later).
+func (mg *Manager) WriteStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string) int {
+	mg.mu.Lock()
+	on := mg.kcfg.StatusWritebackEnabled()
+	mg.mu.Unlock()
+	if !on {
+		return 0
 	}
+	failed := 0
 	for _, mem := range mg.list() {
-		mem.writeStatus(statuses, problems)
+		failed += mem.writeStatus(statuses, problems)
 	}
+	return failed
 }
 
 // member is one member cluster: its client, informers and objects.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -159,8 +160,18 @@ func short(err error) string {
 func readyz(ctx context.Context, cs kubernetes.Interface) error {
 	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	if err != nil {
-		if len(body) > 0 && len(body) < 2048 {
-			return fmt.Errorf("GET /readyz: %w (%s)", err, strings.TrimSpace(string(body)))
+		// A verbose readyz failure lists every check; name the failed ones.
+		var failed []string
+		for line := range strings.SplitSeq(string(body)+"\n"+err.Error(), "\n") {
+			if name, ok := strings.CutPrefix(strings.TrimSpace(line), "[-]"); ok {
+				name, _, _ = strings.Cut(name, " ")
+				if !slices.Contains(failed, name) {
+					failed = append(failed, name)
+				}
+			}
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("GET /readyz: kube-apiserver not ready (failed checks: %s)", strings.Join(failed, ", "))
 		}
 		return fmt.Errorf("GET /readyz: %w", err)
 	}

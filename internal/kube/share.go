@@ -91,20 +91,31 @@ func ownEndpoints(all []EndpointView, o Object) []EndpointView {
 }
 
 func healthOf(mine []EndpointView) string {
-	up, drained := 0, 0
+	counts := map[string]int{}
+	drained := 0
 	for _, e := range mine {
-		if e.State == "up" {
-			up++
-		}
+		counts[e.State]++
 		if e.Drained {
 			drained++
 		}
 	}
-	s := fmt.Sprintf("%d/%d up", up, len(mine))
-	if drained > 0 {
-		s += fmt.Sprintf(", %d drained", drained)
+	var parts []string
+	for _, st := range []string{"up", "down", "unknown"} {
+		if n := counts[st]; n > 0 {
+			label := st
+			if st == "unknown" {
+				label = "not probed (no health-check)"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", n, label))
+		}
 	}
-	return s
+	if drained > 0 {
+		parts = append(parts, fmt.Sprintf("%d drained", drained))
+	}
+	if len(parts) == 0 {
+		return "no endpoints"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // shareOf is the share of the answers that go to mine now.

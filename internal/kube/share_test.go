@@ -76,11 +76,11 @@ func TestStatusesNameShareHealthAndLastChange(t *testing.T) {
 	}
 	st := Statuses([]Object{a, b}, r, view)
 	require.Contains(t, st, a.Ref)
-	assert.Equal(t, Status{Served: true, Hostnames: []string{"app.gslb.example.com."}, Strategy: "weighted", Share: "100%", Health: "1/1 up"}, st[a.Ref])
+	assert.Equal(t, Status{Served: true, Hostnames: []string{"app.gslb.example.com."}, Strategy: "weighted", Share: "100%", Health: "1 up"}, st[a.Ref])
 	assert.Equal(t, "0%", st[b.Ref].Share)
 	assert.False(t, st[b.Ref].Served)
 	require.NotNil(t, st[b.Ref].LastChange)
 	assert.Equal(t, changed, *st[b.Ref].LastChange)
 	assert.Equal(t, "heartbeat lost", st[b.Ref].Reason)
-	assert.JSONEq(t, `{"served":false,"hostnames":["app.gslb.example.com."],"strategy":"weighted","share":"0%","health":"0/1 up","lastChange":"2026-11-29T10:00:00Z","reason":"heartbeat lost"}`, st[b.Ref].Text())
+	assert.JSONEq(t, `{"served":false,"hostnames":["app.gslb.example.com."],"strategy":"weighted","share":"0%","health":"1 down","lastChange":"2026-11-29T10:00:00Z","reason":"heartbeat lost"}`, st[b.Ref].Text())
 }

@@ -39,11 +39,11 @@ func (s Status) Text() string {
 // writeStatus patches meridian.io/status where it differs and records an
 // Event for new annotation errors and problems. A member that is not Ready
 // gets nothing.
-func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string) {
+func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string) (failed int) {
 	m.mu.Lock()
 	if m.state != StateReady || m.cs == nil {
 		m.mu.Unlock()
-		return
+		return 0
 	}
 	cs, rec := m.cs, m.recorder
 	type job struct {
@@ -92,7 +92,8 @@ func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectR
 		}
 		if err := patchStatus(context.Background(), cs, j.ref, j.text); err != nil {
 			m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "failure").Inc()
-			m.mg.log.Warn("kubernetes: writing meridian.io/status failed", "object", j.ref.String(), "err", err)
+			m.mg.log.Warn("kubernetes: writing meridian.io/status failed; retried", "object", j.ref.String(), "err", err)
+			failed++
 			continue
 		}
 		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "success").Inc()
@@ -103,10 +104,9 @@ func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectR
 		}
 		m.mu.Unlock()
 	}
+	return failed
 }
 
-// patchStatus sets one annotation with a JSON merge patch: nothing else of
-// the object is touched (RBAC: patch on services / ingresses).
 func patchStatus(ctx context.Context, cs kubernetes.Interface, ref ObjectRef, text string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnoStatus: text}}})
 	if err != nil {
