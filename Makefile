@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
 FUZZTIME ?= 60s
 E2E_DEPS := dig=dnsutils kdig=knot-dnsutils ip=iproute2 tc=iproute2 curl=curl
 
-.PHONY: help run build test unit e2e bench fuzz lint coredns clean
+.PHONY: help run build test unit e2e kube-bins bench fuzz lint coredns clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -28,9 +28,14 @@ lint: ## gofmt, go vet, go mod tidy check
 unit: ## unit tests with the race detector
 	$(GO) test -race -count=1 ./...
 
-e2e: build coredns ## end-to-end tests: the real binaries queried with dig and kdig, multi-node netns scenarios
+e2e: build coredns ## end-to-end tests: the real binaries queried with dig and kdig, multi-node netns scenarios, kube-apiservers
 	@scripts/deps.sh $(E2E_DEPS)
-	MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
+	@kube_bins=$$(GO=$(GO) scripts/kube-bins.sh | tail -n 1) && [ -n "$$kube_bins" ] && \
+	echo "KUBE_BINS=$$kube_bins" && \
+	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
+
+kube-bins: ## build kube-apiserver + etcd (e2e/kubebins) into a cache dir outside the repo; prints the dir
+	@GO=$(GO) scripts/kube-bins.sh
 
 bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs CoreDNS+fixed; Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/ ./internal/geo/
