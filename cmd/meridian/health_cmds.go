@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/propagation"
 	"github.com/meridian-gslb/meridian/internal/ring"
 )
 
@@ -31,6 +33,11 @@ func newStatus() *cobra.Command {
 				return err
 			}
 			printStatus(cmd, rep)
+			// Propagated workloads, when the propagation controller runs.
+			var place []propagation.Status
+			if err := newClient(addr).do("GET", "/v1/placement", nil, &place); err == nil && len(place) > 0 {
+				printPlacement(cmd, place)
+			}
 			return nil
 		},
 	}
@@ -103,6 +110,35 @@ func printStatus(cmd *cobra.Command, rep api.HealthReport) {
 			fmt.Fprintf(out, "  %s  %s: %s -> %s (%s) %s\n", c.At.Format(time.TimeOnly), c.Subject, c.From, c.To, c.Reason, strings.Join(c.Voters, ","))
 		}
 	}
+}
+
+func printPlacement(cmd *cobra.Command, ps []propagation.Status) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintln(out, "\nPROPAGATED WORKLOADS")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEMPLATE\tMODE\tCLUSTER\tDESIRED\tREADY\tGENERATION\tSTATE")
+	for _, p := range ps {
+		names := make([]string, 0, len(p.Clusters))
+		for c := range p.Clusters {
+			names = append(names, c)
+		}
+		slices.Sort(names)
+		for _, c := range names {
+			cs := p.Clusters[c]
+			state := "applied"
+			switch {
+			case cs.Error != "":
+				state = "error: " + cs.Error
+			case cs.Waiting != "":
+				state = cs.Waiting
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d/%d\t%s\n", p.Template, p.Mode, c, cs.Desired, cs.Ready, cs.Observed, cs.Generation, state)
+		}
+		for _, e := range p.Errors {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\terror: %s\n", p.Template, p.Mode, e)
+		}
+	}
+	tw.Flush()
 }
 
 func votes(vs []api.VoteInfo) string {

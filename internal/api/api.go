@@ -34,6 +34,7 @@ type Options struct {
 	Demo   DemoControl         // POST /v1/demo/backends/{addr}/{start|stop}, GET /v1/demo/backends
 	Keys   KeyControl          // GET/POST /v1/ring/keys
 	Kube   func() any          // GET /v1/kube: member clusters and watched objects
+	Place  func() any          // GET /v1/placement: propagated templates and their placement
 }
 
 // Handler returns the HTTP handler. ready reports nil when the process can
@@ -45,6 +46,9 @@ func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, statu
 	}
 	if opts.Kube != nil {
 		mux.HandleFunc("GET /v1/kube", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Kube()) })
+	}
+	if opts.Place != nil {
+		mux.HandleFunc("GET /v1/placement", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Place()) })
 	}
 	if opts.Demo != nil {
 		registerDemo(mux, opts.Demo)

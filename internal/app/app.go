@@ -157,6 +157,9 @@ func Run(ctx context.Context, opts Options) error {
 		if a.kubeManager() != nil {
 			apiOpts.Kube = a.kubeReport
 		}
+		if pc := a.propagation(); pc != nil {
+			apiOpts.Place = func() any { return pc.Statuses() }
+		}
 		if backends != nil {
 			apiOpts.Demo = demoControl{backends}
 		}
@@ -293,6 +296,9 @@ func (a *App) setDecision(d *failover.Decision) {
 			a.log.Error("republish after a health change failed: previous snapshot keeps serving", "err", err)
 		}
 		a.kubeStatusSoon()
+		if pc := a.propagation(); pc != nil {
+			pc.Poke()
+		}
 	}
 }
 

@@ -13,14 +13,18 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/placement"
+	"github.com/meridian-gslb/meridian/internal/propagation"
+	"k8s.io/client-go/rest"
 )
 
 // kubeState is the Kubernetes side of a running App.
 type kubeState struct {
 	mgr     *kube.Manager
-	secrets *kube.SecretWatcher // nil without kubernetes.member_secrets
-	dirty   chan struct{}       // a rebuild is wanted (objects or members changed)
-	status  chan struct{}       // a status write-back is wanted
+	prop    *propagation.Controller // nil without kubernetes.propagation
+	secrets *kube.SecretWatcher     // nil without kubernetes.member_secrets
+	dirty   chan struct{}           // a rebuild is wanted (objects or members changed)
+	status  chan struct{}           // a status write-back is wanted
 	mu      sync.Mutex
 	objs    []kube.Object
 	res     kube.Result
@@ -99,6 +103,13 @@ func (a *App) startKube(ctx context.Context, wg *sync.WaitGroup) {
 		k.secrets = w
 	}
 	k.mgr.Configure(l.File.Kubernetes, kubeSources(&l.File.Desired, k.secrets.Members()))
+	if pr := l.File.Kubernetes.Propagation; pr != nil {
+		k.prop = propagation.New(propEnv{a}, propagation.Options{Hub: pr.Hub, Namespaces: pr.Namespaces,
+			Interval: pr.Interval.D(), Toleration: pr.Toleration.D(), Score: scoreWeights(pr.Score), Logger: a.log})
+		wg.Add(1)
+		go func() { defer wg.Done(); k.prop.Run(ctx) }()
+		a.log.Info("workload propagation enabled", "hub", pr.Hub, "toleration", pr.Toleration.D())
+	}
 	a.log.Info("kubernetes sources enabled", "members", len(kubeSources(&l.File.Desired, k.secrets.Members())))
 	wg.Add(2)
 	go func() {
@@ -211,6 +222,9 @@ func (a *App) rebuild(trigger string) {
 	}
 	if h != nil {
 		h.configure(&eff.Desired)
+	}
+	if k := a.kubeState(); k != nil && k.prop != nil {
+		k.prop.Poke()
 	}
 	a.log.Debug("kubernetes sources merged", "trigger", trigger, "services", len(eff.Services), "generation", a.store.Load().Generation())
 	a.kubeStatusSoon()
@@ -330,4 +344,88 @@ func (a *App) kubeReport() any {
 		rep.Problems[ref.String()] = ps
 	}
 	return rep
+}
+
+func (a *App) kubeState() *kubeState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.kube
+}
+
+// propagation returns the propagation controller, nil when it is off.
+func (a *App) propagation() *propagation.Controller {
+	if k := a.kubeState(); k != nil {
+		return k.prop
+	}
+	return nil
+}
+
+func scoreWeights(s model.ScoreWeights) placement.ScoreWeights {
+	w := placement.DefaultScoreWeights
+	for _, f := range []struct {
+		from *float64
+		to   *float64
+	}{{s.CPU, &w.CPU}, {s.Memory, &w.Memory}, {s.GPU, &w.GPU}, {s.Availability, &w.Availability}, {s.Cost, &w.Cost}} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
+	}
+	return w
+}
+
+// propEnv is the propagation controller's view of the App.
+type propEnv struct{ a *App }
+
+func (e propEnv) Config(cluster string) (*rest.Config, bool) {
+	if m := e.a.kubeManager(); m != nil {
+		return m.Config(cluster)
+	}
+	return nil, false
+}
+
+func (e propEnv) Clusters() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, c := range e.a.current().Clusters {
+		if c.Kubernetes != nil {
+			out[c.Name] = c.Labels
+		}
+	}
+	return out
+}
+
+func (e propEnv) Health() []placement.ClusterHealth {
+	e.a.mu.Lock()
+	d := e.a.decision
+	e.a.mu.Unlock()
+	var out []placement.ClusterHealth
+	if d == nil {
+		return nil
+	}
+	for _, c := range d.Clusters {
+		h := placement.ClusterHealth{Cluster: c.Name}
+		if c.State == failover.FailedOver {
+			h.Failed, h.FailedSince = true, c.Since
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+func (e propEnv) TrafficWeights(hostname string) map[string]int {
+	name := model.CanonicalName(hostname)
+	for _, s := range e.a.current().Services {
+		if s.Name != name {
+			continue
+		}
+		out := map[string]int{}
+		for _, ep := range s.Endpoints {
+			w := model.DefaultWeight
+			if ep.Weight != nil {
+				w = *ep.Weight
+			}
+			out[ep.Cluster] += w
+		}
+		return out
+	}
+	return nil
 }

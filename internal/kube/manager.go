@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -178,6 +179,34 @@ func (mg *Manager) Poller(cluster string) func(ctx context.Context) error {
 	}
 }
 
+// Config returns the client configuration of a Ready member (verified TLS,
+// its credentials) for other controllers; ok is false otherwise.
+func (mg *Manager) Config(cluster string) (*rest.Config, bool) {
+	mg.mu.Lock()
+	mem := mg.members[cluster]
+	mg.mu.Unlock()
+	if mem == nil {
+		return nil, false
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if mem.state != StateReady || mem.cfg == nil {
+		return nil, false
+	}
+	return rest.CopyConfig(mem.cfg), true
+}
+
+// Ready lists the members that are Ready now.
+func (mg *Manager) Ready() []string {
+	var out []string
+	for _, st := range mg.Members() {
+		if st.State == StateReady {
+			out = append(out, st.Cluster)
+		}
+	}
+	return out
+}
+
 // WriteStatus sets the meridian.io/status annotation of each object to its
 // text where it differs, and records invalid-annotation and conflict
 // Events. Members that are not Ready get nothing. It returns how many
@@ -210,6 +239,7 @@ type member struct {
 	reason   string
 	since    time.Time
 	cs       kubernetes.Interface
+	cfg      *rest.Config
 	recorder record.EventRecorder
 	bcast    record.EventBroadcaster
 	objs     map[ObjectRef]*objState
@@ -352,7 +382,7 @@ func (m *member) connect(ctx context.Context, timeout time.Duration) (kubernetes
 	bcast := record.NewBroadcaster()
 	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	m.mu.Lock()
-	m.cs, m.bcast = cs, bcast
+	m.cs, m.bcast, m.cfg = cs, bcast, cfg
 	m.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "meridian"})
 	m.mu.Unlock()
 	m.setState(StateReady, "")

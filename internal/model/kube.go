@@ -52,7 +52,30 @@ func (v *validator) kubernetes(k Kubernetes) {
 	if k.RetryInterval != 0 && k.RetryInterval.D() < 100*time.Millisecond {
 		v.add(p+".retry_interval", "%s is too short (at least 100ms)", k.RetryInterval)
 	}
+	if pr := k.Propagation; pr != nil {
+		pp := p + ".propagation"
+		if pr.Hub == "" {
+			v.add(pp+".hub", "is required: the member cluster that holds the templates")
+		}
+		if pr.Interval != 0 && pr.Interval.D() < 100*time.Millisecond {
+			v.add(pp+".interval", "%s is too short (at least 100ms)", pr.Interval)
+		}
+		if pr.Toleration < 0 {
+			v.add(pp+".toleration", "%s is negative", pr.Toleration)
+		}
+		for name, w := range map[string]*float64{"cpu": pr.Score.CPU, "memory": pr.Score.Memory, "gpu": pr.Score.GPU, "availability": pr.Score.Availability, "cost": pr.Score.Cost} {
+			if w != nil && (*w < 0 || *w > 100) {
+				v.add(pp+".score."+name, "%v is out of range (allowed 0..100)", *w)
+			}
+		}
+	}
 }
+
+// Propagation defaults.
+const (
+	DefaultPropagationInterval   = 10 * time.Second
+	DefaultPropagationToleration = 60 * time.Second
+)
 
 func normalizeKubernetes(k Kubernetes) Kubernetes {
 	k.Namespaces = slices.Clone(k.Namespaces)
@@ -63,6 +86,13 @@ func normalizeKubernetes(k Kubernetes) Kubernetes {
 	k.Resync = orDefaultDuration(k.Resync, DefaultKubeResync)
 	k.ConnectTimeout = orDefaultDuration(k.ConnectTimeout, DefaultKubeConnectTimeout)
 	k.RetryInterval = orDefaultDuration(k.RetryInterval, DefaultKubeRetryInterval)
+	if k.Propagation != nil {
+		pr := *k.Propagation
+		pr.Namespaces = slices.Clone(pr.Namespaces)
+		pr.Interval = orDefaultDuration(pr.Interval, DefaultPropagationInterval)
+		pr.Toleration = orDefaultDuration(pr.Toleration, DefaultPropagationToleration)
+		k.Propagation = &pr
+	}
 	return k
 }
 

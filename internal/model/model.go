@@ -100,6 +100,9 @@ type Cluster struct {
 	State     string     `yaml:"state"`     // up (default) or down: down takes every endpoint of the cluster down
 	Drain     bool       `yaml:"drain"`     // true takes the cluster out of answers (default false)
 	Heartbeat *Heartbeat `yaml:"heartbeat"` // optional liveness of the whole cluster
+	// Labels are matched by propagation cluster selectors; meridian.io/cost
+	// is the cluster's relative cost (a number, lower is better).
+	Labels map[string]string `yaml:"labels"`
 	// Kubernetes makes the cluster a Kubernetes member: Meridian watches its
 	// annotated Services and Ingresses and, with a heartbeat, polls its /readyz.
 	Kubernetes *KubeMember `yaml:"kubernetes"`
@@ -120,6 +123,25 @@ type Kubernetes struct {
 	Resync          Duration       `yaml:"resync"`           // informer resync period (default 10m)
 	ConnectTimeout  Duration       `yaml:"connect_timeout"`  // preflight and heartbeat request timeout (default 5s)
 	RetryInterval   Duration       `yaml:"retry_interval"`   // retry of a NotReady member (default 10s)
+	Propagation     *Propagation   `yaml:"propagation"`      // place workloads from a hub into members
+}
+
+// Propagation configures the workload propagation controller.
+type Propagation struct {
+	Hub        string       `yaml:"hub"`        // member cluster holding the templates (required)
+	Namespaces []string     `yaml:"namespaces"` // hub namespaces with templates (default: all)
+	Interval   Duration     `yaml:"interval"`   // reconcile period (default 10s)
+	Toleration Duration     `yaml:"toleration"` // a failed cluster keeps its divided share this long (default 60s)
+	Score      ScoreWeights `yaml:"score"`      // weights of the selector ranking
+}
+
+// ScoreWeights weigh the terms of the cluster ranking for selectors.
+type ScoreWeights struct {
+	CPU          *float64 `yaml:"cpu"`          // free CPU (default 1)
+	Memory       *float64 `yaml:"memory"`       // free memory (default 1)
+	GPU          *float64 `yaml:"gpu"`          // free GPUs (default 1)
+	Availability *float64 `yaml:"availability"` // decided health (default 2)
+	Cost         *float64 `yaml:"cost"`         // meridian.io/cost label, subtracted (default 1)
 }
 
 // MemberSecrets registers member clusters from Secrets labelled

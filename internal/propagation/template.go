@@ -1,0 +1,204 @@
+// Package propagation places workloads from a hub cluster into member
+// clusters: templates (Deployments and the ConfigMaps, Secrets and Services
+// they need) carry meridian.io/propagate: "true" and a placement in
+// annotations; copies are server-side applied into the members with field
+// manager "meridian" and an ownership label. The decisions (which clusters,
+// how many replicas, failover) are pure functions of internal/placement.
+package propagation
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/kube"
+	"github.com/meridian-gslb/meridian/internal/placement"
+)
+
+// Template annotations (on the hub object) and the labels of copies.
+const (
+	AnnoPropagate     = "meridian.io/propagate"        // "true" marks a template
+	AnnoClusters      = "meridian.io/clusters"         // explicit clusters, in rollout order: east,west
+	AnnoSelector      = "meridian.io/cluster-selector" // label selector over member cluster labels: tier=prod
+	AnnoMaxClusters   = "meridian.io/max-clusters"     // with a selector: keep the best N by score
+	AnnoReplicas      = "meridian.io/replicas"         // duplicated (default) or divided (Deployments)
+	AnnoWeights       = "meridian.io/weights"          // east=3,west=1 (default: the traffic weights of meridian.io/hostname, else equal)
+	AnnoReplicasMin   = "meridian.io/replicas-min"     // east=2
+	AnnoReplicasMax   = "meridian.io/replicas-max"     // west=5
+	AnnoOverrides     = "meridian.io/overrides"        // {"east":[RFC 6902 ops]}
+	AnnoImageRegistry = "meridian.io/image-registry"   // east=registry.east.example.com
+	AnnoRollout       = "meridian.io/rollout"          // all (default) or one-by-one
+	AnnoStatus        = "meridian.io/placement-status" // written: per cluster desired/ready/generation/errors
+
+	LabelPropagated = "meridian.io/propagated" // "true" on every copy Meridian owns
+	AnnoTemplate    = "meridian.io/template"   // on copies: KIND/NAMESPACE/NAME of the template
+	AnnoSpecHash    = "meridian.io/spec-hash"  // on copies: hash of the template content applied
+	Finalizer       = "meridian.io/propagation"
+	FieldManager    = "meridian"
+)
+
+// Replica modes.
+const (
+	ModeDuplicated = "duplicated"
+	ModeDivided    = "divided"
+)
+
+// Rollout modes.
+const (
+	RolloutAll      = "all"
+	RolloutOneByOne = "one-by-one"
+)
+
+// Spec is a template's placement, read from its annotations.
+type Spec struct {
+	Clusters    []string // explicit list (rollout order); nil with a selector
+	Selector    string
+	MaxClusters int
+	Mode        string
+	Weights     map[string]int // nil: follow Hostname's traffic weights, else equal
+	Hostname    string         // meridian.io/hostname of the template, if any
+	Min, Max    map[string]int
+	Overrides   map[string]json.RawMessage // cluster -> JSON patch (array of operations)
+	Registry    map[string]string
+	Rollout     string
+}
+
+// ParseSpec reads the placement annotations; every error names the
+// annotation, the value and what is allowed.
+func ParseSpec(a map[string]string) (Spec, []kube.FieldError) {
+	s := Spec{Mode: ModeDuplicated, Rollout: RolloutAll}
+	var errs []kube.FieldError
+	bad := func(anno, format string, args ...any) {
+		errs = append(errs, kube.FieldError{Annotation: anno, Value: a[anno], Msg: fmt.Sprintf(format, args...)})
+	}
+	if v, ok := a[AnnoClusters]; ok {
+		cs := splitList(v)
+		if len(cs) == 0 || slices.Contains(cs, "") {
+			bad(AnnoClusters, "is not a cluster list (allowed: cluster names separated by commas, e.g. east,west)")
+		} else {
+			s.Clusters = cs
+		}
+	}
+	if v, ok := a[AnnoSelector]; ok {
+		if _, err := placement.ParseSelector(v); err != nil {
+			bad(AnnoSelector, "is not a label selector (allowed: e.g. tier=prod,region!=eu): %v", err)
+		} else {
+			s.Selector = v
+		}
+	}
+	if s.Clusters == nil && s.Selector == "" && !hasErr(errs, AnnoClusters, AnnoSelector) {
+		bad(AnnoClusters, "is missing (allowed: meridian.io/clusters or meridian.io/cluster-selector)")
+	}
+	if s.Clusters != nil && s.Selector != "" {
+		bad(AnnoSelector, "cannot be combined with meridian.io/clusters (allowed: one of them)")
+	}
+	if v, ok := a[AnnoMaxClusters]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			bad(AnnoMaxClusters, "is not a positive integer")
+		} else {
+			s.MaxClusters = n
+		}
+	}
+	if v, ok := a[AnnoReplicas]; ok {
+		switch v = strings.TrimSpace(v); v {
+		case ModeDuplicated, ModeDivided:
+			s.Mode = v
+		default:
+			bad(AnnoReplicas, "is not a replica mode (allowed: duplicated, divided)")
+		}
+	}
+	var err error
+	if v, ok := a[AnnoWeights]; ok {
+		if s.Weights, err = parseMap(v, 0, 1000); err != nil {
+			bad(AnnoWeights, "%v (allowed: cluster=weight pairs, weights 0..1000, e.g. east=3,west=1)", err)
+		}
+	}
+	if v, ok := a[AnnoReplicasMin]; ok {
+		if s.Min, err = parseMap(v, 0, 100000); err != nil {
+			bad(AnnoReplicasMin, "%v (allowed: cluster=count pairs, e.g. east=2)", err)
+		}
+	}
+	if v, ok := a[AnnoReplicasMax]; ok {
+		if s.Max, err = parseMap(v, 1, 100000); err != nil {
+			bad(AnnoReplicasMax, "%v (allowed: cluster=count pairs, counts at least 1, e.g. west=5)", err)
+		}
+	}
+	for c, lo := range s.Min {
+		if hi, ok := s.Max[c]; ok && hi < lo {
+			bad(AnnoReplicasMax, "cluster %s: max %d is below min %d", c, hi, lo)
+		}
+	}
+	if v, ok := a[AnnoOverrides]; ok {
+		var ov map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(v), &ov); err != nil {
+			bad(AnnoOverrides, "is not a JSON object of cluster -> RFC 6902 patch (allowed: e.g. {\"east\":[{\"op\":\"replace\",\"path\":\"/spec/template/spec/nodeSelector\",\"value\":{\"zone\":\"a\"}}]}): %v", err)
+		} else {
+			for c, p := range ov {
+				var ops []map[string]any
+				if err := json.Unmarshal(p, &ops); err != nil {
+					bad(AnnoOverrides, "cluster %s: the patch is not an array of RFC 6902 operations: %v", c, err)
+				}
+			}
+			s.Overrides = ov
+		}
+	}
+	if v, ok := a[AnnoImageRegistry]; ok {
+		m := map[string]string{}
+		for _, kv := range splitList(v) {
+			c, reg, ok := strings.Cut(kv, "=")
+			if !ok || c == "" || reg == "" || strings.ContainsAny(reg, " @") {
+				bad(AnnoImageRegistry, "is not a cluster=registry list (allowed: e.g. east=registry.east.example.com)")
+				m = nil
+				break
+			}
+			m[c] = strings.TrimSuffix(reg, "/")
+		}
+		s.Registry = m
+	}
+	if v, ok := a[AnnoRollout]; ok {
+		switch v = strings.TrimSpace(v); v {
+		case RolloutAll, RolloutOneByOne:
+			s.Rollout = v
+		default:
+			bad(AnnoRollout, "is not a rollout mode (allowed: all, one-by-one)")
+		}
+	}
+	if h, ok := a[kube.AnnoHostname]; ok {
+		s.Hostname = strings.TrimSpace(h)
+	}
+	return s, errs
+}
+
+func hasErr(errs []kube.FieldError, annos ...string) bool {
+	return slices.ContainsFunc(errs, func(e kube.FieldError) bool { return slices.Contains(annos, e.Annotation) })
+}
+
+func splitList(v string) []string {
+	var out []string
+	for it := range strings.SplitSeq(v, ",") {
+		out = append(out, strings.TrimSpace(it))
+	}
+	if len(out) == 1 && out[0] == "" {
+		return nil
+	}
+	return out
+}
+
+func parseMap(v string, lo, hi int) (map[string]int, error) {
+	m := map[string]int{}
+	for _, kv := range splitList(v) {
+		c, n, ok := strings.Cut(kv, "=")
+		x, err := strconv.Atoi(strings.TrimSpace(n))
+		if !ok || c == "" || err != nil || x < lo || x > hi {
+			return nil, fmt.Errorf("has %q", kv)
+		}
+		m[strings.TrimSpace(c)] = x
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("is empty")
+	}
+	return m, nil
+}
