@@ -184,6 +184,7 @@ func TestPropagation(t *testing.T) {
 		tmpl, err := hub.Client(t).AppsV1().Deployments("shop").Get(ctx, "web", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Contains(t, tmpl.Annotations["meridian.io/placement-status"], "does not apply", "reported on the template")
+		assert.Contains(t, m.metrics(t), "meridian_propagation_cluster_errors 1")
 		// Fixed: east catches up.
 		annotateDeployment(t, hub, "shop", "web", map[string]any{"meridian.io/overrides": nil})
 		require.Eventually(t, func() bool {

@@ -105,7 +105,7 @@ func (a *App) startKube(ctx context.Context, wg *sync.WaitGroup) {
 	k.mgr.Configure(l.File.Kubernetes, kubeSources(&l.File.Desired, k.secrets.Members()))
 	if pr := l.File.Kubernetes.Propagation; pr != nil {
 		k.prop = propagation.New(propEnv{a}, propagation.Options{Hub: pr.Hub, Namespaces: pr.Namespaces,
-			Interval: pr.Interval.D(), Toleration: pr.Toleration.D(), Score: scoreWeights(pr.Score), Logger: a.log})
+			Interval: pr.Interval.D(), Toleration: pr.Toleration.D(), Score: scoreWeights(pr.Score), Logger: a.log, Registry: a.reg})
 		wg.Add(1)
 		go func() { defer wg.Done(); k.prop.Run(ctx) }()
 		a.log.Info("workload propagation enabled", "hub", pr.Hub, "toleration", pr.Toleration.D())

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,7 @@ type Options struct {
 	Score      placement.ScoreWeights
 	Logger     *slog.Logger
 	Now        func() time.Time
+	Registry   prometheus.Registerer // optional
 }
 
 // ClusterStatus is one cluster's part of a template's placement status.
@@ -101,6 +103,8 @@ type Controller struct {
 	mu     sync.Mutex
 	status map[string]Status // template ref -> last status
 	res    map[string]resCache
+
+	applies *prometheus.CounterVec
 }
 
 type resCache struct {
@@ -116,7 +120,33 @@ func New(env Env, opts Options) *Controller {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Controller{opts: opts, env: env, log: opts.Logger, wake: make(chan struct{}, 1), status: map[string]Status{}, res: map[string]resCache{}}
+	c := &Controller{opts: opts, env: env, log: opts.Logger, wake: make(chan struct{}, 1), status: map[string]Status{}, res: map[string]resCache{}}
+	c.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "meridian_propagation_applies_total",
+		Help: "Server-side applies of template copies into members, by cluster and result (success, failure).",
+	}, []string{"cluster", "result"})
+	if opts.Registry != nil {
+		templates := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "meridian_propagation_templates",
+			Help: "Templates the propagation controller manages.",
+		}, func() float64 { return float64(len(c.Statuses())) })
+		problems := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "meridian_propagation_cluster_errors",
+			Help: "Template copies that could not be updated now (bad override, foreign object, apply error); the last good object stays.",
+		}, func() float64 {
+			n := 0
+			for _, st := range c.Statuses() {
+				for _, cs := range st.Clusters {
+					if cs.Error != "" {
+						n++
+					}
+				}
+			}
+			return float64(n)
+		})
+		opts.Registry.MustRegister(c.applies, templates, problems)
+	}
+	return c
 }
 
 // Poke asks for a reconcile soon (weights or health changed).
@@ -387,10 +417,12 @@ func (c *Controller) applyTo(ctx context.Context, gvr schema.GroupVersionResourc
 	force := true
 	applied, err := res.Patch(ctx, t.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
+		c.applies.WithLabelValues(cl, "failure").Inc()
 		cs.Error = fmt.Sprintf("server-side apply: %v; the last good object stays", err)
 		c.fillLive(ctx, res, t.GetName(), &cs)
 		return cs
 	}
+	c.applies.WithLabelValues(cl, "success").Inc()
 	fillFrom(applied, &cs)
 	return cs
 }

@@ -37,7 +37,10 @@ func TestParseSpec(t *testing.T) {
 				assert.Equal(t, "app.x.test", s.Hostname)
 			}, nil},
 		{"a selector with a maximum is read", map[string]string{AnnoSelector: "tier=prod", AnnoMaxClusters: "2"},
-			func(t *testing.T, s Spec) { assert.Equal(t, "tier=prod", s.Selector); assert.Equal(t, 2, s.MaxClusters) }, nil},
+			func(t *testing.T, s Spec) {
+				assert.Equal(t, "tier=prod", s.Selector)
+				assert.Equal(t, 2, s.MaxClusters)
+			}, nil},
 		{"no placement at all is an error", map[string]string{}, nil, []string{AnnoClusters}},
 		{"a list and a selector together are an error", map[string]string{AnnoClusters: "east", AnnoSelector: "a=b"}, nil, []string{AnnoSelector}},
 		{"an unknown replica mode is an error", map[string]string{AnnoClusters: "east", AnnoReplicas: "split"}, nil, []string{AnnoReplicas}},
