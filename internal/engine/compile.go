@@ -20,6 +20,18 @@ type Options struct {
 	Locator    Locator   // client location for geo services (nil: every client gets the default)
 	Generation uint64    // set by Store
 	Now        time.Time // compile time (default time.Now())
+	// Notes explain administrative overrides in force, for `explain` and the
+	// status page: key NoteKey(service, target) or NoteKey("", cluster).
+	Notes map[string]string
+}
+
+// NoteKey is the key of Options.Notes for an endpoint of a service, or for
+// a cluster when service is "".
+func NoteKey(service, target string) string {
+	if service == "" {
+		return "cluster " + target
+	}
+	return service + " " + target
 }
 
 // Compile builds a Snapshot from a normalized desired state (see
@@ -37,6 +49,7 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		desired:    d,
 		zones:      make(map[string]*zone, len(d.Zones)),
 		locator:    opts.Locator,
+		notes:      opts.Notes,
 	}
 	for i := range d.Zones {
 		z, err := compileZone(&d.Zones[i], opts.Now)

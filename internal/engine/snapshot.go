@@ -35,6 +35,7 @@ type Snapshot struct {
 	zones      map[string]*zone // by canonical apex
 	locator    Locator
 	services   []*service // in config order, for status views
+	notes      map[string]string
 }
 
 type zone struct {
@@ -63,6 +64,10 @@ func (n *node) hasData() bool {
 // Generation counts snapshots published by one process; it increases by one
 // with every compile of a Store.
 func (s *Snapshot) Generation() uint64 { return s.generation }
+
+// Note returns the administrative note on an endpoint of a service (or on
+// a cluster with service ""), "" when none.
+func (s *Snapshot) Note(service, target string) string { return s.notes[NoteKey(service, target)] }
 
 // Built is when the snapshot was compiled.
 func (s *Snapshot) Built() time.Time { return s.built }
