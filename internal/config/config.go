@@ -27,9 +27,16 @@ type File struct {
 
 // Server holds the process settings of `meridian serve`.
 type Server struct {
-	DNS  DNS  `yaml:"dns"`
-	HTTP HTTP `yaml:"http"`
-	Log  Log  `yaml:"log"`
+	DNS   DNS   `yaml:"dns"`
+	HTTP  HTTP  `yaml:"http"`
+	Log   Log   `yaml:"log"`
+	Admin Admin `yaml:"admin"`
+}
+
+// Admin configures the admin API (drain, force, weight overrides).
+type Admin struct {
+	TokenFile string `yaml:"token_file"` // lines "NAME TOKEN": bearer tokens allowed to change state (none: changes are refused)
+	StateFile string `yaml:"state_file"` // where overrides persist (default: meridian-admin.json beside the config file)
 }
 
 // DNS configures the embedded DNS server.

@@ -1,0 +1,254 @@
+// Package admin holds the operators' overrides — drain, force up/down,
+// weight — with who set them, why and until when. The state is a
+// last-writer-wins set keyed by override id, so nodes of the ring merge
+// each other's states without losing a change, and it persists in a small
+// file written atomically.
+package admin
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Kinds of overrides.
+const (
+	KindDrain     = "drain"      // out of the answers, nothing deleted
+	KindForceUp   = "force-up"   // answered whatever the probes say
+	KindForceDown = "force-down" // out of the answers whatever the probes say
+	KindWeight    = "weight"     // endpoint weight replaced
+)
+
+// Kinds lists every kind, in documentation order.
+var Kinds = []string{KindDrain, KindForceUp, KindForceDown, KindWeight}
+
+// Override is one operator decision on a cluster or an endpoint.
+type Override struct {
+	ID       string     `json:"id"`
+	Kind     string     `json:"kind"`
+	Cluster  string     `json:"cluster,omitempty"`  // a whole cluster (drain, force-up, force-down)
+	Service  string     `json:"service,omitempty"`  // with endpoint: one endpoint of a service
+	Endpoint string     `json:"endpoint,omitempty"` // address or CNAME target
+	Weight   *int       `json:"weight,omitempty"`   // kind weight: 0..1000
+	Who      string     `json:"who"`
+	Reason   string     `json:"reason"`
+	At       time.Time  `json:"at"`
+	Expires  *time.Time `json:"expires,omitempty"`
+}
+
+// Target names what the override applies to.
+func (o Override) Target() string {
+	if o.Cluster != "" {
+		return "cluster " + o.Cluster
+	}
+	return "endpoint " + o.Endpoint + " of " + strings.TrimSuffix(o.Service, ".")
+}
+
+// Describe is the human note shown on the status page and in explain.
+func (o Override) Describe() string {
+	var b strings.Builder
+	switch o.Kind {
+	case KindDrain:
+		b.WriteString("drained")
+	case KindForceUp:
+		b.WriteString("forced up")
+	case KindForceDown:
+		b.WriteString("forced down")
+	case KindWeight:
+		fmt.Fprintf(&b, "weight set to %d", *o.Weight)
+	}
+	fmt.Fprintf(&b, " by %s", o.Who)
+	if o.Reason != "" {
+		fmt.Fprintf(&b, ": %s", o.Reason)
+	}
+	if o.Expires != nil {
+		fmt.Fprintf(&b, " (until %s)", o.Expires.UTC().Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+// Active reports whether o applies at now.
+func (o Override) Active(now time.Time) bool { return o.Expires == nil || now.Before(*o.Expires) }
+
+// Request is a new override as the API receives it.
+type Request struct {
+	Kind      string `json:"kind"`
+	Cluster   string `json:"cluster,omitempty"`
+	Service   string `json:"service,omitempty"`
+	Endpoint  string `json:"endpoint,omitempty"`
+	Weight    *int   `json:"weight,omitempty"`
+	Reason    string `json:"reason"`
+	ExpiresIn string `json:"expires_in,omitempty"` // Go duration, e.g. 30m
+}
+
+// FieldError is a rejected request field.
+type FieldError struct{ Field, Msg string }
+
+func (e FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate checks r against the desired state and returns the override it
+// asks for (without id, who and time).
+func (r Request) Validate(d *model.Desired, now time.Time) (Override, error) {
+	o := Override{Kind: r.Kind, Cluster: r.Cluster, Endpoint: r.Endpoint, Weight: r.Weight, Reason: strings.TrimSpace(r.Reason)}
+	if !slices.Contains(Kinds, r.Kind) {
+		return o, FieldError{"kind", fmt.Sprintf("%q is not a kind (allowed: %s)", r.Kind, strings.Join(Kinds, ", "))}
+	}
+	if o.Reason == "" {
+		return o, FieldError{"reason", "is required: say why (it is shown with the override)"}
+	}
+	if len(o.Reason) > 512 {
+		return o, FieldError{"reason", "is longer than 512 characters"}
+	}
+	switch {
+	case r.Cluster != "" && (r.Service != "" || r.Endpoint != ""):
+		return o, FieldError{"cluster", "cannot be combined with service/endpoint (allowed: a cluster, or a service and one of its endpoints)"}
+	case r.Cluster != "":
+		if r.Kind == KindWeight {
+			return o, FieldError{"kind", "weight applies to an endpoint (give service and endpoint), not a cluster"}
+		}
+		if !slices.ContainsFunc(d.Clusters, func(c model.Cluster) bool { return c.Name == r.Cluster }) {
+			return o, FieldError{"cluster", fmt.Sprintf("%q is not a cluster (allowed: %s)", r.Cluster, strings.Join(clusterNames(d), ", "))}
+		}
+	case r.Service == "" || r.Endpoint == "":
+		return o, FieldError{"service", "give cluster, or service and endpoint"}
+	default:
+		o.Service = model.CanonicalName(r.Service)
+		i := slices.IndexFunc(d.Services, func(s model.Service) bool { return s.Name == o.Service })
+		if i < 0 {
+			return o, FieldError{"service", fmt.Sprintf("%q is not a service", r.Service)}
+		}
+		var targets []string
+		for _, e := range d.Services[i].Endpoints {
+			targets = append(targets, e.Address+e.CNAME)
+		}
+		ep := r.Endpoint
+		if !slices.Contains(targets, ep) {
+			ep = model.CanonicalName(ep)
+		}
+		if !slices.Contains(targets, ep) {
+			return o, FieldError{"endpoint", fmt.Sprintf("%q is not an endpoint of %s (allowed: %s)", r.Endpoint, o.Service, strings.Join(targets, ", "))}
+		}
+		o.Endpoint = ep
+	}
+	if r.Kind == KindWeight {
+		if r.Weight == nil || *r.Weight < 0 || *r.Weight > model.MaxWeight {
+			return o, FieldError{"weight", fmt.Sprintf("is required with kind weight (allowed: 0..%d)", model.MaxWeight)}
+		}
+	} else if r.Weight != nil {
+		return o, FieldError{"weight", "only goes with kind weight"}
+	}
+	if r.ExpiresIn != "" {
+		dur, err := time.ParseDuration(r.ExpiresIn)
+		if err != nil || dur <= 0 || dur > 366*24*time.Hour {
+			return o, FieldError{"expires_in", fmt.Sprintf("%q is not a duration (allowed: e.g. 30m, 12h; at most a year)", r.ExpiresIn)}
+		}
+		t := now.Add(dur)
+		o.Expires = &t
+	}
+	return o, nil
+}
+
+func clusterNames(d *model.Desired) []string {
+	var out []string
+	for _, c := range d.Clusters {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// NewID returns a fresh override id.
+func NewID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Stamp orders versions of one entry: later time wins, then node name.
+type Stamp struct {
+	At   int64  `json:"t"` // unix nanoseconds
+	Node string `json:"n"`
+}
+
+func (a Stamp) after(b Stamp) bool {
+	return a.At > b.At || a.At == b.At && a.Node > b.Node
+}
+
+// Entry is one override's latest version; Deleted entries are tombstones
+// (kept so that a removal wins over an older add from another node).
+type Entry struct {
+	Override Override `json:"o"`
+	Deleted  bool     `json:"d,omitempty"`
+	Stamp    Stamp    `json:"s"`
+}
+
+// State is the set of overrides, mergeable across nodes.
+type State struct {
+	Entries map[string]Entry `json:"entries"`
+}
+
+// Clone copies s.
+func (s State) Clone() State { return State{Entries: maps.Clone(s.Entries)} }
+
+// Merge takes every entry of other that is newer than ours and reports
+// whether s changed.
+func (s *State) Merge(other State) bool {
+	if s.Entries == nil {
+		s.Entries = map[string]Entry{}
+	}
+	changed := false
+	for id, e := range other.Entries {
+		if cur, ok := s.Entries[id]; !ok || e.Stamp.after(cur.Stamp) {
+			s.Entries[id] = e
+			changed = true
+		}
+	}
+	return changed
+}
+
+// Active returns the overrides in force at now, oldest first.
+func (s State) Active(now time.Time) []Override {
+	var out []Override
+	for _, e := range s.Entries {
+		if !e.Deleted && e.Override.Active(now) {
+			out = append(out, e.Override)
+		}
+	}
+	slices.SortFunc(out, func(a, b Override) int { return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ID, b.ID)) })
+	return out
+}
+
+// Prune drops tombstones and expired entries older than keep.
+func (s *State) Prune(now time.Time, keep time.Duration) {
+	for id, e := range s.Entries {
+		old := now.Sub(time.Unix(0, e.Stamp.At)) > keep
+		if old && (e.Deleted || !e.Override.Active(now)) {
+			delete(s.Entries, id)
+		}
+	}
+}
+
+// Marshal encodes s for the file and the ring.
+func (s State) Marshal() []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// Unmarshal decodes a state.
+func Unmarshal(b []byte) (State, error) {
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return State{}, err
+	}
+	if s.Entries == nil {
+		s.Entries = map[string]Entry{}
+	}
+	return s, nil
+}

@@ -1,0 +1,111 @@
+package admin
+
+import (
+	"slices"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Applied is the effect of the overrides on one desired state.
+type Applied struct {
+	Desired *model.Desired    // drains, forced-down states and weights applied
+	Notes   map[string]string // engine.NoteKey -> human notes, for explain and the page
+	up      map[string]bool   // forced up, by engine.NoteKey
+}
+
+// Apply returns a copy of d with the overrides in force: drain sets the
+// cluster's or endpoint's drain flag, force-down its administrative state
+// down, weight its weight; force-up is applied to health by Health. d is
+// not modified.
+func Apply(d *model.Desired, ovs []Override) Applied {
+	a := Applied{Desired: d, Notes: map[string]string{}, up: map[string]bool{}}
+	if len(ovs) == 0 {
+		return a
+	}
+	out := *d
+	out.Clusters = slices.Clone(d.Clusters)
+	out.Services = slices.Clone(d.Services)
+	cloned := map[int]bool{}
+	for _, o := range ovs {
+		key := engine.NoteKey(o.Service, o.Endpoint)
+		if o.Cluster != "" {
+			key = engine.NoteKey("", o.Cluster)
+		}
+		if n := a.Notes[key]; n != "" {
+			a.Notes[key] = n + "; " + o.Describe()
+		} else {
+			a.Notes[key] = o.Describe()
+		}
+		if o.Cluster != "" {
+			i := slices.IndexFunc(out.Clusters, func(c model.Cluster) bool { return c.Name == o.Cluster })
+			if i < 0 {
+				continue // the cluster left the config; the override waits
+			}
+			switch o.Kind {
+			case KindDrain:
+				out.Clusters[i].Drain = true
+			case KindForceDown:
+				out.Clusters[i].State = model.StateDown
+			case KindForceUp:
+				a.up[key] = true
+			}
+			continue
+		}
+		si := slices.IndexFunc(out.Services, func(s model.Service) bool { return s.Name == o.Service })
+		if si < 0 {
+			continue
+		}
+		if !cloned[si] {
+			out.Services[si].Endpoints = slices.Clone(out.Services[si].Endpoints)
+			cloned[si] = true
+		}
+		eps := out.Services[si].Endpoints
+		for j := range eps {
+			if eps[j].Address+eps[j].CNAME != o.Endpoint {
+				continue
+			}
+			switch o.Kind {
+			case KindDrain:
+				eps[j].Drain = true
+			case KindForceDown:
+				eps[j].State = model.StateDown
+			case KindForceUp:
+				a.up[key] = true
+			case KindWeight:
+				w := *o.Weight
+				eps[j].Weight = &w
+			}
+		}
+	}
+	a.Desired = &out
+	return a
+}
+
+// Health wraps the observed health: forced-up endpoints and clusters are Up
+// whatever the votes say.
+func (a Applied) Health(inner engine.Health) engine.Health {
+	if len(a.up) == 0 {
+		return inner
+	}
+	return forced{inner: inner, up: a.up}
+}
+
+type forced struct {
+	inner engine.Health
+	up    map[string]bool
+}
+
+func (f forced) Endpoint(service, target string) engine.State {
+	if f.up[engine.NoteKey(service, target)] {
+		return engine.Up
+	}
+	return f.inner.Endpoint(service, target)
+}
+
+func (f forced) Cluster(name string) engine.State {
+	if f.up[engine.NoteKey("", name)] {
+		return engine.Up
+	}
+	return f.inner.Cluster(name)
+}
