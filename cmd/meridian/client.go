@@ -13,8 +13,9 @@ import (
 
 // apiClient talks to a running `meridian serve` over its HTTP API.
 type apiClient struct {
-	base string
-	hc   *http.Client
+	base  string
+	hc    *http.Client
+	token string // bearer token for admin changes
 }
 
 func newClient(addr string) *apiClient {
@@ -35,6 +36,9 @@ func (c *apiClient) do(method, path string, body, out any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w (is `meridian serve` running with HTTP on this address?)", method, path, err)

@@ -35,6 +35,8 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo(), newStatus(), newDemo(), newRing(), newAgent(), newPush())
+	root.AddCommand(adminCommands()...)
+	root.AddCommand(newExplain())
 	return root
 }
 

@@ -35,17 +35,26 @@ type Options struct {
 	Keys   KeyControl          // GET/POST /v1/ring/keys
 	Kube   func() any          // GET /v1/kube: member clusters and watched objects
 	Place  func() any          // GET /v1/placement: propagated templates and their placement
+	Admin  AdminControl        // GET/POST /v1/admin/overrides, DELETE /v1/admin/overrides/{id}
+	Tokens *Tokens             // bearer tokens for admin changes (nil: changes refused)
+	// Overview feeds the live status page at / (GET /v1/overview, GET
+	// /v1/events); without it / is the static snapshot page.
+	Overview func() Overview
 }
 
 // Handler returns the HTTP handler. ready reports nil when the process can
 // serve DNS (snapshot loaded, listeners bound); status is optional.
 func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger, opts Options) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/explain", ExplainHandler(src))
 	if opts.Health != nil {
 		mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Health()) })
 	}
 	if opts.Kube != nil {
 		mux.HandleFunc("GET /v1/kube", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Kube()) })
+	}
+	if opts.Admin != nil {
+		registerAdmin(mux, opts.Admin, opts.Tokens)
 	}
 	if opts.Place != nil {
 		mux.HandleFunc("GET /v1/placement", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Place()) })
@@ -70,34 +79,38 @@ func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, statu
 		}
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		snap := src.Load()
-		if snap == nil {
-			http.Error(w, "no snapshot loaded yet", http.StatusServiceUnavailable)
-			return
-		}
-		var st Status
-		if status != nil {
-			st = status()
-		}
-		zones := snap.Zones()
-		slices.Sort(zones)
-		data := page{
-			Generation: snap.Generation(),
-			Built:      snap.Built().UTC().Format(time.RFC3339),
-			Age:        time.Since(snap.Built()).Round(time.Second).String(),
-			Zones:      zones,
-			Services:   snap.Services(),
-			Status:     st,
-		}
-		if !st.LastReload.IsZero() {
-			data.LastReload = st.LastReload.UTC().Format(time.RFC3339)
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := statusPage.Execute(w, data); err != nil {
-			log.Warn("status page", "err", err)
-		}
-	})
+	if opts.Overview != nil {
+		registerPage(mux, opts.Overview, status)
+	} else {
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+			snap := src.Load()
+			if snap == nil {
+				http.Error(w, "no snapshot loaded yet", http.StatusServiceUnavailable)
+				return
+			}
+			var st Status
+			if status != nil {
+				st = status()
+			}
+			zones := snap.Zones()
+			slices.Sort(zones)
+			data := page{
+				Generation: snap.Generation(),
+				Built:      snap.Built().UTC().Format(time.RFC3339),
+				Age:        time.Since(snap.Built()).Round(time.Second).String(),
+				Zones:      zones,
+				Services:   snap.Services(),
+				Status:     st,
+			}
+			if !st.LastReload.IsZero() {
+				data.LastReload = st.LastReload.UTC().Format(time.RFC3339)
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			if err := statusPage.Execute(w, data); err != nil {
+				log.Warn("status page", "err", err)
+			}
+		})
+	}
 	return mux
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/dnsserver"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // Version is the build's version, set by the linker (-X).
@@ -54,11 +55,13 @@ type App struct {
 
 	reloads    *prometheus.CounterVec
 	lastOK     prometheus.Gauge
-	reloadMu   sync.Mutex   // serializes reloads
-	mu         sync.Mutex   // guards the fields below
-	cur        *Loaded      // the config file as loaded
-	eff        *config.File // cur with the Kubernetes sources merged in: what is served
-	kube       *kubeState   // nil without Kubernetes sources
+	reloadMu   sync.Mutex     // serializes reloads
+	mu         sync.Mutex     // guards the fields below
+	cur        *Loaded        // the config file as loaded
+	eff        *config.File   // cur with the Kubernetes sources merged in: what is served
+	kube       *kubeState     // nil without Kubernetes sources
+	admin      *adminState    // operators' overrides
+	served     *model.Desired // eff with the overrides applied: what the snapshot and providers use
 	decision   *failover.Decision
 	lastReload time.Time
 	lastErr    string
@@ -92,6 +95,13 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.ConfigPath == "" {
 		log.Warn("no --config given: serving the embedded demo config", "zones", len(f.Zones), "services", len(f.Services))
 	}
+	node := f.Ring.NodeName
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	if err := a.openAdmin(node); err != nil {
+		return err
+	}
 	if err := a.publish(); err != nil {
 		return err
 	}
@@ -122,6 +132,8 @@ func Run(ctx context.Context, opts Options) error {
 	a.health = h
 	a.mu.Unlock()
 	defer func() { hcancel(); wg.Wait() }()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.adminLoop(hctx.Done()) }()
 	a.startProviders(hctx, &wg, h)
 
 	dnsSrv := dnsserver.New(dnsserver.Config{
@@ -153,7 +165,8 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("http listen %s: %w", f.Server.HTTP.Listen, err)
 		}
 		httpAddr = ln.Addr().String()
-		apiOpts := api.Options{Health: a.healthReport}
+		apiOpts := api.Options{Health: a.healthReport, Admin: adminControl{a}, Tokens: a.admin.tokens}
+		apiOpts.Overview = a.overview
 		if a.kubeManager() != nil {
 			apiOpts.Kube = a.kubeReport
 		}
@@ -278,10 +291,14 @@ func (a *App) publish() error {
 	if d != nil {
 		h = d
 	}
-	snap, err := a.store.Publish(&eff.Desired, engine.Options{Locator: l.Locator, Health: h})
+	ap, h := a.applyAdmin(eff, h)
+	snap, err := a.store.Publish(ap.Desired, engine.Options{Locator: l.Locator, Health: h, Notes: ap.Notes})
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
+	a.mu.Lock()
+	a.served = ap.Desired
+	a.mu.Unlock()
 	a.log.Debug("snapshot published", "generation", snap.Generation())
 	return nil
 }

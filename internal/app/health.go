@@ -106,11 +106,18 @@ func (a *App) startHealth(ctx context.Context, wg *sync.WaitGroup) (*healthLoop,
 		OnConfirm:   h.onConfirm,
 		OnHeartbeat: h.onHeartbeat,
 		OnChange:    h.poke,
+		OnShared:    a.onShared,
+		SharedState: a.sharedState,
 	})
 	if err != nil {
 		return nil, err
 	}
 	h.ring = r
+	a.mu.Lock()
+	if a.admin != nil {
+		a.admin.broad = r.BroadcastShared
+	}
+	a.mu.Unlock()
 	h.configure(d)
 	wg.Add(2)
 	go func() {

@@ -108,9 +108,12 @@ func (a *App) startProviders(ctx context.Context, wg *sync.WaitGroup, h *healthL
 // providerState is what the reconciler publishes now.
 func (a *App) providerState() providers.State {
 	a.mu.Lock()
-	eff, d, h := a.eff, a.decision, a.health
+	eff, served, d, h := a.eff, a.served, a.decision, a.health
 	a.mu.Unlock()
 	st := providers.State{Desired: &eff.Desired}
+	if served != nil {
+		st.Desired = served // drains and forced states of operators included
+	}
 	if d != nil {
 		st.Health = d
 		st.Changed = d.At

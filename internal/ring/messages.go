@@ -17,6 +17,7 @@ const (
 	msgHeartbeat byte = 4 // a cluster heartbeat from `meridian agent`
 	msgKeyOp     byte = 5 // keyring change to apply on every node
 	msgLeader    byte = 6 // provider-writer vote, sent directly (never relayed)
+	msgShared    byte = 7 // the admin state (overrides), merged by the receiver
 )
 
 // wireVote is health.Vote with short JSON keys.
@@ -86,6 +87,7 @@ type keyOp struct {
 type fullState struct {
 	Votes     []wireVote `json:"v"`
 	Summaries []summary  `json:"s"`
+	Shared    []byte     `json:"a,omitempty"` // the admin state
 }
 
 func encode(t byte, v any) []byte {

@@ -53,4 +53,4 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader"}
+var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader", msgShared: "shared"}

@@ -64,6 +64,10 @@ type Config struct {
 	OnConfirm   func(s health.Subject, from string)      // a prober in another region asks us to confirm s
 	OnHeartbeat func(cluster, from string, at time.Time) // an agent's heartbeat for cluster
 	OnChange    func()                                   // new votes or membership
+	// OnShared receives another node's shared (admin) state, from a
+	// broadcast or a push/pull sync; SharedState gives ours for syncs.
+	OnShared    func(data []byte)
+	SharedState func() []byte
 }
 
 // Member is one live node of the ring.
@@ -397,6 +401,10 @@ func (r *Ring) changed() {
 	}
 }
 
+// BroadcastShared spreads this node's shared (admin) state; a newer
+// broadcast replaces an older one still queued.
+func (r *Ring) BroadcastShared(data []byte) { r.broadcast(msgShared, "a/"+r.cfg.NodeName, data) }
+
 func (r *Ring) broadcast(t byte, name string, v any) {
 	r.q.QueueBroadcast(&bcast{name: name, msg: encode(t, v)})
 	r.m.Messages.WithLabelValues(msgNames[t], "sent").Inc()
@@ -652,6 +660,12 @@ func (d *delegate) NotifyMsg(b []byte) {
 			r.leaders[lm.Voter] = LeaderVote{Voter: lm.Voter, Candidate: lm.Candidate, Received: time.Now(), seq: lm.Seq}
 		}
 		r.mu.Unlock()
+	case msgShared:
+		var data []byte
+		if decode(b, &data) != nil || r.cfg.OnShared == nil {
+			return
+		}
+		r.cfg.OnShared(data)
 	case msgKeyOp:
 		var op keyOp
 		if decode(b, &op) != nil {
@@ -670,7 +684,11 @@ func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 func (d *delegate) LocalState(join bool) []byte {
 	r := (*Ring)(d)
 	r.m.Messages.WithLabelValues("state", "sent").Inc()
-	b, _ := json.Marshal(r.store.full())
+	st := r.store.full()
+	if r.cfg.SharedState != nil {
+		st.Shared = r.cfg.SharedState()
+	}
+	b, _ := json.Marshal(st)
 	return b
 }
 
@@ -681,6 +699,9 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	if err := json.Unmarshal(buf, &st); err != nil {
 		r.log.Warn("ring: bad remote state", "err", err)
 		return
+	}
+	if len(st.Shared) > 0 && r.cfg.OnShared != nil {
+		r.cfg.OnShared(st.Shared)
 	}
 	changed := false
 	for _, w := range st.Votes {

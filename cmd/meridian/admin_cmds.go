@@ -1,0 +1,200 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gslb/meridian/internal/admin"
+)
+
+// adminFlags are the flags every admin command shares.
+type adminFlags struct {
+	addr, tokenFile, reason, expires string
+}
+
+func (f *adminFlags) add(cmd *cobra.Command, change bool) {
+	cmd.Flags().StringVar(&f.addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	if change {
+		cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the admin bearer token (default: $MERIDIAN_ADMIN_TOKEN)")
+	}
+}
+
+// client returns an API client carrying the bearer token.
+func (f *adminFlags) client() (*apiClient, error) {
+	c := newClient(f.addr)
+	switch {
+	case f.tokenFile != "":
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		c.token = strings.TrimSpace(string(b))
+	case os.Getenv("MERIDIAN_ADMIN_TOKEN") != "":
+		c.token = os.Getenv("MERIDIAN_ADMIN_TOKEN")
+	default:
+		return nil, errors.New("no admin token: pass --token-file FILE or set MERIDIAN_ADMIN_TOKEN")
+	}
+	return c, nil
+}
+
+// target turns "cluster NAME" or "endpoint SERVICE TARGET" into a request.
+func target(args []string) (admin.Request, error) {
+	switch {
+	case len(args) == 2 && args[0] == "cluster":
+		return admin.Request{Cluster: args[1]}, nil
+	case len(args) == 3 && args[0] == "endpoint":
+		return admin.Request{Service: args[1], Endpoint: args[2]}, nil
+	}
+	return admin.Request{}, errors.New("give `cluster NAME` or `endpoint SERVICE ADDRESS|TARGET`")
+}
+
+// set creates an override and prints it.
+func set(cmd *cobra.Command, f *adminFlags, req admin.Request) error {
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	req.Reason, req.ExpiresIn = f.reason, f.expires
+	var o admin.Override
+	if err := c.do("POST", "/v1/admin/overrides", req, &o); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s (id %s)\n", o.Kind, o.Target(), o.Describe(), o.ID)
+	return nil
+}
+
+// unset removes the overrides of a kind on a target.
+func unset(cmd *cobra.Command, f *adminFlags, kinds []string, req admin.Request) error {
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	var ovs []admin.Override
+	if err := c.do("GET", "/v1/admin/overrides", nil, &ovs); err != nil {
+		return err
+	}
+	n := 0
+	for _, o := range ovs {
+		same := o.Cluster == req.Cluster && (req.Cluster != "" ||
+			strings.TrimSuffix(o.Service, ".") == strings.TrimSuffix(req.Service, ".") && strings.TrimSuffix(o.Endpoint, ".") == strings.TrimSuffix(req.Endpoint, "."))
+		if !same || !containsStr(kinds, o.Kind) {
+			continue
+		}
+		if err := c.do("DELETE", "/v1/admin/overrides/"+o.ID, nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %s on %s (id %s, set by %s)\n", o.Kind, o.Target(), o.ID, o.Who)
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("no %s override on that target", strings.Join(kinds, "/"))
+	}
+	return nil
+}
+
+func containsStr(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func adminCommands() []*cobra.Command {
+	mk := func(use, short string, run func(cmd *cobra.Command, f *adminFlags, args []string) error, change, needsReason bool) *cobra.Command {
+		f := &adminFlags{}
+		cmd := &cobra.Command{Use: use, Short: short, RunE: func(cmd *cobra.Command, args []string) error {
+			if needsReason && strings.TrimSpace(f.reason) == "" {
+				return errors.New("--reason is required: say why (it is shown with the override)")
+			}
+			return run(cmd, f, args)
+		}}
+		f.add(cmd, change)
+		if needsReason {
+			cmd.Flags().StringVar(&f.reason, "reason", "", "why (required; shown on the status page and in explain)")
+			cmd.Flags().StringVar(&f.expires, "for", "", "expire after this long, e.g. 30m (default: until removed)")
+		}
+		return cmd
+	}
+	drain := mk("drain (cluster NAME | endpoint SERVICE TARGET)", "Take a cluster or an endpoint out of the answers without deleting anything",
+		func(cmd *cobra.Command, f *adminFlags, args []string) error {
+			req, err := target(args)
+			if err != nil {
+				return err
+			}
+			req.Kind = admin.KindDrain
+			return set(cmd, f, req)
+		}, true, true)
+	undrain := mk("undrain (cluster NAME | endpoint SERVICE TARGET)", "Remove a drain",
+		func(cmd *cobra.Command, f *adminFlags, args []string) error {
+			req, err := target(args)
+			if err != nil {
+				return err
+			}
+			return unset(cmd, f, []string{admin.KindDrain}, req)
+		}, true, false)
+	force := mk("force (up|down) (cluster NAME | endpoint SERVICE TARGET)", "Force a cluster or an endpoint up or down whatever the probes say",
+		func(cmd *cobra.Command, f *adminFlags, args []string) error {
+			if len(args) < 1 || (args[0] != "up" && args[0] != "down") {
+				return errors.New("first argument: up or down")
+			}
+			req, err := target(args[1:])
+			if err != nil {
+				return err
+			}
+			req.Kind = "force-" + args[0]
+			return set(cmd, f, req)
+		}, true, true)
+	unforce := mk("unforce (cluster NAME | endpoint SERVICE TARGET)", "Remove a force up/down",
+		func(cmd *cobra.Command, f *adminFlags, args []string) error {
+			req, err := target(args)
+			if err != nil {
+				return err
+			}
+			return unset(cmd, f, []string{admin.KindForceUp, admin.KindForceDown}, req)
+		}, true, false)
+	weight := mk("weight SERVICE TARGET WEIGHT", "Override an endpoint's weight (0..1000)",
+		func(cmd *cobra.Command, f *adminFlags, args []string) error {
+			if len(args) != 3 {
+				return errors.New("give SERVICE TARGET WEIGHT")
+			}
+			w, err := strconv.Atoi(args[2])
+			if err != nil {
+				return fmt.Errorf("weight %q is not an integer (allowed: 0..1000)", args[2])
+			}
+			return set(cmd, f, admin.Request{Kind: admin.KindWeight, Service: args[0], Endpoint: args[1], Weight: &w})
+		}, true, true)
+	unweight := mk("unweight SERVICE TARGET", "Remove a weight override",
+		func(cmd *cobra.Command, f *adminFlags, args []string) error {
+			if len(args) != 2 {
+				return errors.New("give SERVICE TARGET")
+			}
+			return unset(cmd, f, []string{admin.KindWeight}, admin.Request{Service: args[0], Endpoint: args[1]})
+		}, true, false)
+	list := mk("overrides", "List the operator overrides in force",
+		func(cmd *cobra.Command, f *adminFlags, _ []string) error {
+			var ovs []admin.Override
+			if err := newClient(f.addr).do("GET", "/v1/admin/overrides", nil, &ovs); err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tTARGET\tWHO\tREASON\tSINCE\tEXPIRES")
+			for _, o := range ovs {
+				exp := "-"
+				if o.Expires != nil {
+					exp = time.Until(*o.Expires).Round(time.Second).String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, o.Kind, o.Target(), o.Who, o.Reason, o.At.Format(time.RFC3339), exp)
+			}
+			return tw.Flush()
+		}, false, false)
+	return []*cobra.Command{drain, undrain, force, unforce, weight, unweight, list}
+}

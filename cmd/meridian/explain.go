@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+func newExplain() *cobra.Command {
+	var addr, qtype, client, subnet string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain NAME [--type A] [--client IP | --subnet CIDR]",
+		Short: "Show the answer a running meridian gives for a name now, and why (GET /v1/explain)",
+		Long: `explain asks a running 'meridian serve' what it answers for NAME and why:
+the zone and service, the strategy, where the client is and how it was
+located, every candidate endpoint with its weight, share, decided health and
+why it was kept or dropped, fail-open and administrative notes. --subnet
+explains the answer to a query carrying that EDNS Client Subnet, --client the
+answer to a query from that source address; without either the client is
+not located (geo services then answer their default).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{"name": {args[0]}, "type": {qtype}}
+			if client != "" {
+				q.Set("client", client)
+			}
+			if subnet != "" {
+				q.Set("subnet", subnet)
+			}
+			var raw json.RawMessage
+			if err := newClient(addr).do("GET", "/v1/explain?"+q.Encode(), nil, &raw); err != nil {
+				return err
+			}
+			if asJSON {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), string(raw))
+				return err
+			}
+			var e engine.Explanation
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return fmt.Errorf("GET /v1/explain: bad response: %w", err)
+			}
+			printExplanation(cmd.OutOrStdout(), e, "")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	f.StringVarP(&qtype, "type", "t", "A", "query type (A, AAAA, CNAME, ... or a number)")
+	f.StringVar(&client, "client", "", "explain for a query from this source address (no ECS)")
+	f.StringVar(&subnet, "subnet", "", "explain for a query with this EDNS Client Subnet (CIDR)")
+	f.BoolVar(&asJSON, "json", false, "print the raw JSON of /v1/explain")
+	cmd.MarkFlagsMutuallyExclusive("client", "subnet")
+	return cmd
+}
+
+func printExplanation(out io.Writer, e engine.Explanation, indent string) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, indent+format+"\n", args...) }
+	p("%s %s: %s", e.Name, e.Type, e.Rcode)
+	if e.Zone == "" {
+		p("  zone:     (none: not served here)")
+	} else {
+		p("  zone:     %s", e.Zone)
+	}
+	if e.Service != "" {
+		p("  service:  %s", e.Service)
+		p("  strategy: %s", e.Strategy)
+	}
+	if c := e.Client; c != nil {
+		who := "none given"
+		switch c.Source {
+		case "ecs":
+			who = fmt.Sprintf("%s/%d (ECS subnet)", c.Addr, c.Bits)
+		case "client":
+			who = c.Addr + " (source address)"
+		}
+		p("  client:   %s", who)
+		switch {
+		case c.Located:
+			by := c.LocatedBy
+			if by == "" {
+				by = "locator"
+			}
+			where := fmt.Sprintf("located by %s: %s", by, explainPlace(c.Region, c.Country, c.Continent))
+			if c.Network != "" {
+				where += " (network " + c.Network + ")"
+			}
+			p("  location: %s", where)
+		case c.Source != "none":
+			p("  location: not located")
+		}
+		if c.UsedForAnswer && c.Source == "ecs" {
+			p("  scope:    /%d", c.Scope)
+		}
+	}
+	if e.Bucket != "" {
+		p("  bucket:   %s", e.Bucket)
+	}
+	if e.FailOpen {
+		p("  FAIL-OPEN: every endpoint is down")
+	}
+	if len(e.Candidates) > 0 {
+		fmt.Fprintln(out)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSTATE\tKEPT\tWHY\tNOTE")
+		for _, c := range e.Candidates {
+			share, state, kept, note := "-", c.State, "no", c.Note
+			if c.Kept {
+				kept = "yes"
+				share = strings.TrimSuffix(fmt.Sprintf("%.1f", c.Share), ".0") + "%"
+			}
+			if c.Drained {
+				state += ",drained"
+			}
+			if note == "" {
+				note = "-"
+			}
+			fmt.Fprintf(tw, "%s  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, c.Weight, share, state, kept, c.Why, note)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(out)
+	switch {
+	case len(e.Answer) == 0:
+		p("  answer: (empty)")
+	case e.Picks > 0:
+		p("  answer (each query gets %d of these, drawn by weight):", e.Picks)
+	default:
+		p("  answer:")
+	}
+	for _, a := range e.Answer {
+		p("    %s", a)
+	}
+	for _, a := range e.Authority {
+		p("  authority: %s", a)
+	}
+	if len(e.Notes) > 0 {
+		p("  notes:")
+		for _, n := range e.Notes {
+			p("    - %s", n)
+		}
+	}
+	for _, next := range e.Chain {
+		fmt.Fprintln(out)
+		p("  then, following the CNAME:")
+		printExplanation(out, next, indent+"    ")
+	}
+}
+
+func explainPlace(region, country, continent string) string {
+	var parts []string
+	for _, kv := range [][2]string{{"region", region}, {"country", country}, {"continent", continent}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,248 @@
+// Meridian live status page: renders GET /v1/overview, kept current by
+// Server-Sent Events (GET /v1/events) or, when those fail, by polling.
+"use strict";
+(function () {
+  const SVG = "http://www.w3.org/2000/svg";
+  const REASONS = {
+    "threshold": "a majority of fresh votes agreed",
+    "confirmation": "down votes confirmed from two or more regions",
+    "heartbeat-lost": "the cluster's heartbeat was lost by a quorum",
+    "unconfirmed": "heartbeat missed by some probers, below quorum",
+    "hold-down": "held down after recovery, or released when the hold-down ended",
+    "brake": "a removal held by the brake, or applied one interval later",
+    "outlier-ignored": "down votes of an outlier prober ignored",
+    "no-heartbeat": "no heartbeat configured",
+    "new": "first seen",
+    "drained": "drained by an administrator",
+    "config": "set in the configuration",
+  };
+  let received = Date.now(), serverNow = Date.now();
+
+  // h builds an element: h("td", {class: "x", "data-testid": "y"}, child...).
+  function h(tag, attrs, ...kids) {
+    const el = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      el.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const k of kids.flat()) {
+      if (k === undefined || k === null || k === false) continue;
+      el.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    }
+    return el;
+  }
+  const $ = (id) => document.getElementById(id);
+
+  // Ages: relative to the server's clock when the overview was built, moved
+  // on by the local clock since it arrived.
+  function ageSeconds(iso) { return (serverNow - Date.parse(iso)) / 1000 + (Date.now() - received) / 1000; }
+  function fmtAge(s) {
+    if (!isFinite(s)) return "–";
+    s = Math.max(0, s);
+    if (s < 90) return Math.round(s) + " s";
+    if (s < 5400) return Math.round(s / 60) + " min";
+    if (s < 172800) return Math.round(s / 3600) + " h";
+    return Math.round(s / 86400) + " d";
+  }
+  // age returns an element whose text the ticker keeps current.
+  function age(iso, suffix) {
+    if (!iso) return h("span", { class: "muted" }, "–");
+    return h("span", { class: "age", "data-since": iso, "data-suffix": suffix || "" }, fmtAge(ageSeconds(iso)) + (suffix || ""));
+  }
+  function ageFrom(seconds, suffix) {
+    if (seconds === undefined || seconds === null) return h("span", { class: "muted" }, "never");
+    const iso = new Date(serverNow - seconds * 1000).toISOString();
+    return age(iso, suffix);
+  }
+  function tick() {
+    for (const el of document.querySelectorAll(".age")) el.textContent = fmtAge(ageSeconds(el.dataset.since)) + el.dataset.suffix;
+  }
+
+  function bar(share, extra, small) {
+    const b = h("div", Object.assign({ class: "bar", "data-share": share }, extra));
+    b.style.width = share + "%";
+    return h("div", { class: "track" + (small ? " small" : ""), role: "img", "aria-label": share + "% of answers" }, b);
+  }
+  function reason(r) { return r ? h("span", { class: "reason", title: REASONS[r] || r }, r) : null; }
+  function note(n) { return n ? h("span", { class: "note" }, "⚑ " + n) : null; }
+  function clusterClass(c) { return c.drained ? "drained" : c.admin_down ? "failed-over" : c.state; }
+
+  function render(o) {
+    received = Date.now();
+    serverNow = Date.parse(o.now);
+    const meta = ["generation " + o.generation, "built " + new Date(o.built).toLocaleTimeString()];
+    if (o.node) meta.push("node " + o.node + (o.region ? " (" + o.region + ")" : ""));
+    meta.push(o.probing ? "health decided by the prober ring" : "health from the config only (no probing)");
+    if (o.config_path) meta.push("config " + o.config_path);
+    $("meta").textContent = meta.join(" · ");
+    const re = $("reload-error");
+    re.hidden = !o.last_reload_error;
+    re.textContent = o.last_reload_error ? "Last reload failed, the previous snapshot keeps serving: " + o.last_reload_error : "";
+    renderHub(o);
+    renderClusters(o);
+    renderServices(o);
+    renderProbers(o);
+    renderTimeline(o);
+  }
+
+  // clusterShare is the mean share of answers a cluster gets over the services.
+  function clusterShare(o, name) {
+    let sum = 0, n = 0;
+    for (const s of o.services) {
+      if (!s.endpoints.some((e) => e.cluster === name)) continue;
+      n++;
+      for (const e of s.endpoints) if (e.cluster === name) sum += e.share;
+    }
+    return n ? sum / n : 0;
+  }
+
+  function renderHub(o) {
+    const svg = $("hub");
+    for (const el of [...svg.children]) if (el.tagName !== "title" && el.tagName !== "desc") el.remove();
+    const cx = 320, cy = 190, r = 140, n = o.clusters.length;
+    const spokes = h("svg:g", {}), nodes = h("svg:g", {});
+    o.clusters.forEach((c, i) => {
+      const a = -Math.PI / 2 + (2 * Math.PI * i) / Math.max(n, 1);
+      const x = cx + r * 1.6 * Math.cos(a), y = cy + r * Math.sin(a);
+      const share = clusterShare(o, c.name);
+      const cls = clusterClass(c);
+      spokes.append(h("svg:line", { x1: cx, y1: cy, x2: x, y2: y, class: "spoke " + (share > 0 ? cls : "idle"),
+        "stroke-width": (2 + share / 10).toFixed(1) }));
+      const g = h("svg:g", { "data-testid": "hub-cluster", "data-cluster": c.name, "data-state": c.state },
+        h("svg:title", {}, c.name + " (" + (c.region || "?") + "): " + c.state + ", " + share.toFixed(0) + "% of answers"),
+        h("svg:circle", { cx: x, cy: y, r: 26, class: "cluster " + cls }),
+        h("svg:text", { x: x, y: y - 2, "text-anchor": "middle", "font-weight": 600 }, c.name),
+        h("svg:text", { x: x, y: y + 12, "text-anchor": "middle", class: "muted", "font-size": 10 }, c.region || ""),
+        h("svg:text", { x: x, y: y + 44, "text-anchor": "middle", "font-size": 11 }, c.state + " · " + share.toFixed(0) + "%"));
+      nodes.append(g);
+    });
+    // Probers as small diamonds around the hub.
+    o.probers.forEach((p, i) => {
+      const a = (2 * Math.PI * i) / Math.max(o.probers.length, 1);
+      const x = cx + 56 * Math.cos(a), y = cy + 56 * Math.sin(a);
+      nodes.append(h("svg:rect", { x: x - 5, y: y - 5, width: 10, height: 10, transform: `rotate(45 ${x} ${y})`, class: "prober" },
+        h("svg:title", {}, "prober " + p.name + " (" + p.region + ")")));
+    });
+    nodes.append(h("svg:circle", { cx, cy, r: 36, class: "hubnode" }),
+      h("svg:text", { x: cx, y: cy + 4, "text-anchor": "middle", class: "hubtext" }, o.node || "meridian"));
+    svg.append(spokes, nodes);
+  }
+
+  function renderClusters(o) {
+    const box = $("clusters");
+    box.replaceChildren(...o.clusters.map((c) => {
+      const items = [];
+      for (const s of o.services) for (const e of s.endpoints) {
+        if (e.cluster !== c.name) continue;
+        items.push(h("li", { "data-testid": "cluster-endpoint", "data-service": s.name, "data-target": e.target },
+          h("span", {}, h("code", {}, e.target), " ", h("span", { class: "muted" }, s.name), note(e.note)),
+          h("span", { class: "state " + e.state }, e.drained ? "drained" : e.state),
+          bar(e.share, {}, true)));
+      }
+      const hb = c.heartbeat || c.monitored
+        ? ["heartbeat ", h("span", { class: "state " + c.state }, c.state),
+          c.heartbeat_age_seconds !== undefined ? [" · last beat ", ageFrom(c.heartbeat_age_seconds, " ago")] : null]
+        : [h("span", { class: "muted" }, "no heartbeat"), " · ", h("span", { class: "state " + c.state }, c.state)];
+      return h("article", { class: "card " + clusterClass(c), "data-testid": "cluster", "data-cluster": c.name, "data-state": c.state },
+        h("h3", {}, c.name, " ", h("span", { class: "tag" }, c.region || "no region"),
+          c.drained ? [" ", h("span", { class: "tag" }, "drained")] : null,
+          c.admin_down ? [" ", h("span", { class: "tag" }, "down in config")] : null),
+        h("div", {}, hb),
+        c.since ? h("div", { class: "muted" }, "since ", age(c.since, " ago"), " ", reason(c.reason),
+          c.voters && c.voters.length ? " by " + c.voters.join(", ") : "") : null,
+        note(c.note),
+        items.length ? h("ul", { "aria-label": "endpoints in " + c.name }, items) : h("p", { class: "muted" }, "no endpoints"));
+    }));
+  }
+
+  function renderServices(o) {
+    $("services").replaceChildren(...o.services.map((s) => {
+      const mode = s.share_mode === "by location" ? "by location (equal split shown)" : s.share_mode;
+      return h("article", { class: "svc", "data-testid": "service", "data-service": s.name },
+        h("h3", {}, h("code", {}, s.name), " ", h("span", { class: "tag" }, s.strategy), " ", h("span", { class: "muted" }, "share: " + mode),
+          s.failover_order ? h("span", { class: "muted" }, " · order " + s.failover_order.join(" → ")) : null,
+          s.fail_open ? [" ", h("span", { class: "warn" }, "no endpoint available: failing open")] : null,
+          s.no_data ? [" ", h("span", { class: "warn" }, "no endpoint available: answering NODATA")] : null),
+        h("table", {},
+          h("thead", {}, h("tr", {}, ["endpoint", "cluster", "weight", "state", "share of answers"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", {}, s.endpoints.map((e) => h("tr", { "data-testid": "endpoint-row", "data-service": s.name, "data-target": e.target, "data-state": e.state },
+            h("td", {}, h("code", {}, e.target), note(e.note)),
+            h("td", {}, e.cluster),
+            h("td", { class: "pct" }, e.weight),
+            h("td", {}, h("span", { class: "state " + e.state }, e.state), e.drained ? " (drained)" : "",
+              e.reason ? [" ", reason(e.reason)] : null, e.since ? [" ", age(e.since, " ago")] : null,
+              e.held_until ? h("div", { class: "muted" }, "held until " + new Date(e.held_until).toLocaleTimeString()) : null,
+              e.braked ? h("div", { class: "muted" }, "braked") : null),
+            h("td", { class: "sharecell" },
+              bar(e.share, { "data-testid": "share-bar", "data-service": s.name, "data-target": e.target, class: "bar" + (s.fail_open ? " failopen" : "") }),
+              h("span", { class: "pct", "data-testid": "share-pct" }, e.share + "%")))))));
+    }));
+    if (!o.services.length) $("services").append(h("p", { class: "muted" }, "No services."));
+  }
+
+  function renderProbers(o) {
+    const rows = o.probers.map((p) => h("tr", { "data-testid": "prober", "data-prober": p.name },
+      h("td", {}, p.name, p.self ? " (this node)" : "", p.outlier ? [" ", h("span", { class: "warn" }, "outlier")] : null),
+      h("td", {}, p.region), h("td", {}, p.role || ""), h("td", {}, ageFrom(p.last_vote_age_seconds, " ago"))));
+    if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: 4, class: "muted" }, o.probing ? "no members" : "probing is off")));
+    $("probers").replaceChildren(...rows);
+  }
+
+  function renderTimeline(o) {
+    const rows = o.changes.map((c) => h("li", { "data-testid": "timeline-row", "data-kind": c.kind, "data-service": c.service || "",
+      "data-target": c.target, "data-from": c.from, "data-to": c.to, "data-reason": c.reason, class: "to-" + c.to },
+      h("time", { datetime: c.at, title: c.at }, new Date(c.at).toLocaleTimeString()),
+      c.kind === "cluster" ? ["cluster ", h("b", {}, c.target)] : [h("b", {}, h("code", {}, c.target)), " of ", h("code", {}, c.service)],
+      " ", h("span", { class: "state " + c.from }, c.from), " → ", h("span", { class: "state " + c.to }, c.to), " ", reason(c.reason),
+      c.voters && c.voters.length ? h("span", { class: "muted" }, " voted by " + c.voters.join(", ")) : null));
+    if (!rows.length) rows.push(h("li", { class: "muted" }, "No state change decided yet."));
+    $("timeline").replaceChildren(...rows);
+  }
+
+  // Transport: Server-Sent Events, falling back to polling every 2 s.
+  let pollTimer = null;
+  function setConn(mode, text) {
+    const el = $("conn");
+    el.className = "conn " + mode;
+    el.dataset.mode = mode;
+    el.textContent = text;
+  }
+  async function poll() {
+    try {
+      const r = await fetch("/v1/overview", { cache: "no-store" });
+      if (!r.ok) throw new Error(r.status);
+      render(await r.json());
+      setConn("polling", "polling every 2 s");
+    } catch (e) {
+      setConn("offline", "disconnected, retrying");
+    }
+  }
+  function startPolling() {
+    if (pollTimer) return;
+    poll();
+    pollTimer = setInterval(poll, 2000);
+  }
+  function stopPolling() { clearInterval(pollTimer); pollTimer = null; }
+  function startEvents() {
+    if (!("EventSource" in window)) return startPolling();
+    const es = new EventSource("/v1/events");
+    let failed = false;
+    const fail = () => {
+      if (failed) return;
+      failed = true;
+      es.close();
+      startPolling();
+      setTimeout(startEvents, 15000); // try the stream again later
+    };
+    const watchdog = setTimeout(fail, 5000); // no first event: give up on the stream
+    es.addEventListener("overview", (ev) => {
+      clearTimeout(watchdog);
+      stopPolling();
+      setConn("live", "live");
+      render(JSON.parse(ev.data));
+    });
+    es.onerror = () => { clearTimeout(watchdog); fail(); };
+  }
+  setInterval(tick, 1000);
+  startEvents();
+})();

@@ -1,0 +1,469 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"math"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Overview is the body of GET /v1/overview and of every GET /v1/events
+// message: everything the live status page draws.
+type Overview struct {
+	Generation uint64    `json:"generation"`
+	Built      time.Time `json:"built"`
+	Now        time.Time `json:"now"` // when the overview was built (ages are relative to it)
+	Node       string    `json:"node,omitempty"`
+	Region     string    `json:"region,omitempty"`
+	Probing    bool      `json:"probing"` // false: health comes from the config only
+	DecidedAt  time.Time `json:"decided_at"`
+
+	ConfigPath    string     `json:"config_path,omitempty"`
+	LastReload    *time.Time `json:"last_reload,omitempty"`
+	LastReloadErr string     `json:"last_reload_error,omitempty"`
+
+	Services []ServiceOverview `json:"services"`
+	Clusters []ClusterOverview `json:"clusters"`
+	Probers  []ProberOverview  `json:"probers"`
+	Changes  []ChangeOverview  `json:"changes"` // most recent first
+}
+
+// Share modes of a service: how ServiceOverview's shares were computed.
+const (
+	ShareWeighted   = "weighted"    // by weight among the available endpoints
+	ShareEqual      = "equal"       // roundrobin: equal among the available endpoints
+	ShareFailover   = "failover"    // the first group with an available endpoint, by weight
+	ShareByLocation = "by location" // geo: depends on the client; shown equal among the available
+)
+
+// ServiceOverview is one service and the share of answers each endpoint gets.
+type ServiceOverview struct {
+	Name      string             `json:"name"`
+	Strategy  string             `json:"strategy"`
+	ShareMode string             `json:"share_mode"`
+	FailOpen  bool               `json:"fail_open,omitempty"` // no endpoint available: answers fail open
+	NoData    bool               `json:"no_data,omitempty"`   // no endpoint available and when_all_down: nodata
+	Order     []string           `json:"failover_order,omitempty"`
+	Endpoints []EndpointOverview `json:"endpoints"`
+}
+
+// EndpointOverview is one endpoint of a service.
+type EndpointOverview struct {
+	Target    string     `json:"target"`
+	Cluster   string     `json:"cluster"`
+	Weight    int        `json:"weight"`
+	State     string     `json:"state"` // as answered: up, down, unknown
+	Drained   bool       `json:"drained,omitempty"`
+	Available bool       `json:"available"` // not down and not drained
+	Share     float64    `json:"share"`     // percent of the answers of its address family, 0..100
+	Note      string     `json:"note,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	Since     *time.Time `json:"since,omitempty"`
+	Voters    []string   `json:"voters,omitempty"`
+	HeldUntil *time.Time `json:"held_until,omitempty"`
+	Braked    bool       `json:"braked,omitempty"`
+}
+
+// ClusterOverview is one cluster of the federation.
+type ClusterOverview struct {
+	Name      string     `json:"name"`
+	Region    string     `json:"region"`
+	State     string     `json:"state"` // ready, unreachable, failed-over
+	Monitored bool       `json:"monitored"`
+	Heartbeat bool       `json:"heartbeat"`                       // a heartbeat is configured
+	LastBeat  *float64   `json:"heartbeat_age_seconds,omitempty"` // youngest heartbeat vote
+	Since     *time.Time `json:"since,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	Voters    []string   `json:"voters,omitempty"`
+	HeldUntil *time.Time `json:"held_until,omitempty"`
+	Drained   bool       `json:"drained,omitempty"`
+	AdminDown bool       `json:"admin_down,omitempty"`
+	Note      string     `json:"note,omitempty"`
+}
+
+// ProberOverview is one member of the prober ring.
+type ProberOverview struct {
+	Name       string   `json:"name"`
+	Region     string   `json:"region"`
+	Role       string   `json:"role,omitempty"`
+	Self       bool     `json:"self,omitempty"`
+	Outlier    bool     `json:"outlier,omitempty"`
+	LastVoteAt *float64 `json:"last_vote_age_seconds,omitempty"`
+}
+
+// ChangeOverview is one decided state change of the failover timeline.
+type ChangeOverview struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`              // endpoint or cluster
+	Service string    `json:"service,omitempty"` // endpoint changes
+	Target  string    `json:"target"`            // the endpoint's target or the cluster's name
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Reason  string    `json:"reason"`
+	Voters  []string  `json:"voters,omitempty"`
+}
+
+// BuildOverview combines a snapshot (what is answered) and a health report
+// (why) into the status page's view. snap may be nil (nothing loaded yet).
+func BuildOverview(snap *engine.Snapshot, rep HealthReport) Overview {
+	o := Overview{
+		Now: time.Now().UTC(), Node: rep.Node, Region: rep.Region, Probing: rep.Probing, DecidedAt: rep.DecidedAt,
+		Services: []ServiceOverview{}, Clusters: []ClusterOverview{}, Probers: []ProberOverview{}, Changes: []ChangeOverview{},
+	}
+	type key struct{ service, target string }
+	eh := make(map[key]*EndpointHealth, len(rep.Endpoints))
+	for i := range rep.Endpoints {
+		e := &rep.Endpoints[i]
+		eh[key{e.Service, e.Target}] = e
+	}
+	ch := make(map[string]*ClusterHealth, len(rep.Clusters))
+	for i := range rep.Clusters {
+		ch[rep.Clusters[i].Name] = &rep.Clusters[i]
+	}
+	if snap != nil {
+		o.Generation, o.Built = snap.Generation(), snap.Built().UTC()
+		d := snap.Desired()
+		for _, s := range snap.Services() {
+			var ms *model.Service
+			if d != nil {
+				if i := slices.IndexFunc(d.Services, func(m model.Service) bool { return m.Name == s.Name }); i >= 0 {
+					ms = &d.Services[i]
+				}
+			}
+			so := ServiceOverview{Name: s.Name, Strategy: s.Strategy, Endpoints: make([]EndpointOverview, len(s.Endpoints))}
+			for i, e := range s.Endpoints {
+				eo := EndpointOverview{Target: e.Target, Cluster: e.Cluster, Weight: e.Weight, State: e.State.String(), Drained: e.Drained,
+					Available: e.State != engine.Down && !e.Drained, Note: snap.Note(s.Name, e.Target)}
+				if h := eh[key{s.Name, e.Target}]; h != nil {
+					eo.Reason, eo.Voters, eo.HeldUntil, eo.Braked = h.Reason, h.Voters, h.HeldUntil, h.Braked
+					if !h.Since.IsZero() {
+						t := h.Since.UTC()
+						eo.Since = &t
+					}
+				}
+				so.Endpoints[i] = eo
+			}
+			computeShares(&so, s, ms)
+			o.Services = append(o.Services, so)
+		}
+		if d != nil {
+			for _, c := range d.Clusters {
+				co := ClusterOverview{Name: c.Name, Region: c.Region, State: "ready", Heartbeat: c.Heartbeat != nil,
+					Drained: c.Drain, AdminDown: c.State == model.StateDown, Note: snap.Note("", c.Name)}
+				if h := ch[c.Name]; h != nil {
+					fillCluster(&co, h)
+					delete(ch, c.Name)
+				}
+				o.Clusters = append(o.Clusters, co)
+			}
+		}
+	}
+	for _, h := range rep.Clusters { // clusters the report knows and the snapshot does not
+		if _, ok := ch[h.Name]; ok {
+			co := ClusterOverview{Name: h.Name}
+			fillCluster(&co, &h)
+			o.Clusters = append(o.Clusters, co)
+		}
+	}
+	for _, p := range rep.Probers {
+		o.Probers = append(o.Probers, ProberOverview{Name: p.Name, Region: p.Region, Role: p.Role, Self: p.Name == rep.Node && rep.Node != "",
+			Outlier: p.Outlier, LastVoteAt: p.LastVoteAgeSecond})
+	}
+	for _, c := range rep.Changes {
+		co := ChangeOverview{At: c.At.UTC(), From: c.From, To: c.To, Reason: c.Reason, Voters: c.Voters}
+		if name, ok := strings.CutPrefix(c.Subject, "cluster "); ok {
+			co.Kind, co.Target = "cluster", name
+		} else {
+			co.Kind = "endpoint"
+			co.Service, co.Target, _ = strings.Cut(c.Subject, " ")
+		}
+		o.Changes = append(o.Changes, co)
+	}
+	return o
+}
+
+func fillCluster(co *ClusterOverview, h *ClusterHealth) {
+	co.State, co.Monitored, co.Reason, co.Voters, co.HeldUntil = h.State, h.Monitored, h.Reason, h.Voters, h.HeldUntil
+	if !h.Since.IsZero() {
+		t := h.Since.UTC()
+		co.Since = &t
+	}
+	for _, v := range h.Votes {
+		if co.LastBeat == nil || v.AgeSeconds < *co.LastBeat {
+			age := v.AgeSeconds
+			co.LastBeat = &age
+		}
+	}
+}
+
+// computeShares sets the share of answers of every endpoint the way the
+// answering engine draws them (internal/engine compileService and choose):
+// per address family, the first group of the service's chain with an
+// available endpoint answers, by weight (weight-0 endpoints only when no
+// weighted one is available); with none available the answer fails open
+// (not drained first, then all) unless when_all_down is nodata.
+func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Service) {
+	eps := s.Endpoints
+	// Groups of the chain: each a predicate on the endpoint index.
+	chain := []func(int) bool{func(int) bool { return true }}
+	so.ShareMode = ShareWeighted
+	switch s.Strategy {
+	case model.StrategyRoundRobin:
+		so.ShareMode = ShareEqual
+	case model.StrategyGeo:
+		so.ShareMode = ShareByLocation
+	case model.StrategyFailover:
+		so.ShareMode = ShareFailover
+		chain = failoverChain(so, eps, ms)
+	}
+	weight := func(i int) int {
+		if so.ShareMode == ShareEqual || so.ShareMode == ShareByLocation {
+			return 1
+		}
+		return eps[i].Weight
+	}
+	noData := ms != nil && ms.WhenAllDown == model.WhenAllDownNoData
+	families := map[string][]int{}
+	for i, e := range eps {
+		families[family(e.Target)] = append(families[family(e.Target)], i)
+	}
+	for _, idx := range families {
+		// fromGroup returns the endpoints a group answers with, and their weights.
+		fromGroup := func(g func(int) bool, usable func(int) bool) ([]int, []int) {
+			for _, zero := range []bool{false, true} {
+				var members, ws []int
+				for _, i := range idx {
+					if !g(i) || !usable(i) || (weight(i) == 0) != zero {
+						continue
+					}
+					w := weight(i)
+					if zero {
+						w = 1
+					}
+					members, ws = append(members, i), append(ws, w)
+				}
+				if len(members) > 0 {
+					return members, ws
+				}
+			}
+			return nil, nil
+		}
+		var members, ws []int
+		for _, g := range chain {
+			if members, ws = fromGroup(g, func(i int) bool { return so.Endpoints[i].Available }); members != nil {
+				break
+			}
+		}
+		if members == nil {
+			if noData {
+				so.NoData = true
+				continue
+			}
+			so.FailOpen = true
+		open:
+			for _, usable := range []func(int) bool{func(i int) bool { return !eps[i].Drained }, func(int) bool { return true }} {
+				for _, g := range chain {
+					if members, ws = fromGroup(g, usable); members != nil {
+						break open
+					}
+				}
+			}
+		}
+		total := 0
+		for _, w := range ws {
+			total += w
+		}
+		for k, i := range members {
+			so.Endpoints[i].Share = math.Round(1000*float64(ws[k])/float64(total)) / 10
+		}
+	}
+}
+
+// failoverChain is the failover order of a service: one group per cluster
+// of failover.order, or one per priority (lower first) without an order.
+func failoverChain(so *ServiceOverview, eps []engine.EndpointStatus, ms *model.Service) []func(int) bool {
+	if ms != nil && ms.Failover != nil && len(ms.Failover.Order) > 0 {
+		so.Order = slices.Clone(ms.Failover.Order)
+		var chain []func(int) bool
+		for _, c := range ms.Failover.Order {
+			chain = append(chain, func(i int) bool { return eps[i].Cluster == c })
+		}
+		return chain
+	}
+	if ms == nil || len(ms.Endpoints) != len(eps) {
+		return []func(int) bool{func(int) bool { return true }}
+	}
+	prio := func(i int) int {
+		if p := ms.Endpoints[i].Priority; p != nil {
+			return *p
+		}
+		return 0
+	}
+	var levels []int
+	for i := range eps {
+		levels = append(levels, prio(i))
+	}
+	slices.Sort(levels)
+	var chain []func(int) bool
+	for _, p := range slices.Compact(levels) {
+		chain = append(chain, func(i int) bool { return prio(i) == p })
+	}
+	return chain
+}
+
+// family is the answer pool of a target: A, AAAA or CNAME.
+func family(target string) string {
+	a, err := netip.ParseAddr(target)
+	switch {
+	case err != nil:
+		return "cname"
+	case a.Is4():
+		return "a"
+	default:
+		return "aaaa"
+	}
+}
+
+//go:embed assets
+var pageAssets embed.FS
+
+// registerPage serves the live status page at / with its assets, the
+// overview at GET /v1/overview and its Server-Sent Events stream at
+// GET /v1/events.
+func registerPage(mux *http.ServeMux, overview func() Overview, status func() Status) {
+	build := func() Overview {
+		o := overview()
+		if status != nil {
+			st := status()
+			o.ConfigPath, o.LastReloadErr = st.ConfigPath, st.LastReloadErr
+			if !st.LastReload.IsZero() {
+				t := st.LastReload.UTC()
+				o.LastReload = &t
+			}
+		}
+		return o
+	}
+	static, _ := fs.Sub(pageAssets, "assets")
+	index, _ := fs.ReadFile(static, "index.html")
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
+		w.Write(index)
+	})
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /v1/overview", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, build())
+	})
+	// Streams end when the server shuts down: http.Server.Shutdown waits
+	// for connections to go idle, which a stream never does.
+	var once sync.Once
+	stopping := make(chan struct{})
+	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+		if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok {
+			once.Do(func() { srv.RegisterOnShutdown(func() { close(stopping) }) })
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-stopping:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		serveEvents(ctx, w, build, eventCheck, eventKeepalive)
+	})
+}
+
+// Timing of GET /v1/events: how often the overview is checked for a
+// change, and how long the stream may stay silent before a comment line.
+var (
+	eventCheck     = 500 * time.Millisecond
+	eventKeepalive = 15 * time.Second
+)
+
+// serveEvents streams the overview as Server-Sent Events: one "overview"
+// event at once and another whenever it changes (checked every check), a
+// comment line after keepalive of silence; it returns when the client goes.
+func serveEvents(ctx context.Context, w http.ResponseWriter, overview func() Overview, check, keepalive time.Duration) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any server write timeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte("retry: 2000\n\n")); err != nil {
+		return
+	}
+	var last []byte
+	lastWrite := time.Now()
+	tick := time.NewTicker(check)
+	defer tick.Stop()
+	for {
+		var msg []byte
+		o := overview()
+		if fp := o.fingerprint(); !bytes.Equal(fp, last) {
+			data, err := json.Marshal(o)
+			if err != nil {
+				return
+			}
+			// Compact JSON holds no newline: one data line.
+			msg = append(append([]byte("event: overview\ndata: "), data...), "\n\n"...)
+			last = fp
+		} else if time.Since(lastWrite) >= keepalive {
+			msg = []byte(": keepalive\n\n")
+		}
+		if msg != nil {
+			if _, err := w.Write(msg); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			lastWrite = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// fingerprint is the overview without what merely ages with the clock (the
+// page ages its figures itself): an unchanged fingerprint sends nothing.
+// Ages become the times they point at, to the second.
+func (o Overview) fingerprint() []byte {
+	at := func(age *float64) *float64 {
+		if age == nil {
+			return nil
+		}
+		t := float64(o.Now.Add(-time.Duration(*age * float64(time.Second))).Unix())
+		return &t
+	}
+	o.Probers = slices.Clone(o.Probers)
+	for i := range o.Probers {
+		o.Probers[i].LastVoteAt = at(o.Probers[i].LastVoteAt)
+	}
+	o.Clusters = slices.Clone(o.Clusters)
+	for i := range o.Clusters {
+		o.Clusters[i].LastBeat = at(o.Clusters[i].LastBeat)
+	}
+	o.Now = time.Time{}
+	b, _ := json.Marshal(o)
+	return b
+}

@@ -1,0 +1,650 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Explanation is why a snapshot answers a question the way it does: the
+// answer Respond would give now and the path to it. It is built from the
+// same compiled pools the query path draws from (see Explain).
+type Explanation struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Zone     string `json:"zone"`  // apex of the answering zone; "" = not ours (REFUSED)
+	Rcode    string `json:"rcode"` // NOERROR, NXDOMAIN, REFUSED
+	Service  string `json:"service,omitempty"`
+	Strategy string `json:"strategy,omitempty"`
+	// Client is who asks and where they are.
+	Client *ExplainClient `json:"client,omitempty"` // nil in chain steps
+	// Bucket describes, for a geo service, which clusters the client's
+	// location prefers and what matched.
+	Bucket     string             `json:"bucket,omitempty"`
+	Candidates []ExplainCandidate `json:"candidates"`
+	// Answer is every record this name may answer with now (presentation
+	// format). A weighted pool is drawn per query: each reply carries Picks
+	// of these records (0 = all of them).
+	Answer    []string `json:"answer"`
+	Picks     int      `json:"picks,omitempty"`
+	Authority []string `json:"authority,omitempty"` // negative answers: the zone's SOA
+	FailOpen  bool     `json:"fail_open"`
+	Notes     []string `json:"notes"`
+	// Chain explains each CNAME target in our zones that the answer may
+	// point to (the reply then carries that target's answer too).
+	Chain []Explanation `json:"chain,omitempty"`
+}
+
+// ExplainClient is the client part of an Explanation.
+type ExplainClient struct {
+	Addr      string `json:"addr,omitempty"`
+	Bits      int    `json:"bits,omitempty"`
+	Source    string `json:"source"` // "ecs" (subnet given), "client" (source address), "none"
+	Located   bool   `json:"located"`
+	Region    string `json:"region,omitempty"`
+	Country   string `json:"country,omitempty"`
+	Continent string `json:"continent,omitempty"`
+	LocatedBy string `json:"located_by,omitempty"` // "custom map", "mmdb" or ""
+	Network   string `json:"network,omitempty"`    // the block in which every address gets the same location
+	// UsedForAnswer is true when the answer depends on the location (a geo service).
+	UsedForAnswer bool `json:"used_for_answer"`
+	Scope         int  `json:"scope"` // ECS scope prefix length of the reply (sent only to ECS queries)
+}
+
+// ExplainCandidate is one endpoint of the service and what became of it.
+type ExplainCandidate struct {
+	Target  string  `json:"target"`
+	Cluster string  `json:"cluster"`
+	Weight  int     `json:"weight"`
+	Share   float64 `json:"share"` // percent of the chosen pool (first record of a reply); 0 when not in it
+	State   string  `json:"state"` // decided health: up, down, unknown
+	Drained bool    `json:"drained"`
+	Kept    bool    `json:"kept"`
+	Why     string  `json:"why"`
+	Note    string  `json:"note,omitempty"` // administrative notes on the endpoint and its cluster
+}
+
+// Explain tells what the snapshot answers for qname/qtype asked by client,
+// and why. ecs marks client as an EDNS Client Subnet (as does client.HasECS).
+// It is pure: it reads the same compiled data as Lookup but draws nothing.
+func (s *Snapshot) Explain(qname string, qtype uint16, client Client, ecs bool) Explanation {
+	qname = dns.Fqdn(strings.ToLower(qname))
+	c := ExplainClient{Source: "none"}
+	switch {
+	case ecs || client.HasECS:
+		c.Source = "ecs"
+	case client.Addr.IsValid():
+		c.Source = "client"
+	}
+	var loc geo.Location
+	var located bool
+	if client.Addr.IsValid() {
+		c.Addr, c.Bits = client.Addr.String(), client.Bits
+		if s.locator != nil {
+			loc, located = s.locator.Lookup(client.Addr)
+		}
+	}
+	if located {
+		c.Located = true
+		c.Region, c.Country, c.Continent = loc.Region, loc.Country, loc.Continent
+		switch loc.Origin {
+		case geo.OriginNetworks:
+			c.LocatedBy = "custom map"
+		case geo.OriginMMDB:
+			c.LocatedBy = "mmdb"
+		}
+	}
+	if loc.Prefix.IsValid() {
+		c.Network = loc.Prefix.String()
+	}
+	x := &explainer{s: s, client: client, loc: loc, located: located}
+	e := x.step(qname, qtype, 0)
+	c.UsedForAnswer = x.geoUsed
+	if x.geoUsed {
+		c.Scope = client.Bits
+		if loc.Prefix.IsValid() {
+			c.Scope = loc.Prefix.Bits()
+		}
+	}
+	e.Client = &c
+	e.Notes = append(x.clientNotes(c), e.Notes...)
+	return e
+}
+
+type explainer struct {
+	s       *Snapshot
+	client  Client
+	loc     geo.Location
+	located bool
+	geoUsed bool
+}
+
+func (x *explainer) clientNotes(c ExplainClient) []string {
+	var where string
+	switch c.Source {
+	case "ecs":
+		where = "client subnet " + c.Addr + "/" + fmt.Sprint(c.Bits) + " (ECS)"
+	case "client":
+		where = "client " + c.Addr + " (source address, no ECS)"
+	default:
+		where = "no client address given"
+	}
+	switch {
+	case c.Located:
+		by := c.LocatedBy
+		if by == "" {
+			by = "the locator"
+		}
+		where += " located by " + by + " as " + place(c.Region, c.Country, c.Continent)
+		if c.Network != "" {
+			where += " (network " + c.Network + ")"
+		}
+	case c.Source != "none":
+		where += " not located (neither the custom map nor the mmdb holds it)"
+	}
+	if !c.UsedForAnswer && c.Source != "none" {
+		where += "; the answer does not depend on the location"
+	}
+	notes := []string{where}
+	if c.UsedForAnswer && c.Source == "ecs" {
+		notes = append(notes, fmt.Sprintf("ECS scope /%d: every client in that block gets this answer", c.Scope))
+	}
+	return notes
+}
+
+func place(region, country, continent string) string {
+	var parts []string
+	for _, p := range [][2]string{{"region", region}, {"country", country}, {"continent", continent}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
+	if len(parts) == 0 {
+		return "nowhere"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func typeName(t uint16) string {
+	if n, ok := dns.TypeToString[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("TYPE%d", t)
+}
+
+func present(rr dns.RR) string { return strings.ReplaceAll(rr.String(), "\t", " ") }
+
+func presentAll(rrs []dns.RR) []string {
+	out := make([]string, 0, len(rrs))
+	for _, rr := range rrs {
+		out = append(out, present(rr))
+	}
+	return out
+}
+
+// step explains one name, following answer() in lookup.go.
+func (x *explainer) step(name string, qtype uint16, depth int) Explanation {
+	s := x.s
+	e := Explanation{Name: name, Type: typeName(qtype), Rcode: "NOERROR", Answer: []string{}, Candidates: []ExplainCandidate{}}
+	z, n := s.find(name)
+	if z == nil {
+		e.Rcode = dns.RcodeToString[dns.RcodeRefused]
+		e.Notes = append(e.Notes, name+" is in no zone served here: REFUSED")
+		return e
+	}
+	e.Zone = z.apex
+	if n == nil {
+		e.Rcode = dns.RcodeToString[dns.RcodeNameError]
+		e.Authority = []string{present(z.negSOA)}
+		e.Notes = append(e.Notes, fmt.Sprintf("%s does not exist in zone %s: NXDOMAIN with the zone's SOA (negative TTL %d)", name, z.apex, z.negSOA.Hdr.Ttl))
+		return e
+	}
+	if qtype == dns.TypeANY {
+		if n.hasData() {
+			e.Answer = []string{present(n.hinfo)}
+			e.Notes = append(e.Notes, "ANY is answered with a single HINFO record (RFC 8482)")
+		} else {
+			x.noData(&e, z, "the name has no records")
+		}
+		return e
+	}
+	svc := n.svc
+	if svc != nil {
+		e.Service, e.Strategy = svc.name, svc.strategy
+	}
+	if svc != nil && svc.cname {
+		x.service(&e, svc, svc.cn, qtype)
+		if len(e.Answer) == 0 {
+			x.noData(&e, z, "every CNAME target is down and when_all_down is nodata")
+			return e
+		}
+		if qtype == dns.TypeCNAME {
+			return e
+		}
+		if depth+1 > maxCNAMEChain {
+			e.Notes = append(e.Notes, "the CNAME chain is too long: it is not followed further")
+			return e
+		}
+		for _, c := range e.Candidates {
+			if !c.Kept {
+				continue
+			}
+			if s.zoneFor(c.Target) == nil {
+				e.Notes = append(e.Notes, fmt.Sprintf("CNAME target %s is outside our zones: the resolver follows it", c.Target))
+				continue
+			}
+			next := x.step(c.Target, qtype, depth+1)
+			if next.Rcode != "NOERROR" {
+				e.Notes = append(e.Notes, fmt.Sprintf("CNAME target %s gives %s: a reply pointing there has that rcode", c.Target, next.Rcode))
+			}
+			e.Chain = append(e.Chain, next)
+		}
+		return e
+	}
+	var static []dns.RR
+	switch qtype {
+	case dns.TypeA:
+		if svc != nil {
+			x.service(&e, svc, svc.v4, qtype)
+		}
+		static = n.a
+	case dns.TypeAAAA:
+		if svc != nil {
+			x.service(&e, svc, svc.v6, qtype)
+		}
+		static = n.aaaa
+	case dns.TypeSOA:
+		if n.apex {
+			static = []dns.RR{z.soa}
+		}
+	case dns.TypeNS:
+		if n.apex {
+			static = z.ns
+			e.Notes = append(e.Notes, "the zone's nameservers, with glue in the additional section")
+		}
+	default:
+		if svc != nil {
+			x.service(&e, svc, nil, qtype)
+		}
+	}
+	if len(static) > 0 {
+		e.Answer = append(e.Answer, presentAll(static)...)
+		if qtype == dns.TypeA || qtype == dns.TypeAAAA {
+			e.Notes = append(e.Notes, "static address of a nameserver host (glue), always answered")
+		}
+	}
+	if len(e.Answer) == 0 {
+		why := "the name has no " + e.Type + " records"
+		if svc != nil && len(e.Candidates) > 0 && e.Type != "A" && e.Type != "AAAA" {
+			why = "a service name only has A and AAAA records"
+		}
+		x.noData(&e, z, why)
+	}
+	return e
+}
+
+func (x *explainer) noData(e *Explanation, z *zone, why string) {
+	e.Authority = []string{present(z.negSOA)}
+	e.Picks = 0
+	e.Notes = append(e.Notes, fmt.Sprintf("NODATA: %s (empty answer with the zone's SOA, negative TTL %d)", why, z.negSOA.Hdr.Ttl))
+}
+
+// explained is one endpoint with the compile-time facts about it.
+type explained struct {
+	ep        *model.Endpoint
+	st        EndpointStatus
+	c         cand // cluster, priority, weight, available, drained (no records)
+	family    uint16
+	available bool
+	poolIdx   int    // index in the chosen pool, -1 if not in it
+	note      string // administrative notes (endpoint, cluster)
+}
+
+// service explains the candidates of svc for one family's pools (nil: the
+// query type has no endpoints at all).
+func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype uint16) {
+	s := x.s
+	ms := s.modelService(svc)
+	if ms == nil {
+		e.Notes = append(e.Notes, "internal: the service's config is missing from the snapshot")
+		return
+	}
+	clusters := make(map[string]*model.Cluster, len(s.desired.Clusters))
+	for i := range s.desired.Clusters {
+		clusters[s.desired.Clusters[i].Name] = &s.desired.Clusters[i]
+	}
+	family := qtype
+	if svc.cname {
+		family = dns.TypeCNAME
+	}
+
+	// The pool the query path draws from, exactly as draw() picks it.
+	var p *pool
+	bucket := 0
+	if len(pools) > 0 {
+		if svc.geo != nil {
+			x.geoUsed = true
+			bucket = svc.geo.bucket(x.loc, x.located)
+		}
+		p = pools[bucket]
+	}
+
+	// The chain of groups the pool was chosen from (same functions as the
+	// compile; for geo the bucket index is looked up again in a fresh index
+	// because tag buckets are numbered in map order).
+	chain := allGroup(ms)
+	var bucketHow string
+	switch ms.Strategy {
+	case model.StrategyFailover:
+		chain = failoverGroups(ms)
+	case model.StrategyGeo:
+		g, chains := geoBuckets(ms, clusters)
+		var b int
+		b, bucketHow = g.explainBucket(x.loc, x.located)
+		chain = chains[b]
+		e.Bucket = bucketHow + ": prefers clusters " + groupClusters(chain[0])
+		if len(chain) > 2 {
+			e.Bucket += ", then the default clusters " + groupClusters(chain[1])
+		}
+		e.Bucket += ", then any cluster"
+	}
+
+	eps := make([]explained, len(ms.Endpoints))
+	for i := range ms.Endpoints {
+		ep := &ms.Endpoints[i]
+		st := svc.status[i]
+		fam := dns.TypeCNAME
+		if ep.CNAME == "" {
+			fam = dns.TypeAAAA
+			if netip.MustParseAddr(ep.Address).Is4() {
+				fam = dns.TypeA
+			}
+		}
+		c := cand{cluster: ep.Cluster, weight: uint32(st.Weight), drained: st.Drained, available: st.State != Down && !st.Drained}
+		if ep.Priority != nil {
+			c.priority = *ep.Priority
+		}
+		if ms.Strategy == model.StrategyRoundRobin {
+			c.weight = 1
+		}
+		eps[i] = explained{ep: ep, st: st, c: c, family: fam, available: c.available, poolIdx: -1}
+		eps[i].note = x.note(svc.name, eps[i])
+	}
+	if p != nil {
+		for j, rr := range p.rrs {
+			for i := range eps {
+				if eps[i].family == family && eps[i].poolIdx < 0 && rrTarget(rr, eps[i].st.Target) {
+					eps[i].poolIdx = j
+					break
+				}
+			}
+		}
+	}
+
+	// Which group of the chain the pool came from, and in which mode.
+	gi, zeroMode, withDrained := -1, false, false
+	for _, ep := range eps {
+		if ep.poolIdx < 0 {
+			continue
+		}
+		if g := firstGroup(chain, ep.c); gi < 0 || (g >= 0 && g < gi) {
+			gi = g
+		}
+		if ep.c.weight == 0 {
+			zeroMode = true
+		}
+		if ep.c.drained {
+			withDrained = true
+		}
+	}
+
+	var total uint32
+	if p != nil {
+		total = p.total()
+	}
+	for _, ep := range eps {
+		ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained}
+		ec.Note = ep.note
+		switch {
+		case ep.family != family:
+			ec.Why = fmt.Sprintf("%s endpoint: answers %s queries, not %s", typeName(ep.family), typeName(ep.family), typeName(qtype))
+		case ep.poolIdx >= 0:
+			ec.Kept = true
+			if total > 0 {
+				ec.Share = math.Round(1000*float64(p.weights[ep.poolIdx])/float64(total)) / 10
+			}
+			ec.Why = x.keptWhy(ms, ep, chain, gi, p.failOpen, zeroMode)
+		case p == nil && svc.noData:
+			ec.Why = x.downWhy(ep, clusters) + "; when_all_down is nodata"
+		default:
+			ec.Why = x.droppedWhy(ms, ep, chain, gi, p != nil && p.failOpen, withDrained, zeroMode, clusters)
+		}
+		e.Candidates = append(e.Candidates, ec)
+	}
+	if p == nil {
+		return
+	}
+	e.Answer = append(e.Answer, presentAll(p.rrs)...)
+	e.FailOpen = p.failOpen
+	ttl := p.rrs[0].Header().Ttl
+	switch {
+	case len(p.rrs) == 1:
+		e.Notes = append(e.Notes, fmt.Sprintf("one candidate is left: every reply carries it (TTL %d)", ttl))
+	case p.max >= len(p.rrs):
+		e.Notes = append(e.Notes, fmt.Sprintf("every reply carries all %d kept records (max_answers %d, TTL %d)", len(p.rrs), ms.MaxAnswers, ttl))
+	case p.max == 1:
+		e.Picks = 1
+		e.Notes = append(e.Notes, fmt.Sprintf("each reply carries one of the %d kept records, drawn by weight (the shares above; TTL %d)", len(p.rrs), ttl))
+	default:
+		e.Picks = p.max
+		e.Notes = append(e.Notes, fmt.Sprintf("each reply carries %d of the %d kept records: the first drawn by share, each next by weight among the rest (TTL %d)", p.max, len(p.rrs), ttl))
+	}
+	if p.failOpen {
+		cause, what := "every endpoint is down", "all endpoints"
+		for _, ep := range eps {
+			if ep.family == family && ep.c.drained {
+				cause = "every endpoint is down or drained"
+				if !withDrained {
+					what = "all endpoints that are not drained"
+				}
+			}
+		}
+		if gi >= 0 && len(chain) > 1 {
+			what += " of " + groupName(ms, chain, gi)
+		}
+		e.Notes = append(e.Notes, fmt.Sprintf("%s: fail-open answers %s with TTL %d", cause, what, ms.FailOpenTTL))
+	}
+}
+
+// modelService returns the config of a compiled service (same index).
+func (s *Snapshot) modelService(svc *service) *model.Service {
+	i := slices.Index(s.services, svc)
+	if i < 0 || s.desired == nil || i >= len(s.desired.Services) || s.desired.Services[i].Name != svc.name {
+		return nil
+	}
+	return &s.desired.Services[i]
+}
+
+// rrTarget reports whether a compiled record answers target.
+func rrTarget(rr dns.RR, target string) bool {
+	switch r := rr.(type) {
+	case *dns.A:
+		a, ok := netip.AddrFromSlice(r.A.To4())
+		t, err := netip.ParseAddr(target)
+		return ok && err == nil && a == t.Unmap()
+	case *dns.AAAA:
+		a, ok := netip.AddrFromSlice(r.AAAA)
+		t, err := netip.ParseAddr(target)
+		return ok && err == nil && a == t
+	case *dns.CNAME:
+		return strings.EqualFold(r.Target, target)
+	}
+	return false
+}
+
+func firstGroup(chain []group, c cand) int {
+	for i, g := range chain {
+		if g.has(c) {
+			return i
+		}
+	}
+	return -1
+}
+
+func groupClusters(g group) string {
+	if g.clusters == nil {
+		return "(any)"
+	}
+	return "[" + strings.Join(g.clusters, " ") + "]"
+}
+
+// groupName describes group i of a service's chain.
+func groupName(ms *model.Service, chain []group, i int) string {
+	g := chain[i]
+	switch ms.Strategy {
+	case model.StrategyFailover:
+		if g.byPriority {
+			return fmt.Sprintf("failover priority %d", g.priority)
+		}
+		return fmt.Sprintf("failover group %d (cluster %s)", i+1, strings.Join(g.clusters, " "))
+	case model.StrategyGeo:
+		switch {
+		case i == 0:
+			return "the client's geo bucket " + groupClusters(g)
+		case g.clusters == nil:
+			return "the any-cluster fallback"
+		default:
+			return "the default clusters " + groupClusters(g)
+		}
+	}
+	return "the pool"
+}
+
+func (x *explainer) note(service string, ep explained) string {
+	var parts []string
+	if n := x.s.Note(service, ep.st.Target); n != "" {
+		parts = append(parts, n)
+	}
+	if n := x.s.Note("", ep.st.Cluster); n != "" {
+		parts = append(parts, "cluster "+ep.st.Cluster+": "+n)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func withNote(why, note string) string {
+	if note == "" {
+		return why
+	}
+	return why + " (note: " + note + ")"
+}
+
+// downWhy says why an unavailable endpoint is out.
+func (x *explainer) downWhy(ep explained, clusters map[string]*model.Cluster) string {
+	c := clusters[ep.ep.Cluster]
+	note := ep.note
+	switch {
+	case ep.ep.State == model.StateDown:
+		return withNote("forced down administratively (state: down)", note)
+	case c != nil && c.State == model.StateDown:
+		return withNote("cluster "+c.Name+" is forced down administratively (state: down)", note)
+	case ep.st.State == Down:
+		return withNote("down by decision", note)
+	case ep.ep.Drain:
+		return withNote("drained (drain: true)", note)
+	case c != nil && c.Drain:
+		return withNote("cluster "+c.Name+" is drained", note)
+	case ep.st.Drained:
+		return withNote("drained", note)
+	}
+	return "available"
+}
+
+func (x *explainer) keptWhy(ms *model.Service, ep explained, chain []group, gi int, failOpen, zeroMode bool) string {
+	var why string
+	switch {
+	case failOpen:
+		why = "kept by fail-open: every endpoint is down or drained"
+		if ep.st.State == Down {
+			why += " (this one is down too)"
+		}
+	case ep.st.State == Up:
+		why = "up"
+	default:
+		why = "health unknown, counts as up"
+	}
+	if ms.Strategy == model.StrategyFailover || ms.Strategy == model.StrategyGeo {
+		if gi == 0 {
+			why += "; in " + groupName(ms, chain, gi)
+			if ms.Strategy == model.StrategyFailover {
+				why += ", the first group with an available endpoint"
+			}
+		} else if gi > 0 {
+			why += "; " + groupName(ms, chain, gi) + ": the groups before it have nothing available"
+		}
+	}
+	if zeroMode && ms.Strategy != model.StrategyRoundRobin {
+		why += "; weight 0 standby, answered because every weighted endpoint of its group is out"
+	}
+	if ms.Strategy == model.StrategyRoundRobin {
+		why += "; round robin, equal share"
+	}
+	return why
+}
+
+func (x *explainer) droppedWhy(ms *model.Service, ep explained, chain []group, gi int, failOpen, withDrained, zeroMode bool, clusters map[string]*model.Cluster) string {
+	j := firstGroup(chain, ep.c)
+	if j < 0 {
+		return "cluster " + ep.st.Cluster + " is not in the failover order: never answered"
+	}
+	if !failOpen && !ep.available {
+		return x.downWhy(ep, clusters)
+	}
+	if failOpen && !withDrained && ep.c.drained {
+		return x.downWhy(ep, clusters) + "; fail-open leaves drained endpoints out"
+	}
+	if gi >= 0 && j > gi {
+		switch ms.Strategy {
+		case model.StrategyFailover:
+			return "lower priority group (" + groupName(ms, chain, j) + "); " + groupName(ms, chain, gi) + " has an available endpoint"
+		case model.StrategyGeo:
+			if j > 0 && gi == 0 {
+				return "not in the client's geo bucket " + groupClusters(chain[0])
+			}
+			return "not in " + groupName(ms, chain, gi) + ", which has an available endpoint"
+		}
+	}
+	if ep.c.weight == 0 && !zeroMode {
+		return "weight 0 standby: answered only when every weighted endpoint of its group is out"
+	}
+	return "not in the chosen pool"
+}
+
+// explainBucket is bucket with the reason: it checks the same maps in the
+// same order.
+func (g *geoIndex) explainBucket(loc geo.Location, found bool) (int, string) {
+	if !found {
+		return g.def, "client not located: default bucket"
+	}
+	for _, m := range [...]struct {
+		idx       map[string]int
+		key, what string
+	}{
+		{g.region, loc.Region, "rule for region"}, {g.country, loc.Country, "rule for country"}, {g.continent, loc.Continent, "rule for continent"},
+		{g.tagRegion, loc.Region, "clusters in region"}, {g.tagCountry, loc.Country, "clusters in country"}, {g.tagContinent, loc.Continent, "clusters on continent"},
+	} {
+		if m.key == "" {
+			continue
+		}
+		if b, ok := m.idx[m.key]; ok {
+			return b, m.what + " " + m.key
+		}
+	}
+	return g.def, "no rule or cluster tag matches " + place(loc.Region, loc.Country, loc.Continent) + ": default bucket"
+}
