@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 const adminConfig = `
 server:
   admin: {token_file: "%[1]s", state_file: "%[2]s"}
+  http: {read_only_listen: "127.0.0.1:%[7]d"}
 zones:
   - apex: gslb.example.com
     nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
@@ -52,8 +54,9 @@ func TestAdminOverrides(t *testing.T) {
 	require.NoError(t, os.WriteFile(tokenFile, []byte(adminToken+"\n"), 0o600))
 	g1, g2 := freePort(t), freePort(t)
 	state1, state2 := filepath.Join(dir, "n1.json"), filepath.Join(dir, "n2.json")
-	conf1 := fmt.Sprintf(adminConfig, tokens, state1, "n1", "r1", g1, g2)
-	conf2 := fmt.Sprintf(adminConfig, tokens, state2, "n2", "r2", g2, g1)
+	ro := freePort(t)
+	conf1 := fmt.Sprintf(adminConfig, tokens, state1, "n1", "r1", g1, g2, ro)
+	conf2 := fmt.Sprintf(adminConfig, tokens, state2, "n2", "r2", g2, g1, freePort(t))
 	m1 := startMeridian(t, conf1)
 	m2 := startMeridian(t, conf2)
 	share := func(m *instance, addr string) float64 {
@@ -75,6 +78,18 @@ func TestAdminOverrides(t *testing.T) {
 		out, err = cli(t, m1, "drain", "cluster", "mars", "--reason", "x", "--token-file", tokenFile)
 		require.Error(t, err)
 		assert.Contains(t, out, `cluster: "mars" is not a cluster (allowed: east, west)`)
+		// The read-only listener serves reads and refuses changes even with the token.
+		req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/v1/admin/overrides", ro),
+			strings.NewReader(`{"kind":"drain","cluster":"west","reason":"x"}`))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+		resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/admin/overrides", ro))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
 		out, err = cli(t, m1, "overrides")
 		require.NoError(t, err, out)
 		assert.NotContains(t, out, "drain")

@@ -179,16 +179,30 @@ func Run(ctx context.Context, opts Options) error {
 		if h != nil {
 			apiOpts.Keys = ringKeys{h.ring}
 		}
-		httpSrv = &http.Server{
-			Handler:           api.Handler(&a.store, a.reg, a.ready, a.status, log, apiOpts),
-			ReadHeaderTimeout: 5 * time.Second,
-		}
+		handler := api.Handler(&a.store, a.reg, a.ready, a.status, log, apiOpts)
+		httpSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http server", "err", err)
 			}
 		}()
-		log.Info("http listening", "addr", httpAddr, "paths", "/ /metrics /healthz /readyz /v1/health")
+		log.Info("http listening", "addr", httpAddr, "paths", "/ /metrics /healthz /readyz /v1/...")
+		if ro := f.Server.HTTP.ReadOnlyListen; ro != "" {
+			rln, err := net.Listen("tcp", ro)
+			if err != nil {
+				shutdownDNS(dnsSrv)
+				httpSrv.Close()
+				return fmt.Errorf("http read_only_listen %s: %w", ro, err)
+			}
+			roSrv := &http.Server{Handler: api.ReadOnly(handler), ReadHeaderTimeout: 5 * time.Second}
+			go func() {
+				if err := roSrv.Serve(rln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("read-only http server", "err", err)
+				}
+			}()
+			defer roSrv.Close()
+			log.Info("read-only http listening: changes are refused there", "addr", rln.Addr().String())
+		}
 	}
 	if opts.Started != nil {
 		opts.Started(dnsAddrs, httpAddr)

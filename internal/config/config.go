@@ -50,7 +50,11 @@ type DNS struct {
 
 // HTTP configures the metrics, health and status listener.
 type HTTP struct {
-	Listen string `yaml:"listen"` // address of /metrics, /healthz, /readyz and the status page (default 127.0.0.1:8080; "off" disables)
+	Listen string `yaml:"listen"` // address of /metrics, /healthz, /readyz, the status page and the admin API (default 127.0.0.1:8080; "off" disables)
+	// ReadOnlyListen, when set, serves the same pages and GET endpoints on a
+	// second address (e.g. 0.0.0.0:8090 for dashboards) where every change
+	// is refused, so the admin API can stay on loopback.
+	ReadOnlyListen string `yaml:"read_only_listen"`
 }
 
 // Log configures logging.
@@ -240,6 +244,11 @@ func (s *Server) validate() []model.FieldError {
 	}
 	if p := s.DNS.UDPPayloadSize; p != 0 && (p < 512 || p > 4096) {
 		add("server.dns.udp_payload_size", "%d is out of range (allowed 512..4096; 0 = default %d)", p, DefaultUDPPayloadSize)
+	}
+	if l := s.HTTP.ReadOnlyListen; l != "" {
+		if _, err := netip.ParseAddrPort(l); err != nil {
+			add("server.http.read_only_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8090)", l)
+		}
 	}
 	if l := s.HTTP.Listen; l != "" && l != "off" {
 		if _, err := netip.ParseAddrPort(l); err != nil {
