@@ -101,7 +101,7 @@ func requireToken(t *Tokens, next func(w http.ResponseWriter, r *http.Request, w
 	}
 }
 
-func registerAdmin(mux *http.ServeMux, a AdminControl, t *Tokens) {
+func registerAdmin(mux router, a AdminControl, t *Tokens) {
 	mux.HandleFunc("GET /v1/admin/overrides", func(w http.ResponseWriter, _ *http.Request) {
 		ovs := a.List()
 		if ovs == nil {

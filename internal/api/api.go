@@ -45,7 +45,42 @@ type Options struct {
 // Handler returns the HTTP handler. ready reports nil when the process can
 // serve DNS (snapshot loaded, listeners bound); status is optional.
 func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger, opts Options) http.Handler {
-	mux := http.NewServeMux()
+	mux, _ := build(src, gatherer, ready, status, log, opts)
+	return mux
+}
+
+// Routes lists the route patterns ("METHOD /path") that Handler registers
+// with opts, in registration order; openapi.yaml documents each of them.
+func Routes(opts Options) []string {
+	_, patterns := build(nil, prometheus.NewRegistry(), nil, nil, slog.New(slog.DiscardHandler), opts)
+	return patterns
+}
+
+// router is what the register functions need of a ServeMux.
+type router interface {
+	Handle(pattern string, handler http.Handler)
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
+// recorder registers on a ServeMux and records every pattern.
+type recorder struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (r *recorder) Handle(pattern string, handler http.Handler) {
+	r.patterns = append(r.patterns, pattern)
+	r.ServeMux.Handle(pattern, handler)
+}
+
+func (r *recorder) HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request)) {
+	r.patterns = append(r.patterns, pattern)
+	r.ServeMux.HandleFunc(pattern, handler)
+}
+
+func build(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger, opts Options) (*http.ServeMux, []string) {
+	mux := &recorder{ServeMux: http.NewServeMux()}
+	mux.HandleFunc("GET /v1/openapi.yaml", OpenAPIHandler())
 	mux.HandleFunc("GET /v1/explain", ExplainHandler(src))
 	if opts.Health != nil {
 		mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Health()) })
@@ -111,7 +146,7 @@ func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, statu
 			}
 		})
 	}
-	return mux
+	return mux.ServeMux, mux.patterns
 }
 
 type page struct {

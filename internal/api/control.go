@@ -65,7 +65,7 @@ func loopbackOnly(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func registerDemo(mux *http.ServeMux, d DemoControl) {
+func registerDemo(mux router, d DemoControl) {
 	mux.HandleFunc("GET /v1/demo/backends", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, d.List()) })
 	mux.HandleFunc("POST /v1/demo/backends/{addr}/{action}", loopbackOnly(func(w http.ResponseWriter, r *http.Request) {
 		addr, action := r.PathValue("addr"), r.PathValue("action")
@@ -87,7 +87,7 @@ func registerDemo(mux *http.ServeMux, d DemoControl) {
 	}))
 }
 
-func registerKeys(mux *http.ServeMux, k KeyControl) {
+func registerKeys(mux router, k KeyControl) {
 	mux.HandleFunc("GET /v1/ring/keys", loopbackOnly(func(w http.ResponseWriter, _ *http.Request) {
 		primary, all := k.Keys()
 		writeJSON(w, http.StatusOK, map[string]any{"primary": fingerprint(primary), "keys": fingerprints(all)})

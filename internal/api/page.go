@@ -341,7 +341,7 @@ var pageAssets embed.FS
 // registerPage serves the live status page at / with its assets, the
 // overview at GET /v1/overview and its Server-Sent Events stream at
 // GET /v1/events.
-func registerPage(mux *http.ServeMux, overview func() Overview, status func() Status) {
+func registerPage(mux router, overview func() Overview, status func() Status) {
 	build := func() Overview {
 		o := overview()
 		if status != nil {
