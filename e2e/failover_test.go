@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -106,10 +107,16 @@ func TestFailoverPacketLossMakesNoFalseDowns(t *testing.T) {
 	start := time.Now()
 	g.lab.SetLoss(t, g.nodes[0].host, 10)
 	deadline := start.Add(time.Duration(minutes) * time.Minute)
-	queries, short := 0, 0
+	queries, short, unanswered := 0, 0, 0
 	for time.Now().Before(deadline) {
 		for _, n := range g.nodes[1:] {
-			got, _ := g.answers(t, n)
+			got, errs := g.answers(t, n)
+			if len(errs) > 0 && strings.HasPrefix(errs[0], "dig:") {
+				// dig itself timed out (a loaded test machine): no answer
+				// to judge; counted apart and bounded below.
+				unanswered++
+				continue
+			}
 			queries++
 			if len(got) != len(g.endpts) {
 				short++
@@ -117,6 +124,7 @@ func TestFailoverPacketLossMakesNoFalseDowns(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	assert.LessOrEqual(t, unanswered, max(2, queries/20), "dig got no answer too often")
 	g.lab.SetLoss(t, g.nodes[0].host, 0)
 	for _, n := range g.nodes {
 		rep, err := g.health(t, n)
@@ -125,7 +133,7 @@ func TestFailoverPacketLossMakesNoFalseDowns(t *testing.T) {
 		t.Logf("FIGURE 10%% loss on p1 for %d min: %s decided %d state changes", minutes, n.name, len(changes))
 		assert.Empty(t, changes, "%s: %v", n.name, changes)
 	}
-	t.Logf("FIGURE 10%% loss: %d answers checked on p2/p3, %d without every endpoint", queries, short)
+	t.Logf("FIGURE 10%% loss: %d answers checked on p2/p3, %d without every endpoint (%d dig timeouts not judged)", queries, short, unanswered)
 	assert.Zero(t, short)
 }
 
