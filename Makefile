@@ -4,7 +4,7 @@ BIN      := bin/meridian
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
 FUZZTIME ?= 60s
-E2E_DEPS := dig=dnsutils kdig=knot-dnsutils ip=iproute2 tc=iproute2 curl=curl chromium=chromium
+E2E_DEPS := dig=dnsutils kdig=knot-dnsutils ip=iproute2 tc=iproute2 curl=curl chromium=chromium unbound=unbound named=bind9 knotd=knot
 
 .PHONY: help run build test unit e2e kube-bins bench fuzz lint coredns clean
 
@@ -45,9 +45,10 @@ bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs C
 bench-ring: build ## 5 probers × 1000 endpoints on loopback: CPU, memory, gossip bytes/s (bench/ring)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/ring
 
-fuzz: ## fuzz the request path and the config loader for FUZZTIME each
+fuzz: ## fuzz the request path, the config loader and the Kubernetes annotations for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./internal/dnsserver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAnnotations$$' -fuzztime $(FUZZTIME) ./internal/kube/
 
 coredns: ## build bin/coredns-meridian: CoreDNS with the meridian plugin
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/coredns-meridian ./cmd/coredns-meridian

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side DNS benchmark: Meridian vs Knot DNS vs PowerDNS Authoritative,
 # plus CoreDNS with the meridian plugin against the same CoreDNS with a
-# trivial plugin that returns a fixed A record (the plugin's own overhead).
+# trivial plugin that returns a fixed A record (the plugin's own overhead),
+# plus Meridian with the benchmark zone DNSSEC-signed, queried with the DO bit
+# (what online signing costs against the unsigned Meridian).
 #
 # One invocation starts the servers on loopback ports (each pinned to the
 # same CPU, with the same number of workers), checks that each of them
@@ -15,7 +17,7 @@
 #   BENCH_ROUNDS=1          measure every server this many times, interleaved;
 #                           the table shows each server's median-QPS round
 #   BENCH_QUERIES=mix       mix: 80% w (weighted) + 20% g (geo); weighted: w only
-#   BENCH_SERVERS="meridian knot pdns coredns-meridian coredns-fixed"
+#   BENCH_SERVERS="meridian meridian-signed knot pdns coredns-meridian coredns-fixed"
 #                           which servers to run, in this order
 #   BENCH_CLIENTS=8  BENCH_OUTSTANDING=100  BENCH_TIMEOUT=5   dnsperf -c / -q / -t
 #   BENCH_CLIENT_CPU=0  BENCH_SERVER_CPU=1   taskset CPU lists
@@ -23,7 +25,7 @@
 #   COREDNS_MERIDIAN_BIN=./bin/coredns-meridian   (built from ./cmd/coredns-meridian when unset)
 #   COREDNS_FIXED_BIN=./bin/coredns-fixed         (built from ./bench/corednsfixed when unset)
 #   KNOT_PORT=5392  PDNS_PORT=5393  (Meridian's port is read from bench/meridian.yaml)
-#   COREDNS_MERIDIAN_PORT=5394  COREDNS_FIXED_PORT=5395
+#   COREDNS_MERIDIAN_PORT=5394  COREDNS_FIXED_PORT=5395  MERIDIAN_SIGNED_PORT=5396
 #   BENCH_OVERHEAD_MIN=0.90 target of coredns-meridian / coredns-fixed QPS
 #   BENCH_IDLE_WAIT=60      wait up to this many seconds for the two CPUs to be
 #                           quiet (< BENCH_NOISE_MAX % busy) before measuring
@@ -43,7 +45,7 @@ BENCH_SECONDS=${BENCH_SECONDS:-10}
 BENCH_WARMUP=${BENCH_WARMUP:-2}
 BENCH_ROUNDS=${BENCH_ROUNDS:-1}
 BENCH_QUERIES=${BENCH_QUERIES:-mix}
-ALL_SERVERS="meridian knot pdns coredns-meridian coredns-fixed"
+ALL_SERVERS="meridian meridian-signed knot pdns coredns-meridian coredns-fixed"
 BENCH_SERVERS=${BENCH_SERVERS:-$ALL_SERVERS}
 BENCH_CLIENTS=${BENCH_CLIENTS:-8}
 BENCH_OUTSTANDING=${BENCH_OUTSTANDING:-100}
@@ -54,6 +56,7 @@ KNOT_PORT=${KNOT_PORT:-5392}
 PDNS_PORT=${PDNS_PORT:-5393}
 COREDNS_MERIDIAN_PORT=${COREDNS_MERIDIAN_PORT:-5394}
 COREDNS_FIXED_PORT=${COREDNS_FIXED_PORT:-5395}
+MERIDIAN_SIGNED_PORT=${MERIDIAN_SIGNED_PORT:-5396}
 BENCH_OVERHEAD_MIN=${BENCH_OVERHEAD_MIN:-0.90}
 BENCH_PROFILE=${BENCH_PROFILE:-0}
 MERIDIAN_CONFIG=bench/meridian.yaml
@@ -69,7 +72,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 1; }
 
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-for v in BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_CLIENTS BENCH_OUTSTANDING BENCH_TIMEOUT BENCH_IDLE_WAIT BENCH_NOISE_MAX KNOT_PORT PDNS_PORT COREDNS_MERIDIAN_PORT COREDNS_FIXED_PORT; do
+for v in BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_CLIENTS BENCH_OUTSTANDING BENCH_TIMEOUT BENCH_IDLE_WAIT BENCH_NOISE_MAX KNOT_PORT PDNS_PORT COREDNS_MERIDIAN_PORT COREDNS_FIXED_PORT MERIDIAN_SIGNED_PORT; do
 	is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
 done
 ((BENCH_SECONDS >= 1)) || die "BENCH_SECONDS must be at least 1"
@@ -149,8 +152,10 @@ taskset -c "$BENCH_CLIENT_CPU" true 2>/dev/null || die "BENCH_CLIENT_CPU=$BENCH_
 
 # ------------------------------------------------------------- meridian ----
 
+# meridian-signed is the same binary with a config derived from the same file
+# (see "signed config" below).
 MERIDIAN_PORT=
-if [[ " $BENCH_SERVERS " == *" meridian "* ]]; then
+if [[ " $BENCH_SERVERS " == *" meridian "* || " $BENCH_SERVERS " == *" meridian-signed "* ]]; then
 	[[ -f $MERIDIAN_CONFIG ]] || die "$MERIDIAN_CONFIG not found"
 	MERIDIAN_PORT=$(grep -m1 -oE '127\.0\.0\.1:[0-9]+' "$MERIDIAN_CONFIG" | cut -d: -f2 || true)
 	[[ -n $MERIDIAN_PORT ]] || die "no 127.0.0.1:PORT listen address in $MERIDIAN_CONFIG"
@@ -211,6 +216,7 @@ fi
 port_of() {
 	case $1 in
 	meridian) echo "$MERIDIAN_PORT" ;;
+	meridian-signed) echo "$MERIDIAN_SIGNED_PORT" ;;
 	knot) echo "$KNOT_PORT" ;;
 	pdns) echo "$PDNS_PORT" ;;
 	coredns-meridian) echo "$COREDNS_MERIDIAN_PORT" ;;
@@ -220,6 +226,7 @@ port_of() {
 label_of() {
 	case $1 in
 	meridian) echo Meridian ;;
+	meridian-signed) echo "Meridian (DNSSEC, DO=1)" ;;
 	knot) echo "Knot DNS" ;;
 	pdns) echo "PowerDNS Auth" ;;
 	coredns-meridian) echo "CoreDNS + meridian" ;;
@@ -285,6 +292,46 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# -------------------------------------------------------- signed config ----
+
+# meridian-signed serves bench/meridian.yaml with two changes: its own listen
+# port, and the benchmark zone signed online with a fresh ECDSA P-256 key
+# (`meridian dnssec keygen`, written into $TMP). Everything else, rrl
+# included, is the same file, so signing is the only difference.
+MERIDIAN_SIGNED_CONFIG=$TMP/meridian-signed.yaml
+if [[ " $BENCH_SERVERS " == *" meridian-signed "* ]]; then
+	mkdir -p "$TMP/dnssec"
+	"$MERIDIAN_BIN" dnssec keygen --zone "$ZONE" --algorithm ecdsap256 --out "$TMP/dnssec" \
+		>"$TMP/keygen.log" 2>&1 || {
+		cat "$TMP/keygen.log" >&2
+		die "'meridian dnssec keygen --zone $ZONE' failed (output above)"
+	}
+	keys=("$TMP"/dnssec/K*.private)
+	[[ ${#keys[@]} == 1 && -f ${keys[0]} ]] || die "keygen did not write exactly one .private file into $TMP/dnssec"
+	# Replace the first 127.0.0.1:PORT (the listen address run.sh reads for
+	# meridian) and add the dnssec block under the zone's `- apex: ZONE` line,
+	# indented like the zone's other keys; fail unless both happened once.
+	awk -v port="$MERIDIAN_SIGNED_PORT" -v zone="$ZONE" -v key="${keys[0]}" '
+		!l && /127\.0\.0\.1:[0-9]+/ { sub(/127\.0\.0\.1:[0-9]+/, "127.0.0.1:" port); l = 1 }
+		{ print }
+		match($0, /^ *- +apex: */) {
+			rest = substr($0, RLENGTH + 1)
+			sub(/[ \t]*(#.*)?$/, "", rest)
+			gsub(/["\047]/, "", rest)
+			if (rest == zone || rest == zone ".") {
+				ind = $0; sub(/-.*/, "", ind); ind = ind "  "
+				print ind "dnssec:"
+				print ind "  key_files: [\"" key "\"]"
+				z++
+			}
+		}
+		END { exit !(l && z == 1) }' "$MERIDIAN_CONFIG" >"$MERIDIAN_SIGNED_CONFIG" ||
+		die "could not derive $MERIDIAN_SIGNED_CONFIG from $MERIDIAN_CONFIG (needs one 127.0.0.1:PORT listen address and one '- apex: $ZONE' zone)"
+	log "checking the signed config (bench zone signed with ${keys[0]##*/})"
+	"$MERIDIAN_BIN" check-config "$MERIDIAN_SIGNED_CONFIG" >&2 ||
+		die "'$MERIDIAN_BIN check-config $MERIDIAN_SIGNED_CONFIG' failed"
+fi
+
 # ----------------------------------------------------- zone and queries ----
 
 # The static zone Knot serves; PowerDNS serves the same with w as a LUA record.
@@ -320,6 +367,12 @@ start_meridian() {
 	taskset -c "$BENCH_SERVER_CPU" "$MERIDIAN_BIN" serve --config "$MERIDIAN_CONFIG" \
 		>"$TMP/meridian.log" 2>&1 &
 	PID[meridian]=$!
+}
+
+start_meridian_signed() {
+	taskset -c "$BENCH_SERVER_CPU" "$MERIDIAN_BIN" serve --config "$MERIDIAN_SIGNED_CONFIG" \
+		>"$TMP/meridian-signed.log" 2>&1 &
+	PID[meridian-signed]=$!
 }
 
 start_knot() {
@@ -467,6 +520,19 @@ sanity() { # $1 = server
 	fi
 	[[ $s != coredns-fixed ]] || SPLIT[$s]+=" (fixed answer, no selection)"
 	log "sanity ok: $(label_of "$s") on port $p; w split: ${SPLIT[$s]}"
+	if [[ $s == meridian-signed ]]; then
+		# With DO=1 (as dnsperf -D sends) both names must come back signed.
+		local name rr
+		for name in "$W_NAME" "$G_NAME"; do
+			out=$(dig +dnssec +norec +time=2 +tries=2 @127.0.0.1 -p "$p" "$name" A 2>&1) || true
+			rr=$(awk -v n="$name." '$1 == n && $3 == "IN" && $4 == "RRSIG" && $5 == "A" { print $4, $5, "alg", $6, "key tag", $11, "signer", $12; exit }' <<<"$out")
+			[[ -n $rr ]] || {
+				printf '%s\n' "$out" >&2
+				die "sanity: $(label_of "$s") returned no RRSIG A for $name A with DO=1 on port $p (dig output above)"
+			}
+			log "sanity ok: $(label_of "$s"): dig +dnssec $name A -> $rr"
+		done
+	fi
 }
 
 # ---------------------------------------------------------------- start ----
@@ -543,12 +609,18 @@ rm -f "$RESULTS_DIR"/dnsperf-*.txt "$RESULTS_DIR"/cpu-*.pprof
 # Results per server and round.
 declare -A R_QPS=() R_LOST=() R_SENT=() R_LAT=() R_CPU=() R_RCODES=() R_NOISE_S=() R_NOISE_C=()
 
+# Extra dnsperf options per server: the signed Meridian gets the DO bit on
+# every query (-D, which implies EDNS), so every answer carries RRSIGs.
+dnsperf_extra_of() { [[ $1 == meridian-signed ]] && echo -D; return 0; }
+
 run_dnsperf() { # $1 = server, $2 = seconds, $3 = output file
-	local p
+	local p extra
 	p=$(port_of "$1")
+	extra=$(dnsperf_extra_of "$1")
 	# dnsperf -l stops sending after $2 s, then waits up to -t for replies.
+	# shellcheck disable=SC2086 # $extra: zero or more words
 	timeout --foreground $(($2 + BENCH_TIMEOUT + 30)) taskset -c "$BENCH_CLIENT_CPU" \
-		dnsperf -s 127.0.0.1 -p "$p" -d "$QUERIES" "${DNSPERF_ARGS[@]}" -l "$2" >"$3" 2>&1 ||
+		dnsperf -s 127.0.0.1 -p "$p" -d "$QUERIES" "${DNSPERF_ARGS[@]}" $extra -l "$2" >"$3" 2>&1 ||
 		{
 			tail -n 20 "$3" >&2
 			die "dnsperf against $(label_of "$1") failed (output above)"
@@ -664,7 +736,7 @@ git_version() {
 }
 version_of() {
 	case $1 in
-	meridian)
+	meridian | meridian-signed)
 		# `meridian version` prints "meridian VERSION (goX.Y os/arch)".
 		local v
 		v=$("$MERIDIAN_BIN" version 2>/dev/null | awk 'NR == 1 { print $2 }') || true
@@ -712,6 +784,8 @@ ratio_line() { # $1 = numerator server, $2 = denominator server
 	}'
 }
 
+DO_NOTE=""
+[[ -z ${BEST[meridian-signed]:-} ]] || DO_NOTE=" (plus \`-D\`, the DO bit, for meridian-signed)"
 REPORT=$TMP/report.md
 {
 	echo "## Meridian DNS benchmark"
@@ -719,7 +793,7 @@ REPORT=$TMP/report.md
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 	echo "- machine: $NCPU CPUs (\`nproc\`), $CPU_MODEL, Linux $(uname -r)"
 	echo "- servers pinned to CPU $BENCH_SERVER_CPU, dnsperf to CPU $BENCH_CLIENT_CPU; one UDP socket/worker each"
-	echo "- dnsperf $(sed -nE 's/^Version //p' "$RESULTS_DIR"/dnsperf-*-1.txt | head -n1): \`dnsperf ${DNSPERF_ARGS[*]} -l $BENCH_SECONDS\` after a ${BENCH_WARMUP}s warm-up; rounds: $BENCH_ROUNDS (median shown)"
+	echo "- dnsperf $(sed -nE 's/^Version //p' "$RESULTS_DIR"/dnsperf-*-1.txt | head -n1): \`dnsperf ${DNSPERF_ARGS[*]} -l $BENCH_SECONDS\` after a ${BENCH_WARMUP}s warm-up$DO_NOTE; rounds: $BENCH_ROUNDS (median shown)"
 	echo "- queries: $MIX"
 	echo
 	echo "| server | version | QPS | lost | avg latency (ms) | server CPU | QPS per server CPU | Meridian/peer QPS | Meridian/peer QPS per CPU | other load srv/cli CPU |"
@@ -767,6 +841,19 @@ REPORT=$TMP/report.md
 	elif [[ -n ${BEST[meridian]:-} && -n ${BEST[coredns-meridian]:-} ]]; then
 		echo
 		echo "- meridian serve / coredns-meridian QPS: $(ratio_line meridian coredns-meridian)"
+	fi
+	if [[ -n ${BEST[meridian]:-} && -n ${BEST[meridian-signed]:-} ]]; then
+		echo
+		echo "DNSSEC cost, same run (Meridian with the zone signed online, every query with DO=1 ÷ the same Meridian unsigned, queries without EDNS):"
+		echo
+		echo "- **DNSSEC cost, same run: meridian-signed / meridian QPS: $(ratio_line meridian-signed meridian)**"
+		if ((BENCH_ROUNDS > 1)); then
+			line="- per round:"
+			for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+				line+=$(awk -v a="${R_QPS[meridian-signed,$r]}" -v b="${R_QPS[meridian,$r]}" 'BEGIN { printf " %.2f", a / b }')
+			done
+			echo "$line"
+		fi
 	fi
 	echo
 	echo "Weighted split seen by 400 \`dig\` queries for \`$W_NAME A\` (target 70% / 30%):"

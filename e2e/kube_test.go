@@ -32,6 +32,9 @@ import (
 )
 
 const kubeConfig = `
+# These loopback tests query far faster than the default RRL rate (200/s
+# per /24), all from 127.0.0.1: raise the limit, keep RRL on.
+server: {dns: {rrl: {responses_per_second: 1000000}}}
 zones:
   - apex: gslb.example.com
     nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
@@ -387,6 +390,9 @@ func TestKubernetesMembers(t *testing.T) {
 }
 
 const kubeSecretsConfig = `
+# These loopback tests query far faster than the default RRL rate (200/s
+# per /24), all from 127.0.0.1: raise the limit, keep RRL on.
+server: {dns: {rrl: {responses_per_second: 1000000}}}
 zones:
   - apex: gslb.example.com
     nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]

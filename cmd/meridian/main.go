@@ -37,6 +37,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo(), newStatus(), newDemo(), newRing(), newAgent(), newPush())
 	root.AddCommand(adminCommands()...)
 	root.AddCommand(newExplain())
+	root.AddCommand(newDNSSEC())
 	return root
 }
 

@@ -67,6 +67,7 @@ type App struct {
 	lastErr    string
 	dnsUp      bool
 	health     *healthLoop
+	xfr        xfrState // zone transfers and serials (xfr.go)
 }
 
 // Run starts Meridian and blocks until ctx is cancelled or SIGINT/SIGTERM
@@ -142,8 +143,23 @@ func Run(ctx context.Context, opts Options) error {
 		MaxTCPConnections: f.Server.DNS.MaxTCPConnections,
 		TCPIdleTimeout:    f.Server.DNS.TCPIdleTimeout,
 		UDPPayloadSize:    f.Server.DNS.UDPPayloadSize,
-		Logger:            log,
-		Metrics:           dnsserver.NewMetrics(a.reg),
+		MaxTCPPerClient:   f.Server.DNS.MaxTCPPerClient,
+		RRL: dnsserver.RRL{
+			Enabled:         f.Server.DNS.RRL.Enabled == nil || *f.Server.DNS.RRL.Enabled,
+			ResponsesPerSec: f.Server.DNS.RRL.ResponsesPerSec,
+			Window:          f.Server.DNS.RRL.Window,
+			Slip: func() int { // set by the config's defaults; the fallback is for a File built by hand
+				if p := f.Server.DNS.RRL.Slip; p != nil {
+					return *p
+				}
+				return config.DefaultRRLSlip
+			}(),
+			IPv4Prefix: f.Server.DNS.RRL.IPv4Prefix,
+			IPv6Prefix: f.Server.DNS.RRL.IPv6Prefix,
+		},
+		Logger:    log,
+		Metrics:   dnsserver.NewMetrics(a.reg),
+		Transfers: a.transfers(),
 	}, &a.store)
 	if err := dnsSrv.Start(); err != nil {
 		return err
@@ -306,7 +322,7 @@ func (a *App) publish() error {
 		h = d
 	}
 	ap, h := a.applyAdmin(eff, h)
-	snap, err := a.store.Publish(ap.Desired, engine.Options{Locator: l.Locator, Health: h, Notes: ap.Notes})
+	snap, err := a.publishSnapshot(ap.Desired, engine.Options{Locator: l.Locator, Health: h, Notes: ap.Notes})
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}

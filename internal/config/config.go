@@ -46,7 +46,31 @@ type DNS struct {
 	MaxTCPConnections int           `yaml:"max_tcp_connections"` // concurrent TCP connections per address (default 1024)
 	TCPIdleTimeout    time.Duration `yaml:"tcp_idle_timeout"`    // close idle TCP connections after (default 10s)
 	UDPPayloadSize    int           `yaml:"udp_payload_size"`    // our EDNS0 UDP payload size (default 1232)
+	RRL               RRL           `yaml:"rrl"`                 // response rate limiting (UDP)
+	MaxTCPPerClient   int           `yaml:"max_tcp_per_client"`  // concurrent TCP connections per client address (default 32)
 }
+
+// RRL configures response rate limiting per client prefix (UDP only): a
+// token bucket per prefix that refills at responses_per_second and holds
+// window seconds of it (a quiet prefix may burst rate×window responses).
+type RRL struct {
+	Enabled         *bool `yaml:"enabled"`              // default true
+	ResponsesPerSec int   `yaml:"responses_per_second"` // per prefix (default 200; 1..1000000)
+	Slip            *int  `yaml:"slip"`                 // every Nth limited response is sent truncated (TC=1); 0 = drop all, 1 = truncate all (default 2; 0..10)
+	IPv4Prefix      int   `yaml:"ipv4_prefix"`          // default 24 (8..32)
+	IPv6Prefix      int   `yaml:"ipv6_prefix"`          // default 56 (16..64)
+	Window          int   `yaml:"window"`               // seconds of credit a prefix may save up (default 15; 1..3600)
+}
+
+// Defaults of server.dns.rrl and server.dns.max_tcp_per_client.
+const (
+	DefaultRRLResponsesPerSec = 200
+	DefaultRRLSlip            = 2
+	DefaultRRLIPv4Prefix      = 24
+	DefaultRRLIPv6Prefix      = 56
+	DefaultRRLWindow          = 15
+	DefaultMaxTCPPerClient    = 32
+)
 
 // HTTP configures the metrics, health and status listener.
 type HTTP struct {
@@ -245,6 +269,24 @@ func (s *Server) validate() []model.FieldError {
 	if p := s.DNS.UDPPayloadSize; p != 0 && (p < 512 || p > 4096) {
 		add("server.dns.udp_payload_size", "%d is out of range (allowed 512..4096; 0 = default %d)", p, DefaultUDPPayloadSize)
 	}
+	if s.DNS.MaxTCPPerClient < 0 {
+		add("server.dns.max_tcp_per_client", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPPerClient, DefaultMaxTCPPerClient)
+	}
+	if r := s.DNS.RRL.ResponsesPerSec; r < 0 || r > 1_000_000 {
+		add("server.dns.rrl.responses_per_second", "%d is out of range (allowed 1..1000000; 0 = default %d)", r, DefaultRRLResponsesPerSec)
+	}
+	if p := s.DNS.RRL.Slip; p != nil && (*p < 0 || *p > 10) {
+		add("server.dns.rrl.slip", "%d is out of range (allowed 0..10: 0 drops every limited response, 1 truncates every one, N truncates every Nth)", *p)
+	}
+	if p := s.DNS.RRL.IPv4Prefix; p != 0 && (p < 8 || p > 32) {
+		add("server.dns.rrl.ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultRRLIPv4Prefix)
+	}
+	if p := s.DNS.RRL.IPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		add("server.dns.rrl.ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultRRLIPv6Prefix)
+	}
+	if w := s.DNS.RRL.Window; w < 0 || w > 3600 {
+		add("server.dns.rrl.window", "%d is out of range (allowed 1..3600 seconds; 0 = default %d)", w, DefaultRRLWindow)
+	}
 	if l := s.HTTP.ReadOnlyListen; l != "" {
 		if _, err := netip.ParseAddrPort(l); err != nil {
 			add("server.http.read_only_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8090)", l)
@@ -278,6 +320,30 @@ func (s *Server) applyDefaults() {
 	}
 	if s.DNS.UDPPayloadSize == 0 {
 		s.DNS.UDPPayloadSize = DefaultUDPPayloadSize
+	}
+	if s.DNS.MaxTCPPerClient == 0 {
+		s.DNS.MaxTCPPerClient = DefaultMaxTCPPerClient
+	}
+	r := &s.DNS.RRL
+	if r.Enabled == nil {
+		on := true
+		r.Enabled = &on
+	}
+	if r.ResponsesPerSec == 0 {
+		r.ResponsesPerSec = DefaultRRLResponsesPerSec
+	}
+	if r.Slip == nil {
+		slip := DefaultRRLSlip
+		r.Slip = &slip
+	}
+	if r.IPv4Prefix == 0 {
+		r.IPv4Prefix = DefaultRRLIPv4Prefix
+	}
+	if r.IPv6Prefix == 0 {
+		r.IPv6Prefix = DefaultRRLIPv6Prefix
+	}
+	if r.Window == 0 {
+		r.Window = DefaultRRLWindow
 	}
 	if s.HTTP.Listen == "" {
 		s.HTTP.Listen = DefaultHTTPListen

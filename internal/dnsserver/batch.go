@@ -58,7 +58,7 @@ func (s *Server) serveUDPBatch(uc *net.UDPConn) {
 			if !ok {
 				continue
 			}
-			resp := w.serve(in[i].Buffers[0][:in[i].N], from.AddrPort().Addr(), false)
+			resp := w.serveUDP(in[i].Buffers[0][:in[i].N], from.AddrPort().Addr(), start)
 			if resp == nil {
 				continue
 			}

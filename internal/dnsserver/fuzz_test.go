@@ -3,6 +3,7 @@ package dnsserver
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -38,7 +39,19 @@ func FuzzServe(f *testing.F) {
 	s := New(Config{Listen: []string{"127.0.0.1:0"}}, st)
 	w := s.newWorker()
 	src := netip.MustParseAddr("192.0.2.200")
+	// A server whose rate limit slips (TC=1) nearly every UDP reply.
+	limited := New(Config{Listen: []string{"127.0.0.1:0"}, RRL: RRL{Enabled: true, ResponsesPerSec: 1, Window: 1, Slip: 1}}, st)
+	lw := limited.newWorker()
 	f.Fuzz(func(t *testing.T, pkt []byte) {
+		if resp := lw.serveUDP(pkt, src, time.Now()); resp != nil {
+			m := new(dns.Msg)
+			if err := m.Unpack(resp); err != nil && len(resp) > headerLen {
+				t.Fatalf("rate-limited response does not parse: %v\nquery %x\nresponse %x", err, pkt, resp)
+			}
+			if !m.Response || m.Id != uint16(pkt[0])<<8|uint16(pkt[1]) || len(resp) > 1232 {
+				t.Fatalf("rate-limited response without QR, with another ID or too long: %x", resp)
+			}
+		}
 		for _, tcp := range []bool{false, true} {
 			resp := w.serve(pkt, src, tcp)
 			if n := testutil.ToFloat64(s.m.Panics); n != 0 {

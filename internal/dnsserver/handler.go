@@ -1,7 +1,9 @@
 package dnsserver
 
 import (
+	"net"
 	"net/netip"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +23,7 @@ type worker struct {
 	cc     *counterCache
 	udpDur prometheus.Observer
 	tcpDur prometheus.Observer
+	slips  uint32 // limited responses since the last slip (RRL)
 }
 
 func (s *Server) newWorker() *worker {
@@ -35,6 +38,39 @@ func (s *Server) newWorker() *worker {
 }
 
 const headerLen = 12
+
+// Transfers answers zone transfers (AXFR, IXFR) and TSIG-signed queries;
+// internal/xfr implements it.
+type Transfers interface {
+	// Wants reports whether req is for it; called for every query, cheap.
+	Wants(req *dns.Msg) bool
+	// Answer returns the one wire response to req (wire form in).
+	Answer(req *dns.Msg, in []byte, src netip.Addr, tcp bool) []byte
+	// ServeTCP answers an AXFR/IXFR with as many framed messages as it
+	// takes; false for other queries. An error closes the connection.
+	ServeTCP(c net.Conn, in []byte, src netip.Addr) (bool, error)
+}
+
+// serveUDP is serve for a UDP query received at now, with response rate
+// limiting: a limited query is not answered at all (dropped), or gets an
+// empty truncated reply (slipped) so that a real client retries over TCP.
+func (w *worker) serveUDP(in []byte, src netip.Addr, now time.Time) []byte {
+	if l := w.s.rrl; l != nil && len(in) >= headerLen && in[2]&0x80 == 0 {
+		switch l.check(src, now, &w.slips) {
+		case rrlDrop:
+			w.s.m.RRLDropped.Inc()
+			return nil
+		case rrlSlip:
+			if resp := slipReply(w.out, in); resp != nil {
+				w.s.m.RRLSlipped.Inc()
+				return resp
+			}
+			w.s.m.RRLDropped.Inc()
+			return nil
+		}
+	}
+	return w.serve(in, src, false)
+}
 
 // serve answers one wire-format query and returns the wire response, or nil
 // when nothing should be sent. The returned slice is valid until the next
@@ -52,6 +88,9 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	if err := w.req.Unpack(in); err != nil {
 		w.s.m.Malformed.Inc()
 		return w.headerOnly(in, dns.RcodeFormatError)
+	}
+	if t := w.s.cfg.Transfers; t != nil && t.Wants(&w.req) {
+		return t.Answer(&w.req, in, src, tcp)
 	}
 	snap := w.s.src.Load()
 	if snap == nil {

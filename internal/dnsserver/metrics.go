@@ -15,6 +15,10 @@ type Metrics struct {
 	FailOpen    *prometheus.CounterVec   // meridian_dns_fail_open_answers_total{zone}
 	TCPConns    prometheus.Gauge         // meridian_dns_tcp_connections
 	TCPRejected prometheus.Counter       // meridian_dns_tcp_connections_rejected_total
+	// meridian_dns_tcp_connections_per_client_rejected_total
+	TCPClientRejected prometheus.Counter
+	RRLDropped        prometheus.Counter // meridian_dns_rrl_dropped_total
+	RRLSlipped        prometheus.Counter // meridian_dns_rrl_slipped_total
 }
 
 // NewMetrics creates the server metrics and registers them on reg (nil: not registered).
@@ -53,9 +57,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_dns_tcp_connections_rejected_total",
 			Help: "TCP connections closed at once because max_tcp_connections was reached.",
 		}),
+		TCPClientRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_tcp_connections_per_client_rejected_total",
+			Help: "TCP connections closed at once because their client address already had max_tcp_per_client open.",
+		}),
+		RRLDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_rrl_dropped_total",
+			Help: "UDP queries not answered because their client prefix was over the response rate limit.",
+		}),
+		RRLSlipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_rrl_slipped_total",
+			Help: "UDP queries over the response rate limit answered with an empty truncated reply (TC=1) instead, so that real clients retry over TCP.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Queries, m.Duration, m.Truncated, m.Malformed, m.Panics, m.FailOpen, m.TCPConns, m.TCPRejected)
+		reg.MustRegister(m.Queries, m.Duration, m.Truncated, m.Malformed, m.Panics, m.FailOpen, m.TCPConns, m.TCPRejected,
+			m.TCPClientRejected, m.RRLDropped, m.RRLSlipped)
 	}
 	return m
 }

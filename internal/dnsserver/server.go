@@ -36,10 +36,13 @@ type Config struct {
 	Listen            []string      // IP:port addresses, UDP and TCP on each (required)
 	UDPSockets        int           // SO_REUSEPORT UDP sockets (and reader goroutines) per address (default: number of CPUs)
 	MaxTCPConnections int           // concurrent TCP connections per address (default 1024)
+	MaxTCPPerClient   int           // concurrent TCP connections per client address, over all listen addresses (default 32)
 	TCPIdleTimeout    time.Duration // close a TCP connection idle this long (default 10s)
 	UDPPayloadSize    int           // our EDNS0 UDP payload size (default 1232)
+	RRL               RRL           // response rate limiting on UDP (zero value: off)
 	Logger            *slog.Logger  // default slog.Default()
 	Metrics           *Metrics      // default: unregistered metrics
+	Transfers         Transfers     // AXFR/IXFR and TSIG-signed queries (nil: transfers REFUSED)
 }
 
 // Server answers DNS over UDP and TCP. Create it with New, then Start.
@@ -53,8 +56,11 @@ type Server struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	rrl *limiter // nil when RRL is off
+
+	mu        sync.Mutex
+	conns     map[net.Conn]struct{}
+	perClient map[netip.Addr]int // open TCP connections by client address
 }
 
 // New returns a server that answers from src.
@@ -64,6 +70,9 @@ func New(cfg Config, src Source) *Server {
 	}
 	if cfg.MaxTCPConnections <= 0 {
 		cfg.MaxTCPConnections = 1024
+	}
+	if cfg.MaxTCPPerClient <= 0 {
+		cfg.MaxTCPPerClient = 32
 	}
 	if cfg.TCPIdleTimeout <= 0 {
 		cfg.TCPIdleTimeout = 10 * time.Second
@@ -77,7 +86,25 @@ func New(cfg Config, src Source) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
-	return &Server{cfg: cfg, src: src, log: cfg.Logger, m: cfg.Metrics, conns: map[net.Conn]struct{}{}}
+	s := &Server{cfg: cfg, src: src, log: cfg.Logger, m: cfg.Metrics,
+		conns: map[net.Conn]struct{}{}, perClient: map[netip.Addr]int{}}
+	if cfg.RRL.Enabled {
+		if cfg.RRL.ResponsesPerSec <= 0 {
+			cfg.RRL.ResponsesPerSec = 200
+		}
+		if cfg.RRL.Window <= 0 {
+			cfg.RRL.Window = 15
+		}
+		if cfg.RRL.IPv4Prefix <= 0 || cfg.RRL.IPv4Prefix > 32 {
+			cfg.RRL.IPv4Prefix = 24
+		}
+		if cfg.RRL.IPv6Prefix <= 0 || cfg.RRL.IPv6Prefix > 64 {
+			cfg.RRL.IPv6Prefix = 56
+		}
+		s.cfg.RRL = cfg.RRL
+		s.rrl = newLimiter(cfg.RRL, time.Now())
+	}
+	return s
 }
 
 func reusePort(_, _ string, c syscall.RawConn) error {
@@ -119,7 +146,7 @@ func (s *Server) Start() error {
 			return fmt.Errorf("dns listen tcp %s: %w", ap, err)
 		}
 		s.tcp = append(s.tcp, ln)
-		s.log.Info("dns listening", "addr", ap.String(), "udp_sockets", s.cfg.UDPSockets)
+		s.log.Info("dns listening", "addr", ap.String(), "udp_sockets", s.cfg.UDPSockets, "rrl", s.rrlSummary())
 	}
 	for _, uc := range s.udp {
 		s.wg.Add(1)
@@ -194,7 +221,7 @@ func (s *Server) serveUDP(uc *net.UDPConn) {
 			continue
 		}
 		start := time.Now()
-		resp := w.serve(buf[:n], from.Addr(), false)
+		resp := w.serveUDP(buf[:n], from.Addr(), start)
 		if resp == nil {
 			continue
 		}
@@ -223,23 +250,52 @@ func (s *Server) acceptTCP(ln net.Listener) {
 			c.Close()
 			continue
 		}
-		active.Add(1)
-		s.m.TCPConns.Inc()
+		client := tcpClient(c)
 		s.mu.Lock()
+		if s.perClient[client] >= s.cfg.MaxTCPPerClient {
+			s.mu.Unlock()
+			s.m.TCPClientRejected.Inc()
+			c.Close()
+			continue
+		}
+		s.perClient[client]++
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
+		active.Add(1)
+		s.m.TCPConns.Inc()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.serveTCP(c)
 			s.mu.Lock()
 			delete(s.conns, c)
+			if s.perClient[client]--; s.perClient[client] <= 0 {
+				delete(s.perClient, client)
+			}
 			s.mu.Unlock()
 			c.Close()
 			active.Add(-1)
 			s.m.TCPConns.Dec()
 		}()
 	}
+}
+
+// tcpClient is the client address of a TCP connection (IPv4-mapped
+// addresses unmapped, so one client counts once).
+func tcpClient(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// rrlSummary describes the RRL settings for the startup log.
+func (s *Server) rrlSummary() string {
+	r := s.cfg.RRL
+	if !r.Enabled {
+		return "off"
+	}
+	return fmt.Sprintf("%d/s per /%d (IPv4) /%d (IPv6), window %ds, slip %d", r.ResponsesPerSec, r.IPv4Prefix, r.IPv6Prefix, r.Window, r.Slip)
 }
 
 var workers = sync.Pool{}
@@ -249,6 +305,9 @@ const maxUDPQuery = dns.MaxMsgSize
 
 // serveTCP answers queries on one connection in order (RFC 7766 framing)
 // until the client closes it, it idles past the timeout, or we shut down.
+// Every read has a deadline (TCPIdleTimeout, for the length and again for
+// the message) and a message is at most 65535 bytes: the 2-byte length
+// prefix cannot say more, and msg holds that much.
 func (s *Server) serveTCP(c net.Conn) {
 	w, _ := workers.Get().(*worker)
 	if w == nil || w.s != s {
@@ -267,6 +326,14 @@ func (s *Server) serveTCP(c net.Conn) {
 		c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
 		if _, err := io.ReadFull(c, msg[:n]); err != nil {
 			return
+		}
+		if t := s.cfg.Transfers; t != nil {
+			if handled, err := t.ServeTCP(c, msg[:n], from); handled {
+				if err != nil {
+					return
+				}
+				continue
+			}
 		}
 		start := time.Now()
 		resp := w.serve(msg[:n], from, true)

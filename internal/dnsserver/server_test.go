@@ -65,7 +65,9 @@ func newStore(t testing.TB, nsCount int) *engine.Store {
 func startServer(t testing.TB, src Source, m *Metrics) (*Server, string) {
 	t.Helper()
 	checkLeaks(t)
-	s := New(Config{Listen: []string{"127.0.0.1:0"}, UDPSockets: 2, Metrics: m, TCPIdleTimeout: 2 * time.Second}, src)
+	// RRL on with the config's defaults (200/s per /24, 15s window), as in production.
+	s := New(Config{Listen: []string{"127.0.0.1:0"}, UDPSockets: 2, Metrics: m, TCPIdleTimeout: 2 * time.Second,
+		RRL: RRL{Enabled: true, Slip: 2}}, src)
 	require.NoError(t, s.Start())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

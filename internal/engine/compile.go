@@ -23,6 +23,9 @@ type Options struct {
 	// Notes explain administrative overrides in force, for `explain` and the
 	// status page: key NoteKey(service, target) or NoteKey("", cluster).
 	Notes map[string]string
+	// Signers sign zones online (DNSSEC), by canonical apex; zones without
+	// one are unsigned.
+	Signers map[string]ZoneSigner
 }
 
 // NoteKey is the key of Options.Notes for an endpoint of a service, or for
@@ -57,6 +60,7 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 			return nil, err
 		}
 		s.zones[z.apex] = z
+		s.attachSigner(z, opts.Signers)
 	}
 	clusters := make(map[string]*model.Cluster, len(d.Clusters))
 	for i := range d.Clusters {

@@ -158,6 +158,10 @@ func (s *Snapshot) answer(z *zone, n *node, qtype uint16, client Client, r *Resu
 		if n.apex {
 			r.Answer = append(r.Answer, z.soa)
 		}
+	case dns.TypeDNSKEY:
+		if n.apex {
+			r.Answer = append(r.Answer, z.dnskey...)
+		}
 	case dns.TypeNS:
 		if n.apex {
 			r.Answer = append(r.Answer, z.ns...)

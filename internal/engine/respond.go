@@ -113,7 +113,7 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 	case q.Qclass != dns.ClassINET:
 		return fail(dns.RcodeRefused)
 	case q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR:
-		return fail(dns.RcodeRefused) // zone transfers are not offered
+		return fail(dns.RcodeRefused) // transfers are served by internal/xfr (dnsserver hands them over before Respond); here: refused
 	case q.Qtype == dns.TypeOPT:
 		return fail(dns.RcodeFormatError)
 	case q.Qtype == dns.TypeTKEY || q.Qtype == dns.TypeTSIG || q.Qtype == dns.TypeMAILA || q.Qtype == dns.TypeMAILB:
@@ -135,6 +135,9 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 	m.Answer = append(m.Answer, r.Answer...)
 	m.Ns = append(m.Ns, r.Ns...)
 	m.Extra = append(m.Extra, r.Extra...)
+	if s.signed && rep.opt.Do() {
+		s.signReply(m, q.Name, q.Qtype, &out)
+	}
 	if out.HasECS {
 		rep.ecs.SourceScope = uint8(r.Scope)
 		rep.opt.Option = append(rep.opt.Option, &rep.ecs)

@@ -36,6 +36,7 @@ type Snapshot struct {
 	locator    Locator
 	services   []*service // in config order, for status views
 	notes      map[string]string
+	signed     bool // some zone is signed (see sign.go)
 }
 
 type zone struct {
@@ -45,6 +46,8 @@ type zone struct {
 	ns     []dns.RR
 	glue   []dns.RR // A/AAAA of in-zone nameservers, for the additional section
 	names  map[string]*node
+	signer ZoneSigner // nil: unsigned
+	dnskey []dns.RR   // the DNSKEY RRset of a signed zone
 }
 
 // node is an owner name that exists in a zone.

@@ -173,13 +173,27 @@ func parseHostnames(v string) ([]string, error) {
 	}
 	var out []string
 	for _, h := range items {
-		if _, ok := dns.IsDomainName(h); !ok || strings.Contains(h, "*") || strings.Count(strings.Trim(h, "."), ".") < 1 {
-			return nil, fmt.Errorf("has %q, which is not a host name (allowed: fully qualified names such as app.gslb.example.com, no wildcards)", h)
+		if _, ok := dns.IsDomainName(h); !ok || !hostChars(h) || strings.Count(strings.Trim(h, "."), ".") < 1 {
+			return nil, fmt.Errorf("has %q, which is not a host name (allowed: fully qualified names such as app.gslb.example.com: letters, digits, hyphens, underscores and dots, no wildcards)", h)
 		}
 		out = append(out, model.CanonicalName(h))
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// hostChars reports whether h has only the characters of a host name. It
+// keeps out wildcards, escapes, blanks and non-ASCII bytes (which lower
+// casing would turn into longer, invalid labels).
+func hostChars(h string) bool {
+	for i := 0; i < len(h); i++ {
+		switch c := h[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func parseTTL(v string) (int, error) {

@@ -69,6 +69,8 @@ type Zone struct {
 	NSTTL       int          `yaml:"ns_ttl"`      // TTL of the apex NS records and glue (default 3600)
 	SOA         SOA          `yaml:"soa"`         // start of authority fields
 	Nameservers []Nameserver `yaml:"nameservers"` // NS records at the apex (at least one)
+	Transfer    *Transfer    `yaml:"transfer"`    // zone transfers to secondaries (AXFR/IXFR, TSIG, NOTIFY)
+	DNSSEC      *DNSSEC      `yaml:"dnssec"`      // online signing
 }
 
 // SOA holds the start-of-authority fields of a zone.

@@ -137,6 +137,8 @@ func (v *validator) zones(zs []Zone) map[string]bool {
 		v.checkTTL(p+".ttl", z.TTL)
 		v.checkTTL(p+".ns_ttl", z.NSTTL)
 		v.soa(p+".soa", z.SOA)
+		v.dnssec(p+".dnssec", z.DNSSEC)
+		v.transfer(p+".transfer", z.Transfer)
 		if len(z.Nameservers) == 0 {
 			v.add(p+".nameservers", "at least one nameserver is required")
 		}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// ZoneSigner signs the RRsets of one zone online (DNSSEC).
+// *dnssec.Signer implements it.
+type ZoneSigner interface {
+	// DNSKEY returns the zone's DNSKEY RRset, served at the apex.
+	DNSKEY() []dns.RR
+	// Sign returns the RRSIGs covering rrset (records of one owner name,
+	// type and class). It must be safe for concurrent use; the result is
+	// shared and not modified by the engine.
+	Sign(rrset []dns.RR) ([]dns.RR, error)
+}
+
+// attachSigner makes z a signed zone when signers has an entry for it.
+func (s *Snapshot) attachSigner(z *zone, signers map[string]ZoneSigner) {
+	zs := signers[z.apex]
+	if zs == nil {
+		return
+	}
+	z.signer = zs
+	z.dnskey = zs.DNSKEY()
+	s.signed = true
+}
+
+// signReply adds DNSSEC records to a reply whose query had DO=1: compact
+// denial of existence for negative answers (RFC 9824) and an RRSIG for
+// every RRset of a signed zone in every section. Only this path allocates;
+// answers without DO are untouched.
+func (s *Snapshot) signReply(m *dns.Msg, qname string, qtype uint16, out *Outcome) {
+	if len(m.Ns) > 0 && m.Ns[0].Header().Rrtype == dns.TypeSOA {
+		s.deny(m, qname, qtype, out)
+	}
+	m.Answer = s.signSection(m.Answer)
+	m.Ns = s.signSection(m.Ns)
+	m.Extra = s.signSection(m.Extra)
+}
+
+// deny adds the NSEC of a negative answer (the SOA in the authority
+// section marks one). Compact denial ("black lies", RFC 9824): the NSEC
+// is at the denied name itself and covers only it (next name
+// \000.<name>). NXDOMAIN becomes NOERROR with the types RRSIG NSEC
+// NXNAME; NODATA lists the types that exist at the name.
+func (s *Snapshot) deny(m *dns.Msg, qname string, qtype uint16, out *Outcome) {
+	name := strings.ToLower(qname)
+	if n := len(m.Answer); n > 0 {
+		if c, ok := m.Answer[n-1].(*dns.CNAME); ok {
+			name = c.Target // the chain ends at a name of ours that denies
+		}
+	}
+	z := s.zoneFor(name)
+	if z == nil || z.signer == nil {
+		return
+	}
+	next := "\\000." + name
+	if _, ok := dns.IsDomainName(next); !ok {
+		return // at the length limit: no compact denial possible
+	}
+	var types []uint16
+	if n := z.names[name]; n != nil {
+		types = z.types(n, qtype)
+	} else {
+		types = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}
+		if m.Rcode == dns.RcodeNameError {
+			m.Rcode = dns.RcodeSuccess
+			out.Rcode = dns.RcodeSuccess
+		}
+	}
+	m.Ns = append(m.Ns, &dns.NSEC{
+		Hdr:        hdr(name, dns.TypeNSEC, z.negSOA.Hdr.Ttl),
+		NextDomain: next,
+		TypeBitMap: types,
+	})
+}
+
+// types returns the NSEC type bitmap of an existing name for a NODATA
+// answer to qtype: the types it has, less qtype (which may exist in the
+// configuration but had nothing to answer with, e.g. every endpoint down
+// with when_all_down: nodata), plus RRSIG and NSEC.
+func (z *zone) types(n *node, qtype uint16) []uint16 {
+	t := make([]uint16, 0, 8)
+	if n.apex {
+		t = append(t, dns.TypeNS, dns.TypeSOA)
+		if len(z.dnskey) > 0 {
+			t = append(t, dns.TypeDNSKEY)
+		}
+	}
+	if n.svc != nil && !n.svc.cname {
+		// A CNAME service only answers NODATA when its CNAME is absent.
+		if len(n.svc.v4) > 0 {
+			t = append(t, dns.TypeA)
+		}
+		if len(n.svc.v6) > 0 {
+			t = append(t, dns.TypeAAAA)
+		}
+	}
+	if len(n.a) > 0 {
+		t = append(t, dns.TypeA)
+	}
+	if len(n.aaaa) > 0 {
+		t = append(t, dns.TypeAAAA)
+	}
+	t = append(t, dns.TypeRRSIG, dns.TypeNSEC)
+	t = slices.DeleteFunc(t, func(x uint16) bool { return x == qtype })
+	slices.Sort(t)
+	return slices.Compact(t)
+}
+
+// signSection appends the RRSIGs of every RRset in rrs whose zone is
+// signed. The records of an RRset need not be adjacent.
+func (s *Snapshot) signSection(rrs []dns.RR) []dns.RR {
+	n := len(rrs)
+	if n == 0 {
+		return rrs
+	}
+	var doneBuf [64]bool
+	done := doneBuf[:0]
+	if n > len(doneBuf) {
+		done = make([]bool, n)
+	} else {
+		done = doneBuf[:n]
+	}
+	for i := range n {
+		h := rrs[i].Header()
+		if done[i] || h.Rrtype == dns.TypeOPT || h.Rrtype == dns.TypeRRSIG {
+			continue
+		}
+		end := i + 1
+		for end < n && sameSet(rrs[end].Header(), h) {
+			done[end] = true
+			end++
+		}
+		set := rrs[i:end:end]
+		for j := end; j < n; j++ {
+			if !done[j] && sameSet(rrs[j].Header(), h) {
+				set = append(set, rrs[j]) // copies: set has no spare capacity
+				done[j] = true
+			}
+		}
+		z := s.zoneFor(h.Name)
+		if z == nil || z.signer == nil {
+			continue
+		}
+		sigs, err := z.signer.Sign(set)
+		if err != nil {
+			continue // served unsigned: a validator will treat it as bogus
+		}
+		rrs = append(rrs, sigs...)
+	}
+	return rrs
+}
+
+func sameSet(a, b *dns.RR_Header) bool {
+	return a.Rrtype == b.Rrtype && a.Class == b.Class && sameName(a.Name, b.Name)
+}
