@@ -60,3 +60,10 @@ func TestValidateCollectsEveryProblem(t *testing.T) {
 		assert.True(t, paths[p], "missing error for %s in %v", p, err)
 	}
 }
+
+func TestANonASCIINameIsRejectedWithThePunycodeHint(t *testing.T) {
+	d := &Desired{Zones: []Zone{{Apex: "bücher.example", Nameservers: []Nameserver{{Name: "ns1.example.net"}}}}}
+	err := Validate(d)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "punycode")
+}

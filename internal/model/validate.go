@@ -51,11 +51,24 @@ func (v *validator) checkName(path, name string) (string, bool) {
 		v.add(path, "is required (a domain name such as app.example.com)")
 		return "", false
 	}
-	if _, ok := dns.IsDomainName(name); !ok || strings.Contains(name, "*") || strings.Contains(name, " ") {
-		v.add(path, "%q is not a valid domain name (letters, digits, hyphens and dots; no wildcards)", name)
+	if _, ok := dns.IsDomainName(name); !ok || strings.Contains(name, "*") || strings.Contains(name, " ") || !isASCII(name) {
+		v.add(path, "%q is not a valid domain name (ASCII letters, digits, hyphens and dots, punycode for international names; no wildcards)", name)
 		return "", false
 	}
 	return CanonicalName(name), true
+}
+
+// isASCII reports whether s has only ASCII bytes: lower-casing other bytes
+// changes their length, so a label could outgrow 63 bytes after the check
+// (found by fuzzing the annotation parser). Internationalized names go in
+// their punycode form (xn--...).
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *validator) checkTTL(path string, ttl int) {
