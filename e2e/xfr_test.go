@@ -420,3 +420,77 @@ func grepLines(s string, subs ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+const xfrHealthConfig = `
+zones:
+  - apex: xfr.test
+    nameservers: [{name: ns1.xfr.test, ipv4: [127.0.0.1]}]
+    transfer:
+      allow: [127.0.0.1]
+      tsig_key_file: %[1]s
+      notify: [127.0.0.1:%[2]d]
+health: {interval: 1s, timeout: 500ms, fall: 3, rise: 2}
+ring: {enabled: true, node_name: solo, region: r1, bind: "127.0.0.1:%[3]d"}
+decision: {hold_down: 2s}
+clusters:
+  - {name: east, region: us-east}
+  - {name: west, region: us-west}
+services:
+  - name: app.xfr.test
+    max_answers: 2
+    health_check: {kind: http, port: %[4]d, path: /healthz}
+    endpoints:
+      - {address: 127.0.0.131, cluster: east}
+      - {address: 127.0.0.132, cluster: west}
+`
+
+// TestSecondaryFollowsAHealthFailover: a probed endpoint dies, the decision
+// takes it out, and Knot (TSIG secondary) serves the zone without it one
+// NOTIFY round after the decision.
+func TestSecondaryFollowsAHealthFailover(t *testing.T) {
+	sbin(t, "knotd")
+	dir := t.TempDir()
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	secret := base64.StdEncoding.EncodeToString(raw)
+	keyFile := filepath.Join(dir, "xfr.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("hmac-sha256:xfr-key:"+secret+"\n"), 0o600))
+	t.Setenv("MERIDIAN_SERIAL_STATE", filepath.Join(dir, "serials.json"))
+	hcPort := freePort(t)
+	backends := map[string]*backend{}
+	for _, a := range []string{"127.0.0.131", "127.0.0.132"} {
+		backends[a] = startBackend(t, fmt.Sprintf("%s:%d", a, hcPort))
+	}
+	primary, knotPort := freePort(t), freePort(t)
+	m := startMeridian(t, fmt.Sprintf(xfrHealthConfig, keyFile, knotPort, freePort(t), hcPort), "--dns-listen", fmt.Sprintf("127.0.0.1:%d", primary))
+	knotDir := filepath.Join(dir, "knot")
+	require.NoError(t, os.MkdirAll(knotDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(knotDir, "knot.conf"), []byte(fmt.Sprintf(knotConf, knotDir, knotPort, secret, primary)), 0o644))
+	knot := startSecondary(t, "knotd", knotPort, "-c", filepath.Join(knotDir, "knot.conf"))
+	both := []string{"127.0.0.131", "127.0.0.132"}
+	require.Eventually(t, func() bool { return slices.Equal(knot.query("app.xfr.test", "A"), both) }, 30*time.Second, 50*time.Millisecond,
+		"knot serves both endpoints:\n%s", m.log())
+
+	require.NoError(t, backends["127.0.0.131"].srv.Close())
+	killed := time.Now()
+	var decided time.Time
+	require.Eventually(t, func() bool {
+		rep, err := healthOf(m)
+		if err != nil {
+			return false
+		}
+		for _, c := range rep.Changes {
+			if c.Subject == "app.xfr.test. 127.0.0.131" && c.To == "down" && c.From != c.To {
+				decided = c.At
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return slices.Equal(knot.query("app.xfr.test", "A"), []string{"127.0.0.132"}) }, 10*time.Second, 10*time.Millisecond,
+		"knot follows the failover:\n%s", m.log())
+	served := time.Now()
+	t.Logf("FIGURE xfr health failover: endpoint killed → decided down %s; decision → Knot serving the zone without it %s (one NOTIFY round)",
+		decided.Sub(killed).Round(10*time.Millisecond), served.Sub(decided).Round(time.Millisecond))
+	assert.Less(t, served.Sub(decided), 3*time.Second)
+}
