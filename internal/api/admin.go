@@ -62,6 +62,15 @@ func LoadTokens(path string) (*Tokens, error) {
 	return t, nil
 }
 
+// NewTokens makes a token set in memory (name -> token).
+func NewTokens(byName map[string]string) *Tokens {
+	t := &Tokens{byName: map[string]string{}}
+	for n, tok := range byName {
+		t.byName[n] = tok
+	}
+	return t
+}
+
 // who returns the name of the token presented, comparing in constant time.
 func (t *Tokens) who(token string) (string, bool) {
 	name := ""

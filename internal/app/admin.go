@@ -51,6 +51,12 @@ func (a *App) openAdmin(node string) error {
 		if ad.tokens, err = api.LoadTokens(tf); err != nil {
 			return err
 		}
+	} else if a.opts.ConfigPath == "" {
+		// The embedded demo: a fresh token for this run, so the README's
+		// drain and force examples work without any setup.
+		tok := "demo-" + admin.NewID() + admin.NewID()
+		ad.tokens = api.NewTokens(map[string]string{"demo": tok})
+		a.log.Warn("demo admin token for this run (changes are accepted with it)", "export", "MERIDIAN_ADMIN_TOKEN="+tok)
 	} else {
 		a.log.Warn("admin changes disabled: set server.admin.token_file to allow drain, force and weight overrides")
 	}
