@@ -129,20 +129,7 @@ func TestProvidersFollowAFailover(t *testing.T) {
 
 	require.NoError(t, backends["127.0.0.71"].srv.Close())
 	killed := time.Now()
-	var decided time.Time
-	require.Eventually(t, func() bool {
-		rep, err := healthOf(m)
-		if err != nil {
-			return false
-		}
-		for _, c := range rep.Changes {
-			if c.Subject == "app.gslb.example.com. 127.0.0.71" && c.To == "down" && c.From != c.To {
-				decided = c.At
-				return true
-			}
-		}
-		return false
-	}, 20*time.Second, 50*time.Millisecond)
+	decided := waitDecidedDown(t, m, "app.gslb.example.com. 127.0.0.71")
 	var r53Applied, cfApplied time.Time
 	require.Eventually(t, func() bool {
 		e, _ := r53Member(r53.Records(zid), "app.gslb.example.com.", "127.0.0.71")
@@ -171,6 +158,27 @@ func TestProvidersFollowAFailover(t *testing.T) {
 	metrics := m.metrics(t)
 	assert.Contains(t, metrics, `meridian_provider_writer 1`)
 	assert.Contains(t, metrics, `meridian_provider_syncs_total{provider="route53",result="success",zone="example.com."}`)
+}
+
+// waitDecidedDown waits until m has decided subject ("SERVICE TARGET") down
+// and returns when the decision was made.
+func waitDecidedDown(t *testing.T, m *instance, subject string) time.Time {
+	t.Helper()
+	var decided time.Time
+	require.Eventually(t, func() bool {
+		rep, err := healthOf(m)
+		if err != nil {
+			return false
+		}
+		for _, c := range rep.Changes {
+			if c.Subject == subject && c.To == "down" && c.From != c.To {
+				decided = c.At
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond)
+	return decided
 }
 
 func healthOf(m *instance) (rep apiHealth, err error) {

@@ -473,20 +473,7 @@ func TestSecondaryFollowsAHealthFailover(t *testing.T) {
 
 	require.NoError(t, backends["127.0.0.131"].srv.Close())
 	killed := time.Now()
-	var decided time.Time
-	require.Eventually(t, func() bool {
-		rep, err := healthOf(m)
-		if err != nil {
-			return false
-		}
-		for _, c := range rep.Changes {
-			if c.Subject == "app.xfr.test. 127.0.0.131" && c.To == "down" && c.From != c.To {
-				decided = c.At
-				return true
-			}
-		}
-		return false
-	}, 20*time.Second, 50*time.Millisecond)
+	decided := waitDecidedDown(t, m, "app.xfr.test. 127.0.0.131")
 	require.Eventually(t, func() bool { return slices.Equal(knot.query("app.xfr.test", "A"), []string{"127.0.0.132"}) }, 10*time.Second, 10*time.Millisecond,
 		"knot follows the failover:\n%s", m.log())
 	served := time.Now()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -84,7 +85,7 @@ func unset(cmd *cobra.Command, f *adminFlags, kinds []string, req admin.Request)
 	for _, o := range ovs {
 		same := o.Cluster == req.Cluster && (req.Cluster != "" ||
 			strings.TrimSuffix(o.Service, ".") == strings.TrimSuffix(req.Service, ".") && strings.TrimSuffix(o.Endpoint, ".") == strings.TrimSuffix(req.Endpoint, "."))
-		if !same || !containsStr(kinds, o.Kind) {
+		if !same || !slices.Contains(kinds, o.Kind) {
 			continue
 		}
 		if err := c.do("DELETE", "/v1/admin/overrides/"+o.ID, nil, nil); err != nil {
@@ -97,15 +98,6 @@ func unset(cmd *cobra.Command, f *adminFlags, kinds []string, req admin.Request)
 		return fmt.Errorf("no %s override on that target", strings.Join(kinds, "/"))
 	}
 	return nil
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 func adminCommands() []*cobra.Command {

@@ -102,7 +102,8 @@ func (a *App) startKube(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		k.secrets = w
 	}
-	k.mgr.Configure(l.File.Kubernetes, kubeSources(&l.File.Desired, k.secrets.Members()))
+	srcs := kubeSources(&l.File.Desired, k.secrets.Members())
+	k.mgr.Configure(l.File.Kubernetes, srcs)
 	if pr := l.File.Kubernetes.Propagation; pr != nil {
 		k.prop = propagation.New(propEnv{a}, propagation.Options{Hub: pr.Hub, Namespaces: pr.Namespaces,
 			Interval: pr.Interval.D(), Toleration: pr.Toleration.D(), Score: scoreWeights(pr.Score), Logger: a.log, Registry: a.reg})
@@ -110,7 +111,7 @@ func (a *App) startKube(ctx context.Context, wg *sync.WaitGroup) {
 		go func() { defer wg.Done(); k.prop.Run(ctx) }()
 		a.log.Info("workload propagation enabled", "hub", pr.Hub, "toleration", pr.Toleration.D())
 	}
-	a.log.Info("kubernetes sources enabled", "members", len(kubeSources(&l.File.Desired, k.secrets.Members())))
+	a.log.Info("kubernetes sources enabled", "members", len(srcs))
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,18 +124,8 @@ func (mg *Manager) list() []*member {
 	mg.mu.Lock()
 	defer mg.mu.Unlock()
 	out := slices.Collect(maps.Values(mg.members))
-	slices.SortFunc(out, func(a, b *member) int { return compareStrings(a.src.Cluster, b.src.Cluster) })
+	slices.SortFunc(out, func(a, b *member) int { return strings.Compare(a.src.Cluster, b.src.Cluster) })
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Objects returns every watched object of every member, including members
