@@ -26,7 +26,7 @@ server:
 zones:
   - apex: gslb.example.com
     nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
-ring: {enabled: true, node_name: %[3]s, region: %[4]s, bind: "127.0.0.1:%[5]d", seeds: ["127.0.0.1:%[6]d"]}
+ring: {enabled: true, node_name: %[3]s, region: %[4]s, bind: "127.0.0.1:%[5]d", seeds: ["127.0.0.1:%[6]d"], %[8]s}
 clusters:
   - {name: east, region: r1}
   - {name: west, region: r2}
@@ -58,8 +58,9 @@ func TestAdminOverrides(t *testing.T) {
 	g1, g2 := freePort(t), freePort(t)
 	state1, state2 := filepath.Join(dir, "n1.json"), filepath.Join(dir, "n2.json")
 	ro := freePort(t)
-	conf1 := fmt.Sprintf(adminConfig, tokens, state1, "n1", "r1", g1, g2, ro)
-	conf2 := fmt.Sprintf(adminConfig, tokens, state2, "n2", "r2", g2, g1, freePort(t))
+	tr := newTestRing(t, dir, "n1@r1", "n2@r2")
+	conf1 := fmt.Sprintf(adminConfig, tokens, state1, "n1", "r1", g1, g2, ro, tr.Ring("n1"))
+	conf2 := fmt.Sprintf(adminConfig, tokens, state2, "n2", "r2", g2, g1, freePort(t), tr.Ring("n2"))
 	m1 := startMeridian(t, conf1)
 	m2 := startMeridian(t, conf2)
 	share := func(m *instance, addr string) float64 {

@@ -409,7 +409,7 @@ zones:
   - apex: ring.test
     nameservers: [{name: ns1.ring.test, ipv4: [127.0.0.1]}]
 health: {interval: 1s, timeout: 500ms, fall: 3, rise: 2}
-ring: {enabled: true, node_name: %[1]s, region: r1, bind: "127.0.0.1:%[2]d", seeds: [%[3]s], label: e2e}
+ring: {enabled: true, node_name: %[1]s, region: r1, bind: "127.0.0.1:%[2]d", seeds: [%[3]s], label: e2e, %[5]s}
 clusters:
   - {name: east, region: r1}
   - {name: west, region: r1}
@@ -431,7 +431,8 @@ func TestCoreDNSFollowsTheRingsDecisions(t *testing.T) {
 		backends = append(backends, startBackend(t, fmt.Sprintf("%s:%d", a, port)))
 	}
 	proberPort, observerPort := freePort(t), freePort(t)
-	m := startMeridian(t, fmt.Sprintf(ringFollowConfig, "prober", proberPort, "", port))
+	tr := newTestRing(t, t.TempDir(), "prober@r1")
+	m := startMeridian(t, fmt.Sprintf(ringFollowConfig, "prober", proberPort, "", port, tr.Ring("prober")))
 	c := startCoreDNS(t, `
 ring.test:%[1]d {
     meridian {
@@ -439,7 +440,7 @@ ring.test:%[1]d {
         ring
     }
 }
-`, fmt.Sprintf(ringFollowConfig, "observer", observerPort, fmt.Sprintf(`"127.0.0.1:%d"`, proberPort), port))
+`, fmt.Sprintf(ringFollowConfig, "observer", observerPort, fmt.Sprintf(`"127.0.0.1:%d"`, proberPort), port, "peers: "+tr.Peers()))
 	answers := func(p int) []string {
 		var out []string
 		for _, l := range section(digAt(t, p, "app.ring.test", "A"), "ANSWER") {

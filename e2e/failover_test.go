@@ -249,7 +249,7 @@ func TestFailoverLostHeartbeatFailsTheClusterOver(t *testing.T) {
 		seeds = append(seeds, "--seed", n.host.IP.String()+":7946")
 	}
 	args := append([]string{"agent", "--cluster", "c1", "--region", "r9", "--bind", agentHost.IP.String() + ":7946",
-		"--key-file", g.keyFile, "--label", "e2e", "--require-encryption", "--interval", "1s"}, seeds...)
+		"--key-file", g.keyFile, "--identity-file", g.ids.files["agent-c1"], "--label", "e2e", "--require-encryption", "--interval", "1s"}, seeds...)
 	agent := agentHost.Start(t, "agent", meridianBin, args...)
 	g.ready(t)
 	g.waitAll(t, "c1 monitored and ready", 30*time.Second, func(n *gnode) bool {

@@ -29,6 +29,7 @@ type gslb struct {
 	endpts   []netip.Addr
 	backends map[netip.Addr]*Proc
 	keyFile  string
+	ids      *testRing // node identities and ring.peers (probers p1..pN, agent agent-c1 for c1)
 	dir      string
 }
 
@@ -68,6 +69,8 @@ ring:
   require_encryption: true
   label: e2e
   memberlist: {gossip_interval: 100ms, probe_interval: 1s, probe_timeout: 500ms, push_pull_interval: 5s, suspicion_mult: 3}
+  identity_file: %[10]s
+  peers: %[11]s
 %[6]s
 decision: {hold_down: 2s, hold_down_max: 30s}
 clusters:
@@ -91,6 +94,11 @@ func newGSLB(t *testing.T, name string, o gslbOptions) *gslb {
 		n.host = g.lab.AddHost(n.name)
 		g.nodes = append(g.nodes, n)
 	}
+	specs := []string{"agent-c1>c1"}
+	for _, n := range g.nodes {
+		specs = append(specs, n.name+"@"+n.region)
+	}
+	g.ids = newTestRing(t, g.dir, specs...)
 	g.eps = g.lab.AddHost("eps")
 	var clusters, endpoints strings.Builder
 	for i := range o.endpoints {
@@ -119,7 +127,7 @@ func newGSLB(t *testing.T, name string, o gslbOptions) *gslb {
 			}
 		}
 		cfg := fmt.Sprintf(gslbConfig, n.host.IP, n.name, n.region, strings.Join(seeds, ", "), g.keyFile, ringExtra,
-			clusters.String(), endpoints.String(), o.extra)
+			clusters.String(), endpoints.String(), o.extra, g.ids.files[n.name], g.ids.Peers())
 		n.config = filepath.Join(g.dir, n.name+".yaml")
 		require.NoError(t, os.WriteFile(n.config, []byte(cfg), 0o644))
 		out := run(t, meridianBin, "check-config", n.config)

@@ -39,7 +39,7 @@ zones:
   - apex: gslb.example.com
     nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
 health: {interval: 1s, timeout: 500ms, fall: 2, rise: 2}
-ring: {enabled: true, node_name: %[1]s, region: %[2]s, bind: "127.0.0.1:%[3]d", seeds: ["127.0.0.1:%[4]d"]}
+ring: {enabled: true, node_name: %[1]s, region: %[2]s, bind: "127.0.0.1:%[3]d", seeds: ["127.0.0.1:%[4]d"], %[10]s}
 decision: {hold_down: 2s}
 clusters:
   - {name: east, region: us-east, kubernetes: {kubeconfig: "%[5]s"}, heartbeat: {interval: 500ms, grace: 2s}}
@@ -231,8 +231,9 @@ func TestKubernetesMembers(t *testing.T) {
 	zid := r53.AddZone("example.com")
 
 	g1, g2 := freePort(t), freePort(t)
-	m1 := startMeridian(t, fmt.Sprintf(kubeConfig, "p1", "r1", g1, g2, kcEast, kcWest, kcStale, kcRogue, r53.URL()))
-	m2 := startMeridian(t, fmt.Sprintf(kubeConfig, "p2", "r2", g2, g1, kcEast, kcWest, kcStale, kcRogue, r53.URL()))
+	tr := newTestRing(t, t.TempDir(), "p1@r1", "p2@r2")
+	m1 := startMeridian(t, fmt.Sprintf(kubeConfig, "p1", "r1", g1, g2, kcEast, kcWest, kcStale, kcRogue, r53.URL(), tr.Ring("p1")))
+	m2 := startMeridian(t, fmt.Sprintf(kubeConfig, "p2", "r2", g2, g1, kcEast, kcWest, kcStale, kcRogue, r53.URL(), tr.Ring("p2")))
 	nodes := []*instance{m1, m2}
 
 	require.Eventually(t, func() bool {

@@ -42,13 +42,23 @@ func TestMain(m *testing.M) {
 			panic("build meridian: " + err.Error())
 		}
 	}
+	// State (overrides, ring identities) of every process the tests start
+	// lands in a temp dir, never in the home directory; startMeridian gives
+	// each instance its own.
+	state, err := os.MkdirTemp("", "meridian-e2e-state")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", state)
 	for _, tool := range []string{"dig", "kdig"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s not found: run `make e2e`, which installs it\n", tool)
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // freePort returns a loopback port free for both UDP and TCP.
@@ -95,6 +105,7 @@ func startMeridian(t testing.TB, config string, extraArgs ...string) *instance {
 	args := append([]string{"serve", "--config", inst.config,
 		"--dns-listen", inst.dns, "--http-listen", fmt.Sprintf("127.0.0.1:%d", httpPort)}, extraArgs...)
 	inst.cmd = exec.Command(meridianBin, args...)
+	inst.cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 	stderr, err := inst.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, inst.cmd.Start())

@@ -22,6 +22,7 @@ type node struct {
 	gossipAddr   string // ring.bind
 	cfgPath      string
 	keyPath      string
+	idPath       string // ring identity
 	logPath      string
 	logFile      *os.File
 	cmd          *exec.Cmd
@@ -172,6 +173,7 @@ func (b *bench) writeConfigs(ctx context.Context) error {
 		return fmt.Errorf("meridian ring keygen: %w", err)
 	}
 	seed := fmt.Sprintf("127.0.0.1:%d", b.port(3, 0))
+	var peers []string // ring.peers: every prober, from `meridian ring identity`
 	for i := range b.p.Probers {
 		n := &node{
 			name:       fmt.Sprintf("p%d", i+1),
@@ -183,13 +185,25 @@ func (b *bench) writeConfigs(ctx context.Context) error {
 		n.cfgPath = filepath.Join(b.tmp, n.name+".yaml")
 		n.keyPath = filepath.Join(b.tmp, n.name+".key")
 		n.logPath = filepath.Join(b.tmp, n.name+".log")
+		n.idPath = filepath.Join(b.tmp, n.name+".identity.pem")
 		if err := os.WriteFile(n.keyPath, key, 0o600); err != nil {
 			return err
 		}
-		if err := os.WriteFile(n.cfgPath, []byte(b.config(n, seed)), 0o644); err != nil {
-			return err
+		entry, err := exec.CommandContext(ctx, b.bin, "ring", "identity", "--file", n.idPath, "--name", n.name, "--role", "prober", "--region", n.region).Output()
+		if err != nil {
+			return fmt.Errorf("meridian ring identity: %w", err)
+		}
+		for _, l := range strings.Split(string(entry), "\n") {
+			if strings.HasPrefix(l, "- ") {
+				peers = append(peers, "    "+l)
+			}
 		}
 		b.nodes = append(b.nodes, n)
+	}
+	for _, n := range b.nodes {
+		if err := os.WriteFile(n.cfgPath, []byte(b.config(n, seed, strings.Join(peers, "\n"))), 0o644); err != nil {
+			return err
+		}
 	}
 	out, err := exec.CommandContext(ctx, b.bin, "check-config", b.nodes[0].cfgPath).CombinedOutput()
 	if err != nil {
@@ -200,13 +214,14 @@ func (b *bench) writeConfigs(ctx context.Context) error {
 
 // config is node n's YAML: the same zone, clusters and services on every
 // node; its own listeners, name, region and key file.
-func (b *bench) config(n *node, seed string) string {
+func (b *bench) config(n *node, seed, peers string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, `# bench/ring: prober %s of %d (written by go run ./bench/ring)
 server:
   dns: {listen: ["%s"]}
   http: {listen: "%s"}
   log: {format: text, level: warn}
+  state_dir: "%s"
 zones:
   - apex: %s
     nameservers:
@@ -221,8 +236,11 @@ ring:
   seeds: ["%s"]
   key_file: "%s"
   require_encryption: true
+  identity_file: "%s"
+  peers:
+%s
 clusters:
-`, n.name, b.p.Probers, n.dnsAddr, n.httpAddr, zone, zone, b.p.Interval, n.name, n.region, n.gossipAddr, seed, n.keyPath)
+`, n.name, b.p.Probers, n.dnsAddr, n.httpAddr, filepath.Join(b.tmp, n.name+".state"), zone, zone, b.p.Interval, n.name, n.region, n.gossipAddr, seed, n.keyPath, n.idPath, peers)
 	const clusters = 5
 	for c := range clusters {
 		fmt.Fprintf(&s, "  - {name: site%d, region: site%d}\n", c+1, c+1)

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/app"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/propagation"
 	"github.com/meridian-gslb/meridian/internal/ring"
@@ -244,12 +247,65 @@ each node rewrites its ring.key_file):
 		})
 	}
 	cmd.AddCommand(keys)
+	cmd.AddCommand(newRingIdentity())
 	return cmd
+}
+
+func newRingIdentity() *cobra.Command {
+	var file string
+	var p model.RingPeer
+	c := &cobra.Command{
+		Use:   "identity",
+		Short: "Create (if missing) a node's ring identity key and print its ring.peers entry",
+		Long: `identity reads the Ed25519 key at --file, creating it (mode 0600) when it does
+not exist, and prints the node's public key as a ring.peers entry to paste
+into every node's config. A node signs every message with this key; the
+others accept it only for the name, role, region (probers) or cluster
+(agents) listed with it.
+
+  meridian ring identity --file /var/lib/meridian/ring-identity.pem --name eu-1 --role prober --region eu-west
+  meridian ring identity --file agent.pem --name agent-east --role agent --cluster east`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return fmt.Errorf("--file is required (where the key is kept; serve's default is ring-identity.pem in its state directory)")
+			}
+			id, created, err := ring.LoadOrCreateIdentity(file)
+			if err != nil {
+				return err
+			}
+			p.PublicKey = model.FormatPeerKey(id.Public())
+			out := cmd.OutOrStdout()
+			if created {
+				fmt.Fprintf(out, "# created %s (keep it secret: it speaks for the node)\n", file)
+			}
+			if p.Name == "" {
+				fmt.Fprintln(out, p.PublicKey)
+				return nil
+			}
+			entry := fmt.Sprintf("- {name: %s, role: %s", p.Name, p.Role)
+			if p.Region != "" {
+				entry += ", region: " + p.Region
+			}
+			if p.Cluster != "" {
+				entry += ", cluster: " + p.Cluster
+			}
+			fmt.Fprintf(out, "%s, public_key: %q}\n", entry, p.PublicKey)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&file, "file", "", "identity key file (PKCS#8 PEM); created when missing")
+	f.StringVar(&p.Name, "name", "", "node name for the printed ring.peers entry (without it only the key is printed)")
+	f.StringVar(&p.Role, "role", model.PeerProber, "role for the entry: prober or agent")
+	f.StringVar(&p.Region, "region", "", "region of a prober")
+	f.StringVar(&p.Cluster, "cluster", "", "cluster of an agent")
+	return c
 }
 
 func newAgent() *cobra.Command {
 	var c ring.Config
-	var cluster string
+	var cluster, identity string
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -266,10 +322,24 @@ stops for longer than its grace.`,
 			if c.NodeName == "" {
 				c.NodeName = "agent-" + cluster
 			}
+			if identity == "" {
+				identity = filepath.Join(app.StateDir("", c.NodeName), "ring-identity.pem")
+			}
+			id, created, err := ring.LoadOrCreateIdentity(identity)
+			if err != nil {
+				return err
+			}
+			c.Identity = id
 			c.Role = ring.RoleAgent
 			r, err := ring.Start(c)
 			if err != nil {
 				return err
+			}
+			entry := fmt.Sprintf("{name: %s, role: agent, cluster: %s, public_key: %q}", c.NodeName, cluster, r.PublicKey())
+			if created {
+				slog.Warn("agent identity created: list it in the probers' ring.peers, or its heartbeats are refused", "file", identity, "peer", entry)
+			} else {
+				slog.Info("agent started: the probers must list it in ring.peers", "identity", identity, "peer", entry)
 			}
 			defer r.Shutdown()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -290,6 +360,7 @@ stops for longer than its grace.`,
 	f := cmd.Flags()
 	f.StringVar(&cluster, "cluster", "", "cluster this agent speaks for (required)")
 	f.StringVar(&c.NodeName, "node-name", "", "ring node name (default agent-CLUSTER)")
+	f.StringVar(&identity, "identity-file", "", "Ed25519 identity key, created when missing (default ring-identity.pem in the state directory; see `meridian ring identity`)")
 	f.StringVar(&c.Region, "region", "agent", "region label of this agent")
 	f.StringVar(&c.Bind, "bind", "127.0.0.1:7947", "gossip bind address")
 	f.StringVar(&c.Advertise, "advertise", "", "gossip advertise address (default: bind)")

@@ -33,6 +33,8 @@ const (
 	namespace  = "meridian"
 	configPath = "/etc/meridian/config.yaml"
 	keyPath    = "/etc/meridian/gossip/key"
+	idPath     = "/etc/meridian/ring/identity.pem"
+	statePath  = "/var/lib/meridian"
 )
 
 // rule is one RBAC PolicyRule. Every field is parsed so that a rule growing
@@ -131,7 +133,8 @@ type object struct {
 				} `yaml:"securityContext"`
 				Containers []container `yaml:"containers"`
 				Volumes    []struct {
-					Name      string `yaml:"name"`
+					Name      string          `yaml:"name"`
+					EmptyDir  *map[string]any `yaml:"emptyDir"`
 					Projected struct {
 						Sources []struct {
 							ConfigMap *struct {
@@ -316,7 +319,13 @@ func TestTheRenderedConfigIsAcceptedByMeridiansValidator(t *testing.T) {
 			assert.True(t, f.Ring.Enabled)
 			assert.Equal(t, keyPath, f.Ring.KeyFile)
 			assert.True(t, f.Ring.RequireEncryption)
-			assert.Empty(t, f.Ring.NodeName, "node_name stays empty: it defaults to the host name, the pod name")
+			assert.Equal(t, idPath, f.Ring.IdentityFile)
+			assert.Equal(t, statePath, f.Server.StateDir, "state lives in the writable emptyDir, not beside the read-only config")
+			require.Len(t, f.Ring.Peers, 1, "one peers entry lists the site's pods")
+			site := f.Ring.Peers[0]
+			assert.Equal(t, "prober", site.Role)
+			assert.Equal(t, f.Ring.Region, site.Region)
+			assert.True(t, site.Matches(f.Ring.NodeNameFor("meridian-6d4f9c7b8-x2x7k")), "the pods' names (%s) match the site's entry %s", f.Ring.NodeName, site.Name)
 
 			var c siteConfig
 			require.NoError(t, yaml.Unmarshal([]byte(data), &c))
@@ -341,29 +350,39 @@ func TestTheDeploymentServesWhatTheConfigNames(t *testing.T) {
 			assert.Equal(t, []string{"serve", "--config", configPath}, c.Args)
 			assert.Equal(t, "meridian", spec.ServiceAccountName)
 
-			// config.yaml and the gossip key come from one projected volume
-			// mounted read-only at the config's directory.
-			require.Len(t, c.VolumeMounts, 1)
-			assert.Equal(t, filepath.Dir(configPath), c.VolumeMounts[0].MountPath)
-			assert.True(t, c.VolumeMounts[0].ReadOnly)
-			require.Len(t, spec.Volumes, 1)
+			// config.yaml, the gossip key and the identity come from one
+			// projected volume mounted read-only at the config's directory;
+			// the state directory is a writable emptyDir.
+			require.Len(t, c.VolumeMounts, 2)
+			mounts := map[string]string{}
+			for _, m := range c.VolumeMounts {
+				mounts[m.Name] = m.MountPath
+				assert.Equal(t, m.Name == "config", m.ReadOnly, "only the config volume is read-only")
+			}
+			assert.Equal(t, map[string]string{"config": filepath.Dir(configPath), "state": statePath}, mounts)
+			require.Len(t, spec.Volumes, 2)
 			var files []string
-			for _, s := range spec.Volumes[0].Projected.Sources {
-				switch {
-				case s.ConfigMap != nil:
-					assert.Equal(t, "meridian-config", s.ConfigMap.Name)
-					for _, it := range s.ConfigMap.Items {
-						files = append(files, "configmap:"+it.Key+"->"+it.Path)
-					}
-				case s.Secret != nil:
-					assert.Equal(t, "meridian-gossip-key", s.Secret.Name)
-					for _, it := range s.Secret.Items {
-						files = append(files, "secret:"+it.Key+"->"+it.Path)
+			for _, v := range spec.Volumes {
+				if v.Name == "state" {
+					assert.NotNil(t, v.EmptyDir, "state is an emptyDir")
+					continue
+				}
+				for _, s := range v.Projected.Sources {
+					switch {
+					case s.ConfigMap != nil:
+						for _, it := range s.ConfigMap.Items {
+							files = append(files, s.ConfigMap.Name+":"+it.Key+"->"+it.Path)
+						}
+					case s.Secret != nil:
+						for _, it := range s.Secret.Items {
+							files = append(files, s.Secret.Name+":"+it.Key+"->"+it.Path)
+						}
 					}
 				}
 			}
 			rel := func(p string) string { r, _ := filepath.Rel(filepath.Dir(configPath), p); return r }
-			assert.ElementsMatch(t, []string{"configmap:config.yaml->" + rel(configPath), "secret:key->" + rel(keyPath)}, files)
+			assert.ElementsMatch(t, []string{"meridian-config:config.yaml->" + rel(configPath), "meridian-gossip-key:key->" + rel(keyPath),
+				"meridian-ring-identity:identity.pem->" + rel(idPath)}, files)
 
 			// The container ports are the config's listeners.
 			cm := find(t, objs, "ConfigMap", "meridian-config")

@@ -63,7 +63,11 @@ func (o Override) Describe() string {
 	case KindForceDown:
 		b.WriteString("forced down")
 	case KindWeight:
-		fmt.Fprintf(&b, "weight set to %d", *o.Weight)
+		if o.Weight != nil {
+			fmt.Fprintf(&b, "weight set to %d", *o.Weight)
+		} else {
+			b.WriteString("weight set") // never stored without one (validate); kept safe anyway
+		}
 	}
 	fmt.Fprintf(&b, " by %s", o.Who)
 	if o.Reason != "" {
@@ -97,63 +101,80 @@ func (e FieldError) Error() string { return e.Field + ": " + e.Msg }
 // Validate checks r against the desired state and returns the override it
 // asks for (without id, who and time).
 func (r Request) Validate(d *model.Desired, now time.Time) (Override, error) {
-	o := Override{Kind: r.Kind, Cluster: r.Cluster, Endpoint: r.Endpoint, Weight: r.Weight, Reason: strings.TrimSpace(r.Reason)}
-	if !slices.Contains(Kinds, r.Kind) {
-		return o, FieldError{"kind", fmt.Sprintf("%q is not a kind (allowed: %s)", r.Kind, strings.Join(Kinds, ", "))}
-	}
-	if o.Reason == "" {
-		return o, FieldError{"reason", "is required: say why (it is shown with the override)"}
-	}
-	if len(o.Reason) > 512 {
-		return o, FieldError{"reason", "is longer than 512 characters"}
-	}
-	switch {
-	case r.Cluster != "" && (r.Service != "" || r.Endpoint != ""):
-		return o, FieldError{"cluster", "cannot be combined with service/endpoint (allowed: a cluster, or a service and one of its endpoints)"}
-	case r.Cluster != "":
-		if r.Kind == KindWeight {
-			return o, FieldError{"kind", "weight applies to an endpoint (give service and endpoint), not a cluster"}
-		}
-		if !slices.ContainsFunc(d.Clusters, func(c model.Cluster) bool { return c.Name == r.Cluster }) {
-			return o, FieldError{"cluster", fmt.Sprintf("%q is not a cluster (allowed: %s)", r.Cluster, strings.Join(clusterNames(d), ", "))}
-		}
-	case r.Service == "" || r.Endpoint == "":
-		return o, FieldError{"service", "give cluster, or service and endpoint"}
-	default:
-		o.Service = model.CanonicalName(r.Service)
-		i := slices.IndexFunc(d.Services, func(s model.Service) bool { return s.Name == o.Service })
-		if i < 0 {
-			return o, FieldError{"service", fmt.Sprintf("%q is not a service", r.Service)}
-		}
-		var targets []string
-		for _, e := range d.Services[i].Endpoints {
-			targets = append(targets, e.Address+e.CNAME)
-		}
-		ep := r.Endpoint
-		if !slices.Contains(targets, ep) {
-			ep = model.CanonicalName(ep)
-		}
-		if !slices.Contains(targets, ep) {
-			return o, FieldError{"endpoint", fmt.Sprintf("%q is not an endpoint of %s (allowed: %s)", r.Endpoint, o.Service, strings.Join(targets, ", "))}
-		}
-		o.Endpoint = ep
-	}
-	if r.Kind == KindWeight {
-		if r.Weight == nil || *r.Weight < 0 || *r.Weight > model.MaxWeight {
-			return o, FieldError{"weight", fmt.Sprintf("is required with kind weight (allowed: 0..%d)", model.MaxWeight)}
-		}
-	} else if r.Weight != nil {
-		return o, FieldError{"weight", "only goes with kind weight"}
-	}
+	o := Override{Kind: r.Kind, Cluster: r.Cluster, Service: r.Service, Endpoint: r.Endpoint, Weight: r.Weight, Reason: strings.TrimSpace(r.Reason)}
 	if r.ExpiresIn != "" {
 		dur, err := time.ParseDuration(r.ExpiresIn)
-		if err != nil || dur <= 0 || dur > 366*24*time.Hour {
+		if err != nil || dur <= 0 || dur > MaxExpiry {
 			return o, FieldError{"expires_in", fmt.Sprintf("%q is not a duration (allowed: e.g. 30m, 12h; at most a year)", r.ExpiresIn)}
 		}
 		t := now.Add(dur)
 		o.Expires = &t
 	}
-	return o, nil
+	err := o.validate(d)
+	return o, err
+}
+
+// MaxExpiry is the longest an override may be set for.
+const MaxExpiry = 366 * 24 * time.Hour
+
+// validate checks what o asks for — the same rules for an API request and
+// for an entry that arrives from the ring or a state file — and resolves
+// its service and endpoint to their canonical form against d (nil d: the
+// shape only).
+func (o *Override) validate(d *model.Desired) error {
+	if !slices.Contains(Kinds, o.Kind) {
+		return FieldError{"kind", fmt.Sprintf("%q is not a kind (allowed: %s)", o.Kind, strings.Join(Kinds, ", "))}
+	}
+	if o.Reason == "" {
+		return FieldError{"reason", "is required: say why (it is shown with the override)"}
+	}
+	if len(o.Reason) > 512 {
+		return FieldError{"reason", "is longer than 512 characters"}
+	}
+	switch {
+	case o.Cluster != "" && (o.Service != "" || o.Endpoint != ""):
+		return FieldError{"cluster", "cannot be combined with service/endpoint (allowed: a cluster, or a service and one of its endpoints)"}
+	case o.Cluster != "":
+		if o.Kind == KindWeight {
+			return FieldError{"kind", "weight applies to an endpoint (give service and endpoint), not a cluster"}
+		}
+		if len(o.Cluster) > 253 {
+			return FieldError{"cluster", "is longer than 253 characters"}
+		}
+		if d != nil && !slices.ContainsFunc(d.Clusters, func(c model.Cluster) bool { return c.Name == o.Cluster }) {
+			return FieldError{"cluster", fmt.Sprintf("%q is not a cluster (allowed: %s)", o.Cluster, strings.Join(clusterNames(d), ", "))}
+		}
+	case o.Service == "" || o.Endpoint == "":
+		return FieldError{"service", "give cluster, or service and endpoint"}
+	case len(o.Service) > 255 || len(o.Endpoint) > 255:
+		return FieldError{"service", "service and endpoint are at most 255 characters"}
+	case d != nil:
+		svc := model.CanonicalName(o.Service)
+		i := slices.IndexFunc(d.Services, func(s model.Service) bool { return s.Name == svc })
+		if i < 0 {
+			return FieldError{"service", fmt.Sprintf("%q is not a service", o.Service)}
+		}
+		var targets []string
+		for _, e := range d.Services[i].Endpoints {
+			targets = append(targets, e.Address+e.CNAME)
+		}
+		ep := o.Endpoint
+		if !slices.Contains(targets, ep) {
+			ep = model.CanonicalName(ep)
+		}
+		if !slices.Contains(targets, ep) {
+			return FieldError{"endpoint", fmt.Sprintf("%q is not an endpoint of %s (allowed: %s)", o.Endpoint, svc, strings.Join(targets, ", "))}
+		}
+		o.Service, o.Endpoint = svc, ep
+	}
+	if o.Kind == KindWeight {
+		if o.Weight == nil || *o.Weight < 0 || *o.Weight > model.MaxWeight {
+			return FieldError{"weight", fmt.Sprintf("is required with kind weight (allowed: 0..%d)", model.MaxWeight)}
+		}
+	} else if o.Weight != nil {
+		return FieldError{"weight", "only goes with kind weight"}
+	}
+	return nil
 }
 
 func clusterNames(d *model.Desired) []string {

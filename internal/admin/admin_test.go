@@ -62,9 +62,9 @@ func TestValidate(t *testing.T) {
 }
 
 func TestMergeKeepsEveryNodesChangesAndARemovalWins(t *testing.T) {
-	a, err := Open("", "a")
+	a, err := Open("", "a", 0)
 	require.NoError(t, err)
-	b, err := Open("", "b")
+	b, err := Open("", "b", 0)
 	require.NoError(t, err)
 	a.now = func() time.Time { return now }
 	b.now = func() time.Time { return now }
@@ -92,11 +92,11 @@ func TestMergeKeepsEveryNodesChangesAndARemovalWins(t *testing.T) {
 
 func TestTheStateSurvivesARestartAndACorruptFileIsAnError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admin.json")
-	s, err := Open(path, "n1")
+	s, err := Open(path, "n1", 0)
 	require.NoError(t, err)
 	o, err := s.Add(Override{Kind: KindForceDown, Cluster: "east", Reason: "incident"}, "alice")
 	require.NoError(t, err)
-	s2, err := Open(path, "n1")
+	s2, err := Open(path, "n1", 0)
 	require.NoError(t, err)
 	require.Len(t, s2.Active(), 1)
 	assert.Equal(t, o.ID, s2.Active()[0].ID)
@@ -105,12 +105,12 @@ func TestTheStateSurvivesARestartAndACorruptFileIsAnError(t *testing.T) {
 	assert.Len(t, entries, 1, "no temporary file left behind")
 
 	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
-	_, err = Open(path, "n1")
+	_, err = Open(path, "n1", 0)
 	assert.ErrorContains(t, err, "admin.json is not valid JSON")
 }
 
 func TestAnExpiredOverrideIsNotActive(t *testing.T) {
-	s, _ := Open("", "n")
+	s, _ := Open("", "n", 0)
 	s.now = func() time.Time { return now }
 	exp := now.Add(time.Minute)
 	_, err := s.Add(Override{Kind: KindDrain, Cluster: "east", Reason: "x", Expires: &exp}, "a")

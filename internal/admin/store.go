@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // ErrNotFound is returned for an unknown or already removed override id.
@@ -14,16 +16,23 @@ var ErrNotFound = errors.New("no such override")
 
 // Store is this node's admin state, persisted in a file.
 type Store struct {
-	mu   sync.Mutex
-	path string // "" = memory only
-	node string
-	st   State
-	now  func() time.Time
+	mu      sync.Mutex
+	path    string // "" = memory only
+	node    string
+	st      State
+	now     func() time.Time
+	skipped []EntryError
 }
 
-// Open loads the state file (a missing file is an empty state; a corrupt
-// one is an error naming it: dropping a drain silently would be worse).
-func Open(path, node string) (*Store, error) {
+// Open loads the state file (a missing file is an empty state; a file that
+// is not JSON is an error naming it: dropping a drain silently would be
+// worse). Entries that fail CheckEntry (the shape only: the config may
+// have changed) are skipped, never a reason not to start; Skipped says
+// which and why. skew bounds future stamps (0: the default 10s).
+func Open(path, node string, skew time.Duration) (*Store, error) {
+	if skew <= 0 {
+		skew = model.DefaultMaxClockSkew
+	}
 	s := &Store{path: path, node: node, st: State{Entries: map[string]Entry{}}, now: time.Now}
 	if path == "" {
 		return s, nil
@@ -39,9 +48,12 @@ func Open(path, node string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin state %s is not valid JSON (%v): fix or move it away; it holds the drains and forces in force", path, err)
 	}
-	s.st = st
+	s.st, s.skipped = st.Sanitize(nil, s.now(), skew)
 	return s, nil
 }
+
+// Skipped lists the entries of the state file that Open left out, and why.
+func (s *Store) Skipped() []EntryError { return s.skipped }
 
 // Path is the state file ("" = memory only).
 func (s *Store) Path() string { return s.path }

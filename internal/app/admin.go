@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,31 +24,44 @@ type adminState struct {
 	mu     sync.Mutex
 	active string // ids in force at the last publish, to notice expiries
 	gauge  *prometheus.GaugeVec
-	broad  func([]byte) // spreads the state on the ring (nil without ring)
+	bad    *prometheus.CounterVec // entries skipped, by source and reason
+	broad  func([]byte)           // spreads the state on the ring (nil without ring)
 }
 
-// adminStatePath is where overrides persist: server.admin.state_file, else
-// beside the config file, else (embedded demo) in the temp dir.
-func adminStatePath(opts Options, configured string) string {
-	switch {
-	case configured != "":
-		return configured
-	case opts.ConfigPath != "":
-		return filepath.Join(filepath.Dir(opts.ConfigPath), "meridian-admin.json")
+// adminStatePath is where overrides persist: server.admin.state_file,
+// else admin.json in the state directory. legacy is the older default
+// (beside the config file, or the temp dir for the demo), adopted once.
+func (a *App) adminStatePath(configured string) (path, legacy string) {
+	if configured != "" {
+		return configured, ""
 	}
-	return filepath.Join(os.TempDir(), "meridian-demo-admin.json")
+	legacy = filepath.Join(os.TempDir(), "meridian-demo-admin.json")
+	if a.opts.ConfigPath != "" {
+		legacy = filepath.Join(filepath.Dir(a.opts.ConfigPath), "meridian-admin.json")
+	}
+	return filepath.Join(a.state, "admin.json"), legacy
 }
 
 // openAdmin loads the admin state and tokens; an unreadable state or token
 // file stops the start with the reason.
 func (a *App) openAdmin(node string) error {
 	f := a.loaded().File
-	path := adminStatePath(a.opts, f.Server.Admin.StateFile)
-	st, err := admin.Open(path, node)
+	path, legacy := a.adminStatePath(f.Server.Admin.StateFile)
+	a.adopt(path, legacy, "admin overrides")
+	st, err := admin.Open(path, node, f.Ring.MaxClockSkew.D())
 	if err != nil {
 		return err
 	}
 	ad := &adminState{store: st}
+	ad.bad = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "meridian_admin_entries_rejected_total",
+		Help: "Override entries skipped because they failed validation, by source (ring, file) and reason (invalid, future, unknown-target).",
+	}, []string{"source", "reason"})
+	a.reg.MustRegister(ad.bad)
+	for _, e := range st.Skipped() {
+		ad.bad.WithLabelValues("file", e.Reason).Inc()
+		a.log.Error("admin state: an entry of the state file is skipped", "file", path, "id", e.ID, "reason", e.Reason, "err", e.Err)
+	}
 	if tf := f.Server.Admin.TokenFile; tf != "" {
 		if ad.tokens, err = api.LoadTokens(tf); err != nil {
 			return err
@@ -161,8 +176,21 @@ func (a *App) onShared(data []byte) {
 	}
 	other, err := admin.Unmarshal(data)
 	if err != nil {
+		ad.bad.WithLabelValues("ring", admin.RejectInvalid).Inc()
 		a.log.Warn("ring: bad admin state from another node", "err", err)
 		return
+	}
+	cur := a.current()
+	// Each entry passes the same validation as POST /v1/admin/overrides
+	// before it is merged, saved or passed on.
+	other, skipped := other.Sanitize(&cur.Desired, time.Now(), cur.Ring.MaxClockSkew.D())
+	for _, e := range skipped {
+		ad.bad.WithLabelValues("ring", e.Reason).Inc()
+		level := slog.LevelWarn
+		if e.Reason == admin.RejectUnknownTarget {
+			level = slog.LevelDebug // another node's config has a target ours lacks (a reload in flight)
+		}
+		a.log.Log(context.Background(), level, "ring: an override from another node is skipped", "id", e.ID, "reason", e.Reason, "err", e.Err)
 	}
 	changed, err := ad.store.Merge(other)
 	if err != nil {

@@ -50,6 +50,8 @@ type Options struct {
 type App struct {
 	opts  Options
 	log   *slog.Logger
+	node  string // ring node name (default: the host name)
+	state string // state directory (see stateDir)
 	store engine.Store
 	reg   *prometheus.Registry
 
@@ -96,11 +98,14 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.ConfigPath == "" {
 		log.Warn("no --config given: serving the embedded demo config", "zones", len(f.Zones), "services", len(f.Services))
 	}
-	node := f.Ring.NodeName
-	if node == "" {
-		node, _ = os.Hostname()
+	host, _ := os.Hostname()
+	a.node = f.Ring.NodeNameFor(host)
+	a.state = StateDir(f.Server.StateDir, a.node)
+	if err := os.MkdirAll(a.state, 0o700); err != nil {
+		return fmt.Errorf("state directory %s (server.state_dir): %w: it must be writable (overrides, ring identity and keys are kept there)", a.state, err)
 	}
-	if err := a.openAdmin(node); err != nil {
+	log.Info("state directory", "dir", a.state)
+	if err := a.openAdmin(a.node); err != nil {
 		return err
 	}
 	if err := a.publish(); err != nil {
@@ -393,8 +398,8 @@ func (a *App) Reload(trigger string) error {
 	if !reflect.DeepEqual(loaded.File.Server, prev.File.Server) {
 		a.log.Warn("config reload: the server section changed; restart to apply it", "trigger", trigger)
 	}
-	if !reflect.DeepEqual(loaded.File.Ring, prev.File.Ring) {
-		a.log.Warn("config reload: the ring section changed; restart to apply it", "trigger", trigger)
+	if ringChangedBeyondPeers(loaded.File.Ring, prev.File.Ring) {
+		a.log.Warn("config reload: the ring section changed; restart to apply it (ring.peers is applied at once)", "trigger", trigger)
 	}
 	if h != nil {
 		h.configure(&eff.Desired)
@@ -496,4 +501,11 @@ func (a *App) registerMetrics() {
 	info.Set(1)
 	a.reg.MustRegister(a.reloads, a.lastOK, gen, age, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// ringChangedBeyondPeers reports whether a reload changed the ring section
+// in more than its peers (which apply without a restart).
+func ringChangedBeyondPeers(a, b model.Ring) bool {
+	a.Peers, b.Peers = nil, nil
+	return !reflect.DeepEqual(a, b)
 }

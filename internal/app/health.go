@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
+	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,7 @@ type healthLoop struct {
 	prober *health.Prober
 	wake   chan struct{}
 	start  time.Time
+	known  atomic.Pointer[map[health.Subject]bool] // subjects of the desired state: votes on others are refused
 
 	mu        sync.Mutex
 	published map[health.Subject]health.Status // our last vote per subject
@@ -87,14 +89,23 @@ func (a *App) startHealth(ctx context.Context, wg *sync.WaitGroup) (*healthLoop,
 	h := &healthLoop{a: a, wake: make(chan struct{}, 1), start: time.Now(),
 		published: map[health.Subject]health.Status{}, firstFail: map[health.Subject]time.Time{}, hbSeen: map[string]time.Time{},
 		m: newHealthMetrics(a.reg)}
-	name := d.Ring.NodeName
+	name := a.node
 	if name == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("ring.node_name is empty and the host name is unknown: %w", err)
-		}
-		name = host
+		return nil, fmt.Errorf("ring.node_name is empty and the host name is unknown")
 	}
+	idPath := d.Ring.IdentityFile
+	if idPath == "" {
+		idPath = filepath.Join(a.state, "ring-identity.pem")
+	}
+	id, created, err := ring.LoadOrCreateIdentity(idPath)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		a.log.Warn("ring identity created: list this node in every node's ring.peers", "file", idPath,
+			"peer", fmt.Sprintf("{name: %s, role: prober, region: %s, public_key: %q}", name, d.Ring.Region, model.FormatPeerKey(id.Public())))
+	}
+	h.known.Store(ptr(subjectsOf(d)))
 	h.prober = health.NewProber(health.ProberOptions{OnResult: h.onResult, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
 	r, err := ring.Start(ring.Config{
 		NodeName: name, Region: d.Ring.Region, Role: ring.RoleProber,
@@ -108,6 +119,9 @@ func (a *App) startHealth(ctx context.Context, wg *sync.WaitGroup) (*healthLoop,
 		OnChange:    h.poke,
 		OnShared:    a.onShared,
 		SharedState: a.sharedState,
+		Identity:    id, Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
+		KeyringState: filepath.Join(a.state, "ring-keyring"),
+		Known:        func(s health.Subject) bool { return (*h.known.Load())[s] },
 	})
 	if err != nil {
 		return nil, err
@@ -127,7 +141,8 @@ func (a *App) startHealth(ctx context.Context, wg *sync.WaitGroup) (*healthLoop,
 		}
 	}()
 	go func() { defer wg.Done(); h.loop(ctx) }()
-	a.log.Info("probing enabled", "node", name, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds)
+	a.log.Info("probing enabled", "node", name, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds,
+		"public_key", r.PublicKey(), "peers", len(d.Ring.Peers))
 	return h, nil
 }
 
@@ -135,7 +150,11 @@ func (a *App) startHealth(ctx context.Context, wg *sync.WaitGroup) (*healthLoop,
 // forgets votes on subjects d no longer has.
 func (h *healthLoop) configure(d *model.Desired) {
 	var targets []health.Target
-	keep := map[health.Subject]bool{}
+	keep := subjectsOf(d)
+	h.known.Store(&keep)
+	if err := h.ring.SetPeers(d.Ring.Peers); err != nil {
+		h.a.log.Error("ring.peers not applied: the previous peers stay trusted", "err", err)
+	}
 	for i := range d.Services {
 		s := &d.Services[i]
 		for _, e := range s.Endpoints {
@@ -143,7 +162,6 @@ func (h *healthLoop) configure(d *model.Desired) {
 				continue
 			}
 			sub := health.EndpointSubject(s.Name, e.Address)
-			keep[sub] = true
 			if s.HealthCheck == nil || s.HealthCheck.Kind == model.CheckNone {
 				continue
 			}
@@ -153,7 +171,6 @@ func (h *healthLoop) configure(d *model.Desired) {
 	var hbs []health.HeartbeatTarget
 	for i := range d.Clusters {
 		c := &d.Clusters[i]
-		keep[health.ClusterSubject(c.Name)] = true
 		switch {
 		case c.Heartbeat != nil && c.Heartbeat.URL != "":
 			hbs = append(hbs, health.HeartbeatTarget{Cluster: c.Name, HB: c.Heartbeat})
@@ -177,6 +194,25 @@ func (h *healthLoop) configure(d *model.Desired) {
 	h.mu.Unlock()
 	h.poke()
 }
+
+// subjectsOf lists what votes may be about: every address endpoint of
+// every service, and every cluster.
+func subjectsOf(d *model.Desired) map[health.Subject]bool {
+	keep := map[health.Subject]bool{}
+	for i := range d.Services {
+		for _, e := range d.Services[i].Endpoints {
+			if e.Address != "" {
+				keep[health.EndpointSubject(d.Services[i].Name, e.Address)] = true
+			}
+		}
+	}
+	for _, c := range d.Clusters {
+		keep[health.ClusterSubject(c.Name)] = true
+	}
+	return keep
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // poke asks the loop to decide again soon. It never blocks.
 func (h *healthLoop) poke() {

@@ -30,14 +30,16 @@ type xfrState struct {
 	known   map[string]bool    // zones notified at least once by this process
 }
 
-func serialStatePath(opts Options) string {
+// serialStatePath is $MERIDIAN_SERIAL_STATE, else serials.json in the
+// state directory; legacy is the older default beside the config file.
+func (a *App) serialStatePath() (path, legacy string) {
 	if p := os.Getenv(SerialStateEnv); p != "" {
-		return p
+		return p, ""
 	}
-	if opts.ConfigPath == "" {
-		return ""
+	if a.opts.ConfigPath != "" {
+		legacy = filepath.Join(filepath.Dir(a.opts.ConfigPath), "meridian-serials.json")
 	}
-	return filepath.Join(filepath.Dir(opts.ConfigPath), "meridian-serials.json")
+	return filepath.Join(a.state, "serials.json"), legacy
 }
 
 func (a *App) xfrInit() *xfrState {
@@ -49,7 +51,8 @@ func (a *App) xfrInit() *xfrState {
 			Ready:      a.ready,
 		})
 		var err error
-		path := serialStatePath(a.opts)
+		path, legacy := a.serialStatePath()
+		a.adopt(path, legacy, "zone serials")
 		x.serials, err = xfr.OpenSerials(path)
 		if err != nil {
 			a.log.Warn("zone serial state unreadable: serials restart from the Unix time", "file", path, "err", err)

@@ -31,12 +31,17 @@ type Server struct {
 	HTTP  HTTP  `yaml:"http"`
 	Log   Log   `yaml:"log"`
 	Admin Admin `yaml:"admin"`
+	// StateDir holds what a node learns at run time: admin overrides, its
+	// ring identity, the rotated gossip keyring, zone serials. Default:
+	// $STATE_DIRECTORY (systemd's StateDirectory=), else
+	// $XDG_STATE_HOME/meridian/NODE, else ~/.local/state/meridian/NODE.
+	StateDir string `yaml:"state_dir"`
 }
 
 // Admin configures the admin API (drain, force, weight overrides).
 type Admin struct {
 	TokenFile string `yaml:"token_file"` // lines "NAME TOKEN": bearer tokens allowed to change state (none: changes are refused)
-	StateFile string `yaml:"state_file"` // where overrides persist (default: meridian-admin.json beside the config file)
+	StateFile string `yaml:"state_file"` // where overrides persist (default: admin.json in server.state_dir)
 }
 
 // DNS configures the embedded DNS server.

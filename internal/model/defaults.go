@@ -57,6 +57,8 @@ func Normalize(d *Desired) (*Desired, error) {
 	r.Bind = orDefaultString(r.Bind, DefaultRingBind)
 	r.Advertise = orDefaultString(r.Advertise, r.Bind)
 	r.RejoinInterval = orDefaultDuration(r.RejoinInterval, DefaultRejoinInterval)
+	r.MaxClockSkew = orDefaultDuration(r.MaxClockSkew, DefaultMaxClockSkew)
+	r.Peers = slices.Clone(r.Peers)
 	dec := &out.Decision
 	dec.FreshVotes = orDefault(dec.FreshVotes, DefaultFreshVotes)
 	dec.MinRegions = orDefault(dec.MinRegions, DefaultMinRegions)

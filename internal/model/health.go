@@ -31,6 +31,7 @@ const (
 	DefaultBrake           = 0.5
 	DefaultHeartbeatPeriod = 10 * time.Second
 	DefaultHeartbeatGrace  = 40 * time.Second
+	DefaultMaxClockSkew    = 10 * time.Second
 )
 
 // Health holds the probing defaults every service check starts from.
@@ -76,6 +77,33 @@ type Ring struct {
 	RequireEncryption bool       `yaml:"require_encryption"` // refuse to start without key_file
 	RejoinInterval    Duration   `yaml:"rejoin_interval"`    // re-join the seeds this often (default 30s)
 	Memberlist        Memberlist `yaml:"memberlist"`         // protocol knobs (default: memberlist's WAN defaults)
+	// IdentityFile is this node's Ed25519 private key (PKCS#8 PEM) that
+	// signs every message it originates (default: ring-identity.pem in the
+	// state directory, created on first start; `meridian ring identity`
+	// prints its public key).
+	IdentityFile string `yaml:"identity_file"`
+	// Peers lists the nodes whose messages are accepted, with their public
+	// keys and roles; a node always trusts itself. Required with seeds: a
+	// node that has the gossip key but is not listed cannot change anything.
+	Peers        []RingPeer `yaml:"peers"`
+	MaxClockSkew Duration   `yaml:"max_clock_skew"` // stamps further in the future than this are rejected (default 10s; 1s..5m)
+}
+
+// Roles a ring peer may be listed with.
+const (
+	PeerProber = "prober" // votes, summaries, confirmations, writer votes, admin state, key changes
+	PeerAgent  = "agent"  // the heartbeat of its one cluster, nothing else
+)
+
+// RingPeer is a node whose signed messages this node accepts.
+type RingPeer struct {
+	// Name is the node's ring name, or a prefix ending in * for the
+	// replicas of one Deployment sharing one key (e.g. "east-*").
+	Name      string `yaml:"name"`
+	Role      string `yaml:"role"`       // prober or agent (required)
+	Region    string `yaml:"region"`     // the region it probes from (required for probers): it cannot claim another
+	Cluster   string `yaml:"cluster"`    // agents: the one cluster whose heartbeat it may send (required for agents)
+	PublicKey string `yaml:"public_key"` // "ed25519:" + base64 of the 32-byte public key (required)
 }
 
 // Memberlist exposes memberlist's main protocol knobs; zero keeps the WAN default.

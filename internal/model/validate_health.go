@@ -114,6 +114,7 @@ func (v *validator) ring(r Ring) {
 	if r.RejoinInterval != 0 && r.RejoinInterval.D() < time.Second {
 		v.add(p+".rejoin_interval", "%s is too short (at least 1s)", r.RejoinInterval)
 	}
+	v.peers(p, r)
 	if !r.Enabled {
 		return
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // Key operations, applied on every node of the ring (rotation: install the
@@ -17,7 +20,7 @@ const (
 // KeyOp applies a keyring operation on this node, saves the key file, and
 // broadcasts it so every node applies it too.
 func (r *Ring) KeyOp(op string, key []byte) error {
-	return r.applyKeyOp(keyOp{Op: op, Key: key, ID: newOpID()}, true)
+	return r.applyKeyOp(keyOp{Op: op, Key: key, ID: newOpID(), At: time.Now().UnixMilli()}, true)
 }
 
 // Keys returns the primary key and all installed keys, base64 encoded.
@@ -33,18 +36,24 @@ func (r *Ring) Keys() (primary string, all []string) {
 }
 
 func (r *Ring) applyKeyOp(op keyOp, local bool) error {
+	now := time.Now()
 	r.mu.Lock()
-	if r.keyOps[op.ID] {
+	if _, done := r.keyOpAt[op.ID]; done {
 		r.mu.Unlock()
 		return nil
 	}
-	r.keyOps[op.ID] = true
+	for id, at := range r.keyOpAt {
+		if now.Sub(at) > 2*maxKeyOpAge {
+			delete(r.keyOpAt, id) // older operations are refused as stale anyway
+		}
+	}
+	r.keyOpAt[op.ID] = now
 	r.mu.Unlock()
 	kr := r.keyring
 	if kr == nil {
 		return fmt.Errorf("ring: no keyring: gossip encryption is off (set ring.key_file to enable it)")
 	}
-	if _, err := ParseKey(base64.StdEncoding.EncodeToString(op.Key)); err != nil {
+	if _, err := ParseKeyBytes(op.Key); err != nil {
 		return err
 	}
 	var err error
@@ -66,11 +75,31 @@ func (r *Ring) applyKeyOp(op keyOp, local bool) error {
 	}
 	// Spread it before the file write: a node that rotates must not be the only one.
 	r.broadcast(msgKeyOp, "k/"+op.ID, op)
-	if r.cfg.KeyFile != "" {
-		if err := SaveKeyring(r.cfg.KeyFile, kr.GetPrimaryKey(), kr.GetKeys()); err != nil {
-			return err
-		}
+	if err := r.saveKeyring(kr); err != nil {
+		return err
 	}
 	r.log.Info("ring: keyring changed", "op", op.Op, "local", local, "keys", len(kr.GetKeys()))
 	return nil
+}
+
+// saveKeyring persists the keyring so a restart keeps it: in the state
+// directory (always writable) when one is configured, and in key_file when
+// that can be written. A read-only key_file (a Secret) is expected: the
+// state copy is newer and wins at the next start (LoadKeyrings).
+func (r *Ring) saveKeyring(kr *memberlist.Keyring) error {
+	if r.cfg.KeyringState != "" {
+		if err := SaveKeyring(r.cfg.KeyringState, kr.GetPrimaryKey(), kr.GetKeys()); err != nil {
+			return err
+		}
+	}
+	if r.cfg.KeyFile == "" {
+		return nil
+	}
+	err := SaveKeyring(r.cfg.KeyFile, kr.GetPrimaryKey(), kr.GetKeys())
+	if err != nil && r.cfg.KeyringState != "" {
+		r.log.Info("ring: key_file is not writable; the rotated keyring is kept in the state directory (update the file or Secret too, so a node that loses its state starts with the new key)",
+			"key_file", r.cfg.KeyFile, "state", r.cfg.KeyringState, "err", err)
+		return nil
+	}
+	return err
 }

@@ -26,11 +26,7 @@ func ParseKey(s string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gossip key is not base64: %w", err)
 	}
-	switch len(k) {
-	case 16, 24, 32:
-		return k, nil
-	}
-	return nil, fmt.Errorf("gossip key is %d bytes (allowed 16, 24 or 32 bytes: AES-128, -192, -256)", len(k))
+	return ParseKeyBytes(k)
 }
 
 // LoadKeyring reads a key file: one base64 key per line, the first is the
@@ -60,6 +56,41 @@ func LoadKeyring(path string) ([][]byte, error) {
 	return keys, nil
 }
 
+// ParseKeyBytes checks a raw gossip key's length (AES-128/192/256).
+func ParseKeyBytes(k []byte) ([]byte, error) {
+	switch len(k) {
+	case 16, 24, 32:
+		return k, nil
+	}
+	return nil, fmt.Errorf("gossip key is %d bytes (allowed 16, 24 or 32 bytes: AES-128, -192, -256)", len(k))
+}
+
+// LoadKeyrings reads the gossip keys a node starts with: the rotated
+// keyring in the state directory (stateFile) when it is newer than
+// keyFile, else keyFile. keyFile is often read-only (a Kubernetes Secret,
+// /etc under systemd), so `meridian ring keys` rotations persist in the
+// state directory and survive a restart; a later change of keyFile (the
+// operator updated the Secret) wins over them. It returns the keys and the
+// file they came from.
+func LoadKeyrings(keyFile, stateFile string) ([][]byte, string, error) {
+	if stateFile != "" {
+		st, serr := os.Stat(stateFile)
+		kf, kerr := os.Stat(keyFile)
+		if serr == nil && (kerr != nil || st.ModTime().After(kf.ModTime())) {
+			keys, err := LoadKeyring(stateFile)
+			if err == nil {
+				return keys, stateFile, nil
+			}
+			if kerr != nil {
+				return nil, "", err
+			}
+			// A damaged rotated keyring: the configured one is the fallback.
+		}
+	}
+	keys, err := LoadKeyring(keyFile)
+	return keys, keyFile, err
+}
+
 // SaveKeyring writes keys (primary first) atomically with mode 0600.
 func SaveKeyring(path string, primary []byte, keys [][]byte) error {
 	var b strings.Builder
@@ -70,23 +101,10 @@ func SaveKeyring(path string, primary []byte, keys [][]byte) error {
 			b.WriteString(base64.StdEncoding.EncodeToString(k) + "\n")
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".keyring-*")
-	if err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("gossip key file %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("gossip key file %s: %w", path, err)
-	}
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("gossip key file %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("gossip key file %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := writeFileAtomic(path, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("gossip key file %s: %w", path, err)
 	}
 	return nil

@@ -1,15 +1,12 @@
 package ring
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/health"
 )
 
-// Message types on the wire: one type byte, then JSON.
+// Message types on the wire: the first byte of a signed envelope (see envelope.go).
 const (
 	msgVote      byte = 1 // a prober's vote
 	msgSummary   byte = 2 // "all my votes still hold as of": keeps unchanged votes fresh without resending them
@@ -62,6 +59,7 @@ type confirmReq struct {
 	Target  string `json:"t"`
 	From    string `json:"f"`
 	Region  string `json:"r"`
+	At      int64  `json:"a"` // Unix ms: requests older than maxConfirmAge are ignored
 }
 
 type heartbeat struct {
@@ -81,28 +79,13 @@ type keyOp struct {
 	Op  string `json:"o"` // install, use, remove
 	Key []byte `json:"k"`
 	ID  string `json:"i"` // unique id so that each node applies it once
+	At  int64  `json:"a"` // Unix ms: operations older than maxKeyOpAge are refused (no replay of an old "use")
 }
 
-// fullState is exchanged in push/pull syncs.
+// fullState is exchanged in push/pull syncs: the signed envelopes of every
+// vote and summary, and the sender's admin state in its own envelope.
 type fullState struct {
-	Votes     []wireVote `json:"v"`
-	Summaries []summary  `json:"s"`
-	Shared    []byte     `json:"a,omitempty"` // the admin state
-}
-
-func encode(t byte, v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("ring: encode %T: %v", v, err)) // only our own plain structs
-	}
-	return append([]byte{t}, b...)
-}
-
-var errEmpty = errors.New("empty message")
-
-func decode(b []byte, v any) error {
-	if len(b) < 2 {
-		return errEmpty
-	}
-	return json.Unmarshal(b[1:], v)
+	Votes     [][]byte `json:"v"`
+	Summaries [][]byte `json:"s"`
+	Shared    []byte   `json:"a,omitempty"`
 }

@@ -12,6 +12,7 @@ type Metrics struct {
 	Encrypted  prometheus.Gauge       // meridian_ring_encrypted
 	Rejoins    prometheus.Counter     // meridian_ring_rejoins_total
 	Syncs      prometheus.Counter     // meridian_ring_state_syncs_total
+	Rejected   *prometheus.CounterVec // meridian_ring_messages_rejected_total{type,reason}
 	bytesSent  prometheus.CounterFunc // meridian_ring_gossip_bytes_total{direction="sent"}
 	bytesRecv  prometheus.CounterFunc
 	registerer prometheus.Registerer
@@ -23,7 +24,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meridian_ring_members",
-			Help: "Live ring members by role (prober, agent).",
+			Help: "Live ring members by role (prober, agent; untrusted: not in ring.peers or not signed by its listed key).",
 		}, []string{"role"}),
 		Messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_ring_messages_total",
@@ -45,10 +46,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_ring_state_syncs_total",
 			Help: "Push/pull state exchanges started because a burst of votes did not fit the broadcast queue.",
 		}),
+		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_ring_messages_rejected_total",
+			Help: "Ring messages refused, by type and reason (unknown-origin, bad-signature, role, impersonation, region, cluster, future, stale, unknown-subject, malformed, oversized, invalid, panic, ...).",
+		}, []string{"type", "reason"}),
 		registerer: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs)
+		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected)
 	}
 	return m
 }

@@ -12,6 +12,7 @@
 package ring
 
 import (
+	"crypto/ed25519"
 	crand "crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -60,6 +61,22 @@ type Config struct {
 	Logger            *slog.Logger
 	Metrics           *Metrics
 
+	// Identity signs every message this node originates (zero: a fresh
+	// random key, which no peer lists: fine for a ring of one or an observer).
+	Identity Identity
+	// Peers are the nodes whose messages are accepted (ring.peers); this
+	// node always trusts itself. SetPeers replaces them on a reload.
+	Peers []model.RingPeer
+	// MaxClockSkew bounds how far in the future a received stamp may be (default 10s).
+	MaxClockSkew time.Duration
+	// KeyringState is where keyring changes persist when KeyFile cannot be
+	// written (a Secret): see LoadKeyrings. "" = KeyFile only.
+	KeyringState string
+	// Known tells whether a vote's subject is in the desired state; votes
+	// and confirmations about anything else are rejected (nil: all known).
+	// Called from ring goroutines: it must be fast and must not block.
+	Known func(health.Subject) bool
+
 	// Callbacks, called from ring goroutines; they must not block.
 	OnConfirm   func(s health.Subject, from string)      // a prober in another region asks us to confirm s
 	OnHeartbeat func(cluster, from string, at time.Time) // an agent's heartbeat for cluster
@@ -76,11 +93,21 @@ type Member struct {
 	Region string `json:"region"`
 	Role   string `json:"role"`
 	Addr   string `json:"addr"`
+	// Trusted is false for a node that is not in ring.peers or whose
+	// metadata is not signed by its listed key: it counts for nothing.
+	Trusted bool `json:"trusted"`
 }
 
+// meta is what a node tells about itself in memberlist's node metadata,
+// signed so that only the node itself can claim its region and role.
 type meta struct {
 	Region string `json:"r"`
 	Role   string `json:"o"`
+	Sig    []byte `json:"s,omitempty"`
+}
+
+func metaInput(name, region, role string) []byte {
+	return []byte("meridian-ring-meta-v1\x00" + name + "\x00" + region + "\x00" + role)
 }
 
 // Ring is a running ring node.
@@ -99,13 +126,19 @@ type Ring struct {
 	hbSeq    atomic.Uint64
 	mu       sync.Mutex
 	hbSeen   map[string]uint64     // cluster|from -> newest heartbeat seq seen
-	keyOps   map[string]bool       // applied key operation ids
 	confirms map[string]time.Time  // confirmation requests seen recently (de-duplication)
 	mismatch map[string]int        // consecutive summaries per prober that did not match our votes
 	leaders  map[string]LeaderVote // newest writer vote per voter
 	leadSeq  atomic.Uint64
 	keyring  *memberlist.Keyring
+	keyOpAt  map[string]time.Time // when each applied key operation id was seen (bounded by maxKeyOpAge)
+	id       Identity
+	trust    atomic.Pointer[trust]
+	metaOK   map[string]string          // node name -> metadata that verified with its listed key
+	nodes    map[string]memberlist.Node // live nodes, copied in the event callbacks (memberlist's own Node values change under its lock)
+	logged   map[string]time.Time
 	needSync atomic.Bool // broadcasts were skipped: repair with a push/pull soon
+	pending  atomic.Bool // votes or summaries were taken: call OnChange
 	sent     atomic.Uint64
 	recv     atomic.Uint64
 	stop     chan struct{}
@@ -134,14 +167,28 @@ func Start(cfg Config) (*Ring, error) {
 	if cfg.SummaryInterval <= 0 {
 		cfg.SummaryInterval = model.DefaultInterval
 	}
+	if cfg.MaxClockSkew <= 0 {
+		cfg.MaxClockSkew = model.DefaultMaxClockSkew
+	}
 	if cfg.NodeName == "" || cfg.Region == "" {
 		return nil, errors.New("ring: node name and region are required")
 	}
-	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(),
-		hbSeen: map[string]uint64{}, keyOps: map[string]bool{}, confirms: map[string]time.Time{}, mismatch: map[string]int{}, leaders: map[string]LeaderVote{}, stop: make(chan struct{})}
-	r.meta, _ = json.Marshal(meta{Region: cfg.Region, Role: cfg.Role})
-	// Sequences start from the clock so that a restarted prober's votes are
-	// newer than those of its previous incarnation everywhere.
+	if len(cfg.NodeName) > model.MaxNodeName {
+		return nil, fmt.Errorf("ring: node name %q is longer than %d characters", cfg.NodeName, model.MaxNodeName)
+	}
+	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
+		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]time.Time{}, mismatch: map[string]int{},
+		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, logged: map[string]time.Time{}, stop: make(chan struct{})}
+	if r.id.key == nil {
+		r.id = NewIdentity()
+	}
+	if err := r.SetPeers(cfg.Peers); err != nil {
+		return nil, err
+	}
+	r.meta, _ = json.Marshal(meta{Region: cfg.Region, Role: cfg.Role, Sig: r.id.Sign(metaInput(cfg.NodeName, cfg.Region, cfg.Role))})
+	// Sequences follow the clock (see next) so that a restarted prober's
+	// votes are newer than those of its previous incarnation everywhere,
+	// and a receiver can refuse a sequence from the future.
 	r.inc = uint64(time.Now().UnixNano())
 	r.seq.Store(r.inc)
 	r.hbSeq.Store(r.inc)
@@ -160,9 +207,12 @@ func Start(cfg Config) (*Ring, error) {
 	}
 	mc.BindAddr, mc.BindPort = host, port
 	if cfg.KeyFile != "" {
-		keys, err := LoadKeyring(cfg.KeyFile)
+		keys, from, err := LoadKeyrings(cfg.KeyFile, cfg.KeyringState)
 		if err != nil {
 			return nil, err
+		}
+		if from != cfg.KeyFile {
+			r.log.Info("ring: gossip keys from the rotated keyring in the state directory (newer than key_file)", "file", from, "key_file", cfg.KeyFile)
 		}
 		kr, err := memberlist.NewKeyring(keys, keys[0])
 		if err != nil {
@@ -302,17 +352,82 @@ func (r *Ring) Name() string { return r.cfg.NodeName }
 // Region is this node's region.
 func (r *Ring) Region() string { return r.cfg.Region }
 
-// Members returns the live members, sorted by name.
+// Members returns the live trusted members (listed in ring.peers, with
+// metadata signed by their listed key), sorted by name: the only members
+// that count for decisions, quorum and elections.
 func (r *Ring) Members() []Member {
+	all := r.AllMembers()
+	return slices.DeleteFunc(all, func(m Member) bool { return !m.Trusted })
+}
+
+// AllMembers returns every live member, trusted or not, sorted by name.
+// The role and region of a trusted member are those of its listing.
+func (r *Ring) AllMembers() []Member {
 	var out []Member
-	for _, n := range r.ml.Members() {
-		var m meta
-		_ = json.Unmarshal(n.Meta, &m)
-		out = append(out, Member{Name: n.Name, Region: m.Region, Role: m.Role, Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))})
+	t := r.trust.Load()
+	nodes := r.nodeList()
+	for _, n := range nodes {
+		m := Member{Name: n.Name, Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))}
+		var md meta
+		if len(n.Meta) <= memberlist.MetaMaxSize && json.Unmarshal(n.Meta, &md) == nil {
+			m.Region, m.Role = md.Region, md.Role
+			m.Trusted = r.trustedMeta(t, n.Name, string(n.Meta), md)
+		}
+		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b Member) int { return cmpString(a.Name, b.Name) })
 	return out
 }
+
+// trustedMeta checks a member's metadata against its listing (cached per
+// exact metadata, so a member costs one signature check while it stays).
+func (r *Ring) trustedMeta(t *trust, name, raw string, md meta) bool {
+	p, ok := t.lookup(name)
+	if !ok || p.Role != md.Role || (p.Role == model.PeerProber && p.Region != md.Region) {
+		return false
+	}
+	if name == r.cfg.NodeName {
+		return true
+	}
+	r.mu.Lock()
+	cached := r.metaOK[name] == raw
+	r.mu.Unlock()
+	if cached {
+		return true
+	}
+	if !ed25519.Verify(p.key, metaInput(name, md.Region, md.Role), md.Sig) {
+		return false
+	}
+	r.mu.Lock()
+	if len(r.metaOK) > 4096 {
+		clear(r.metaOK)
+	}
+	r.metaOK[name] = raw
+	r.mu.Unlock()
+	return true
+}
+
+// SetPeers replaces the trusted nodes (ring.peers after a reload). Votes
+// and summaries of probers no longer trusted are dropped.
+func (r *Ring) SetPeers(peers []model.RingPeer) error {
+	self := peer{RingPeer: model.RingPeer{Name: r.cfg.NodeName, Role: r.cfg.Role, Region: r.cfg.Region, PublicKey: model.FormatPeerKey(r.id.Public())}, key: r.id.Public()}
+	t, err := newTrust(self, peers)
+	if err != nil {
+		return err
+	}
+	r.trust.Store(t)
+	r.mu.Lock()
+	clear(r.metaOK)
+	r.mu.Unlock()
+	r.store.dropProbers(func(name string) bool {
+		p, ok := t.lookup(name)
+		return !ok || p.Role != model.PeerProber
+	})
+	return nil
+}
+
+// PublicKey is this node's identity in the form ring.peers lists it.
+func (r *Ring) PublicKey() string { return model.FormatPeerKey(r.id.Public()) }
 
 // Votes returns every known vote (ours included), with ObservedAt moved
 // forward by each prober's latest summary, sorted by subject and prober.
@@ -322,10 +437,11 @@ func (r *Ring) Votes() []health.Vote { return r.store.effective() }
 // local status changes (or first becomes known); unchanged statuses are kept
 // fresh by the periodic summary.
 func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.Vote {
-	v := health.Vote{Subject: s, Prober: r.cfg.NodeName, Region: r.cfg.Region, Status: st, ObservedAt: at, Seq: r.seq.Add(1)}
-	r.store.put(v)
+	v := health.Vote{Subject: s, Prober: r.cfg.NodeName, Region: r.cfg.Region, Status: st, ObservedAt: at, Seq: next(&r.seq)}
+	raw := seal(r.id, msgVote, r.cfg.NodeName, toWire(v))
+	r.store.put(v, raw)
 	if r.q.NumQueued() < maxQueued {
-		r.broadcast(msgVote, "v/"+v.Prober+"/"+s.Service+"/"+s.Target, toWire(v))
+		r.queue(msgVote, "v/"+v.Prober+"/"+s.Service+"/"+s.Target, raw)
 	} else {
 		r.needSync.Store(true) // a burst: push/pull carries it
 	}
@@ -335,12 +451,12 @@ func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.
 
 // Confirm asks probers in other regions to probe s at once.
 func (r *Ring) Confirm(s health.Subject) {
-	r.broadcast(msgConfirm, "c/"+r.cfg.NodeName+"/"+s.Service+"/"+s.Target, confirmReq{Service: s.Service, Target: s.Target, From: r.cfg.NodeName, Region: r.cfg.Region})
+	r.broadcast(msgConfirm, "c/"+r.cfg.NodeName+"/"+s.Service+"/"+s.Target, confirmReq{Service: s.Service, Target: s.Target, From: r.cfg.NodeName, Region: r.cfg.Region, At: time.Now().UnixMilli()})
 }
 
 // SendHeartbeat broadcasts a heartbeat for cluster (used by `meridian agent`).
 func (r *Ring) SendHeartbeat(cluster string, at time.Time) {
-	hb := heartbeat{Cluster: cluster, From: r.cfg.NodeName, At: at.UnixMilli(), Seq: r.hbSeq.Add(1)}
+	hb := heartbeat{Cluster: cluster, From: r.cfg.NodeName, At: at.UnixMilli(), Seq: next(&r.hbSeq)}
 	r.mu.Lock()
 	r.hbSeen[cluster+"|"+hb.From] = hb.Seq
 	r.mu.Unlock()
@@ -358,16 +474,17 @@ type LeaderVote struct {
 // every live member (best effort, never relayed, so that its receipt time
 // is close to its sending time). Call it every second or so.
 func (r *Ring) SendLeaderVote(candidate string) {
-	lm := leaderMsg{Voter: r.cfg.NodeName, Candidate: candidate, Seq: r.leadSeq.Add(1)}
+	lm := leaderMsg{Voter: r.cfg.NodeName, Candidate: candidate, Seq: next(&r.leadSeq)}
 	r.mu.Lock()
 	r.leaders[lm.Voter] = LeaderVote{Voter: lm.Voter, Candidate: candidate, Received: time.Now(), seq: lm.Seq}
 	r.mu.Unlock()
-	msg := encode(msgLeader, lm)
-	for _, n := range r.ml.Members() {
+	msg := seal(r.id, msgLeader, r.cfg.NodeName, lm)
+	nodes := r.nodeList()
+	for _, n := range nodes {
 		if n.Name == r.cfg.NodeName {
 			continue
 		}
-		if err := r.ml.SendBestEffort(n, msg); err != nil {
+		if err := r.ml.SendBestEffort(&n, msg); err != nil {
 			r.log.Debug("ring: leader vote", "to", n.Name, "err", err)
 		}
 		r.m.Messages.WithLabelValues("leader", "sent").Inc()
@@ -405,9 +522,27 @@ func (r *Ring) changed() {
 // broadcast replaces an older one still queued.
 func (r *Ring) BroadcastShared(data []byte) { r.broadcast(msgShared, "a/"+r.cfg.NodeName, data) }
 
+// broadcast signs v as a message of type t from this node and queues it.
 func (r *Ring) broadcast(t byte, name string, v any) {
-	r.q.QueueBroadcast(&bcast{name: name, msg: encode(t, v)})
+	r.queue(t, name, seal(r.id, t, r.cfg.NodeName, v))
+}
+
+func (r *Ring) queue(t byte, name string, msg []byte) {
+	r.q.QueueBroadcast(&bcast{name: name, msg: msg})
 	r.m.Messages.WithLabelValues(msgNames[t], "sent").Inc()
+}
+
+// next returns the next sequence number of c: one more than the last, and
+// never behind the clock in Unix nanoseconds, so sequences survive restarts
+// and a receiver can refuse one from the future (it could never be replaced).
+func next(c *atomic.Uint64) uint64 {
+	for {
+		old := c.Load()
+		n := max(old+1, uint64(time.Now().UnixNano()))
+		if c.CompareAndSwap(old, n) {
+			return n
+		}
+	}
 }
 
 func (r *Ring) join() (int, error) {
@@ -436,7 +571,7 @@ func (r *Ring) rejoinLoop() {
 		case <-t.C:
 		}
 		live := map[string]bool{}
-		for _, m := range r.Members() {
+		for _, m := range r.AllMembers() {
 			live[m.Addr] = true
 		}
 		missing := false
@@ -500,7 +635,7 @@ func (r *Ring) syncLoop() {
 		}
 		var peers []string
 		self := r.LocalAddr()
-		for _, m := range r.Members() {
+		for _, m := range r.Members() { // sync with trusted members only
 			if m.Addr != self {
 				peers = append(peers, m.Addr)
 			}
@@ -535,15 +670,20 @@ func (r *Ring) summaryLoop() {
 			}
 			n, sum := r.store.digest(r.cfg.NodeName)
 			sm := summary{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Count: n, SeqSum: sum, Inc: r.inc}
-			r.store.putSummary(sm)
-			r.broadcast(msgSummary, "s/"+sm.Prober, sm)
+			raw := seal(r.id, msgSummary, r.cfg.NodeName, sm)
+			r.store.putSummary(sm, raw)
+			r.queue(msgSummary, "s/"+sm.Prober, raw)
 		}
 	}
 }
 
 func (r *Ring) updateMembers() {
-	counts := map[string]int{RoleProber: 0, RoleAgent: 0}
-	for _, m := range r.Members() {
+	counts := map[string]int{RoleProber: 0, RoleAgent: 0, "untrusted": 0}
+	for _, m := range r.AllMembers() {
+		if !m.Trusted {
+			counts["untrusted"]++
+			continue
+		}
 		counts[m.Role]++
 	}
 	for role, n := range counts {
@@ -570,159 +710,6 @@ type delegate Ring
 
 func (d *delegate) NodeMeta(limit int) []byte { return d.meta }
 
-// NotifyMsg handles a message from another node. It copies what it keeps
-// and never blocks (memberlist calls it from its packet loop).
-func (d *delegate) NotifyMsg(b []byte) {
-	r := (*Ring)(d)
-	if len(b) == 0 {
-		return
-	}
-	t := b[0]
-	r.m.Messages.WithLabelValues(msgNames[t], "received").Inc()
-	switch t {
-	case msgVote:
-		var w wireVote
-		if decode(b, &w) != nil {
-			return
-		}
-		if r.store.put(w.vote()) {
-			r.m.Votes.Inc()
-			// Relaying others' votes makes delivery robust in larger rings;
-			// under a burst the originator's own retransmissions and push/pull
-			// suffice, and relays would only crowd the queue.
-			if r.q.NumQueued() < maxRelayQueued {
-				r.q.QueueBroadcast(&bcast{name: "v/" + w.Prober + "/" + w.Service + "/" + w.Target, msg: slices.Clone(b)})
-			}
-			r.changed()
-		}
-	case msgSummary:
-		var sm summary
-		if decode(b, &sm) != nil || sm.Prober == r.cfg.NodeName {
-			return
-		}
-		if r.store.putSummary(sm) {
-			r.q.QueueBroadcast(&bcast{name: "s/" + sm.Prober, msg: slices.Clone(b)})
-			r.checkDigest(sm)
-			r.changed()
-		}
-	case msgConfirm:
-		var c confirmReq
-		if decode(b, &c) != nil || c.From == r.cfg.NodeName {
-			return
-		}
-		name := "c/" + c.From + "/" + c.Service + "/" + c.Target
-		now := time.Now()
-		r.mu.Lock()
-		last, seen := r.confirms[name]
-		fresh := seen && now.Sub(last) < r.cfg.SummaryInterval
-		if !fresh {
-			r.confirms[name] = now
-		}
-		for k, at := range r.confirms {
-			if now.Sub(at) > r.cfg.SummaryInterval {
-				delete(r.confirms, k)
-			}
-		}
-		r.mu.Unlock()
-		if fresh {
-			return // a repeat of a request we already handled
-		}
-		r.q.QueueBroadcast(&bcast{name: name, msg: slices.Clone(b)})
-		if c.Region != r.cfg.Region && r.cfg.Role == RoleProber && r.cfg.OnConfirm != nil {
-			r.cfg.OnConfirm(health.Subject{Service: c.Service, Target: c.Target}, c.From)
-		}
-	case msgHeartbeat:
-		var hb heartbeat
-		if decode(b, &hb) != nil {
-			return
-		}
-		key := hb.Cluster + "|" + hb.From
-		r.mu.Lock()
-		newer := hb.Seq > r.hbSeen[key]
-		if newer {
-			r.hbSeen[key] = hb.Seq
-		}
-		r.mu.Unlock()
-		if !newer {
-			return
-		}
-		r.q.QueueBroadcast(&bcast{name: "h/" + hb.Cluster + "/" + hb.From, msg: slices.Clone(b)})
-		if r.cfg.OnHeartbeat != nil {
-			r.cfg.OnHeartbeat(hb.Cluster, hb.From, time.UnixMilli(hb.At))
-		}
-	case msgLeader:
-		var lm leaderMsg
-		if decode(b, &lm) != nil || lm.Voter == r.cfg.NodeName {
-			return
-		}
-		r.mu.Lock()
-		if old, ok := r.leaders[lm.Voter]; !ok || lm.Seq > old.seq {
-			r.leaders[lm.Voter] = LeaderVote{Voter: lm.Voter, Candidate: lm.Candidate, Received: time.Now(), seq: lm.Seq}
-		}
-		r.mu.Unlock()
-	case msgShared:
-		var data []byte
-		if decode(b, &data) != nil || r.cfg.OnShared == nil {
-			return
-		}
-		r.cfg.OnShared(data)
-	case msgKeyOp:
-		var op keyOp
-		if decode(b, &op) != nil {
-			return
-		}
-		if err := r.applyKeyOp(op, false); err != nil {
-			r.log.Error("ring: keyring change from the ring failed", "op", op.Op, "err", err)
-		}
-	}
-}
-
-func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
-	return d.q.GetBroadcasts(overhead, limit)
-}
-
-func (d *delegate) LocalState(join bool) []byte {
-	r := (*Ring)(d)
-	r.m.Messages.WithLabelValues("state", "sent").Inc()
-	st := r.store.full()
-	if r.cfg.SharedState != nil {
-		st.Shared = r.cfg.SharedState()
-	}
-	b, _ := json.Marshal(st)
-	return b
-}
-
-func (d *delegate) MergeRemoteState(buf []byte, join bool) {
-	r := (*Ring)(d)
-	r.m.Messages.WithLabelValues("state", "received").Inc()
-	var st fullState
-	if err := json.Unmarshal(buf, &st); err != nil {
-		r.log.Warn("ring: bad remote state", "err", err)
-		return
-	}
-	if len(st.Shared) > 0 && r.cfg.OnShared != nil {
-		r.cfg.OnShared(st.Shared)
-	}
-	changed := false
-	for _, w := range st.Votes {
-		if w.Prober == r.cfg.NodeName {
-			continue // we are the authority on our own votes
-		}
-		if r.store.put(w.vote()) {
-			r.m.Votes.Inc()
-			changed = true
-		}
-	}
-	for _, sm := range st.Summaries {
-		if sm.Prober != r.cfg.NodeName && r.store.putSummary(sm) {
-			changed = true
-		}
-	}
-	if changed {
-		r.changed()
-	}
-}
-
 // events implements memberlist.EventDelegate.
 type events Ring
 
@@ -731,17 +718,49 @@ type events Ring
 
 func (e *events) NotifyJoin(n *memberlist.Node) {
 	r := (*Ring)(e)
+	defer r.recoverPanic("join")
+	r.keepNode(n)
 	r.log.Info("ring: member joined", "member", n.Name, "addr", n.Address())
 	r.changed()
 }
 
 func (e *events) NotifyLeave(n *memberlist.Node) {
 	r := (*Ring)(e)
+	defer r.recoverPanic("leave")
+	r.mu.Lock()
+	delete(r.nodes, n.Name)
+	r.mu.Unlock()
 	r.log.Warn("ring: member left or failed", "member", n.Name, "addr", n.Address())
 	r.changed()
 }
 
-func (e *events) NotifyUpdate(*memberlist.Node) {}
+func (e *events) NotifyUpdate(n *memberlist.Node) {
+	r := (*Ring)(e)
+	defer r.recoverPanic("update")
+	r.keepNode(n)
+	r.changed()
+}
+
+// nodeList returns copies of the live nodes.
+func (r *Ring) nodeList() []memberlist.Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]memberlist.Node, 0, len(r.nodes))
+	for _, n := range r.nodes {
+		out = append(out, n)
+	}
+	return out
+}
+
+// keepNode copies n (called under memberlist's node lock, so n is stable).
+func (r *Ring) keepNode(n *memberlist.Node) {
+	c := *n
+	c.Meta = slices.Clone(n.Meta)
+	c.Addr = slices.Clone(n.Addr)
+	r.mu.Lock()
+	r.nodes[n.Name] = c
+	r.mu.Unlock()
+}
 
 // slogWriter routes memberlist's log lines ("[DEBUG] memberlist: ...") to slog.
 type slogWriter struct {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -66,20 +67,96 @@ func keyFile(t *testing.T, keys ...string) string {
 	return p
 }
 
-func startNode(t *testing.T, name, region string, seeds []string, key string, rec *recorder) *Ring {
+// lab gives the nodes of one test their identities and lists them all in
+// every node's ring.peers (updated as nodes start), as a config would.
+type lab struct {
+	mu    sync.Mutex
+	ids   map[string]Identity
+	peers map[string]model.RingPeer
+	nodes []*Ring
+}
+
+var (
+	labsMu sync.Mutex
+	labs   = map[*testing.T]*lab{}
+)
+
+func labFor(t *testing.T) *lab {
+	labsMu.Lock()
+	defer labsMu.Unlock()
+	l, ok := labs[t]
+	if !ok {
+		l = &lab{ids: map[string]Identity{}, peers: map[string]model.RingPeer{}}
+		labs[t] = l
+		t.Cleanup(func() { labsMu.Lock(); delete(labs, t); labsMu.Unlock() })
+	}
+	return l
+}
+
+// config returns a node's config with its identity (the same across
+// restarts) and the lab's peers; cluster is set for agents.
+func (l *lab) config(name, region, role, cluster string) Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id, ok := l.ids[name]
+	if !ok {
+		id = NewIdentity()
+		l.ids[name] = id
+	}
+	pr := model.PeerProber
+	if role == RoleAgent {
+		pr = model.PeerAgent
+		region = ""
+	}
+	if role != RoleObserver {
+		l.peers[name] = model.RingPeer{Name: name, Role: pr, Region: region, Cluster: cluster, PublicKey: model.FormatPeerKey(id.Public())}
+	}
+	return Config{NodeName: name, Region: orDefault(region, "r9"), Role: role, Identity: id, Peers: l.list(), Label: "test", Bind: "127.0.0.1:0",
+		Memberlist: fast, Logger: slog.New(slog.DiscardHandler)}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func (l *lab) list() []model.RingPeer {
+	out := make([]model.RingPeer, 0, len(l.peers))
+	for _, p := range l.peers {
+		out = append(out, p)
+	}
+	return out
+}
+
+// start starts cfg and tells every running node of the lab about it.
+func (l *lab) start(t *testing.T, cfg Config) *Ring {
 	t.Helper()
-	cfg := Config{
-		NodeName: name, Region: region, Bind: "127.0.0.1:0", Seeds: seeds, KeyFile: key, Label: "test",
-		RejoinInterval: 300 * time.Millisecond, SummaryInterval: 100 * time.Millisecond, Memberlist: fast,
-		Logger: slog.New(slog.DiscardHandler),
-	}
-	if rec != nil {
-		cfg.OnConfirm, cfg.OnHeartbeat = rec.onConfirm, rec.onHeartbeat
-	}
 	r, err := Start(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Shutdown() })
+	l.mu.Lock()
+	l.nodes = append(l.nodes, r)
+	peers := l.list()
+	nodes := slices.Clone(l.nodes)
+	l.mu.Unlock()
+	for _, n := range nodes {
+		require.NoError(t, n.SetPeers(peers))
+	}
 	return r
+}
+
+func startNode(t *testing.T, name, region string, seeds []string, key string, rec *recorder) *Ring {
+	t.Helper()
+	l := labFor(t)
+	cfg := l.config(name, region, RoleProber, "")
+	cfg.Seeds, cfg.KeyFile = seeds, key
+	cfg.RejoinInterval, cfg.SummaryInterval = 300*time.Millisecond, 100*time.Millisecond
+	if rec != nil {
+		cfg.OnConfirm, cfg.OnHeartbeat = rec.onConfirm, rec.onHeartbeat
+	}
+	return l.start(t, cfg)
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -136,13 +213,13 @@ func TestSummaryDoesNotRefreshVotesWhenOneWasMissed(t *testing.T) {
 	st := newStore()
 	s1 := health.EndpointSubject("x.", "192.0.2.1")
 	old := time.Now().Add(-time.Hour)
-	st.put(health.Vote{Subject: s1, Prober: "p", Status: health.Up, ObservedAt: old, Seq: 1})
+	st.put(health.Vote{Subject: s1, Prober: "p", Status: health.Up, ObservedAt: old, Seq: 1}, nil)
 	// The prober has two votes (seq 1 and 2); we only hold seq 1.
-	st.putSummary(summary{Prober: "p", At: time.Now().UnixMilli(), Count: 2, SeqSum: 3})
+	st.putSummary(summary{Prober: "p", At: time.Now().UnixMilli(), Count: 2, SeqSum: 3}, nil)
 	v := st.effective()
 	require.Len(t, v, 1)
 	assert.Equal(t, old.UnixMilli(), v[0].ObservedAt.UnixMilli(), "stale vote is not extended")
-	st.put(health.Vote{Subject: health.EndpointSubject("x.", "192.0.2.2"), Prober: "p", Status: health.Down, ObservedAt: old, Seq: 2})
+	st.put(health.Vote{Subject: health.EndpointSubject("x.", "192.0.2.2"), Prober: "p", Status: health.Down, ObservedAt: old, Seq: 2}, nil)
 	for _, v := range st.effective() {
 		assert.WithinDuration(t, time.Now(), v.ObservedAt, time.Second, "both extended once the set matches")
 	}
@@ -174,10 +251,10 @@ func TestConfirmationGoesToOtherRegionsOnly(t *testing.T) {
 func TestAgentHeartbeatsReachProbers(t *testing.T) {
 	rp := &recorder{}
 	p := startNode(t, "p", "r1", nil, "", rp)
-	agent, err := Start(Config{NodeName: "agent-c1", Region: "r9", Role: RoleAgent, Bind: "127.0.0.1:0", Seeds: []string{p.LocalAddr()}, Label: "test",
-		Memberlist: fast, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	defer agent.Shutdown()
+	l := labFor(t)
+	cfg := l.config("agent-c1", "", RoleAgent, "c1")
+	cfg.Seeds = []string{p.LocalAddr()}
+	agent := l.start(t, cfg)
 	agent.SendHeartbeat("c1", time.Now())
 	eventually(t, "heartbeat arrives", func() bool {
 		rp.mu.Lock()
@@ -248,9 +325,9 @@ func TestRejoinReunitesWithARestartedSeed(t *testing.T) {
 	require.NoError(t, a.halt())
 	eventually(t, "b sees a gone", func() bool { return len(b.Members()) == 1 })
 	// a comes back on the same address knowing nobody; b's rejoin loop finds it.
-	a2, err := Start(Config{NodeName: "a", Region: "r1", Bind: addr, Label: "test", Memberlist: fast, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	defer a2.Shutdown()
+	cfg := labFor(t).config("a", "r1", RoleProber, "")
+	cfg.Bind = addr
+	a2 := labFor(t).start(t, cfg)
 	eventually(t, "one ring again", func() bool { return len(b.Members()) == 2 && len(a2.Members()) == 2 })
 }
 
@@ -259,11 +336,9 @@ func TestABurstOfVotesBeyondTheQueueArrivesThroughStateSync(t *testing.T) {
 	slow.PushPullInterval = model.Duration(time.Hour) // only our sync can move the burst quickly
 	slow.GossipInterval = model.Duration(200 * time.Millisecond)
 	start := func(name, region string, seeds []string) *Ring {
-		r, err := Start(Config{NodeName: name, Region: region, Bind: "127.0.0.1:0", Seeds: seeds, Memberlist: slow,
-			SummaryInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = r.Shutdown() })
-		return r
+		cfg := labFor(t).config(name, region, RoleProber, "")
+		cfg.Seeds, cfg.Memberlist, cfg.SummaryInterval = seeds, slow, 100*time.Millisecond
+		return labFor(t).start(t, cfg)
 	}
 	a := start("a", "r1", nil)
 	b := start("b", "r2", []string{a.LocalAddr()})
@@ -273,7 +348,9 @@ func TestABurstOfVotesBeyondTheQueueArrivesThroughStateSync(t *testing.T) {
 	for i := range n {
 		a.Publish(health.EndpointSubject(fmt.Sprintf("s%d.example.test.", i/10), fmt.Sprintf("192.0.2.%d", i%10)), health.Up, now)
 	}
-	eventually(t, "b holds every vote of a", func() bool {
+	// Every vote is a signed envelope checked on arrival: under -race on a
+	// busy 2-core machine that takes seconds, not the usual 10s budget.
+	require.Eventually(t, func() bool {
 		count := 0
 		for _, v := range b.Votes() {
 			if v.Prober == "a" {
@@ -281,7 +358,7 @@ func TestABurstOfVotesBeyondTheQueueArrivesThroughStateSync(t *testing.T) {
 			}
 		}
 		return count == n
-	})
+	}, 45*time.Second, 50*time.Millisecond, "b holds every vote of a")
 	assert.Positive(t, testutil.ToFloat64(a.m.Syncs), "the burst went over push/pull")
 }
 
@@ -299,10 +376,9 @@ func TestARestartedProberReplacesItsOldVotes(t *testing.T) {
 	a.Publish(s2, health.Up, time.Now())
 	eventually(t, "b has a's votes", func() bool { return hasVote(b, "a", s1, health.Up) && hasVote(b, "a", s2, health.Up) })
 	require.NoError(t, a.halt())
-	a2, err := Start(Config{NodeName: "a", Region: "r1", Bind: addr, Seeds: []string{b.LocalAddr()}, Label: "test", Memberlist: fast,
-		SummaryInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	defer a2.Shutdown()
+	cfg := labFor(t).config("a", "r1", RoleProber, "")
+	cfg.Bind, cfg.Seeds, cfg.SummaryInterval = addr, []string{b.LocalAddr()}, 100*time.Millisecond
+	a2 := labFor(t).start(t, cfg)
 	a2.Publish(s1, health.Down, time.Now())
 	eventually(t, "the new incarnation's vote wins and the old s2 vote is dropped", func() bool {
 		return hasVote(b, "a", s1, health.Down) && !hasVote(b, "a", s2, health.Up)

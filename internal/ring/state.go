@@ -13,20 +13,34 @@ type voteKey struct {
 	subject health.Subject
 }
 
-// store holds every vote and summary this node knows, its own included.
+// store holds every vote and summary this node knows, its own included,
+// each with the signed envelope it arrived in (passed on unchanged in
+// push/pull syncs, so receivers check the originator's signature).
 // All methods are safe for concurrent use.
 type store struct {
 	mu        sync.Mutex
 	votes     map[voteKey]health.Vote
+	raw       map[voteKey][]byte
 	summaries map[string]summary
+	rawSum    map[string][]byte
 }
 
 func newStore() *store {
-	return &store{votes: map[voteKey]health.Vote{}, summaries: map[string]summary{}}
+	return &store{votes: map[voteKey]health.Vote{}, raw: map[voteKey][]byte{}, summaries: map[string]summary{}, rawSum: map[string][]byte{}}
 }
 
-// put stores v if it is newer than what we have; it reports whether it was.
-func (s *store) put(v health.Vote) bool {
+// newer reports whether v would replace what we hold (a cheap check made
+// before a signature is verified).
+func (s *store) newer(v health.Vote) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.votes[voteKey{v.Prober, v.Subject}]
+	return !ok || v.Newer(old)
+}
+
+// put stores v (and its envelope raw) if it is newer than what we have; it
+// reports whether it was.
+func (s *store) put(v health.Vote, raw []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := voteKey{v.Prober, v.Subject}
@@ -34,21 +48,32 @@ func (s *store) put(v health.Vote) bool {
 		return false
 	}
 	s.votes[k] = v
+	s.raw[k] = raw
 	return true
+}
+
+// newerSummary reports whether sm would replace the summary we hold.
+func (s *store) newerSummary(sm summary) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.summaries[sm.Prober]
+	return !ok || sm.At > old.At
 }
 
 // putSummary stores sm if it is newer. A summary from a new incarnation of
 // the prober (it restarted) drops the votes of the old one.
-func (s *store) putSummary(sm summary) bool {
+func (s *store) putSummary(sm summary, raw []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.summaries[sm.Prober]; ok && old.At >= sm.At {
 		return false
 	}
 	s.summaries[sm.Prober] = sm
+	s.rawSum[sm.Prober] = raw
 	for k, v := range s.votes {
 		if k.prober == sm.Prober && v.Seq < sm.Inc {
 			delete(s.votes, k)
+			delete(s.raw, k)
 		}
 	}
 	return true
@@ -115,15 +140,16 @@ func (s *store) effective() []health.Vote {
 	return out
 }
 
+// full returns the envelopes of every vote and summary, for a push/pull sync.
 func (s *store) full() fullState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := fullState{Votes: make([]wireVote, 0, len(s.votes)), Summaries: make([]summary, 0, len(s.summaries))}
-	for _, v := range s.votes {
-		st.Votes = append(st.Votes, toWire(v))
+	st := fullState{Votes: make([][]byte, 0, len(s.raw)), Summaries: make([][]byte, 0, len(s.rawSum))}
+	for _, b := range s.raw {
+		st.Votes = append(st.Votes, b)
 	}
-	for _, sm := range s.summaries {
-		st.Summaries = append(st.Summaries, sm)
+	for _, b := range s.rawSum {
+		st.Summaries = append(st.Summaries, b)
 	}
 	return st
 }
@@ -141,15 +167,35 @@ func (s *store) prune(keep func(health.Subject) bool, now time.Time, maxAge time
 		}
 		if (keep != nil && !keep(k.subject)) || now.Sub(last) > maxAge {
 			delete(s.votes, k)
+			delete(s.raw, k)
 			n++
 		}
 	}
 	for p, sm := range s.summaries {
 		if now.Sub(time.UnixMilli(sm.At)) > maxAge {
 			delete(s.summaries, p)
+			delete(s.rawSum, p)
 		}
 	}
 	return n
+}
+
+// dropProbers forgets the votes and summary of every prober gone reports true for.
+func (s *store) dropProbers(gone func(string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.votes {
+		if gone(k.prober) {
+			delete(s.votes, k)
+			delete(s.raw, k)
+		}
+	}
+	for p := range s.summaries {
+		if gone(p) {
+			delete(s.summaries, p)
+			delete(s.rawSum, p)
+		}
+	}
 }
 
 func compareSubject(a, b health.Subject) int {

@@ -122,6 +122,14 @@ func (m *Meridian) reload() {
 		return
 	}
 	reloads.WithLabelValues("success").Inc()
+	m.mu.Lock()
+	r := m.ring
+	m.mu.Unlock()
+	if r != nil {
+		if err := r.SetPeers(f.Ring.Peers); err != nil {
+			log.Errorf("ring.peers not applied, the previous peers stay trusted: %v", err)
+		}
+	}
 	log.Infof("config reloaded: %s", m.ConfigPath)
 }
 
@@ -132,11 +140,8 @@ func (m *Meridian) startRing(ctx context.Context) error {
 	if d.Ring.Region == "" {
 		return fmt.Errorf("meridian: %s: ring.region is required for the ring property", m.ConfigPath)
 	}
-	name := d.Ring.NodeName
-	if name == "" {
-		host, _ := os.Hostname()
-		name = host + "-coredns"
-	}
+	host, _ := os.Hostname()
+	name := d.Ring.NodeNameFor(host + "-coredns")
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -150,6 +155,9 @@ func (m *Meridian) startRing(ctx context.Context) error {
 		Label: d.Ring.Label, RequireEncryption: d.Ring.RequireEncryption,
 		RejoinInterval: d.Ring.RejoinInterval.D(), Memberlist: d.Ring.Memberlist,
 		Logger: slogFor(), OnChange: poke,
+		// An observer originates nothing, so its own key is a fresh one; it
+		// checks every vote against the probers listed in ring.peers.
+		Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
 	})
 	if err != nil {
 		return fmt.Errorf("meridian: ring: %w", err)

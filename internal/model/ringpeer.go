@@ -1,0 +1,123 @@
+package model
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"fmt"
+	"strings"
+)
+
+// HostnamePlaceholder in ring.node_name is replaced by the host name, so
+// the replicas of one Deployment get names that one ring.peers prefix
+// entry matches (node_name: "east-{hostname}" with a peer "east-*").
+const HostnamePlaceholder = "{hostname}"
+
+// NodeNameFor is the ring node name: ring.node_name with {hostname} replaced
+// by host, or host when node_name is empty.
+func (r Ring) NodeNameFor(host string) string {
+	if r.NodeName == "" {
+		return host
+	}
+	return strings.ReplaceAll(r.NodeName, HostnamePlaceholder, host)
+}
+
+// PeerKeyPrefix starts every ring public key in the config.
+const PeerKeyPrefix = "ed25519:"
+
+// MaxNodeName is the longest ring node name (it travels in every message).
+const MaxNodeName = 128
+
+// ParsePeerKey decodes "ed25519:BASE64" into an Ed25519 public key.
+func ParsePeerKey(s string) (ed25519.PublicKey, error) {
+	b64, ok := strings.CutPrefix(strings.TrimSpace(s), PeerKeyPrefix)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a ring public key (allowed: %sBASE64, as printed by `meridian ring identity`)", s, PeerKeyPrefix)
+	}
+	k, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, fmt.Errorf("ring public key is not base64: %w", err)
+	}
+	if len(k) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("ring public key is %d bytes (allowed: %d, an Ed25519 public key)", len(k), ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(k), nil
+}
+
+// FormatPeerKey writes k the way ParsePeerKey reads it.
+func FormatPeerKey(k ed25519.PublicKey) string {
+	return PeerKeyPrefix + base64.StdEncoding.EncodeToString(k)
+}
+
+// Matches reports whether the node called name is this peer: the same
+// name, or a name that starts with the prefix of a "prefix*" entry.
+func (p RingPeer) Matches(name string) bool {
+	if prefix, ok := strings.CutSuffix(p.Name, "*"); ok {
+		return strings.HasPrefix(name, prefix) && len(name) > len(prefix)
+	}
+	return p.Name == name
+}
+
+// LookupPeer returns the entry of peers that matches name: an exact name
+// first, else the longest matching prefix.
+func LookupPeer(peers []RingPeer, name string) (RingPeer, bool) {
+	best, found := RingPeer{}, false
+	for _, p := range peers {
+		if !p.Matches(name) {
+			continue
+		}
+		if p.Name == name {
+			return p, true
+		}
+		if !found || len(p.Name) > len(best.Name) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+func (v *validator) peers(p string, r Ring) {
+	names := map[string]bool{}
+	for i, pe := range r.Peers {
+		pp := fmt.Sprintf("%s.peers[%d]", p, i)
+		switch {
+		case pe.Name == "" || pe.Name == "*":
+			v.add(pp+".name", "is required (a ring node name, or a prefix ending in * such as east-*)")
+		case len(pe.Name) > MaxNodeName:
+			v.add(pp+".name", "is longer than %d characters", MaxNodeName)
+		case strings.Contains(strings.TrimSuffix(pe.Name, "*"), "*"):
+			v.add(pp+".name", "%q: * is allowed only at the end (a prefix)", pe.Name)
+		case names[pe.Name]:
+			v.add(pp+".name", "%q is listed twice", pe.Name)
+		}
+		names[pe.Name] = true
+		v.checkOneOf(pp+".role", pe.Role, []string{PeerProber, PeerAgent})
+		switch pe.Role {
+		case PeerProber:
+			if pe.Region == "" {
+				v.add(pp+".region", "is required for a prober (the region it probes from; it cannot vote as another region)")
+			}
+			if pe.Cluster != "" {
+				v.add(pp+".cluster", "only goes with role agent")
+			}
+		case PeerAgent:
+			if pe.Cluster == "" {
+				v.add(pp+".cluster", "is required for an agent (the one cluster whose heartbeat it may send)")
+			}
+		}
+		if _, err := ParsePeerKey(pe.PublicKey); err != nil {
+			v.add(pp+".public_key", "%v", err)
+		}
+	}
+	if r.Enabled && len(r.Seeds) > 0 && len(r.Peers) == 0 {
+		v.add(p+".peers", "is required with seeds: list every node whose messages this node accepts (`meridian ring identity` prints the entry of a node); a node that has the gossip key but is not listed cannot change decisions")
+	}
+	if r.MaxClockSkew != 0 && (r.MaxClockSkew.D() < 1e9 || r.MaxClockSkew.D() > 300e9) {
+		v.add(p+".max_clock_skew", "%s is out of range (allowed 1s..5m)", r.MaxClockSkew)
+	}
+	if len(r.NodeName) > MaxNodeName {
+		v.add(p+".node_name", "is longer than %d characters", MaxNodeName)
+	}
+	if rest := strings.ReplaceAll(r.NodeName, HostnamePlaceholder, ""); strings.ContainsAny(rest, "{}") {
+		v.add(p+".node_name", "%q: the only placeholder allowed is %s", r.NodeName, HostnamePlaceholder)
+	}
+}
