@@ -56,10 +56,15 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 	if err != nil {
 		return reject(ReasonMalformed, "%v", err)
 	}
-	if e.origin == r.cfg.NodeName {
-		return nil // our own message come back: we are the authority on it
-	}
 	t := r.trust.Load()
+	if e.origin == r.cfg.NodeName {
+		// Our own message come back through a relay (we are the authority
+		// on it), or someone speaking in our name.
+		if !e.verify(r.id.Public()) {
+			return reject(ReasonSignature, "%s message in this node's own name (%q) is not signed by its key", typeName(e.t), e.origin)
+		}
+		return nil
+	}
 	p, rj := t.authorize(e)
 	if rj != nil {
 		return rj
