@@ -35,6 +35,10 @@ type Outcome struct {
 	Strategy string
 	FailOpen bool
 	HasECS   bool
+	// ECSIgnored: the query's ECS option came from a source outside
+	// geo.ecs_trusted, so it was answered by its source address and the
+	// reply's ECS scope is 0.
+	ECSIgnored bool
 	// MaxSize is the largest UDP response the client accepts (512 without
 	// EDNS0, else its advertised size bounded by ours).
 	MaxSize int
@@ -100,7 +104,10 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 				return fail(dns.RcodeFormatError)
 			}
 			out.HasECS = true
-			if c.Bits > 0 {
+			switch {
+			case !s.trustsECS(src):
+				out.ECSIgnored = true // answered by the source address, scope 0
+			case c.Bits > 0:
 				client = c
 			}
 			rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
@@ -139,7 +146,9 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 		s.signReply(m, q.Name, q.Qtype, &out)
 	}
 	if out.HasECS {
-		rep.ecs.SourceScope = uint8(r.Scope)
+		if !out.ECSIgnored {
+			rep.ecs.SourceScope = uint8(r.Scope)
+		}
 		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
 	}
 	return out
