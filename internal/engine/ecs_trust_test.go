@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -99,6 +100,27 @@ func TestRespondWithECSAllocatesNothing(t *testing.T) {
 			src := netip.MustParseAddr(tc.src)
 			s.Respond(req, src, 0, rep)
 			assert.Zero(t, testing.AllocsPerRun(1000, func() { s.Respond(req, src, 0, rep) }))
+		})
+	}
+}
+
+func TestExplainSaysWhenECSIsHonouredOnlyFromTrustedSources(t *testing.T) {
+	client := Client{Addr: netip.MustParseAddr("10.5.1.0"), Bits: 24, HasECS: true}
+	for _, tc := range []struct {
+		name, list string
+		noted      bool
+	}{
+		{"with a trust list an ECS explanation names it", "[10.1.0.0/16, 192.0.2.0/24]", true},
+		{"an empty trust list is named too", "[]", true},
+		{"without a trust list nothing is added", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := compileTrusting(t, tc.list).Explain("geo.example.test.", dns.TypeA, client, true)
+			found := false
+			for _, n := range e.Notes {
+				found = found || strings.HasPrefix(n, "geo.ecs_trusted lists ")
+			}
+			assert.Equal(t, tc.noted, found, "%q", e.Notes)
 		})
 	}
 }
