@@ -149,6 +149,18 @@ func Run(ctx context.Context, opts Options) error {
 		TCPIdleTimeout:    f.Server.DNS.TCPIdleTimeout,
 		UDPPayloadSize:    f.Server.DNS.UDPPayloadSize,
 		MaxTCPPerClient:   f.Server.DNS.MaxTCPPerClient,
+
+		// Per client prefix: the TCP cap above and the signing limit.
+		TCPClientIPv4Prefix: f.Server.DNS.TCPClientIPv4Prefix,
+		TCPClientIPv6Prefix: f.Server.DNS.TCPClientIPv6Prefix,
+		SignLimit: dnsserver.SignLimit{
+			Enabled:          f.Server.DNS.SignLimit.Enabled == nil || *f.Server.DNS.SignLimit.Enabled,
+			SignaturesPerSec: f.Server.DNS.SignLimit.SignaturesPerSec,
+			Window:           f.Server.DNS.SignLimit.Window,
+			IPv4Prefix:       f.Server.DNS.SignLimit.IPv4Prefix,
+			IPv6Prefix:       f.Server.DNS.SignLimit.IPv6Prefix,
+		},
+
 		RRL: dnsserver.RRL{
 			Enabled:         f.Server.DNS.RRL.Enabled == nil || *f.Server.DNS.RRL.Enabled,
 			ResponsesPerSec: f.Server.DNS.RRL.ResponsesPerSec,

@@ -52,7 +52,27 @@ type DNS struct {
 	TCPIdleTimeout    time.Duration `yaml:"tcp_idle_timeout"`    // close idle TCP connections after (default 10s)
 	UDPPayloadSize    int           `yaml:"udp_payload_size"`    // our EDNS0 UDP payload size (default 1232)
 	RRL               RRL           `yaml:"rrl"`                 // response rate limiting (UDP)
-	MaxTCPPerClient   int           `yaml:"max_tcp_per_client"`  // concurrent TCP connections per client address (default 32)
+	MaxTCPPerClient   int           `yaml:"max_tcp_per_client"`  // concurrent TCP connections per client prefix (default 32)
+	// Per client prefix: the prefixes that count as one client for
+	// max_tcp_per_client (one host may hold a whole IPv6 /64), and the
+	// signing limit.
+	TCPClientIPv4Prefix int       `yaml:"tcp_client_ipv4_prefix"` // default 24 (8..32)
+	TCPClientIPv6Prefix int       `yaml:"tcp_client_ipv6_prefix"` // default 56 (16..64)
+	SignLimit           SignLimit `yaml:"sign_limit"`             // fresh DNSSEC denial signatures per client prefix (UDP and TCP)
+}
+
+// SignLimit limits the signing work a client prefix can cause in signed
+// zones: every denial (NXDOMAIN, NODATA) of a name or type not asked before
+// needs a fresh signature. A token bucket per prefix and transport refills
+// at signatures_per_second and holds window seconds of it. Beyond it a UDP
+// query gets an empty truncated reply (TC=1, the resolver retries over
+// TCP) and a TCP query gets SERVFAIL. Positive answers are never limited.
+type SignLimit struct {
+	Enabled          *bool `yaml:"enabled"`               // default true
+	SignaturesPerSec int   `yaml:"signatures_per_second"` // per prefix and transport (default 100; 1..100000)
+	Window           int   `yaml:"window"`                // seconds of credit a prefix may save up (default 10; 1..3600)
+	IPv4Prefix       int   `yaml:"ipv4_prefix"`           // default 24 (8..32)
+	IPv6Prefix       int   `yaml:"ipv6_prefix"`           // default 56 (16..64)
 }
 
 // RRL configures response rate limiting per client prefix (UDP only): a
@@ -75,6 +95,18 @@ const (
 	DefaultRRLIPv6Prefix      = 56
 	DefaultRRLWindow          = 15
 	DefaultMaxTCPPerClient    = 32
+)
+
+// Defaults of server.dns.tcp_client_ipv4_prefix / tcp_client_ipv6_prefix
+// and server.dns.sign_limit.
+const (
+	DefaultTCPClientIPv4Prefix   = 24
+	DefaultTCPClientIPv6Prefix   = 56
+	DefaultSignaturesPerSec      = 100
+	DefaultSignWindow            = 10
+	DefaultSignLimitIPv4Prefix   = 24
+	DefaultSignLimitIPv6Prefix   = 56
+	MaxSignaturesPerSecPerPrefix = 100_000
 )
 
 // HTTP configures the metrics, health and status listener.
@@ -277,6 +309,25 @@ func (s *Server) validate() []model.FieldError {
 	if s.DNS.MaxTCPPerClient < 0 {
 		add("server.dns.max_tcp_per_client", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPPerClient, DefaultMaxTCPPerClient)
 	}
+	if p := s.DNS.TCPClientIPv4Prefix; p != 0 && (p < 8 || p > 32) {
+		add("server.dns.tcp_client_ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultTCPClientIPv4Prefix)
+	}
+	if p := s.DNS.TCPClientIPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		add("server.dns.tcp_client_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPClientIPv6Prefix)
+	}
+	sl := s.DNS.SignLimit
+	if r := sl.SignaturesPerSec; r < 0 || r > MaxSignaturesPerSecPerPrefix {
+		add("server.dns.sign_limit.signatures_per_second", "%d is out of range (allowed 1..%d; 0 = default %d)", r, MaxSignaturesPerSecPerPrefix, DefaultSignaturesPerSec)
+	}
+	if w := sl.Window; w < 0 || w > 3600 {
+		add("server.dns.sign_limit.window", "%d is out of range (allowed 1..3600 seconds; 0 = default %d)", w, DefaultSignWindow)
+	}
+	if p := sl.IPv4Prefix; p != 0 && (p < 8 || p > 32) {
+		add("server.dns.sign_limit.ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultSignLimitIPv4Prefix)
+	}
+	if p := sl.IPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		add("server.dns.sign_limit.ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultSignLimitIPv6Prefix)
+	}
 	if r := s.DNS.RRL.ResponsesPerSec; r < 0 || r > 1_000_000 {
 		add("server.dns.rrl.responses_per_second", "%d is out of range (allowed 1..1000000; 0 = default %d)", r, DefaultRRLResponsesPerSec)
 	}
@@ -329,6 +380,13 @@ func (s *Server) applyDefaults() {
 	if s.DNS.MaxTCPPerClient == 0 {
 		s.DNS.MaxTCPPerClient = DefaultMaxTCPPerClient
 	}
+	if s.DNS.TCPClientIPv4Prefix == 0 {
+		s.DNS.TCPClientIPv4Prefix = DefaultTCPClientIPv4Prefix
+	}
+	if s.DNS.TCPClientIPv6Prefix == 0 {
+		s.DNS.TCPClientIPv6Prefix = DefaultTCPClientIPv6Prefix
+	}
+	s.DNS.SignLimit.applyDefaults()
 	r := &s.DNS.RRL
 	if r.Enabled == nil {
 		on := true
@@ -358,5 +416,24 @@ func (s *Server) applyDefaults() {
 	}
 	if s.Log.Level == "" {
 		s.Log.Level = "info"
+	}
+}
+
+func (sl *SignLimit) applyDefaults() {
+	if sl.Enabled == nil {
+		on := true
+		sl.Enabled = &on
+	}
+	if sl.SignaturesPerSec == 0 {
+		sl.SignaturesPerSec = DefaultSignaturesPerSec
+	}
+	if sl.Window == 0 {
+		sl.Window = DefaultSignWindow
+	}
+	if sl.IPv4Prefix == 0 {
+		sl.IPv4Prefix = DefaultSignLimitIPv4Prefix
+	}
+	if sl.IPv6Prefix == 0 {
+		sl.IPv6Prefix = DefaultSignLimitIPv6Prefix
 	}
 }

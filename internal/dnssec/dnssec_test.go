@@ -1,8 +1,10 @@
 package dnssec
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -158,4 +160,89 @@ func TestCacheIsBounded(t *testing.T) {
 	}
 	_, misses := s.Stats()
 	assert.Equal(t, uint64(101), misses, "the hot set stays cached")
+}
+
+func TestCachedTellsWhetherSignWouldSign(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	k, err := Generate("example.test.", dns.ED25519, 3600)
+	require.NoError(t, err)
+	s, err := NewSigner("example.test.", []*Key{k}, Options{Now: clock})
+	require.NoError(t, err)
+	x, y := a("w.example.test.", "192.0.2.1", 60), a("w.example.test.", "192.0.2.2", 60)
+
+	for _, step := range []struct {
+		name string
+		do   func()
+		set  []dns.RR
+		want bool
+	}{
+		{"a set never signed is not cached", nil, []dns.RR{x, y}, false},
+		{"a set just signed is cached", func() { _, err := s.Sign([]dns.RR{x, y}); require.NoError(t, err) }, []dns.RR{x, y}, true},
+		{"the same set in another order is cached", nil, []dns.RR{y, x}, true},
+		{"a subset is another set, not cached", nil, []dns.RR{x}, false},
+		{"a set whose signature is due for refresh is not cached", func() {
+			mu.Lock()
+			now = now.Add(Validity - RefreshBefore + time.Minute)
+			mu.Unlock()
+		}, []dns.RR{x, y}, false},
+		{"an empty set needs no signature", nil, nil, true},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			if step.do != nil {
+				step.do()
+			}
+			assert.Equal(t, step.want, s.Cached(step.set))
+		})
+	}
+	hits, misses := s.Stats()
+	assert.Equal(t, [2]uint64{0, 1}, [2]uint64{hits, misses}, "Cached neither signs nor counts")
+}
+
+// TestSignDoesNotWriteToSharedRecords runs Sign and a message packing on
+// the same records at once: records are shared by every goroutine that
+// answers, so computing a cache key must only read them (go test -race).
+func TestSignDoesNotWriteToSharedRecords(t *testing.T) {
+	k, err := Generate("example.test.", dns.ED25519, 3600)
+	require.NoError(t, err)
+	s, err := NewSigner("example.test.", []*Key{k}, Options{})
+	require.NoError(t, err)
+	set := []dns.RR{a("w.example.test.", "192.0.2.1", 60), a("w.example.test.", "192.0.2.2", 60)}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 512)
+			for range 200 {
+				if g%2 == 0 {
+					_, err := s.Sign(set)
+					assert.NoError(t, err)
+					continue
+				}
+				m := &dns.Msg{Answer: set}
+				_, err := m.PackBuffer(buf)
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestCacheKeyIsTheSortedUncompressedWireForm(t *testing.T) {
+	set := []dns.RR{a("w.example.test.", "192.0.2.2", 60), a("w.example.test.", "192.0.2.1", 60), a("W.example.test.", "192.0.2.3", 5)}
+	var want [][]byte
+	for _, rr := range set {
+		buf := make([]byte, 512)
+		n, err := dns.PackRR(dns.Copy(rr), buf, 0, nil, false)
+		require.NoError(t, err)
+		want = append(want, buf[:n])
+	}
+	slices.SortFunc(want, bytes.Compare)
+	kb := keyBufs.Get().(*keyBuf)
+	defer keyBufs.Put(kb)
+	got, err := kb.key(set)
+	require.NoError(t, err)
+	assert.Equal(t, bytes.Join(want, nil), got)
 }

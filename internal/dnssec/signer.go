@@ -2,6 +2,8 @@ package dnssec
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -117,6 +119,23 @@ func (s *Signer) Sign(rrset []dns.RR) ([]dns.RR, error) {
 	return e.sigs, nil
 }
 
+// Cached reports whether Sign would answer rrset without making a
+// signature: from the cache, or with an error (an RRset that cannot be
+// packed). It neither signs nor counts a hit or a miss.
+func (s *Signer) Cached(rrset []dns.RR) bool {
+	if len(rrset) == 0 {
+		return true
+	}
+	kb := keyBufs.Get().(*keyBuf)
+	defer keyBufs.Put(kb)
+	key, err := kb.key(rrset)
+	if err != nil {
+		return true
+	}
+	e := s.cache.get(key)
+	return e != nil && s.now().Before(e.refresh)
+}
+
 type entry struct {
 	sigs    []dns.RR
 	refresh time.Time // sign again from then on
@@ -184,8 +203,11 @@ func (c *sigCache) put(key string, e *entry) {
 
 // keyBuf builds cache keys: every record in uncompressed wire form (owner,
 // type, class, TTL, rdata), sorted so that the order of a draw does not
-// matter.
+// matter. The records are packed as the answer section of a message:
+// dns.PackRR would write each record's Rdlength, and the records are shared
+// with every goroutine that answers (a data race).
 type keyBuf struct {
+	msg   dns.Msg
 	wire  []byte
 	spans [][2]int
 	out   []byte
@@ -196,20 +218,33 @@ var keyBufs = sync.Pool{New: func() any {
 }}
 
 func (b *keyBuf) key(rrset []dns.RR) ([]byte, error) {
-	b.spans = b.spans[:0]
-	off := 0
-	for _, rr := range rrset {
-		end, err := dns.PackRR(rr, b.wire, off, nil, false)
-		if err != nil {
-			return nil, err
-		}
-		b.spans = append(b.spans, [2]int{off, end})
-		off = end
+	b.msg.Answer = rrset
+	wire, err := b.msg.PackBuffer(b.wire)
+	b.msg.Answer = nil
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(b.spans, func(x, y [2]int) int { return bytes.Compare(b.wire[x[0]:x[1]], b.wire[y[0]:y[1]]) })
+	b.spans = b.spans[:0]
+	off := 12 // the message header
+	for range rrset {
+		start := off
+		for off < len(wire) && wire[off] != 0 { // owner name, uncompressed
+			off += 1 + int(wire[off])
+		}
+		off += 1 + 10 // root label; type, class, TTL, RDLENGTH
+		if off > len(wire) {
+			return nil, errors.New("cache key: record cut short")
+		}
+		off += int(binary.BigEndian.Uint16(wire[off-2:]))
+		if off > len(wire) {
+			return nil, errors.New("cache key: rdata cut short")
+		}
+		b.spans = append(b.spans, [2]int{start, off})
+	}
+	slices.SortFunc(b.spans, func(x, y [2]int) int { return bytes.Compare(wire[x[0]:x[1]], wire[y[0]:y[1]]) })
 	b.out = b.out[:0]
 	for _, sp := range b.spans {
-		b.out = append(b.out, b.wire[sp[0]:sp[1]]...)
+		b.out = append(b.out, wire[sp[0]:sp[1]]...)
 	}
 	return b.out, nil
 }

@@ -24,6 +24,8 @@ type worker struct {
 	udpDur prometheus.Observer
 	tcpDur prometheus.Observer
 	slips  uint32 // limited responses since the last slip (RRL)
+
+	signLimitedUDP, signLimitedTCP prometheus.Counter
 }
 
 func (s *Server) newWorker() *worker {
@@ -34,6 +36,9 @@ func (s *Server) newWorker() *worker {
 		cc:     newCounterCache(s.m),
 		udpDur: s.m.Duration.WithLabelValues("udp"),
 		tcpDur: s.m.Duration.WithLabelValues("tcp"),
+
+		signLimitedUDP: s.m.SignLimited.WithLabelValues("udp"),
+		signLimitedTCP: s.m.SignLimited.WithLabelValues("tcp"),
 	}
 }
 
@@ -96,7 +101,27 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	if snap == nil {
 		return w.headerOnly(in, dns.RcodeServerFailure)
 	}
-	out := snap.Respond(&w.req, src, w.s.cfg.UDPPayloadSize, &w.rep)
+	gate := w.s.signUDP
+	if tcp {
+		gate = w.s.signTCP
+	}
+	out := snap.RespondGated(&w.req, src, w.s.cfg.UDPPayloadSize, gate, &w.rep)
+	if out.ECSIgnored {
+		w.s.m.ECSIgnored.Inc()
+	}
+	if out.SignLimited {
+		if !tcp {
+			// Over UDP the source may be spoofed: send an empty truncated
+			// reply, so that a real resolver retries over TCP (its own
+			// bucket, and an address that a handshake has proved).
+			w.signLimitedUDP.Inc()
+			if resp := slipReply(w.out, in); resp != nil {
+				return resp
+			}
+			return w.headerOnly(in, dns.RcodeServerFailure)
+		}
+		w.signLimitedTCP.Inc() // and answered with the SERVFAIL Respond built
+	}
 	m := &w.rep.Msg
 	wire, err := m.PackBuffer(w.out)
 	if err != nil {

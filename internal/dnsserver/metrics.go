@@ -19,6 +19,9 @@ type Metrics struct {
 	TCPClientRejected prometheus.Counter
 	RRLDropped        prometheus.Counter // meridian_dns_rrl_dropped_total
 	RRLSlipped        prometheus.Counter // meridian_dns_rrl_slipped_total
+	// meridian_dnssec_sign_limited_total{proto}
+	SignLimited *prometheus.CounterVec
+	ECSIgnored  prometheus.Counter // meridian_dns_ecs_ignored_total
 }
 
 // NewMetrics creates the server metrics and registers them on reg (nil: not registered).
@@ -59,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		TCPClientRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_tcp_connections_per_client_rejected_total",
-			Help: "TCP connections closed at once because their client address already had max_tcp_per_client open.",
+			Help: "TCP connections closed at once because their client prefix (tcp_client_ipv4_prefix, tcp_client_ipv6_prefix) already had max_tcp_per_client open.",
 		}),
 		RRLDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_rrl_dropped_total",
@@ -69,10 +72,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_dns_rrl_slipped_total",
 			Help: "UDP queries over the response rate limit answered with an empty truncated reply (TC=1) instead, so that real clients retry over TCP.",
 		}),
+		SignLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_dnssec_sign_limited_total",
+			Help: "Denials in signed zones not signed because their client prefix was over the signing limit, by transport: udp got an empty truncated reply (TC=1), tcp got SERVFAIL.",
+		}, []string{"proto"}),
+		ECSIgnored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_ecs_ignored_total",
+			Help: "Queries whose EDNS Client Subnet option was ignored because their source is not in geo.ecs_trusted (answered by the source address, ECS scope 0).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Queries, m.Duration, m.Truncated, m.Malformed, m.Panics, m.FailOpen, m.TCPConns, m.TCPRejected,
-			m.TCPClientRejected, m.RRLDropped, m.RRLSlipped)
+			m.TCPClientRejected, m.RRLDropped, m.RRLSlipped, m.SignLimited, m.ECSIgnored)
 	}
 	return m
 }

@@ -36,13 +36,20 @@ type Config struct {
 	Listen            []string      // IP:port addresses, UDP and TCP on each (required)
 	UDPSockets        int           // SO_REUSEPORT UDP sockets (and reader goroutines) per address (default: number of CPUs)
 	MaxTCPConnections int           // concurrent TCP connections per address (default 1024)
-	MaxTCPPerClient   int           // concurrent TCP connections per client address, over all listen addresses (default 32)
+	MaxTCPPerClient   int           // concurrent TCP connections per client prefix, over all listen addresses (default 32)
 	TCPIdleTimeout    time.Duration // close a TCP connection idle this long (default 10s)
 	UDPPayloadSize    int           // our EDNS0 UDP payload size (default 1232)
 	RRL               RRL           // response rate limiting on UDP (zero value: off)
 	Logger            *slog.Logger  // default slog.Default()
 	Metrics           *Metrics      // default: unregistered metrics
 	Transfers         Transfers     // AXFR/IXFR and TSIG-signed queries (nil: transfers REFUSED)
+
+	// TCPClientIPv4Prefix and TCPClientIPv6Prefix are the prefix lengths
+	// that count as one client for MaxTCPPerClient: a host easily holds a
+	// whole IPv6 /64, so counting single addresses caps nothing.
+	TCPClientIPv4Prefix int       // default 24
+	TCPClientIPv6Prefix int       // default 56
+	SignLimit           SignLimit // fresh denial signatures per client prefix, UDP and TCP (zero value: off)
 }
 
 // Server answers DNS over UDP and TCP. Create it with New, then Start.
@@ -57,10 +64,13 @@ type Server struct {
 	closed atomic.Bool
 
 	rrl *limiter // nil when RRL is off
+	// signUDP and signTCP meter fresh denial signatures per client prefix,
+	// one bucket per transport (nil when the signing limit is off).
+	signUDP, signTCP engine.SignGate
 
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{}
-	perClient map[netip.Addr]int // open TCP connections by client address
+	perClient map[netip.Prefix]int // open TCP connections by client prefix
 }
 
 // New returns a server that answers from src.
@@ -73,6 +83,12 @@ func New(cfg Config, src Source) *Server {
 	}
 	if cfg.MaxTCPPerClient <= 0 {
 		cfg.MaxTCPPerClient = 32
+	}
+	if cfg.TCPClientIPv4Prefix <= 0 || cfg.TCPClientIPv4Prefix > 32 {
+		cfg.TCPClientIPv4Prefix = DefaultIPv4Prefix
+	}
+	if cfg.TCPClientIPv6Prefix <= 0 || cfg.TCPClientIPv6Prefix > 128 {
+		cfg.TCPClientIPv6Prefix = DefaultIPv6Prefix
 	}
 	if cfg.TCPIdleTimeout <= 0 {
 		cfg.TCPIdleTimeout = 10 * time.Second
@@ -87,7 +103,7 @@ func New(cfg Config, src Source) *Server {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	s := &Server{cfg: cfg, src: src, log: cfg.Logger, m: cfg.Metrics,
-		conns: map[net.Conn]struct{}{}, perClient: map[netip.Addr]int{}}
+		conns: map[net.Conn]struct{}{}, perClient: map[netip.Prefix]int{}}
 	if cfg.RRL.Enabled {
 		if cfg.RRL.ResponsesPerSec <= 0 {
 			cfg.RRL.ResponsesPerSec = 200
@@ -103,6 +119,10 @@ func New(cfg Config, src Source) *Server {
 		}
 		s.cfg.RRL = cfg.RRL
 		s.rrl = newLimiter(cfg.RRL, time.Now())
+	}
+	if cfg.SignLimit.Enabled {
+		s.cfg.SignLimit = cfg.SignLimit.withDefaults()
+		s.signUDP, s.signTCP = newSignGates(s.cfg.SignLimit, time.Now())
 	}
 	return s
 }
@@ -146,7 +166,8 @@ func (s *Server) Start() error {
 			return fmt.Errorf("dns listen tcp %s: %w", ap, err)
 		}
 		s.tcp = append(s.tcp, ln)
-		s.log.Info("dns listening", "addr", ap.String(), "udp_sockets", s.cfg.UDPSockets, "rrl", s.rrlSummary())
+		s.log.Info("dns listening", "addr", ap.String(), "udp_sockets", s.cfg.UDPSockets, "rrl", s.rrlSummary(),
+			"sign_limit", s.signLimitSummary(), "tcp_per_client", s.tcpPerClientSummary())
 	}
 	for _, uc := range s.udp {
 		s.wg.Add(1)
@@ -250,7 +271,7 @@ func (s *Server) acceptTCP(ln net.Listener) {
 			c.Close()
 			continue
 		}
-		client := tcpClient(c)
+		client := clientPrefix(tcpClient(c), s.cfg.TCPClientIPv4Prefix, s.cfg.TCPClientIPv6Prefix)
 		s.mu.Lock()
 		if s.perClient[client] >= s.cfg.MaxTCPPerClient {
 			s.mu.Unlock()
@@ -287,6 +308,12 @@ func tcpClient(c net.Conn) netip.Addr {
 		return a.AddrPort().Addr().Unmap()
 	}
 	return netip.Addr{}
+}
+
+// tcpPerClientSummary describes the TCP cap per client prefix for the
+// startup log.
+func (s *Server) tcpPerClientSummary() string {
+	return fmt.Sprintf("%d per /%d (IPv4) /%d (IPv6)", s.cfg.MaxTCPPerClient, s.cfg.TCPClientIPv4Prefix, s.cfg.TCPClientIPv6Prefix)
 }
 
 // rrlSummary describes the RRL settings for the startup log.

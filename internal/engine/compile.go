@@ -54,6 +54,9 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		locator:    opts.Locator,
 		notes:      opts.Notes,
 	}
+	if err := s.compileECSTrust(d.Geo.ECSTrusted); err != nil {
+		return nil, err
+	}
 	for i := range d.Zones {
 		z, err := compileZone(&d.Zones[i], opts.Now)
 		if err != nil {
@@ -88,6 +91,33 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		z.addEmptyNonTerminals()
 	}
 	return s, nil
+}
+
+// compileECSTrust builds the set of sources whose ECS option is honoured
+// from geo.ecs_trusted; an absent list (nil) trusts every source.
+func (s *Snapshot) compileECSTrust(list []string) error {
+	if list == nil {
+		return nil
+	}
+	prefixes := make([]netip.Prefix, 0, len(list))
+	for i, p := range list {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			return fmt.Errorf("geo.ecs_trusted[%d]: %w", i, err)
+		}
+		prefixes = append(prefixes, pfx)
+	}
+	set, err := geo.NewPrefixSet(prefixes)
+	if err != nil {
+		return fmt.Errorf("geo.ecs_trusted: %w", err)
+	}
+	s.ecsTrusted = set
+	return nil
+}
+
+// trustsECS reports whether the ECS option of a query from src is used.
+func (s *Snapshot) trustsECS(src netip.Addr) bool {
+	return s.ecsTrusted == nil || s.ecsTrusted.Contains(src)
 }
 
 // zoneFor returns the most specific zone that contains the canonical name.

@@ -156,6 +156,10 @@ func (x *explainer) clientNotes(c ExplainClient) []string {
 	if c.UsedForAnswer && c.Source == "ecs" {
 		notes = append(notes, fmt.Sprintf("ECS scope /%d: every client in that block gets this answer", c.Scope))
 	}
+	if c.Source == "ecs" && x.s.ecsTrusted != nil {
+		notes = append(notes, fmt.Sprintf("geo.ecs_trusted lists %d networks: this subnet is used only in queries from them; "+
+			"from any other source the source address decides and the ECS scope is 0", x.s.ecsTrusted.Len()))
+	}
 	return notes
 }
 

@@ -35,16 +35,45 @@ type Outcome struct {
 	Strategy string
 	FailOpen bool
 	HasECS   bool
+	// ECSIgnored: the query's ECS option came from a source outside
+	// geo.ecs_trusted, so it was answered by its source address and the
+	// reply's ECS scope is 0.
+	ECSIgnored bool
+	// SignLimited: the answer was a denial that needed a fresh signature
+	// and the SignGate refused it; the reply is SERVFAIL with no records
+	// (see RespondGated).
+	SignLimited bool
 	// MaxSize is the largest UDP response the client accepts (512 without
 	// EDNS0, else its advertised size bounded by ours).
 	MaxSize int
 }
 
+// SignGate meters the signing work clients can cause. Positive answers
+// are signed once per RRset and served from the signer's cache, but every
+// denial of a name (or type) not asked before needs a fresh signature (tens
+// of microseconds); a gate decides, per source address, whether one more
+// may be made. Implementations must be safe for concurrent use, must not
+// block, and should not allocate.
+type SignGate interface {
+	// AllowSign reports whether a fresh denial signature may be made for
+	// a query from src, and charges src for it if so.
+	AllowSign(src netip.Addr) bool
+}
+
 // Respond answers req, received from src, into rep.Msg. It implements the
 // protocol rules of an authoritative server (opcode, class, EDNS0, ECS,
 // NXDOMAIN/NODATA, REFUSED outside our zones). udpSize is our advertised
-// payload size (0 = DefaultUDPPayloadSize).
+// payload size (0 = DefaultUDPPayloadSize). Signing work is not limited:
+// see RespondGated.
 func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply) Outcome {
+	return s.RespondGated(req, src, udpSize, nil, rep)
+}
+
+// RespondGated is Respond with the fresh signatures of denials metered by
+// gate (nil: not metered). When gate refuses one, the reply is SERVFAIL
+// with no records and Outcome.SignLimited is set, so that the transport
+// can answer otherwise (the embedded server sends TC=1 over UDP).
+func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate SignGate, rep *Reply) Outcome {
 	if udpSize == 0 {
 		udpSize = DefaultUDPPayloadSize
 	}
@@ -100,7 +129,10 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 				return fail(dns.RcodeFormatError)
 			}
 			out.HasECS = true
-			if c.Bits > 0 {
+			switch {
+			case !s.trustsECS(src):
+				out.ECSIgnored = true // answered by the source address, scope 0
+			case c.Bits > 0:
 				client = c
 			}
 			rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
@@ -136,10 +168,12 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 	m.Ns = append(m.Ns, r.Ns...)
 	m.Extra = append(m.Extra, r.Extra...)
 	if s.signed && rep.opt.Do() {
-		s.signReply(m, q.Name, q.Qtype, &out)
+		s.signReply(m, q.Name, q.Qtype, &out, gate, src)
 	}
 	if out.HasECS {
-		rep.ecs.SourceScope = uint8(r.Scope)
+		if !out.ECSIgnored {
+			rep.ecs.SourceScope = uint8(r.Scope)
+		}
 		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
 	}
 	return out

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -16,6 +17,9 @@ type ZoneSigner interface {
 	// type and class). It must be safe for concurrent use; the result is
 	// shared and not modified by the engine.
 	Sign(rrset []dns.RR) ([]dns.RR, error)
+	// Cached reports whether Sign would answer rrset from its cache,
+	// without signing (a SignGate is asked only when it would not).
+	Cached(rrset []dns.RR) bool
 }
 
 // attachSigner makes z a signed zone when signers has an entry for it.
@@ -33,21 +37,53 @@ func (s *Snapshot) attachSigner(z *zone, signers map[string]ZoneSigner) {
 // denial of existence for negative answers (RFC 9824) and an RRSIG for
 // every RRset of a signed zone in every section. Only this path allocates;
 // answers without DO are untouched.
-func (s *Snapshot) signReply(m *dns.Msg, qname string, qtype uint16, out *Outcome) {
+//
+// A denial whose NSEC is not in the signer's cache costs a fresh
+// signature: gate (when not nil) is asked for it on behalf of src, and
+// when it refuses, the reply becomes SERVFAIL with no records
+// (out.SignLimited). Positive answers are never metered: their RRsets are
+// few (bounded by the configuration) and cached.
+func (s *Snapshot) signReply(m *dns.Msg, qname string, qtype uint16, out *Outcome, gate SignGate, src netip.Addr) {
 	if len(m.Ns) > 0 && m.Ns[0].Header().Rrtype == dns.TypeSOA {
-		s.deny(m, qname, qtype, out)
+		nsec, z := s.deny(m, qname, qtype, out)
+		if nsec != nil && gate != nil && !z.signer.Cached([]dns.RR{nsec}) && !gate.AllowSign(src) {
+			signLimited(m, out)
+			return
+		}
 	}
 	m.Answer = s.signSection(m.Answer)
 	m.Ns = s.signSection(m.Ns)
 	m.Extra = s.signSection(m.Extra)
 }
 
+// signLimited turns m into the SERVFAIL of a denial whose signature the
+// SignGate refused: no records, only the OPT record kept (DO echoed).
+func signLimited(m *dns.Msg, out *Outcome) {
+	clear(m.Answer)
+	clear(m.Ns)
+	m.Answer, m.Ns = m.Answer[:0], m.Ns[:0]
+	extra := m.Extra[:0]
+	for _, rr := range m.Extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			extra = append(extra, rr)
+		}
+	}
+	clear(m.Extra[len(extra):])
+	m.Extra = extra
+	m.Rcode = dns.RcodeServerFailure
+	m.Authoritative = false
+	out.Rcode = dns.RcodeServerFailure
+	out.SignLimited = true
+}
+
 // deny adds the NSEC of a negative answer (the SOA in the authority
-// section marks one). Compact denial ("black lies", RFC 9824): the NSEC
-// is at the denied name itself and covers only it (next name
-// \000.<name>). NXDOMAIN becomes NOERROR with the types RRSIG NSEC
-// NXNAME; NODATA lists the types that exist at the name.
-func (s *Snapshot) deny(m *dns.Msg, qname string, qtype uint16, out *Outcome) {
+// section marks one) and returns it with its zone (nil when the zone is
+// not signed or the name is too long for compact denial). Compact denial
+// ("black lies", RFC 9824): the NSEC is at the denied name itself and
+// covers only it (next name \000.<name>). NXDOMAIN becomes NOERROR with
+// the types RRSIG NSEC NXNAME; NODATA lists the types that exist at the
+// name.
+func (s *Snapshot) deny(m *dns.Msg, qname string, qtype uint16, out *Outcome) (*dns.NSEC, *zone) {
 	name := strings.ToLower(qname)
 	if n := len(m.Answer); n > 0 {
 		if c, ok := m.Answer[n-1].(*dns.CNAME); ok {
@@ -56,11 +92,11 @@ func (s *Snapshot) deny(m *dns.Msg, qname string, qtype uint16, out *Outcome) {
 	}
 	z := s.zoneFor(name)
 	if z == nil || z.signer == nil {
-		return
+		return nil, nil
 	}
 	next := "\\000." + name
 	if _, ok := dns.IsDomainName(next); !ok {
-		return // at the length limit: no compact denial possible
+		return nil, nil // at the length limit: no compact denial possible
 	}
 	var types []uint16
 	if n := z.names[name]; n != nil {
@@ -72,11 +108,13 @@ func (s *Snapshot) deny(m *dns.Msg, qname string, qtype uint16, out *Outcome) {
 			out.Rcode = dns.RcodeSuccess
 		}
 	}
-	m.Ns = append(m.Ns, &dns.NSEC{
+	nsec := &dns.NSEC{
 		Hdr:        hdr(name, dns.TypeNSEC, z.negSOA.Hdr.Ttl),
 		NextDomain: next,
 		TypeBitMap: types,
-	})
+	}
+	m.Ns = append(m.Ns, nsec)
+	return nsec, z
 }
 
 // types returns the NSEC type bitmap of an existing name for a NODATA

@@ -37,6 +37,9 @@ type Snapshot struct {
 	services   []*service // in config order, for status views
 	notes      map[string]string
 	signed     bool // some zone is signed (see sign.go)
+	// ecsTrusted holds the sources whose ECS option is used (geo.ecs_trusted);
+	// nil: every source's.
+	ecsTrusted *geo.PrefixSet
 }
 
 type zone struct {

@@ -18,7 +18,7 @@ func Normalize(d *Desired) (*Desired, error) {
 		Zones:      slices.Clone(d.Zones),
 		Clusters:   slices.Clone(d.Clusters),
 		Services:   slices.Clone(d.Services),
-		Geo:        Geo{MMDB: d.Geo.MMDB, Networks: slices.Clone(d.Geo.Networks)},
+		Geo:        Geo{MMDB: d.Geo.MMDB, Networks: slices.Clone(d.Geo.Networks), ECSTrusted: normalizeECSTrusted(d.Geo.ECSTrusted)},
 		Health:     d.Health,
 		Ring:       d.Ring,
 		Decision:   d.Decision,
@@ -226,4 +226,27 @@ func orDefaultDuration(v Duration, def time.Duration) Duration {
 		return Duration(def)
 	}
 	return v
+}
+
+// normalizeECSTrusted returns geo.ecs_trusted in canonical form (IPv4-mapped
+// networks as IPv4), keeping the difference between absent (nil: trust every
+// source) and empty (trust none).
+func normalizeECSTrusted(list []string) []string {
+	if list == nil {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for _, s := range list {
+		out = append(out, unmapPrefix(netip.MustParsePrefix(strings.TrimSpace(s))).String())
+	}
+	return out
+}
+
+// unmapPrefix returns an IPv4-mapped IPv6 prefix (::ffff:192.0.2.0/120) as
+// the IPv4 prefix it covers; other prefixes unchanged.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p
 }

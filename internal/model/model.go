@@ -207,6 +207,12 @@ type GeoRule struct {
 type Geo struct {
 	MMDB     string       `yaml:"mmdb"`     // optional MaxMind-format country or city database
 	Networks []GeoNetwork `yaml:"networks"` // custom CIDR map, checked before the database
+	// ECSTrusted lists the networks (CIDR) whose EDNS Client Subnet option
+	// is honoured: the resolvers you know. A query with ECS from any other
+	// source is answered by its source address and the reply's ECS scope
+	// is 0. Absent (default): every source's ECS is honoured, as before;
+	// an empty list ([]): nobody's.
+	ECSTrusted []string `yaml:"ecs_trusted"`
 }
 
 // GeoNetwork places a client network.

@@ -260,6 +260,30 @@ func (v *validator) geo(g Geo) {
 		}
 		v.checkOneOf(p+".continent", n.Continent, Continents)
 	}
+	v.ecsTrusted(g.ECSTrusted)
+}
+
+// ecsTrusted checks geo.ecs_trusted: networks in CIDR form without host
+// bits, each listed once.
+func (v *validator) ecsTrusted(list []string) {
+	seen := map[netip.Prefix]int{}
+	for i, s := range list {
+		p := fmt.Sprintf("geo.ecs_trusted[%d]", i)
+		pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
+		switch {
+		case err != nil:
+			v.add(p, "%q is not a CIDR prefix (e.g. 192.0.2.0/24, 2001:db8::/32, or 192.0.2.53/32 for one address)", s)
+			continue
+		case pfx.Masked() != pfx:
+			v.add(p, "%q has host bits set (did you mean %s?)", s, pfx.Masked())
+			continue
+		}
+		pfx = unmapPrefix(pfx)
+		if j, dup := seen[pfx]; dup {
+			v.add(p, "duplicate network %s (already geo.ecs_trusted[%d])", pfx, j)
+		}
+		seen[pfx] = i
+	}
 }
 
 func (v *validator) service(p string, s *Service, zones, clusters map[string]bool, names map[string]string) {
