@@ -376,6 +376,10 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {
 	r := (*Ring)(d)
 	defer r.recoverPanic("state")
 	r.m.Messages.WithLabelValues("state", "received").Inc()
+	r.mergeState(buf)
+}
+
+func (r *Ring) mergeState(buf []byte) {
 	if len(buf) > maxState {
 		r.rejected("state", reject(ReasonOversized, "%d bytes (allowed: %d)", len(buf), maxState))
 		return

@@ -149,6 +149,18 @@ type Ring struct {
 // ErrNoEncryption is returned by Start when RequireEncryption is set and no key is configured.
 var ErrNoEncryption = errors.New("ring: gossip encryption is required (require_encryption / --require-encryption) but no key_file is set")
 
+// newRing returns a node with its state and trust table, not yet on the
+// network.
+func newRing(cfg Config) (*Ring, error) {
+	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
+		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]time.Time{}, mismatch: map[string]int{},
+		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, logged: map[string]time.Time{}, stop: make(chan struct{})}
+	if r.id.key == nil {
+		r.id = NewIdentity()
+	}
+	return r, r.SetPeers(cfg.Peers)
+}
+
 // Start creates the local node, joins the seeds (failures are logged and
 // retried every RejoinInterval) and starts the background loops.
 func Start(cfg Config) (*Ring, error) {
@@ -176,13 +188,8 @@ func Start(cfg Config) (*Ring, error) {
 	if len(cfg.NodeName) > model.MaxNodeName {
 		return nil, fmt.Errorf("ring: node name %q is longer than %d characters", cfg.NodeName, model.MaxNodeName)
 	}
-	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
-		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]time.Time{}, mismatch: map[string]int{},
-		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, logged: map[string]time.Time{}, stop: make(chan struct{})}
-	if r.id.key == nil {
-		r.id = NewIdentity()
-	}
-	if err := r.SetPeers(cfg.Peers); err != nil {
+	r, err := newRing(cfg)
+	if err != nil {
 		return nil, err
 	}
 	r.meta, _ = json.Marshal(meta{Region: cfg.Region, Role: cfg.Role, Sig: r.id.Sign(metaInput(cfg.NodeName, cfg.Region, cfg.Role))})

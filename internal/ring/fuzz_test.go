@@ -1,0 +1,64 @@
+package ring
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// detached is a ring node without a network: what a peer's bytes meet
+// first (handle, mergeState), with the same trust table as a real node.
+func detached(tb testing.TB, p2, agent Identity) *Ring {
+	r, err := newRing(Config{NodeName: "v", Region: "r1", Role: RoleProber, MaxClockSkew: 10 * time.Second, SummaryInterval: time.Second,
+		OnShared: func([]byte) {}, OnHeartbeat: func(string, string, time.Time) {}, OnConfirm: func(health.Subject, string) {},
+		Known:  func(s health.Subject) bool { return s.Target == "192.0.2.1" || s.Target == "c1" },
+		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(nil)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.q = &memberlist.TransmitLimitedQueue{NumNodes: func() int { return 2 }, RetransmitMult: 2}
+	err = r.SetPeers([]model.RingPeer{
+		{Name: "p2", Role: model.PeerProber, Region: "r2", PublicKey: model.FormatPeerKey(p2.Public())},
+		{Name: "agent-c1", Role: model.PeerAgent, Cluster: "c1", PublicKey: model.FormatPeerKey(agent.Public())},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// FuzzRingMessage feeds arbitrary bytes to a node as a gossip message and
+// as a push/pull state: whatever arrives, handling must not panic (the
+// fuzzer calls the handlers without the recover that guards them live).
+func FuzzRingMessage(f *testing.F) {
+	p2, agent := NewIdentity(), NewIdentity()
+	now := time.Now()
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	v := wireVote{Service: s.Service, Target: s.Target, Prober: "p2", Region: "r2", Down: true, At: now.UnixMilli(), Seq: uint64(now.UnixNano())}
+	for _, b := range [][]byte{
+		seal(p2, msgVote, "p2", v),
+		seal(p2, msgSummary, "p2", summary{Prober: "p2", Region: "r2", At: now.UnixMilli(), Count: 1, SeqSum: v.Seq, Inc: v.Seq}),
+		seal(p2, msgConfirm, "p2", confirmReq{Service: s.Service, Target: s.Target, From: "p2", Region: "r2", At: now.UnixMilli()}),
+		seal(agent, msgHeartbeat, "agent-c1", heartbeat{Cluster: "c1", From: "agent-c1", At: now.UnixMilli(), Seq: v.Seq}),
+		seal(p2, msgLeader, "p2", leaderMsg{Voter: "p2", Candidate: "p2", Seq: v.Seq}),
+		seal(p2, msgShared, "p2", []byte(`{"entries":{}}`)),
+		seal(p2, msgKeyOp, "p2", keyOp{Op: KeyInstall, Key: make([]byte, 32), ID: "k", At: now.UnixMilli()}),
+		mustJSON(fullState{Votes: [][]byte{seal(p2, msgVote, "p2", v)}}),
+		{}, {msgVote}, []byte(`{"v":[null],"s":["AQ=="],"a":"Bw=="}`),
+	} {
+		f.Add(b)
+	}
+	r := detached(f, p2, agent)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = r.handle(b, true)
+		r.mergeState(b)
+		for r.q.NumQueued() > 0 {
+			r.q.GetBroadcasts(0, 1<<20)
+		}
+	})
+}
