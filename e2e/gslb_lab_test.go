@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ type gslb struct {
 	endpts   []netip.Addr
 	backends map[netip.Addr]*Proc
 	keyFile  string
+	tokens   string // admin token file (token gslbToken)
 	ids      *testRing // node identities and ring.peers (probers p1..pN, agent agent-c1 for c1)
 	dir      string
 }
@@ -47,6 +49,9 @@ type gslbOptions struct {
 	extra     string   // YAML appended at top level (e.g. decision: ...)
 	ring      string   // YAML lines appended under ring: (indented 2)
 	clusterHB string   // YAML for c1's heartbeat (e.g. "{agent: true, interval: 1s, grace: 4s}"), "" = none
+	// secretKey supplies the gossip key as a deploy does: read-only (a
+	// Kubernetes Secret mount; here a read-only bind mount).
+	secretKey bool
 }
 
 const gslbConfig = `
@@ -54,6 +59,8 @@ server:
   dns: {listen: ["%[1]s:53"]}
   http: {listen: "%[1]s:8080"}
   log: {level: info}
+  admin: {token_file: %[12]s}
+  state_dir: %[13]s
 zones:
   - apex: t.test
     ttl: 30
@@ -87,8 +94,14 @@ services:
 func newGSLB(t *testing.T, name string, o gslbOptions) *gslb {
 	t.Helper()
 	g := &gslb{lab: NewLab(t, name), backends: map[netip.Addr]*Proc{}, dir: t.TempDir()}
-	g.keyFile = filepath.Join(g.dir, "gossip.key")
+	g.keyFile = filepath.Join(g.dir, "secret", "gossip.key")
+	require.NoError(t, os.MkdirAll(filepath.Dir(g.keyFile), 0o700))
 	require.NoError(t, os.WriteFile(g.keyFile, []byte(strings.TrimSpace(run(t, meridianBin, "ring", "keygen"))+"\n"), 0o600))
+	if o.secretKey {
+		g.readOnly(t, filepath.Dir(g.keyFile))
+	}
+	g.tokens = filepath.Join(g.dir, "tokens")
+	require.NoError(t, os.WriteFile(g.tokens, []byte("ops "+gslbToken+"\n"), 0o600))
 	for i, r := range o.regions {
 		n := &gnode{name: fmt.Sprintf("p%d", i+1), region: r}
 		n.host = g.lab.AddHost(n.name)
@@ -127,14 +140,41 @@ func newGSLB(t *testing.T, name string, o gslbOptions) *gslb {
 			}
 		}
 		cfg := fmt.Sprintf(gslbConfig, n.host.IP, n.name, n.region, strings.Join(seeds, ", "), g.keyFile, ringExtra,
-			clusters.String(), endpoints.String(), o.extra, g.ids.files[n.name], g.ids.Peers())
+			clusters.String(), endpoints.String(), o.extra, g.ids.files[n.name], g.ids.Peers(), g.tokens, g.stateDir(n))
 		n.config = filepath.Join(g.dir, n.name+".yaml")
 		require.NoError(t, os.WriteFile(n.config, []byte(cfg), 0o644))
 		out := run(t, meridianBin, "check-config", n.config)
 		require.Contains(t, out, "ok")
-		n.proc = n.host.Start(t, "meridian "+n.name, meridianBin, "serve", "--config", n.config)
+		g.start(t, n)
 	}
 	return g
+}
+
+// gslbToken is the admin token of every node of a gslb lab.
+const gslbToken = "gslb-admin-token-0123456789"
+
+// stateDir is node n's server.state_dir.
+func (g *gslb) stateDir(n *gnode) string { return filepath.Join(g.dir, n.name+".state") }
+
+// start starts (or restarts) node n's meridian serve.
+func (g *gslb) start(t testing.TB, n *gnode) {
+	n.proc = n.host.Start(t, "meridian "+n.name, meridianBin, "serve", "--config", n.config)
+}
+
+// readOnly makes dir read-only even for root (a read-only bind mount),
+// as a Kubernetes Secret or ConfigMap volume is.
+func (g *gslb) readOnly(t testing.TB, dir string) {
+	out, err := exec.Command("sh", "-c", fmt.Sprintf("mount --bind %[1]q %[1]q && mount -o remount,bind,ro %[1]q", dir)).CombinedOutput()
+	require.NoError(t, err, "read-only bind mount: %s", out)
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+}
+
+// cli runs the meridian CLI inside node n's namespace against its HTTP API, with the admin token.
+func (g *gslb) cli(t testing.TB, n *gnode, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args = append(args, "--http", n.host.IP.String()+":8080")
+	return n.host.Exec(t, ctx, "env", append([]string{"MERIDIAN_ADMIN_TOKEN=" + gslbToken, meridianBin}, args...)...)
 }
 
 func (g *gslb) startBackend(t testing.TB, addr netip.Addr) {
