@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -102,7 +103,11 @@ func (a *App) startHealth(ctx context.Context, wg *sync.WaitGroup) (*healthLoop,
 		return nil, err
 	}
 	if created {
-		a.log.Warn("ring identity created: list this node in every node's ring.peers", "file", idPath,
+		level := slog.LevelInfo // a ring of one: nobody needs the key
+		if len(d.Ring.Seeds) > 0 {
+			level = slog.LevelWarn
+		}
+		a.log.Log(ctx, level, "ring identity created: list this node in every node's ring.peers", "file", idPath,
 			"peer", fmt.Sprintf("{name: %s, role: prober, region: %s, public_key: %q}", name, d.Ring.Region, model.FormatPeerKey(id.Public())))
 	}
 	h.known.Store(ptr(subjectsOf(d)))

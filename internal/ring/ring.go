@@ -233,7 +233,7 @@ func Start(cfg Config) (*Ring, error) {
 		if cfg.RequireEncryption {
 			return nil, ErrNoEncryption
 		}
-		r.log.Warn("!!! ring gossip is NOT encrypted: anyone who can reach the gossip port can read votes and inject them; set ring.key_file (and ring.require_encryption) — `meridian ring keygen` makes a key")
+		r.log.Warn("!!! ring gossip is NOT encrypted: anyone who can reach the gossip port can read the votes and join the ring (messages are still signed: a node not in ring.peers changes nothing); set ring.key_file (and ring.require_encryption) — `meridian ring keygen` makes a key")
 		r.m.Encrypted.Set(0)
 	}
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
