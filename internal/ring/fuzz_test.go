@@ -62,3 +62,49 @@ func FuzzRingMessage(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkHandleVote: what a vote costs a receiver — a new one (its
+// signature checked), a repeat (relays and syncs: no signature check), and
+// a forgery in a listed prober's name (refused at the signature).
+func BenchmarkHandleVote(b *testing.B) {
+	p2, agent := NewIdentity(), NewIdentity()
+	r := detached(b, p2, agent)
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	now := time.Now()
+	msg := func(id Identity, seq uint64) []byte {
+		return seal(id, msgVote, "p2", wireVote{Service: s.Service, Target: s.Target, Prober: "p2", Region: "r2", At: now.UnixMilli(), Seq: seq})
+	}
+	drain := func() {
+		for r.q.NumQueued() > 0 {
+			r.q.GetBroadcasts(0, 1<<20)
+		}
+	}
+	b.Run("new", func(b *testing.B) {
+		msgs := make([][]byte, b.N)
+		base := uint64(now.UnixNano())
+		for i := range msgs {
+			msgs[i] = msg(p2, base+uint64(i)+1)
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			if rj := r.handle(msgs[i], false); rj != nil {
+				b.Fatal(rj)
+			}
+		}
+	})
+	b.Run("repeat", func(b *testing.B) {
+		m := msg(p2, uint64(now.UnixNano()))
+		for range b.N {
+			_ = r.handle(m, false)
+		}
+	})
+	b.Run("forged", func(b *testing.B) {
+		m := msg(NewIdentity(), uint64(time.Now().Add(time.Second).UnixNano()))
+		for range b.N {
+			if rj := r.handle(m, false); rj == nil || rj.reason != ReasonSignature {
+				b.Fatal(rj)
+			}
+		}
+	})
+	drain()
+}
