@@ -58,6 +58,17 @@ func MemberFromSecret(s *corev1.Secret) (SecretMember, error) {
 	return SecretMember{Source: MemberSource{Cluster: name, Kubeconfig: kc, Origin: origin}, Cluster: c}, nil
 }
 
+// memberFromSecretSafe is MemberFromSecret on the informer's goroutine: a
+// panic on this input path becomes a refusal of that Secret, never a crash.
+func memberFromSecretSafe(s *corev1.Secret) (m SecretMember, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("secret %s/%s: refused: reading it panicked (%v); nothing from it is used", s.Namespace, s.Name, r)
+		}
+	}()
+	return MemberFromSecret(s)
+}
+
 // SecretWatcher watches the member Secrets of a hub cluster.
 type SecretWatcher struct {
 	log      *slog.Logger
@@ -108,7 +119,7 @@ func (w *SecretWatcher) refresh(store cache.Store) {
 		if !ok {
 			continue
 		}
-		m, err := MemberFromSecret(s)
+		m, err := memberFromSecretSafe(s)
 		key := s.Namespace + "/" + s.Name
 		if err == nil && seen[m.Cluster.Name] != "" {
 			err = fmt.Errorf("secret %s: cluster %q is already registered by secret %s", key, m.Cluster.Name, seen[m.Cluster.Name])
