@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -46,7 +47,7 @@ clusters:
   - {name: west, region: us-west, kubernetes: {kubeconfig: "%[6]s"}, heartbeat: {interval: 500ms, grace: 2s}}
   - {name: stale, region: us-east, kubernetes: {kubeconfig: "%[7]s"}}
   - {name: rogue, region: us-west, kubernetes: {kubeconfig: "%[8]s"}}
-kubernetes: {retry_interval: 500ms, connect_timeout: 2s}
+kubernetes: {retry_interval: 500ms, connect_timeout: 2s, status_annotation: true}
 providers:
   owner_id: e2e-kube
   writers: [p1, p2]
@@ -56,13 +57,49 @@ providers:
     - {zone: example.com, endpoint: "%[9]s", requests_per_second: 20, sync_timeout: 5s}
 `
 
-// applyRBAC creates the ClusterRole, Role and their bindings exactly as
-// deploy/kustomize renders them, so Meridian runs with those rules only.
-func applyRBAC(t *testing.T, m *kubelab.Member) {
+// applyRBAC creates the ClusterRoles, Role and their bindings exactly as
+// deploy/kustomize renders them (the base, plus the named opt-in
+// components), so Meridian runs with those rules only.
+func applyRBAC(t *testing.T, m *kubelab.Member, components ...string) {
 	t.Helper()
-	out, err := kustomize.RenderRBAC(filepath.Join(kustomize.Dir(), "base"))
-	require.NoError(t, err)
 	m.EnsureNamespace(t, "meridian")
+	n := createRBAC(t, m, renderRBAC(t, components...), false)
+	require.Equal(t, 4+2*len(components), n, "ClusterRole, ClusterRoleBinding, Role, RoleBinding, and a ClusterRole and binding per component")
+}
+
+// addRBACComponent adds the ClusterRole and binding of an opt-in component
+// to a member that has the base already.
+func addRBACComponent(t *testing.T, m *kubelab.Member, component string) {
+	t.Helper()
+	require.Equal(t, 2, createRBAC(t, m, renderRBAC(t, component), true), "a ClusterRole and its binding")
+}
+
+// renderRBAC renders the RBAC objects of the kustomize base with components.
+func renderRBAC(t *testing.T, components ...string) []byte {
+	t.Helper()
+	dir := filepath.Join(kustomize.Dir(), "base")
+	if len(components) > 0 {
+		// kustomize loads bases by relative path only: a throw-away
+		// overlay beside the shipped ones.
+		var err error
+		dir, err = os.MkdirTemp(filepath.Join(kustomize.Dir(), "overlays"), "e2e-")
+		require.NoError(t, err)
+		defer os.RemoveAll(dir)
+		k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../base]\ncomponents:\n"
+		for _, c := range components {
+			k += "  - ../../components/" + c + "\n"
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644))
+	}
+	out, err := kustomize.RenderRBAC(dir)
+	require.NoError(t, err)
+	return out
+}
+
+// createRBAC creates the rendered RBAC objects in m and returns how many it
+// created; with skipExisting, objects that exist already are left alone.
+func createRBAC(t *testing.T, m *kubelab.Member, out []byte, skipExisting bool) int {
+	t.Helper()
 	c := m.Client(t)
 	ctx := context.Background()
 	n := 0
@@ -84,10 +121,13 @@ func applyRBAC(t *testing.T, m *kubelab.Member) {
 		default:
 			t.Fatalf("unexpected RBAC object %T", obj)
 		}
+		if skipExisting && apierrors.IsAlreadyExists(err) {
+			continue
+		}
 		require.NoError(t, err)
 		n++
 	}
-	require.Equal(t, 4, n, "ClusterRole, ClusterRoleBinding, Role, RoleBinding")
+	return n
 }
 
 // lbService creates a LoadBalancer Service with annotations and sets its
@@ -196,7 +236,8 @@ func r53Weights(recs []route53fake.RecordSet) map[string]int64 {
 }
 
 // TestKubernetesMembers runs two Meridian probers (regions r1, r2) against
-// two real kube-apiservers (east, west) with the RBAC of deploy/kustomize,
+// two real kube-apiservers (east, west) with the RBAC of deploy/kustomize
+// and its status-annotation component (kubernetes.status_annotation: true),
 // plus two members that must be NotReady (an expired client certificate and
 // a wrong CA), and a Route53 fake.
 func TestKubernetesMembers(t *testing.T) {
@@ -204,7 +245,7 @@ func TestKubernetesMembers(t *testing.T) {
 	east, west := lab.Member("east"), lab.Member("west")
 	t.Logf("FIGURE kube lab start (etcd + 2 kube-apiservers): %s", lab.StartDuration.Round(time.Millisecond))
 	for _, m := range []*kubelab.Member{east, west} {
-		applyRBAC(t, m)
+		applyRBAC(t, m, "status-annotation")
 	}
 	kcEast := east.Kubeconfig(t, kubelab.TokenUser(east.ServiceAccountToken(t, "meridian", "meridian")))
 	kcWest := west.Kubeconfig(t, kubelab.TokenUser(west.ServiceAccountToken(t, "meridian", "meridian")))
@@ -381,8 +422,9 @@ func TestKubernetesMembers(t *testing.T) {
 		assert.Contains(t, m1.metrics(t), `meridian_kube_member_ready{cluster="east"} 1`)
 	})
 
-	// The least-privilege rules of deploy/kustomize were enough: every
-	// status patch went through (Events were checked in scenario 2).
+	// The rules of deploy/kustomize with the status-annotation component
+	// were enough: every status patch went through (Events were checked in
+	// scenario 2).
 	// (Writes to west while it was being killed may fail; they are retried.)
 	for _, m := range nodes {
 		assert.NotContains(t, m.log(), `status failed; retried" object=east/`, "no write to east failed")

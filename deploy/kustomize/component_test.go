@@ -1,7 +1,6 @@
 package kustomize_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,23 +11,27 @@ import (
 	"github.com/meridian-gslb/meridian/deploy/kustomize"
 )
 
-// The propagation component adds its ClusterRole and binding to an overlay
-// and nothing else.
-func TestThePropagationComponentAddsItsRBACOnly(t *testing.T) {
-	dir := filepath.Join(kustomize.Dir(), "overlays", "test-propagation")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources: [../../base]
-components: [../../components/propagation]
-`), 0o644))
-	with, err := kustomize.RenderRBAC(dir)
-	require.NoError(t, err)
+// Each opt-in component adds its ClusterRole and binding to an overlay and
+// nothing else.
+func TestEachComponentAddsItsRBACOnly(t *testing.T) {
 	without, err := kustomize.RenderRBAC(filepath.Join(kustomize.Dir(), "base"))
 	require.NoError(t, err)
-	out := string(with)
-	assert.Contains(t, out, "name: meridian-propagation")
-	assert.Equal(t, strings.Count(string(without), "apiVersion: ")+2, strings.Count(out, "apiVersion: "), "one ClusterRole and one binding more")
-	assert.NotContains(t, string(without), "meridian-propagation", "the base stays least-privilege")
+	for _, c := range []struct{ component, role string }{
+		{"propagation", "meridian-propagation"},
+		{"status-annotation", "meridian-status"},
+	} {
+		t.Run(c.component, func(t *testing.T) {
+			with, err := kustomize.RenderRBAC(overlayWith(t, c.component))
+			require.NoError(t, err)
+			out := string(with)
+			assert.Contains(t, out, "name: "+c.role)
+			assert.Equal(t, strings.Count(string(without), "apiVersion: ")+2, strings.Count(out, "apiVersion: "), "one ClusterRole and one binding more")
+			assert.NotContains(t, string(without), c.role, "the base stays least-privilege")
+			full, err := kustomize.Render(overlayWith(t, c.component))
+			require.NoError(t, err)
+			base, err := kustomize.Render("base")
+			require.NoError(t, err)
+			assert.Equal(t, strings.Count(string(base), "apiVersion: ")+2, strings.Count(string(full), "apiVersion: "), "nothing but RBAC is added")
+		})
+	}
 }

@@ -50,11 +50,18 @@ type rule struct {
 // The exact grants of Meridian's service account. Changing them is a
 // decision: update rbac.yaml's comments, deploy/README.md and this list.
 var (
+	// The base: read Services and Ingresses, create Events. No write to
+	// any tenant object.
 	wantClusterRules = []rule{
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch", "patch"}},
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	}
+	// components/status-annotation adds patch, for the meridian.io/status
+	// annotation (kubernetes.status_annotation: true).
+	wantStatusRules = []rule{
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"patch"}},
 	}
 	wantNamespacedRules = []rule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
@@ -225,6 +232,68 @@ func TestTheRBACGoldenFileHoldsTheRenderedRBACObjectsAlone(t *testing.T) {
 	assert.Equal(t, string(out), string(overlay), "the example overlay must not change the RBAC")
 }
 
+// Both modes: least privilege (the base), and the base with the
+// status-annotation component.
+func TestTheRBACOfBothStatusModes(t *testing.T) {
+	least := render(t, "base")
+	withStatus := render(t, overlayWith(t, "status-annotation"))
+
+	out, err := kustomize.RenderRBAC(overlayWith(t, "status-annotation"))
+	require.NoError(t, err)
+	golden(t, "rbac-status-annotation.golden.yaml", out)
+
+	for _, mode := range []struct {
+		name string
+		objs []object
+		want []rule // the rules of every ClusterRole bound to the service account, together
+	}{
+		{"least privilege: read Services and Ingresses, create Events", least, wantClusterRules},
+		{"status annotation: patch Services and Ingresses too", withStatus, append(slices.Clone(wantClusterRules), wantStatusRules...)},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			var rules []rule
+			for _, o := range mode.objs {
+				if o.Kind == "ClusterRole" {
+					rules = append(rules, o.Rules...)
+				}
+			}
+			assert.Equal(t, normalize(mode.want), normalize(rules))
+		})
+	}
+	for _, o := range least {
+		for _, r := range o.Rules {
+			if o.Kind != "ClusterRole" {
+				continue
+			}
+			for _, v := range r.Verbs {
+				if !slices.Contains([]string{"get", "list", "watch"}, v) {
+					assert.Equal(t, []string{"events"}, r.Resources, "the base writes nothing but Events: %s %v", v, r.Resources)
+					assert.Equal(t, "create", v, "Events are only created")
+				}
+			}
+		}
+	}
+	crb := find(t, withStatus, "ClusterRoleBinding", "meridian-status")
+	assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "ClusterRole", Name: "meridian-status"}, crb.RoleRef)
+	assert.Equal(t, []ref{{Kind: "ServiceAccount", Name: "meridian", Namespace: namespace}}, crb.Subjects)
+}
+
+// overlayWith writes a throw-away overlay of the base with the named
+// components and returns its directory.
+func overlayWith(t *testing.T, components ...string) string {
+	t.Helper()
+	dir := filepath.Join(kustomize.Dir(), "overlays", "test-"+strings.Join(components, "-"))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var b strings.Builder
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../base]\ncomponents:\n")
+	for _, c := range components {
+		b.WriteString("  - ../../components/" + c + "\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644))
+	return dir
+}
+
 // normalize sorts the lists inside each rule and the rules themselves, so
 // that the comparison is of sets.
 func normalize(rules []rule) []string {
@@ -334,6 +403,8 @@ func TestTheRenderedConfigIsAcceptedByMeridiansValidator(t *testing.T) {
 			assert.True(t, c.Clusters[0].Kubernetes.InCluster, "the local cluster is a member through the pod's service account")
 			assert.Equal(t, c.Ring.Region, c.Clusters[0].Region)
 			assert.Equal(t, namespace, c.Kubernetes.MemberSecrets.Namespace, "member Secrets live where the Role grants secrets")
+			assert.True(t, f.Kubernetes.StatusWritebackEnabled(), "Events need only events create, which the base grants")
+			assert.False(t, f.Kubernetes.StatusAnnotationEnabled(), "the base RBAC has no patch: the config must not ask for the status annotation")
 		})
 	}
 }

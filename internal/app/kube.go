@@ -96,7 +96,7 @@ func (a *App) startKube(ctx context.Context, wg *sync.WaitGroup) {
 	a.kube = k
 	a.mu.Unlock()
 	if ms := l.File.Kubernetes.MemberSecrets; ms != nil {
-		w, err := kube.WatchSecrets(ctx, *ms, l.File.Kubernetes.ConnectTimeout.D(), a.log, func() { poke(k.dirty) })
+		w, err := k.mgr.WatchSecrets(ctx, *ms, l.File.Kubernetes.ConnectTimeout.D(), func() { poke(k.dirty) })
 		if err != nil {
 			a.log.Error("kubernetes: member Secrets cannot be watched; only the config file's members are used", "err", err)
 		}
@@ -170,6 +170,7 @@ func (a *App) merge(l *Loaded) (*config.File, error) {
 	base.Clusters = clusters
 	objs := k.mgr.Objects()
 	res := kube.Build(objs, &base)
+	k.mgr.Observe(res)
 	k.mu.Lock()
 	k.objs, k.res = objs, res
 	for name, why := range res.Dropped {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/kube/claims"
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
@@ -44,6 +45,26 @@ type Result struct {
 	Dropped  map[string]string        // service name -> why it is not served
 	Owner    map[string]ObjectRef     // service name -> object whose service-level settings won
 	Settings map[ObjectRef]SettingsOf // per object: service-level values in effect
+	// Owners is, per claimed name (not defined in the config file), the
+	// namespaces whose objects serve it (package claims); empty when no
+	// namespace may.
+	Owners map[string][]string
+	// Refused is, per object, the names it claims but may not serve
+	// (another namespace owns them, or they are reserved), sorted by name.
+	Refused map[ObjectRef][]Refusal
+}
+
+// Refusal is one name an object claims and may not serve.
+type Refusal struct {
+	Hostname string
+	Kind     string   // claims.KindTaken, KindNotAllowed, KindReserved or KindUnclaimed
+	Owners   []string // the namespaces that own the name (may be empty)
+	Msg      string   // the problem reported on the object
+}
+
+// refused reports whether ref is refused name.
+func (r *Result) refused(ref ObjectRef, name string) bool {
+	return slices.ContainsFunc(r.Refused[ref], func(f Refusal) bool { return f.Hostname == name })
 }
 
 // SettingsOf are the service-level values in effect for one object's hostname.
@@ -57,6 +78,11 @@ type SettingsOf struct {
 // Rules (documented in README.md, "Kubernetes"):
 //   - objects are grouped by host name; a name the config file defines is
 //     not taken from Kubernetes (reported on every object that claims it);
+//   - each other name is served only by the objects of the namespaces that
+//     own it (package claims: kubernetes.claims, reserved names, else the
+//     namespace that claimed it first); objects of other namespaces are
+//     refused with the reason, never merged, and take no part in the rules
+//     below;
 //   - a service-level setting (strategy, ttl, health-check, failover-order)
 //     comes from the oldest object that sets it (creationTimestamp, then
 //     cluster, namespace, kind and name); an object that sets another value
@@ -72,7 +98,7 @@ type SettingsOf struct {
 //     served and the reason is reported on each of its objects.
 func Build(objs []Object, base *model.Desired) Result {
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
-		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}}
+		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{}}
 	fileNames := map[string]bool{}
 	for _, s := range base.Services {
 		fileNames[model.CanonicalName(s.Name)] = true
@@ -97,18 +123,25 @@ func Build(objs []Object, base *model.Desired) Result {
 		}
 	}
 	slices.Sort(names)
+	owners := claims.Decide(claims.PolicyFrom(base), claimsOf(groups, fileNames))
 	for _, name := range names {
 		g := groups[name]
-		for _, o := range g {
-			r.Sources[name] = append(r.Sources[name], o.Ref)
-		}
 		if fileNames[name] {
 			why := fmt.Sprintf("%s is defined in the config file; the config file's definition is served (remove one of the two)", name)
 			r.Dropped[name] = why
 			for _, o := range g {
+				r.Sources[name] = append(r.Sources[name], o.Ref)
 				r.problem(o.Ref, why)
 			}
 			continue
+		}
+		g = r.owned(owners[name], g)
+		if len(g) == 0 {
+			r.Dropped[name] = unowned(owners[name])
+			continue
+		}
+		for _, o := range g {
+			r.Sources[name] = append(r.Sources[name], o.Ref)
 		}
 		svc, owner := r.service(name, g)
 		r.Owner[name] = owner
@@ -134,6 +167,46 @@ func Build(objs []Object, base *model.Desired) Result {
 		r.Problems[ref] = slices.Compact(r.Problems[ref])
 	}
 	return r
+}
+
+// claimsOf lists the claims of the grouped objects on names the file does
+// not define.
+func claimsOf(groups map[string][]*Object, fileNames map[string]bool) []claims.Claim {
+	var out []claims.Claim
+	for name, g := range groups {
+		if fileNames[name] {
+			continue
+		}
+		for _, o := range g {
+			out = append(out, claims.Claim{Name: name, Namespace: o.Ref.Namespace, Created: o.Created})
+		}
+	}
+	return out
+}
+
+// owned keeps the objects of g whose namespace owns the name and records
+// a refusal on each of the others.
+func (r *Result) owned(d claims.Decision, g []*Object) []*Object {
+	r.Owners[d.Name] = d.Owners
+	var out []*Object
+	for _, o := range g {
+		if d.Allows(o.Ref.Namespace) {
+			out = append(out, o)
+			continue
+		}
+		msg := d.Refusal(o.Ref.Namespace)
+		r.Refused[o.Ref] = append(r.Refused[o.Ref], Refusal{Hostname: d.Name, Kind: d.Refused, Owners: d.Owners, Msg: msg})
+		r.problem(o.Ref, msg)
+	}
+	return out
+}
+
+// unowned says why a name none of whose objects may serve it is dropped.
+func unowned(d claims.Decision) string {
+	if len(d.Owners) > 0 {
+		return fmt.Sprintf("no object of namespace %s claims it (kubernetes.claims gives it to that namespace only)", strings.Join(d.Owners, ", "))
+	}
+	return strings.TrimPrefix(d.Refusal(""), claims.ConflictPrefix)
 }
 
 func (r *Result) problem(ref ObjectRef, msg string) {

@@ -19,11 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 )
@@ -57,6 +54,7 @@ type Manager struct {
 	mu      sync.Mutex
 	kcfg    model.Kubernetes
 	members map[string]*member
+	seen    conflictLog // what Observe saw last
 }
 
 // NewManager returns a Manager; Configure starts and stops members.
@@ -198,20 +196,22 @@ func (mg *Manager) Ready() []string {
 	return out
 }
 
-// WriteStatus sets the meridian.io/status annotation of each object to its
-// text where it differs, and records invalid-annotation and conflict
-// Events. Members that are not Ready get nothing. It returns how many
-// writes failed (the caller retries later).
+// WriteStatus records an Event on each object whose problems or serving
+// changed (kubernetes.status_writeback) and, with
+// kubernetes.status_annotation, sets its meridian.io/status annotation to
+// its text where it differs. Members that are not Ready get nothing. It
+// returns how many writes failed and are worth retrying (the caller
+// retries later; a write the member forbids is not).
 func (mg *Manager) WriteStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string) int {
 	mg.mu.Lock()
-	on := mg.kcfg.StatusWritebackEnabled()
+	on, annotation := mg.kcfg.StatusWritebackEnabled(), mg.kcfg.StatusAnnotationEnabled()
 	mg.mu.Unlock()
 	if !on {
 		return 0
 	}
 	failed := 0
 	for _, mem := range mg.list() {
-		failed += mem.writeStatus(statuses, problems)
+		failed += mem.writeStatus(statuses, problems, annotation)
 	}
 	return failed
 }
@@ -225,17 +225,18 @@ type member struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu       sync.Mutex
-	state    string
-	reason   string
-	since    time.Time
-	cs       kubernetes.Interface
-	cfg      *rest.Config
-	recorder record.EventRecorder
-	bcast    record.EventBroadcaster
-	objs     map[ObjectRef]*objState
-	written  map[ObjectRef]string // status text last written (or seen) per object
-	evented  map[ObjectRef]string // problems last reported as an Event per object
+	mu        sync.Mutex
+	state     string
+	reason    string
+	since     time.Time
+	cs        kubernetes.Interface
+	cfg       *rest.Config
+	events    *eventWriter
+	objs      map[ObjectRef]*objState
+	written   map[ObjectRef]string   // status text last written (or seen) per object
+	evented   map[ObjectRef][]string // errors and problems last reported as Events per object
+	served    map[ObjectRef]string   // serving last reported as an Event per object
+	forbidden bool                   // a status patch was forbidden (logged once)
 }
 
 // objState is one watched object with its last valid settings.
@@ -249,7 +250,7 @@ type objState struct {
 
 func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
 	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(),
-		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef]string{}}
+		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}}
 }
 
 func (m *member) start(parent context.Context) {
@@ -263,11 +264,6 @@ func (m *member) stop() {
 		m.cancel()
 		<-m.done
 	}
-	m.mu.Lock()
-	if m.bcast != nil {
-		m.bcast.Shutdown()
-	}
-	m.mu.Unlock()
 }
 
 func (m *member) setState(state, reason string) {
@@ -370,11 +366,9 @@ func (m *member) connect(ctx context.Context, timeout time.Duration) (kubernetes
 	if err := readyz(cctx, cs); err != nil {
 		return nil, fmt.Errorf("%s", Reason(err))
 	}
-	bcast := record.NewBroadcaster()
-	bcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	m.mu.Lock()
-	m.cs, m.bcast, m.cfg = cs, bcast, cfg
-	m.recorder = bcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "meridian"})
+	m.cs, m.cfg = cs, cfg
+	m.events = newEventWriter(cs, func(result string) { m.mg.m.events.WithLabelValues(m.src.Cluster, result).Inc() })
 	m.mu.Unlock()
 	m.setState(StateReady, "")
 	return cs, nil
@@ -503,6 +497,10 @@ func (m *member) removeRef(ref ObjectRef) {
 	delete(m.objs, ref)
 	delete(m.written, ref)
 	delete(m.evented, ref)
+	delete(m.served, ref)
+	if m.events != nil {
+		m.events.forget(ref.String())
+	}
 	m.mu.Unlock()
 	if had {
 		go m.mg.opts.OnChange()

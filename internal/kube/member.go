@@ -45,11 +45,7 @@ func (s MemberSource) restConfig(timeout time.Duration) (*rest.Config, error) {
 	var err error
 	switch {
 	case s.Kubeconfig != nil:
-		var cc clientcmd.ClientConfig
-		cc, err = clientcmd.NewClientConfigFromBytes(s.Kubeconfig)
-		if err == nil {
-			cfg, err = cc.ClientConfig()
-		}
+		cfg, err = inlineRestConfig(s.Kubeconfig)
 	case s.Config.InCluster:
 		cfg, err = rest.InClusterConfig()
 	default:

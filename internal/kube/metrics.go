@@ -1,12 +1,19 @@
 package kube
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/kube/claims"
+)
 
 // metrics of the Kubernetes sources; every one is listed in README.md.
 type metrics struct {
 	transitions      *prometheus.CounterVec
 	annotationErrors *prometheus.CounterVec
 	statusWrites     *prometheus.CounterVec
+	events           *prometheus.CounterVec
+	conflicts        *prometheus.GaugeVec
+	ownerChanges     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
@@ -23,6 +30,21 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 			Name: "meridian_kube_status_writes_total",
 			Help: "Patches of the meridian.io/status annotation, by cluster and result (success, failure).",
 		}, []string{"cluster", "result"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_kube_events_total",
+			Help: "Events Meridian recorded on watched objects and member Secrets, by cluster and result (created, failed, suppressed: over the per-object budget).",
+		}, []string{"cluster", "result"}),
+		conflicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "meridian_kube_hostname_conflicts",
+			Help: "Names objects claim but may not serve now (object × name), by kind: taken (another namespace claimed it first), not-allowed (kubernetes.claims gives it to other namespaces), reserved (a zone apex or nameserver name), unclaimed (unclaimed_names: refuse).",
+		}, []string{"kind"}),
+		ownerChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_kube_hostname_owner_changes_total",
+			Help: "Times the namespaces owning a Kubernetes-claimed name changed (e.g. the owner's oldest object was deleted, or an older object claimed the name).",
+		}),
+	}
+	for _, k := range claims.Kinds {
+		m.conflicts.WithLabelValues(k)
 	}
 	if reg == nil {
 		return m
@@ -30,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 	members := prometheus.NewDesc("meridian_kube_member_ready", "1 when the member cluster is Ready (reachable, TLS verified, credentials accepted), else 0.", []string{"cluster"}, nil)
 	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services and Ingresses watched, by cluster.", []string{"cluster"}, nil)
 	invalid := prometheus.NewDesc("meridian_kube_invalid_objects", "Watched objects whose current annotations are rejected (they serve their last valid settings), by cluster.", []string{"cluster"}, nil)
-	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, collector{
+	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, collector{
 		descs: []*prometheus.Desc{members, objects, invalid},
 		collect: func(ch chan<- prometheus.Metric) {
 			for _, mem := range mg.list() {

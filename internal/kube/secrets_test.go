@@ -19,22 +19,25 @@ func secret(name string, anno map[string]string, kubeconfig string) *corev1.Secr
 }
 
 func TestMemberFromSecret(t *testing.T) {
-	m, err := MemberFromSecret(secret("member-west", map[string]string{AnnoCluster: "west", AnnoRegion: "us-west", AnnoCountry: "US", AnnoContinent: "NA"}, "apiVersion: v1"))
+	kc := kubeconfig(inlineUser, inlineCluster)
+	m, err := MemberFromSecret(secret("member-west", map[string]string{AnnoCluster: "west", AnnoRegion: "us-west", AnnoCountry: "US", AnnoContinent: "NA"}, kc))
 	require.NoError(t, err)
 	assert.Equal(t, "west", m.Cluster.Name)
 	assert.Equal(t, "us-west", m.Cluster.Region)
 	assert.Equal(t, "US", m.Cluster.Country)
 	assert.Equal(t, "secret meridian/member-west", m.Source.Origin)
-	assert.Equal(t, []byte("apiVersion: v1"), m.Source.Kubeconfig)
+	assert.Equal(t, []byte(kc), m.Source.Kubeconfig)
 
-	m, err = MemberFromSecret(secret("east", nil, "x"))
+	m, err = MemberFromSecret(secret("east", nil, kc))
 	require.NoError(t, err)
 	assert.Equal(t, "east", m.Cluster.Name, "the Secret's name is the default cluster name")
 
 	_, err = MemberFromSecret(secret("east", nil, ""))
 	assert.ErrorContains(t, err, "data.kubeconfig is missing")
-	_, err = MemberFromSecret(secret("east", map[string]string{AnnoContinent: "XX"}, "x"))
+	_, err = MemberFromSecret(secret("east", map[string]string{AnnoContinent: "XX"}, kc))
 	assert.ErrorContains(t, err, "not a continent code")
-	_, err = MemberFromSecret(secret("east", map[string]string{AnnoCountry: "germany"}, "x"))
+	_, err = MemberFromSecret(secret("east", map[string]string{AnnoCountry: "germany"}, kc))
 	assert.ErrorContains(t, err, "ISO 3166-1")
+	_, err = MemberFromSecret(secret("east", nil, "x"))
+	assert.ErrorContains(t, err, "does not parse as a kubeconfig")
 }

@@ -41,6 +41,9 @@ func Statuses(objs []Object, r Result, view func(name string) (ServiceView, bool
 		}
 		var shares, healths []string
 		for _, name := range o.Settings.Hostnames {
+			if r.refused(o.Ref, name) {
+				continue // the refusal is among the object's problems
+			}
 			if why, dropped := r.Dropped[name]; dropped {
 				if !slices.Contains(r.Problems[o.Ref], why) {
 					st.Problems = append(st.Problems, why)

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
+
+	"github.com/meridian-gslb/meridian/internal/kube/claims"
 )
 
 // Status is the meridian.io/status annotation Meridian writes on each
@@ -36,75 +38,149 @@ func (s Status) Text() string {
 	return string(b)
 }
 
-// writeStatus patches meridian.io/status where it differs and records an
-// Event for new annotation errors and problems. A member that is not Ready
-// gets nothing.
-func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string) (failed int) {
+// writeStatus records an Event for each new annotation error and problem
+// of an object and, without the annotation, for each change of its
+// serving; with annotation it patches meridian.io/status where it differs.
+// A member that is not Ready gets nothing. It returns how many writes
+// failed and are worth retrying.
+func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string, annotation bool) (failed int) {
 	m.mu.Lock()
 	if m.state != StateReady || m.cs == nil {
 		m.mu.Unlock()
 		return 0
 	}
-	cs, rec := m.cs, m.recorder
-	type job struct {
-		ref       ObjectRef
-		text      string
-		patch     bool
-		eventMsgs []string
-		obj       runtime.Object
-	}
-	var jobs []job
+	cs, ew := m.cs, m.events
+	var jobs []statusJob
 	for ref, st := range m.objs {
-		s := statuses[ref]
-		s.Problems = problems[ref]
-		for _, e := range st.errs {
-			s.Errors = append(s.Errors, e.Error())
+		j := m.statusJob(ref, st, statuses[ref], problems[ref], annotation)
+		if j.patch || len(j.warnings) > 0 || j.status != "" {
+			jobs = append(jobs, j)
 		}
-		if len(s.Errors) > 0 {
-			s.Problems = append(s.Problems, "the last valid settings are served until the annotations are fixed")
-		}
-		text := s.Text()
-		var evs []string
-		evKey := strings.Join(append(slices.Clone(s.Errors), s.Problems...), "\n")
-		if evKey != m.evented[ref] {
-			m.evented[ref] = evKey
-			evs = append(slices.Clone(s.Errors), problems[ref]...)
-		}
-		patch := text != st.status
-		if !patch && len(evs) == 0 {
-			continue
-		}
-		jobs = append(jobs, job{ref, text, patch, evs, st.runtime})
 	}
 	m.mu.Unlock()
 	for _, j := range jobs {
-		for _, msg := range j.eventMsgs {
-			reason := "MeridianConflict"
-			if strings.HasPrefix(msg, "meridian.io/") {
-				reason = "InvalidAnnotation"
-			}
-			if rec != nil && j.obj != nil {
-				recordEvent(rec, j.obj, reason, msg)
-			}
-		}
+		m.recordEvents(ew, j)
 		if !j.patch {
 			continue
 		}
-		if err := patchStatus(context.Background(), cs, j.ref, j.text); err != nil {
-			m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "failure").Inc()
-			m.mg.log.Warn("kubernetes: writing meridian.io/status failed; retried", "object", j.ref.String(), "err", err)
-			failed++
-			continue
-		}
-		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "success").Inc()
-		m.mu.Lock()
-		m.written[j.ref] = j.text
-		if st := m.objs[j.ref]; st != nil {
-			st.status = j.text
-		}
-		m.mu.Unlock()
+		failed += m.patch(cs, j)
 	}
 	return failed
+}
+
+// statusJob is what is due for one object.
+type statusJob struct {
+	ref      ObjectRef
+	obj      runtime.Object
+	text     string   // the meridian.io/status value
+	patch    bool     // write text
+	warnings []string // new errors and problems: Warning Events
+	status   string   // a MeridianStatus Event's message, "" for none
+}
+
+// statusJob works out what is due for one object; m.mu is held.
+func (m *member) statusJob(ref ObjectRef, st *objState, s Status, problems []string, annotation bool) statusJob {
+	s.Problems = append(slices.Clone(problems), s.Problems...)
+	for _, e := range st.errs {
+		s.Errors = append(s.Errors, e.Error())
+	}
+	if len(s.Errors) > 0 {
+		s.Problems = append(s.Problems, "the last valid settings are served until the annotations are fixed")
+	}
+	slices.Sort(s.Problems)
+	s.Problems = slices.Compact(s.Problems)
+	j := statusJob{ref: ref, obj: st.runtime, text: s.Text()}
+	reported := append(slices.Clone(s.Errors), problems...)
+	for _, msg := range reported {
+		if !slices.Contains(m.evented[ref], msg) {
+			j.warnings = append(j.warnings, msg)
+		}
+	}
+	m.evented[ref] = reported
+	if annotation {
+		j.patch = j.text != st.status
+	} else if key := servingKey(s); key != m.served[ref] {
+		m.served[ref] = key
+		j.status = servingText(s)
+	}
+	return j
+}
+
+// servingKey is what a MeridianStatus Event reports a change of: served
+// or not, for which names, with which strategy (not the share or health,
+// which change with every decision).
+func servingKey(s Status) string {
+	return fmt.Sprintf("%t|%s|%s", s.Served, strings.Join(s.Hostnames, ","), s.Strategy)
+}
+
+func servingText(s Status) string {
+	names := strings.Join(s.Hostnames, ", ")
+	if !s.Served {
+		if len(s.Problems) > 0 {
+			return "not served for " + names + ": " + strings.Join(s.Problems, "; ")
+		}
+		return "not served for " + names + " yet (no load-balancer address, or every endpoint is out of the answers)"
+	}
+	return fmt.Sprintf("served for %s (%s; share %s; health %s)", names, s.Strategy, s.Share, s.Health)
+}
+
+// eventReason is the reason of a Warning Event for one error or problem.
+func eventReason(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "meridian.io/"):
+		return ReasonInvalidAnnotation
+	case strings.HasPrefix(msg, claims.ConflictPrefix):
+		return ReasonHostnameConflict
+	}
+	return ReasonConflict
+}
+
+func (m *member) recordEvents(ew *eventWriter, j statusJob) {
+	if ew == nil || j.obj == nil {
+		return
+	}
+	ctx := context.Background()
+	for _, msg := range j.warnings {
+		if err := ew.write(ctx, j.ref.String(), j.obj, corev1.EventTypeWarning, eventReason(msg), msg); err != nil {
+			m.mg.log.Warn("kubernetes: recording an Event failed", "object", j.ref.String(), "err", err)
+		}
+	}
+	if j.status != "" {
+		if err := ew.write(ctx, j.ref.String(), j.obj, corev1.EventTypeNormal, ReasonStatus, j.status); err != nil {
+			m.mg.log.Warn("kubernetes: recording an Event failed", "object", j.ref.String(), "err", err)
+		}
+	}
+}
+
+// patch writes one object's meridian.io/status; it returns 1 when the
+// write failed and is worth retrying.
+func (m *member) patch(cs kubernetes.Interface, j statusJob) int {
+	err := patchStatus(context.Background(), cs, j.ref, j.text)
+	if err != nil {
+		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "failure").Inc()
+		if apierrors.IsForbidden(err) {
+			m.mu.Lock()
+			first := !m.forbidden
+			m.forbidden = true
+			m.mu.Unlock()
+			if first {
+				m.mg.log.Error("kubernetes: not allowed to write meridian.io/status (kubernetes.status_annotation is true): grant patch on services and ingresses (deploy/kustomize/components/status-annotation) or set status_annotation: false; Events and GET /v1/kube still report status",
+					"cluster", m.src.Cluster, "object", j.ref.String(), "err", err)
+			}
+			return 0
+		}
+		m.mg.log.Warn("kubernetes: writing meridian.io/status failed; retried", "object", j.ref.String(), "err", err)
+		return 1
+	}
+	m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "success").Inc()
+	m.mu.Lock()
+	m.forbidden = false
+	m.written[j.ref] = j.text
+	if st := m.objs[j.ref]; st != nil {
+		st.status = j.text
+	}
+	m.mu.Unlock()
+	return 0
 }
 
 func patchStatus(ctx context.Context, cs kubernetes.Interface, ref ObjectRef, text string) error {
@@ -123,9 +199,4 @@ func patchStatus(ctx context.Context, cs kubernetes.Interface, ref ObjectRef, te
 		err = fmt.Errorf("unknown kind %q", ref.Kind)
 	}
 	return err
-}
-
-// recordEvent records a Warning Event on obj.
-func recordEvent(rec record.EventRecorder, obj runtime.Object, reason, msg string) {
-	rec.Event(obj, corev1.EventTypeWarning, reason, msg)
 }

@@ -24,8 +24,9 @@ func (v *validator) kubeMember(p string, k *KubeMember) {
 	}
 }
 
-func (v *validator) kubernetes(k Kubernetes) {
+func (v *validator) kubernetes(k Kubernetes, zones map[string]bool) {
 	p := "kubernetes"
+	v.claims(p, k, zones)
 	seen := map[string]bool{}
 	for i, ns := range k.Namespaces {
 		if ns == "" {
@@ -79,6 +80,8 @@ const (
 
 func normalizeKubernetes(k Kubernetes) Kubernetes {
 	k.Namespaces = slices.Clone(k.Namespaces)
+	k.Claims = normalizeClaims(k.Claims)
+	k.UnclaimedNames = orDefaultString(k.UnclaimedNames, UnclaimedOldest)
 	if k.MemberSecrets != nil {
 		ms := *k.MemberSecrets
 		k.MemberSecrets = &ms

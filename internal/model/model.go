@@ -121,11 +121,23 @@ type KubeMember struct {
 type Kubernetes struct {
 	Namespaces      []string       `yaml:"namespaces"`       // watched namespaces (default: all)
 	MemberSecrets   *MemberSecrets `yaml:"member_secrets"`   // register members from Secrets
-	StatusWriteback *bool          `yaml:"status_writeback"` // meridian.io/status annotation and Events (default true)
+	StatusWriteback *bool          `yaml:"status_writeback"` // Events on annotated objects: problems, conflicts, served or not (default true)
 	Resync          Duration       `yaml:"resync"`           // informer resync period (default 10m)
 	ConnectTimeout  Duration       `yaml:"connect_timeout"`  // preflight and heartbeat request timeout (default 5s)
 	RetryInterval   Duration       `yaml:"retry_interval"`   // retry of a NotReady member (default 10s)
 	Propagation     *Propagation   `yaml:"propagation"`      // place workloads from a hub into members
+
+	// StatusAnnotation also patches the meridian.io/status annotation onto
+	// each annotated object; it needs patch on Services and Ingresses
+	// (deploy/kustomize/components/status-annotation) (default false).
+	StatusAnnotation *bool `yaml:"status_annotation"`
+	// Claims say which namespaces may serve which names (default: none,
+	// UnclaimedNames decides every name). See internal/kube/claims.
+	Claims []Claim `yaml:"claims"`
+	// UnclaimedNames decides the names no claim covers: "oldest" (the
+	// namespace whose object claimed the name first owns it) or "refuse"
+	// (default oldest).
+	UnclaimedNames string `yaml:"unclaimed_names"`
 }
 
 // Propagation configures the workload propagation controller.
@@ -154,9 +166,14 @@ type MemberSecrets struct {
 	Context    string `yaml:"context"`    // context in that kubeconfig
 }
 
-// StatusWritebackEnabled reports whether meridian.io/status and Events are written.
+// StatusWritebackEnabled reports whether Events are written on annotated objects.
 func (k *Kubernetes) StatusWritebackEnabled() bool {
 	return k.StatusWriteback == nil || *k.StatusWriteback
+}
+
+// StatusAnnotationEnabled reports whether the meridian.io/status annotation is patched.
+func (k *Kubernetes) StatusAnnotationEnabled() bool {
+	return k.StatusWritebackEnabled() && k.StatusAnnotation != nil && *k.StatusAnnotation
 }
 
 // Service is a global service: one DNS name answered from endpoints in several clusters.

@@ -1,0 +1,185 @@
+package claims
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Refusal kinds: why a namespace may not serve a name.
+const (
+	KindTaken      = "taken"       // another namespace claimed it first (rule 4)
+	KindNotAllowed = "not-allowed" // a claim gives it to other namespaces (rule 2)
+	KindReserved   = "reserved"    // a zone apex or nameserver name no claim lists (rule 1)
+	KindUnclaimed  = "unclaimed"   // no claim covers it and unclaimed_names is refuse (rule 3)
+)
+
+// Kinds lists the refusal kinds, for metrics.
+var Kinds = []string{KindTaken, KindNotAllowed, KindReserved, KindUnclaimed}
+
+// ConflictPrefix starts every refusal message.
+const ConflictPrefix = "hostname conflict: "
+
+// Policy is what decides ownership besides the objects.
+type Policy struct {
+	Claims    []model.Claim     // kubernetes.claims, names canonical
+	Unclaimed string            // kubernetes.unclaimed_names; "" is oldest
+	Reserved  map[string]string // canonical name -> what it is, e.g. "the apex of zone gslb.example.com."
+}
+
+// PolicyFrom takes the policy of a normalized desired state: its claims,
+// unclaimed_names, and its zones' apexes and nameserver names as reserved.
+func PolicyFrom(d *model.Desired) Policy {
+	p := Policy{Unclaimed: d.Kubernetes.UnclaimedNames, Reserved: map[string]string{}}
+	for _, c := range d.Kubernetes.Claims { // canonical, also when d is not normalized
+		p.Claims = append(p.Claims, model.Claim{Namespaces: c.Namespaces, Names: canonical(c.Names), Suffixes: canonical(c.Suffixes)})
+	}
+	for _, z := range d.Zones {
+		apex := model.CanonicalName(z.Apex)
+		for _, ns := range z.Nameservers {
+			n := model.CanonicalName(ns.Name)
+			if _, ok := p.Reserved[n]; !ok {
+				p.Reserved[n] = "a nameserver name of zone " + apex
+			}
+		}
+	}
+	for _, z := range d.Zones { // an apex is named as such even if also a nameserver
+		apex := model.CanonicalName(z.Apex)
+		p.Reserved[apex] = "the apex of zone " + apex
+	}
+	return p
+}
+
+// Claim is one object's claim on one name.
+type Claim struct {
+	Name      string    // canonical host name
+	Namespace string    // the object's namespace (in any cluster)
+	Created   time.Time // the object's creationTimestamp
+}
+
+// Decision says who owns one name.
+type Decision struct {
+	Name   string
+	Owners []string // namespaces whose objects serve the name, sorted; empty: none may
+	Rule   string   // "claim" (rule 2), "oldest" (rule 4), or the refusal kind when nobody may
+	// Refused is the kind of refusal for namespaces not in Owners:
+	// KindNotAllowed, KindTaken, KindReserved or KindUnclaimed.
+	Refused string
+	why     string // for reserved and unclaimed: the text after the name
+}
+
+// Rules of a Decision.
+const (
+	RuleClaim  = "claim"
+	RuleOldest = "oldest"
+)
+
+// Allows reports whether objects of namespace ns serve the name.
+func (d Decision) Allows(ns string) bool {
+	_, ok := slices.BinarySearch(d.Owners, ns)
+	return ok
+}
+
+// Refusal is the message for an object of namespace ns that is refused the
+// name; it names the owner namespaces, never their objects or clusters.
+func (d Decision) Refusal(ns string) string {
+	owners := strings.Join(d.Owners, ", ")
+	switch d.Refused {
+	case KindReserved:
+		return fmt.Sprintf("%s%s is %s: it is served from Kubernetes only when a kubernetes.claims entry lists it in names", ConflictPrefix, d.Name, d.why)
+	case KindUnclaimed:
+		return fmt.Sprintf("%sno kubernetes.claims entry covers %s and kubernetes.unclaimed_names is refuse: it is not served from Kubernetes", ConflictPrefix, d.Name)
+	case KindNotAllowed:
+		return fmt.Sprintf("%skubernetes.claims gives %s to namespace %s; objects in namespace %s are not served for it", ConflictPrefix, d.Name, owners, ns)
+	default:
+		return fmt.Sprintf("%s%s belongs to namespace %s, whose object claimed it first; objects in namespace %s are not served for it (one namespace per name unless kubernetes.claims gives it to several)", ConflictPrefix, d.Name, owners, ns)
+	}
+}
+
+// Decide returns the decision for every name in cs, keyed by name. It is
+// pure; the order of cs does not matter.
+func Decide(p Policy, cs []Claim) map[string]Decision {
+	byName := map[string][]Claim{}
+	for _, c := range cs {
+		byName[c.Name] = append(byName[c.Name], c)
+	}
+	out := make(map[string]Decision, len(byName))
+	for name, g := range byName {
+		out[name] = decideOne(p, name, g)
+	}
+	return out
+}
+
+func decideOne(p Policy, name string, g []Claim) Decision {
+	d := Decision{Name: name}
+	owners, covered := p.allowed(name)
+	what, reserved := p.Reserved[name]
+	switch {
+	case covered:
+		d.Owners, d.Rule, d.Refused = owners, RuleClaim, KindNotAllowed
+	case reserved:
+		d.Rule, d.Refused, d.why = KindReserved, KindReserved, what
+	case p.Unclaimed == model.UnclaimedRefuse:
+		d.Rule, d.Refused = KindUnclaimed, KindUnclaimed
+	default:
+		first := slices.MinFunc(g, func(a, b Claim) int {
+			return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Namespace, b.Namespace))
+		})
+		d.Owners, d.Rule, d.Refused = []string{first.Namespace}, RuleOldest, KindTaken
+	}
+	return d
+}
+
+// allowed returns the namespaces the most specific claims give name to
+// (sorted, unique), and whether any claim covers it. A suffix never covers
+// a reserved name.
+func (p Policy) allowed(name string) ([]string, bool) {
+	var exact, bySuffix []string
+	best := -1 // length of the longest covering suffix
+	_, reserved := p.Reserved[name]
+	for _, c := range p.Claims {
+		if slices.Contains(c.Names, name) {
+			exact = append(exact, c.Namespaces...)
+		}
+		if reserved {
+			continue
+		}
+		for _, s := range c.Suffixes {
+			if !below(name, s) {
+				continue
+			}
+			switch {
+			case len(s) > best:
+				best, bySuffix = len(s), slices.Clone(c.Namespaces)
+			case len(s) == best:
+				bySuffix = append(bySuffix, c.Namespaces...)
+			}
+		}
+	}
+	owners := exact
+	if len(exact) == 0 {
+		if best < 0 {
+			return nil, false
+		}
+		owners = bySuffix
+	}
+	slices.Sort(owners)
+	return slices.Compact(owners), true
+}
+
+// below reports whether name lies strictly below suffix (both canonical).
+func below(name, suffix string) bool {
+	return len(name) > len(suffix) && strings.HasSuffix(name, suffix) && name[len(name)-len(suffix)-1] == '.'
+}
+
+func canonical(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = model.CanonicalName(n)
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// lab is one Ready member backed by a fake API server.
+type lab struct {
+	cs  *fake.Clientset
+	mg  *Manager
+	mem *member
+}
+
+func newLab(t *testing.T, svcs ...*corev1.Service) *lab {
+	t.Helper()
+	objs := make([]runtime.Object, len(svcs))
+	for i, s := range svcs {
+		objs[i] = s
+	}
+	cs := fake.NewClientset(objs...)
+	mg := NewManager(context.Background(), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()})
+	mem := newMember(mg, MemberSource{Cluster: "east"}, model.Kubernetes{})
+	mem.state, mem.cs = StateReady, cs
+	mem.events = newEventWriter(cs, nil)
+	for _, s := range svcs {
+		mem.upsert(s)
+	}
+	return &lab{cs: cs, mg: mg, mem: mem}
+}
+
+func lb(ns, name, host, ip string, created time.Time) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name), CreationTimestamp: metav1.NewTime(created),
+			Annotations: map[string]string{AnnoHostname: host}},
+		Spec:   corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: ip}}}},
+	}
+}
+
+// write builds and writes the status of every object once.
+func (l *lab) write(annotation bool) int {
+	objs := l.mem.objects()
+	r := Build(objs, base())
+	view := func(name string) (ServiceView, bool) {
+		for _, s := range r.Services {
+			if s.Name == name {
+				v := ServiceView{Strategy: s.Strategy}
+				for _, e := range s.Endpoints {
+					v.Endpoints = append(v.Endpoints, EndpointView{Cluster: e.Cluster, Target: e.Address, Weight: 100, State: "up", Available: true})
+				}
+				return v, true
+			}
+		}
+		return ServiceView{}, false
+	}
+	return l.mem.writeStatus(Statuses(objs, r, view), r.Problems, annotation)
+}
+
+func (l *lab) verbs(resource string) []string {
+	var out []string
+	for _, a := range l.cs.Actions() {
+		if a.GetResource().Resource == resource {
+			out = append(out, a.GetVerb())
+		}
+	}
+	return out
+}
+
+func (l *lab) events(t *testing.T, ns string) []corev1.Event {
+	t.Helper()
+	evs, err := l.cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	return evs.Items
+}
+
+func TestWithoutTheStatusAnnotationMeridianOnlyCreatesEvents(t *testing.T) {
+	l := newLab(t,
+		lb("team-a", "web", "app.gslb.example.com", "198.51.100.1", t0),
+		lb("team-b", "squat", "app.gslb.example.com", "203.0.113.66", t0.Add(time.Hour)))
+	assert.Zero(t, l.write(false))
+	assert.Zero(t, l.write(false), "nothing new the second time")
+
+	assert.Empty(t, l.verbs("services"), "no patch, no get: the informers read")
+	assert.Equal(t, []string{"create", "create", "create"}, l.verbs("events"), "events are only created")
+	squat := l.events(t, "team-b")
+	require.Len(t, squat, 2)
+	reasons := map[string]string{}
+	for _, e := range squat {
+		reasons[e.Reason] = e.Message
+		assert.Equal(t, "squat", e.InvolvedObject.Name)
+		assert.Equal(t, "Service", e.InvolvedObject.Kind)
+	}
+	assert.Contains(t, reasons[ReasonHostnameConflict], "app.gslb.example.com. belongs to namespace team-a")
+	assert.Contains(t, reasons[ReasonStatus], "not served for app.gslb.example.com.")
+	owner := l.events(t, "team-a")
+	require.Len(t, owner, 1)
+	assert.Equal(t, ReasonStatus, owner[0].Reason)
+	assert.Equal(t, corev1.EventTypeNormal, owner[0].Type)
+	assert.Contains(t, owner[0].Message, "served for app.gslb.example.com. (weighted; share 100%")
+}
+
+func TestTheStatusAnnotationIsPatchedWhenEnabled(t *testing.T) {
+	l := newLab(t,
+		lb("team-a", "web", "app.gslb.example.com", "198.51.100.1", t0),
+		lb("team-b", "squat", "app.gslb.example.com", "203.0.113.66", t0.Add(time.Hour)))
+	assert.Zero(t, l.write(true))
+	svc, err := l.cs.CoreV1().Services("team-b").Get(context.Background(), "squat", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, svc.Annotations[AnnoStatus], `"served":false`)
+	assert.Contains(t, svc.Annotations[AnnoStatus], "belongs to namespace team-a")
+	require.Len(t, l.events(t, "team-b"), 1, "the conflict Event; no MeridianStatus Event beside the annotation")
+}
+
+func TestAForbiddenStatusPatchIsNotRetried(t *testing.T) {
+	l := newLab(t, lb("team-a", "web", "app.gslb.example.com", "198.51.100.1", t0))
+	l.cs.PrependReactor("patch", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "web", errors.New("no patch"))
+	})
+	assert.Zero(t, l.write(true), "a forbidden write is reported once, not retried")
+	assert.True(t, l.mem.forbidden)
+	l.cs.PrependReactor("patch", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("busy")
+	})
+	assert.Equal(t, 1, l.write(true), "another failure is retried")
+}
+
+func TestEveryObjectHasAnEventBudget(t *testing.T) {
+	cs := fake.NewClientset()
+	now := t0
+	var results []string
+	w := newEventWriter(cs, func(r string) { results = append(results, r) })
+	w.now = func() time.Time { return now }
+	svc := lb("team-a", "web", "app.gslb.example.com", "198.51.100.1", t0)
+	for range eventBurst + 3 {
+		require.NoError(t, w.write(context.Background(), "east/web", svc, corev1.EventTypeWarning, ReasonConflict, "x"))
+	}
+	assert.Len(t, results, eventBurst+3)
+	assert.Equal(t, "suppressed", results[len(results)-1], "beyond the burst")
+	now = now.Add(eventRefill)
+	require.NoError(t, w.write(context.Background(), "east/web", svc, corev1.EventTypeWarning, ReasonConflict, "x"))
+	assert.Equal(t, "created", results[len(results)-1], "one more after a refill period")
+	require.NoError(t, w.write(context.Background(), "east/other", svc, corev1.EventTypeWarning, ReasonConflict, "x"))
+	assert.Equal(t, "created", results[len(results)-1], "another object has its own budget")
+}
