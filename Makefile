@@ -45,11 +45,12 @@ bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs C
 bench-ring: build ## 5 probers × 1000 endpoints on loopback: CPU, memory, gossip bytes/s (bench/ring)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/ring
 
-fuzz: ## fuzz the request path, the config loader, the Kubernetes annotations and ring messages for FUZZTIME each
+fuzz: ## fuzz the request path, the config loader, the Kubernetes annotations and member kubeconfigs, and ring messages for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./internal/dnsserver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAnnotations$$' -fuzztime $(FUZZTIME) ./internal/kube/
 	$(GO) test -run '^$$' -fuzz '^FuzzRingMessage$$' -fuzztime $(FUZZTIME) ./internal/ring/
+	$(GO) test -run '^$$' -fuzz '^FuzzInlineKubeconfig$$' -fuzztime $(FUZZTIME) ./internal/kube/
 
 coredns: ## build bin/coredns-meridian: CoreDNS with the meridian plugin
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/coredns-meridian ./cmd/coredns-meridian
