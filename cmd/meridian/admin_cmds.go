@@ -20,7 +20,7 @@ type adminFlags struct {
 }
 
 func (f *adminFlags) add(cmd *cobra.Command, change bool) {
-	cmd.Flags().StringVar(&f.addr, "http", defaultHTTP, httpFlagHelp)
+	cmd.Flags().StringVar(&f.addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	if change {
 		cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the admin bearer token (default: $MERIDIAN_ADMIN_TOKEN_FILE, then $MERIDIAN_ADMIN_TOKEN)")
 	}

@@ -22,9 +22,18 @@ import (
 
 const (
 	defaultHTTP  = "127.0.0.1:8080"
-	httpFlagHelp = "address of the running meridian serve: HOST:PORT or http://HOST:PORT, https://HOST:PORT with server.http.tls (see --ca-file)"
+	httpFlagHelp = "address of the running meridian serve: HOST:PORT or http://HOST:PORT, https://HOST:PORT with server.http.tls (see --ca-file); default $MERIDIAN_HTTP, else 127.0.0.1:8080"
 	tokenHelp    = "file holding the admin bearer token (default: $MERIDIAN_ADMIN_TOKEN_FILE, then $MERIDIAN_ADMIN_TOKEN)"
 )
+
+// defaultHTTPAddr is the default of every --http flag: $MERIDIAN_HTTP, else
+// the address `make run` serves on.
+func defaultHTTPAddr() string {
+	if a := os.Getenv("MERIDIAN_HTTP"); a != "" {
+		return a
+	}
+	return defaultHTTP
+}
 
 func newStatus() *cobra.Command {
 	var addr string
@@ -46,7 +55,7 @@ func newStatus() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", defaultHTTP, httpFlagHelp)
+	cmd.Flags().StringVar(&addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	return cmd
 }
 
@@ -164,7 +173,7 @@ func votes(vs []api.VoteInfo) string {
 func newDemo() *cobra.Command {
 	var addr, tokenFile string
 	cmd := &cobra.Command{Use: "demo", Short: "Control the demo's local backends (make run)"}
-	cmd.PersistentFlags().StringVar(&addr, "http", defaultHTTP, httpFlagHelp)
+	cmd.PersistentFlags().StringVar(&addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	for _, action := range []string{"stop", "start"} {
 		sub := &cobra.Command{
 			Use:   action + " ADDR",
@@ -226,7 +235,7 @@ each node rewrites its ring.key_file):
   meridian ring keys remove OLD    # OLD is no longer accepted
   meridian ring keys list          # fingerprints of the installed keys`,
 	}
-	keys.PersistentFlags().StringVar(&addr, "http", defaultHTTP, httpFlagHelp)
+	keys.PersistentFlags().StringVar(&addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	keys.AddCommand(&cobra.Command{
 		Use: "list", Short: "List key fingerprints (the primary first)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
