@@ -4,7 +4,7 @@ BIN      := bin/meridian
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
 FUZZTIME ?= 60s
-E2E_DEPS := dig=dnsutils kdig=knot-dnsutils ip=iproute2 tc=iproute2 curl=curl chromium=chromium unbound=unbound named=bind9 knotd=knot
+E2E_DEPS := dig=dnsutils kdig=knot-dnsutils dnsperf=dnsperf ip=iproute2 tc=iproute2 curl=curl chromium=chromium unbound=unbound named=bind9 knotd=knot
 
 .PHONY: help run build test unit e2e kube-bins bench fuzz lint coredns clean
 

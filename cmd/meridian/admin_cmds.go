@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,28 +20,15 @@ type adminFlags struct {
 }
 
 func (f *adminFlags) add(cmd *cobra.Command, change bool) {
-	cmd.Flags().StringVar(&f.addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	cmd.Flags().StringVar(&f.addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	if change {
-		cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the admin bearer token (default: $MERIDIAN_ADMIN_TOKEN)")
+		cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the admin bearer token (default: $MERIDIAN_ADMIN_TOKEN_FILE, then $MERIDIAN_ADMIN_TOKEN)")
 	}
 }
 
 // client returns an API client carrying the bearer token.
 func (f *adminFlags) client() (*apiClient, error) {
-	c := newClient(f.addr)
-	switch {
-	case f.tokenFile != "":
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-file: %w", err)
-		}
-		c.token = strings.TrimSpace(string(b))
-	case os.Getenv("MERIDIAN_ADMIN_TOKEN") != "":
-		c.token = os.Getenv("MERIDIAN_ADMIN_TOKEN")
-	default:
-		return nil, errors.New("no admin token: pass --token-file FILE or set MERIDIAN_ADMIN_TOKEN")
-	}
-	return c, nil
+	return newClient(f.addr).withToken(f.tokenFile)
 }
 
 // target turns "cluster NAME" or "endpoint SERVICE TARGET" into a request.

@@ -52,7 +52,7 @@ not located (geo services then answer their default).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	f.StringVar(&addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	f.StringVarP(&qtype, "type", "t", "A", "query type (A, AAAA, CNAME, ... or a number)")
 	f.StringVar(&client, "client", "", "explain for a query from this source address (no ECS)")
 	f.StringVar(&subnet, "subnet", "", "explain for a query with this EDNS Client Subnet (CIDR)")

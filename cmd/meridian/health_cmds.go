@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,7 +23,20 @@ import (
 	"github.com/meridian-gslb/meridian/internal/ring"
 )
 
-const defaultHTTP = "127.0.0.1:8080"
+const (
+	defaultHTTP  = "127.0.0.1:8080"
+	httpFlagHelp = "address of the running meridian serve: HOST:PORT or http://HOST:PORT, https://HOST:PORT with server.http.tls (see --ca-file); default $MERIDIAN_HTTP, else 127.0.0.1:8080"
+	tokenHelp    = "file holding the admin bearer token (default: $MERIDIAN_ADMIN_TOKEN_FILE, then $MERIDIAN_ADMIN_TOKEN)"
+)
+
+// defaultHTTPAddr is the default of every --http flag: $MERIDIAN_HTTP, else
+// the address `make run` serves on.
+func defaultHTTPAddr() string {
+	if a := os.Getenv("MERIDIAN_HTTP"); a != "" {
+		return a
+	}
+	return defaultHTTP
+}
 
 func newStatus() *cobra.Command {
 	var addr string
@@ -44,7 +58,7 @@ func newStatus() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	cmd.Flags().StringVar(&addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	return cmd
 }
 
@@ -160,23 +174,29 @@ func votes(vs []api.VoteInfo) string {
 }
 
 func newDemo() *cobra.Command {
-	var addr string
+	var addr, tokenFile string
 	cmd := &cobra.Command{Use: "demo", Short: "Control the demo's local backends (make run)"}
-	cmd.PersistentFlags().StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	cmd.PersistentFlags().StringVar(&addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	for _, action := range []string{"stop", "start"} {
-		cmd.AddCommand(&cobra.Command{
+		sub := &cobra.Command{
 			Use:   action + " ADDR",
 			Short: strings.ToUpper(action[:1]) + action[1:] + " the demo backend at ADDR (an IP like 127.0.0.11, or ip:port)",
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := newClient(addr).withToken(tokenFile)
+				if err != nil {
+					return err
+				}
 				var list []map[string]any
-				if err := newClient(addr).do("POST", "/v1/demo/backends/"+args[0]+"/"+action, nil, &list); err != nil {
+				if err := c.do("POST", "/v1/demo/backends/"+url.PathEscape(args[0])+"/"+action, nil, &list); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", map[string]string{"stop": "stopped", "start": "started"}[action], args[0])
 				return nil
 			},
-		})
+		}
+		sub.Flags().StringVar(&tokenFile, "token-file", "", tokenHelp)
+		cmd.AddCommand(sub)
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use: "list", Short: "List the demo backends", Args: cobra.NoArgs,
@@ -202,7 +222,7 @@ func newDemo() *cobra.Command {
 }
 
 func newRing() *cobra.Command {
-	var addr string
+	var addr, tokenFile string
 	cmd := &cobra.Command{Use: "ring", Short: "Prober ring tools: gossip keys"}
 	cmd.AddCommand(&cobra.Command{
 		Use: "keygen", Short: "Print a new random 32-byte gossip key (base64) for ring.key_file", Args: cobra.NoArgs,
@@ -218,7 +238,7 @@ each node rewrites its ring.key_file):
   meridian ring keys remove OLD    # OLD is no longer accepted
   meridian ring keys list          # fingerprints of the installed keys`,
 	}
-	keys.PersistentFlags().StringVar(&addr, "http", defaultHTTP, "HTTP address of the running meridian serve")
+	keys.PersistentFlags().StringVar(&addr, "http", defaultHTTPAddr(), httpFlagHelp)
 	keys.AddCommand(&cobra.Command{
 		Use: "list", Short: "List key fingerprints (the primary first)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -231,20 +251,26 @@ each node rewrites its ring.key_file):
 		},
 	})
 	for _, op := range []string{ring.KeyInstall, ring.KeyUse, ring.KeyRemove} {
-		keys.AddCommand(&cobra.Command{
+		sub := &cobra.Command{
 			Use: op + " KEY", Short: op + " a base64 gossip key on every node", Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if _, err := ring.ParseKey(args[0]); err != nil {
 					return err
 				}
+				c, err := newClient(addr).withToken(tokenFile)
+				if err != nil {
+					return err
+				}
 				var out map[string]any
-				if err := newClient(addr).do("POST", "/v1/ring/keys", api.KeyRequest{Op: op, Key: args[0]}, &out); err != nil {
+				if err := c.do("POST", "/v1/ring/keys", api.KeyRequest{Op: op, Key: args[0]}, &out); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s done; primary: %v, keys: %v\n", op, out["primary"], out["keys"])
 				return nil
 			},
-		})
+		}
+		sub.Flags().StringVar(&tokenFile, "token-file", "", tokenHelp)
+		keys.AddCommand(sub)
 	}
 	cmd.AddCommand(keys)
 	cmd.AddCommand(newRingIdentity())

@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/app"
 	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
 func main() {
@@ -34,6 +35,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().StringVar(&caFile, "ca-file", "", "PEM CA certificate(s) to trust for an https:// --http address, e.g. a self-signed server.http.tls certificate (default: $"+envCAFile+", else the system roots)")
 	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo(), newStatus(), newDemo(), newRing(), newAgent(), newPush())
 	root.AddCommand(adminCommands()...)
 	root.AddCommand(newExplain())
@@ -61,6 +63,7 @@ reloads it; an invalid file is logged and the previous config keeps serving.`,
 	f.StringVar(&o.LogFormat, "log-format", "", "text or json, overrides server.log.format")
 	f.StringVar(&o.LogLevel, "log-level", "", "debug, info, warn or error, overrides server.log.level")
 	f.BoolVar(&o.RequireEncryption, "require-encryption", false, "refuse to start the prober ring without a gossip key (ring.key_file)")
+	f.BoolVar(&o.AllowReadableSecretFiles, secretfile.FlagAllow, false, "read secret files (token, TLS key, TSIG, Cloudflare, ring key) that group or other may access, with a warning, instead of refusing to start (also $"+secretfile.EnvAllow+"=1)")
 	f.BoolVar(&o.DemoBackends, "demo-backends", false, "start local HTTP backends for the loopback endpoints with http checks (the demo; on by default without --config)")
 	return cmd
 }

@@ -54,9 +54,9 @@ func adminServer(t *testing.T, withTokens bool) (*httptest.Server, *fakeAdmin) {
 		toks, err = LoadTokens(p)
 		require.NoError(t, err)
 	}
-	mux := http.NewServeMux()
-	registerAdmin(mux, fa, toks)
-	srv := httptest.NewServer(mux)
+	r := newRouter(toks, nil, nil)
+	registerAdmin(r, fa)
+	srv := httptest.NewServer(r.mux)
 	t.Cleanup(srv.Close)
 	return srv, fa
 }

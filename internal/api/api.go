@@ -36,50 +36,30 @@ type Options struct {
 	Kube   func() any          // GET /v1/kube: member clusters and watched objects
 	Place  func() any          // GET /v1/placement: propagated templates and their placement
 	Admin  AdminControl        // GET/POST /v1/admin/overrides, DELETE /v1/admin/overrides/{id}
-	Tokens *Tokens             // bearer tokens for admin changes (nil: changes refused)
+	Tokens *Tokens             // bearer tokens for every change: admin, ring keys, demo (nil: changes refused)
 	// Overview feeds the live status page at / (GET /v1/overview, GET
 	// /v1/events); without it / is the static snapshot page.
 	Overview func() Overview
+	// MaxEventStreams caps concurrent GET /v1/events streams; beyond it a
+	// stream request gets 503 (0: DefaultMaxEventStreams).
+	MaxEventStreams int
+	Metrics         *Metrics // nil: not recorded
 }
 
 // Handler returns the HTTP handler. ready reports nil when the process can
 // serve DNS (snapshot loaded, listeners bound); status is optional.
 func Handler(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger, opts Options) http.Handler {
-	mux, _ := build(src, gatherer, ready, status, log, opts)
-	return mux
+	return build(src, gatherer, ready, status, log, opts).mux
 }
 
 // Routes lists the route patterns ("METHOD /path") that Handler registers
 // with opts, in registration order; openapi.yaml documents each of them.
 func Routes(opts Options) []string {
-	_, patterns := build(nil, prometheus.NewRegistry(), nil, nil, slog.New(slog.DiscardHandler), opts)
-	return patterns
+	return build(nil, prometheus.NewRegistry(), nil, nil, slog.New(slog.DiscardHandler), opts).patterns
 }
 
-// router is what the register functions need of a ServeMux.
-type router interface {
-	Handle(pattern string, handler http.Handler)
-	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
-}
-
-// recorder registers on a ServeMux and records every pattern.
-type recorder struct {
-	*http.ServeMux
-	patterns []string
-}
-
-func (r *recorder) Handle(pattern string, handler http.Handler) {
-	r.patterns = append(r.patterns, pattern)
-	r.ServeMux.Handle(pattern, handler)
-}
-
-func (r *recorder) HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request)) {
-	r.patterns = append(r.patterns, pattern)
-	r.ServeMux.HandleFunc(pattern, handler)
-}
-
-func build(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger, opts Options) (*http.ServeMux, []string) {
-	mux := &recorder{ServeMux: http.NewServeMux()}
+func build(src Source, gatherer prometheus.Gatherer, ready func() error, status func() Status, log *slog.Logger, opts Options) *router {
+	mux := newRouter(opts.Tokens, opts.Metrics, log)
 	mux.HandleFunc("GET /v1/openapi.yaml", OpenAPIHandler())
 	mux.HandleFunc("GET /v1/explain", ExplainHandler(src))
 	if opts.Health != nil {
@@ -89,7 +69,7 @@ func build(src Source, gatherer prometheus.Gatherer, ready func() error, status 
 		mux.HandleFunc("GET /v1/kube", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Kube()) })
 	}
 	if opts.Admin != nil {
-		registerAdmin(mux, opts.Admin, opts.Tokens)
+		registerAdmin(mux, opts.Admin)
 	}
 	if opts.Place != nil {
 		mux.HandleFunc("GET /v1/placement", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Place()) })
@@ -115,7 +95,7 @@ func build(src Source, gatherer prometheus.Gatherer, ready func() error, status 
 		w.Write([]byte("ok\n"))
 	})
 	if opts.Overview != nil {
-		registerPage(mux, opts.Overview, status)
+		registerPage(mux, opts.Overview, status, opts.MaxEventStreams, opts.Metrics)
 	} else {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			snap := src.Load()
@@ -146,7 +126,13 @@ func build(src Source, gatherer prometheus.Gatherer, ready func() error, status 
 			}
 		})
 	}
-	return mux.ServeMux, mux.patterns
+	return mux
+}
+
+// Changes lists the route patterns of Routes(opts) that change state: each
+// is behind the bearer-token and JSON guard.
+func Changes(opts Options) []string {
+	return build(nil, prometheus.NewRegistry(), nil, nil, slog.New(slog.DiscardHandler), opts).changes
 }
 
 type page struct {

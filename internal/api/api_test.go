@@ -88,34 +88,43 @@ func (f *fakeKeys) KeyOp(op, key string) error {
 }
 
 func TestKeyEndpoints(t *testing.T) {
+	const good = "0123456789abcdef0123"
 	keys := &fakeKeys{primary: "k1", all: []string{"k1"}}
-	h := Handler(&engine.Store{}, prometheus.NewRegistry(), func() error { return nil }, nil, slog.New(slog.DiscardHandler), Options{Keys: keys})
-	post := func(remote, body string) (int, string) {
+	h := Handler(&engine.Store{}, prometheus.NewRegistry(), func() error { return nil }, nil, slog.New(slog.DiscardHandler),
+		Options{Keys: keys, Tokens: NewTokens(map[string]string{"ops": good})})
+	post := func(remote, token, body string) (int, string) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/ring/keys", strings.NewReader(body))
 		req.RemoteAddr = remote
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	tests := []struct {
-		name, remote, body string
-		code               int
-		want               string
+		name, remote, token, body string
+		code                      int
+		want                      string
 	}{
-		{"a local install is applied", "127.0.0.1:5000", `{"op":"install","key":"k2"}`, 200, `"sha256:`},
-		{"a remote caller is refused", "192.0.2.9:5000", `{"op":"install","key":"k3"}`, 403, "only accepted from the local host"},
-		{"an unknown field is rejected", "127.0.0.1:5000", `{"op":"install","key":"k3","force":true}`, 400, `unknown field`},
-		{"a bad op is rejected with the allowed ones", "127.0.0.1:5000", `{"op":"delete","key":"k3"}`, 400, `not allowed`},
-		{"an oversized body is rejected", "127.0.0.1:5000", `{"op":"install","key":"` + strings.Repeat("A", 5000) + `"}`, 400, "body:"},
+		{"an install with the token is applied", "192.0.2.9:5000", good, `{"op":"install","key":"k2"}`, 200, `"sha256:`},
+		{"a loopback caller without a token is refused (a sidecar proxy connects from 127.0.0.6)", "127.0.0.6:5000", "", `{"op":"install","key":"k3"}`, 401, "missing bearer token"},
+		{"a wrong token is refused", "127.0.0.1:5000", "not-the-token-0123456789", `{"op":"install","key":"k3"}`, 401, "invalid bearer token"},
+		{"an unknown field is rejected with the allowed ones", "127.0.0.1:5000", good, `{"op":"install","key":"k3","force":true}`, 400, `unknown field \"force\" (allowed: op, key`},
+		{"a bad op is rejected with the allowed ones", "127.0.0.1:5000", good, `{"op":"delete","key":"k3"}`, 400, `not allowed`},
+		{"an oversized body is rejected", "127.0.0.1:5000", good, `{"op":"install","key":"` + strings.Repeat("A", 20000) + `"}`, 413, "larger than"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body := post(tc.remote, tc.body)
+			code, body := post(tc.remote, tc.token, tc.body)
 			assert.Equal(t, tc.code, code, body)
 			assert.Contains(t, body, tc.want)
 		})
 	}
-	assert.Equal(t, []string{"install k2"}, keys.ops, "only the valid local request changed anything")
+	assert.Equal(t, []string{"install k2"}, keys.ops, "only the request with the token changed anything")
 	code, body := get(t, h, "/v1/ring/keys")
-	assert.Equal(t, 403, code, "httptest's default remote address is not loopback: %s", body)
+	assert.Equal(t, 200, code, "fingerprints are readable without a token: %s", body)
+	assert.NotContains(t, body, `"k1"`, "the key itself is never shown")
+	assert.Contains(t, body, fingerprint("k1"))
 }

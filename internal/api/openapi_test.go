@@ -183,9 +183,11 @@ func oaServer(t *testing.T, opts func(*Options)) (*http.ServeMux, *fakeAdmin) {
 				"east": {Desired: 2, Ready: 2, Generation: 3, Observed: 3, SpecHash: "abc", Waiting: "x", Error: "y"}},
 				Excluded: []string{"eu"}, Scores: map[string]float64{"east": 1}, Errors: []string{"bad"}}}
 		},
-		Admin:    fa,
-		Tokens:   &Tokens{byName: map[string]string{"alice": oaToken}},
-		Overview: func() Overview { return BuildOverview(src.s, fullHealth()) },
+		Admin:           fa,
+		Tokens:          NewTokens(map[string]string{"alice": oaToken}),
+		Overview:        func() Overview { return BuildOverview(src.s, fullHealth()) },
+		MaxEventStreams: 2,
+		Metrics:         NewMetrics(prometheus.NewRegistry()),
 	}
 	if opts != nil {
 		opts(&o)
@@ -581,6 +583,7 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 		method, target      string
 		remote, token, body string
 		contentType         string
+		json                bool // send Content-Type: application/json without a body
 		code                int
 	}{
 		{name: "overrides are listed", method: "GET", target: "/v1/admin/overrides", code: 200},
@@ -591,8 +594,9 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 		{name: "admin changes can be disabled", mux: disabled, method: "POST", target: "/v1/admin/overrides", token: oaToken, body: `{}`, code: 403},
 		{name: "a large body is refused", method: "POST", target: "/v1/admin/overrides", token: oaToken, body: big, code: 413},
 		{name: "a form is refused", method: "POST", target: "/v1/admin/overrides", token: oaToken, body: "kind=drain", contentType: "application/x-www-form-urlencoded", code: 415},
-		{name: "an unknown override is not removed", method: "DELETE", target: "/v1/admin/overrides/nope", token: oaToken, code: 404},
-		{name: "an override is removed", method: "DELETE", target: "/v1/admin/overrides/w1", token: oaToken, code: 200},
+		{name: "an unknown override is not removed", method: "DELETE", target: "/v1/admin/overrides/nope", token: oaToken, json: true, code: 404},
+		{name: "an override is removed", method: "DELETE", target: "/v1/admin/overrides/w1", token: oaToken, json: true, code: 200},
+		{name: "a removal without a content type is refused", method: "DELETE", target: "/v1/admin/overrides/w1", token: oaToken, code: 415},
 		{name: "explain a geo answer for a located client", method: "GET", target: "/v1/explain?name=www.gslb.test&client=10.3.0.1", code: 200},
 		{name: "explain a weighted answer for a subnet", method: "GET", target: "/v1/explain?name=app.gslb.test&type=AAAA&subnet=10.3.0.0/24", code: 200},
 		{name: "explain a name outside the zones", method: "GET", target: "/v1/explain?name=example.org", code: 200},
@@ -601,14 +605,16 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 		{name: "overview", method: "GET", target: "/v1/overview", code: 200},
 		{name: "placement", method: "GET", target: "/v1/placement", code: 200},
 		{name: "kube", method: "GET", target: "/v1/kube", code: 200},
-		{name: "ring keys", method: "GET", target: "/v1/ring/keys", remote: "127.0.0.1:4000", code: 200},
-		{name: "ring keys are local only", method: "GET", target: "/v1/ring/keys", code: 403},
-		{name: "a key is installed", method: "POST", target: "/v1/ring/keys", remote: "127.0.0.1:4000", body: `{"op":"install","key":"k2"}`, code: 200},
-		{name: "a bad key op is refused", method: "POST", target: "/v1/ring/keys", remote: "127.0.0.1:4000", body: `{"op":"drop","key":"k2"}`, code: 400},
+		{name: "ring key fingerprints", method: "GET", target: "/v1/ring/keys", code: 200},
+		{name: "a key is installed", method: "POST", target: "/v1/ring/keys", token: oaToken, body: `{"op":"install","key":"k2"}`, code: 200},
+		{name: "a bad key op is refused", method: "POST", target: "/v1/ring/keys", token: oaToken, body: `{"op":"drop","key":"k2"}`, code: 400},
+		{name: "a key op from loopback without a token is refused", method: "POST", target: "/v1/ring/keys", remote: "127.0.0.6:4000", body: `{"op":"install","key":"k2"}`, code: 401},
+		{name: "a key op as text/plain is refused", method: "POST", target: "/v1/ring/keys", token: oaToken, body: `{"op":"install","key":"k2"}`, contentType: "text/plain", code: 415},
 		{name: "demo backends", method: "GET", target: "/v1/demo/backends", code: 200},
-		{name: "a demo backend is stopped", method: "POST", target: "/v1/demo/backends/127.0.0.1:18081/stop", remote: "127.0.0.1:4000", code: 200},
-		{name: "an unknown demo backend", method: "POST", target: "/v1/demo/backends/127.0.0.1:1/start", remote: "127.0.0.1:4000", code: 404},
-		{name: "an unknown demo action", method: "POST", target: "/v1/demo/backends/127.0.0.1:18081/pause", remote: "127.0.0.1:4000", code: 400},
+		{name: "a demo backend is stopped", method: "POST", target: "/v1/demo/backends/127.0.0.1:18081/stop", token: oaToken, json: true, code: 200},
+		{name: "an unknown demo backend", method: "POST", target: "/v1/demo/backends/127.0.0.1:1/start", token: oaToken, json: true, code: 404},
+		{name: "an unknown demo action", method: "POST", target: "/v1/demo/backends/127.0.0.1:18081/pause", token: oaToken, json: true, code: 400},
+		{name: "a demo backend is not stopped without a token", method: "POST", target: "/v1/demo/backends/127.0.0.1:18081/stop", remote: "127.0.0.1:4000", json: true, code: 401},
 		{name: "healthz", method: "GET", target: "/healthz", code: 200},
 		{name: "readyz", method: "GET", target: "/readyz", code: 200},
 		{name: "metrics", method: "GET", target: "/metrics", code: 200},
@@ -629,6 +635,9 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 			}
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			if tc.json {
+				req.Header.Set("Content-Type", "application/json")
 			}
 			if tc.body != "" {
 				ct := tc.contentType

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"context"
 	"embed"
 	"encoding/json"
 	"io/fs"
@@ -11,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
@@ -340,8 +337,8 @@ var pageAssets embed.FS
 
 // registerPage serves the live status page at / with its assets, the
 // overview at GET /v1/overview and its Server-Sent Events stream at
-// GET /v1/events.
-func registerPage(mux router, overview func() Overview, status func() Status) {
+// GET /v1/events (see events.go).
+func registerPage(mux *router, overview func() Overview, status func() Status, maxStreams int, m *Metrics) {
 	build := func() Overview {
 		o := overview()
 		if status != nil {
@@ -367,81 +364,8 @@ func registerPage(mux router, overview func() Overview, status func() Status) {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, build())
 	})
-	// Streams end when the server shuts down: http.Server.Shutdown waits
-	// for connections to go idle, which a stream never does.
-	var once sync.Once
-	stopping := make(chan struct{})
-	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
-		if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok {
-			once.Do(func() { srv.RegisterOnShutdown(func() { close(stopping) }) })
-		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		go func() {
-			select {
-			case <-stopping:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		serveEvents(ctx, w, build, eventCheck, eventKeepalive)
-	})
-}
-
-// Timing of GET /v1/events: how often the overview is checked for a
-// change, and how long the stream may stay silent before a comment line.
-var (
-	eventCheck     = 500 * time.Millisecond
-	eventKeepalive = 15 * time.Second
-)
-
-// serveEvents streams the overview as Server-Sent Events: one "overview"
-// event at once and another whenever it changes (checked every check), a
-// comment line after keepalive of silence; it returns when the client goes.
-func serveEvents(ctx context.Context, w http.ResponseWriter, overview func() Overview, check, keepalive time.Duration) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any server write timeout
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte("retry: 2000\n\n")); err != nil {
-		return
-	}
-	var last []byte
-	lastWrite := time.Now()
-	tick := time.NewTicker(check)
-	defer tick.Stop()
-	for {
-		var msg []byte
-		o := overview()
-		if fp := o.fingerprint(); !bytes.Equal(fp, last) {
-			data, err := json.Marshal(o)
-			if err != nil {
-				return
-			}
-			// Compact JSON holds no newline: one data line.
-			msg = append(append([]byte("event: overview\ndata: "), data...), "\n\n"...)
-			last = fp
-		} else if time.Since(lastWrite) >= keepalive {
-			msg = []byte(": keepalive\n\n")
-		}
-		if msg != nil {
-			if _, err := w.Write(msg); err != nil {
-				return
-			}
-			if err := rc.Flush(); err != nil {
-				return
-			}
-			lastWrite = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	hub := newEventHub(build, maxStreams, m)
+	mux.HandleFunc("GET /v1/events", hub.ServeHTTP)
 }
 
 // fingerprint is the overview without what merely ages with the clock (the

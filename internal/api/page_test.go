@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,62 +339,6 @@ func readEvent(t *testing.T, r *bufio.Reader) (string, string) {
 			return "comment", line
 		}
 	}
-}
-
-func TestEventsStream(t *testing.T) {
-	var gen atomic.Uint64
-	gen.Store(1)
-	var calls atomic.Int64
-	overview := func() Overview {
-		calls.Add(1)
-		return Overview{Generation: gen.Load(), Now: time.Now()} // Now alone changes nothing
-	}
-	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer close(done)
-		serveEvents(r.Context(), w, overview, 20*time.Millisecond, 200*time.Millisecond)
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	r := bufio.NewReader(resp.Body)
-	line, _ := r.ReadString('\n')
-	assert.Equal(t, "retry: 2000\n", line)
-
-	ev, data := readEvent(t, r)
-	assert.Equal(t, "overview", ev)
-	var o Overview
-	require.NoError(t, json.Unmarshal([]byte(data), &o))
-	assert.Equal(t, uint64(1), o.Generation)
-
-	// Nothing changes: a keepalive comment, no event.
-	ev, data = readEvent(t, r)
-	assert.Equal(t, "comment", ev)
-	assert.Equal(t, ": keepalive", data)
-
-	gen.Store(2)
-	start := time.Now()
-	ev, data = readEvent(t, r)
-	assert.Equal(t, "overview", ev)
-	require.NoError(t, json.Unmarshal([]byte(data), &o))
-	assert.Equal(t, uint64(2), o.Generation)
-	assert.Less(t, time.Since(start), 150*time.Millisecond, "pushed at the next check")
-
-	// The client goes: the handler ends.
-	cancel()
-	resp.Body.Close()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the stream did not end when the client went")
-	}
-	n := calls.Load()
-	time.Sleep(100 * time.Millisecond)
-	assert.Equal(t, n, calls.Load(), "no more checks after the client went")
-	_, _ = io.Copy(io.Discard, resp.Body)
 }
 
 // Server shutdown ends open streams, so that Shutdown does not wait for them.

@@ -42,6 +42,40 @@ func (a *App) adminStatePath(configured string) (path, legacy string) {
 	return filepath.Join(a.state, "admin.json"), legacy
 }
 
+// DemoTokenPath is where the demo writes its per-run admin token:
+// $XDG_STATE_HOME/meridian/demo-admin-token, else
+// ~/.local/state/meridian/demo-admin-token.
+func DemoTokenPath() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "meridian", "demo-admin-token"), nil
+}
+
+// writeDemoToken writes tok to DemoTokenPath, readable by the user only.
+func writeDemoToken(tok string) (string, error) {
+	p, err := DemoTokenPath()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return "", err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil { // an old file keeps its mode
+		return "", err
+	}
+	return p, os.Rename(tmp, p)
+}
+
 // openAdmin loads the admin state and tokens; an unreadable state or token
 // file stops the start with the reason.
 func (a *App) openAdmin(node string) error {
@@ -66,14 +100,19 @@ func (a *App) openAdmin(node string) error {
 		if ad.tokens, err = api.LoadTokens(tf); err != nil {
 			return err
 		}
-	} else if a.opts.ConfigPath == "" {
-		// The embedded demo: a fresh token for this run, so the README's
-		// drain and force examples work without any setup.
+	} else if a.opts.DemoBackends {
+		// The demo (make run, or serve without --config): a fresh token for
+		// this run, so the README's demo, drain and force examples work
+		// without any setup.
 		tok := "demo-" + admin.NewID() + admin.NewID()
 		ad.tokens = api.NewTokens(map[string]string{"demo": tok})
-		a.log.Warn("demo admin token for this run (changes are accepted with it)", "export", "MERIDIAN_ADMIN_TOKEN="+tok)
+		if p, err := writeDemoToken(tok); err != nil {
+			a.log.Warn("demo admin token for this run (could not write it to a file)", "err", err, "export", "MERIDIAN_ADMIN_TOKEN="+tok)
+		} else {
+			a.log.Warn("demo admin token for this run written (mode 600): changes are accepted with it", "export", "MERIDIAN_ADMIN_TOKEN_FILE="+p)
+		}
 	} else {
-		a.log.Warn("admin changes disabled: set server.admin.token_file to allow drain, force and weight overrides")
+		a.log.Warn("changes disabled: set server.admin.token_file to allow drain, force, weight, ring key and demo changes")
 	}
 	ad.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "meridian_admin_overrides",

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"reflect"
@@ -27,6 +25,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
 // Version is the build's version, set by the linker (-X).
@@ -44,6 +43,9 @@ type Options struct {
 	LogOutput         io.Writer
 	// Started, if set, is called once DNS and HTTP are listening.
 	Started func(dns []string, http string)
+	// AllowReadableSecretFiles reads secret files that group or other may
+	// access, with a warning, instead of refusing to start (package secretfile).
+	AllowReadableSecretFiles bool
 }
 
 // App is one running `meridian serve`.
@@ -93,6 +95,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	policy := secretfile.Refuse
+	if opts.AllowReadableSecretFiles {
+		policy = secretfile.Warn
+	}
+	secretfile.SetPolicy(policy, log)
 	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), cur: loaded, eff: loaded.File}
 	a.registerMetrics()
 	if opts.ConfigPath == "" {
@@ -189,54 +196,13 @@ func Run(ctx context.Context, opts Options) error {
 		dnsAddrs = append(dnsAddrs, ap.String())
 	}
 
-	var httpSrv *http.Server
-	httpAddr := ""
-	if f.Server.HTTP.Listen != "off" {
-		ln, err := net.Listen("tcp", f.Server.HTTP.Listen)
-		if err != nil {
-			shutdownDNS(dnsSrv)
-			return fmt.Errorf("http listen %s: %w", f.Server.HTTP.Listen, err)
-		}
-		httpAddr = ln.Addr().String()
-		apiOpts := api.Options{Health: a.healthReport, Admin: adminControl{a}, Tokens: a.admin.tokens}
-		apiOpts.Overview = a.overview
-		if a.kubeManager() != nil {
-			apiOpts.Kube = a.kubeReport
-		}
-		if pc := a.propagation(); pc != nil {
-			apiOpts.Place = func() any { return pc.Statuses() }
-		}
-		if backends != nil {
-			apiOpts.Demo = demoControl{backends}
-		}
-		if h != nil {
-			apiOpts.Keys = ringKeys{h.ring}
-		}
-		handler := api.Handler(&a.store, a.reg, a.ready, a.status, log, apiOpts)
-		httpSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server", "err", err)
-			}
-		}()
-		log.Info("http listening", "addr", httpAddr, "paths", "/ /metrics /healthz /readyz /v1/...")
-		if ro := f.Server.HTTP.ReadOnlyListen; ro != "" {
-			rln, err := net.Listen("tcp", ro)
-			if err != nil {
-				shutdownDNS(dnsSrv)
-				httpSrv.Close()
-				return fmt.Errorf("http read_only_listen %s: %w", ro, err)
-			}
-			roSrv := &http.Server{Handler: api.ReadOnly(handler), ReadHeaderTimeout: 5 * time.Second}
-			go func() {
-				if err := roSrv.Serve(rln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Error("read-only http server", "err", err)
-				}
-			}()
-			defer roSrv.Close()
-			log.Info("read-only http listening: changes are refused there", "addr", rln.Addr().String())
-		}
+	httpSrv, err := a.startHTTP(hctx, &wg, h, backends)
+	if err != nil {
+		shutdownDNS(dnsSrv)
+		return err
 	}
+	defer httpSrv.shutdown()
+	httpAddr := httpSrv.addr
 	if opts.Started != nil {
 		opts.Started(dnsAddrs, httpAddr)
 	}
@@ -269,11 +235,7 @@ func Run(ctx context.Context, opts Options) error {
 	<-ctx.Done()
 	log.Info("shutting down")
 	shutdownDNS(dnsSrv)
-	if httpSrv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		httpSrv.Shutdown(sctx)
-		cancel()
-	}
+	httpSrv.shutdown()
 	return nil
 }
 

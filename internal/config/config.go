@@ -116,6 +116,22 @@ type HTTP struct {
 	// second address (e.g. 0.0.0.0:8090 for dashboards) where every change
 	// is refused, so the admin API can stay on loopback.
 	ReadOnlyListen string `yaml:"read_only_listen"`
+	// MaxConnections caps the open connections of each listener (listen
+	// and read_only_listen); one more is closed at once and counted
+	// (default 1024).
+	MaxConnections int `yaml:"max_connections"`
+	// MaxEventStreams caps the concurrent GET /v1/events streams of the
+	// status page; one more gets 503 and the page polls (default 64).
+	MaxEventStreams int `yaml:"max_event_streams"`
+	// TLS, when set, serves HTTPS on both listeners; both files are
+	// reloaded when they change (default: plain HTTP).
+	TLS *TLS `yaml:"tls"`
+}
+
+// TLS is the certificate of the HTTP listeners.
+type TLS struct {
+	CertFile string `yaml:"cert_file"` // PEM certificate, then its chain (required)
+	KeyFile  string `yaml:"key_file"`  // PEM private key, mode 600 (required)
 }
 
 // Log configures logging.
@@ -131,6 +147,8 @@ const (
 	DefaultMaxTCPConnections = 1024
 	DefaultTCPIdleTimeout    = 10 * time.Second
 	DefaultUDPPayloadSize    = 1232
+	DefaultHTTPMaxConns      = 1024 // server.http.max_connections
+	DefaultHTTPMaxStreams    = 64   // server.http.max_event_streams
 )
 
 // Error is one problem in a configuration file.
@@ -353,6 +371,20 @@ func (s *Server) validate() []model.FieldError {
 			add("server.http.listen", "%q is not an IP:port address or \"off\" (e.g. 127.0.0.1:8080)", l)
 		}
 	}
+	if n := s.HTTP.MaxConnections; n < 0 || n > 1_000_000 {
+		add("server.http.max_connections", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxConns)
+	}
+	if n := s.HTTP.MaxEventStreams; n < 0 || n > 100_000 {
+		add("server.http.max_event_streams", "%d is out of range (allowed 1..100000; 0 = default %d)", n, DefaultHTTPMaxStreams)
+	}
+	if t := s.HTTP.TLS; t != nil {
+		if strings.TrimSpace(t.CertFile) == "" {
+			add("server.http.tls.cert_file", "is required with server.http.tls (a PEM certificate file)")
+		}
+		if strings.TrimSpace(t.KeyFile) == "" {
+			add("server.http.tls.key_file", "is required with server.http.tls (a PEM private key file, mode 600)")
+		}
+	}
 	if f := s.Log.Format; f != "" && f != "text" && f != "json" {
 		add("server.log.format", "%q is not allowed (allowed: text, json)", f)
 	}
@@ -410,6 +442,12 @@ func (s *Server) applyDefaults() {
 	}
 	if s.HTTP.Listen == "" {
 		s.HTTP.Listen = DefaultHTTPListen
+	}
+	if s.HTTP.MaxConnections == 0 {
+		s.HTTP.MaxConnections = DefaultHTTPMaxConns
+	}
+	if s.HTTP.MaxEventStreams == 0 {
+		s.HTTP.MaxEventStreams = DefaultHTTPMaxStreams
 	}
 	if s.Log.Format == "" {
 		s.Log.Format = "text"

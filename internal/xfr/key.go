@@ -3,11 +3,12 @@ package xfr
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
 	"strings"
 	"unicode"
 
 	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
 // Key is a TSIG key: HMAC-SHA256 only.
@@ -29,7 +30,7 @@ const minSecret = 16
 //     key "NAME" { algorithm hmac-sha256; secret "BASE64"; };
 //   - one line in dig/kdig -y form: hmac-sha256:NAME:BASE64 (or NAME:BASE64).
 func LoadKeyFile(path string) (Key, error) {
-	b, err := os.ReadFile(path)
+	b, err := secretfile.Read(path)
 	if err != nil {
 		return Key{}, err
 	}

@@ -61,6 +61,19 @@ key "XFR-Key" {
 	}
 }
 
+func TestLoadKeyFileRefusesAFileOthersMayRead(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "xfr.key")
+	require.NoError(t, os.WriteFile(p, []byte("hmac-sha256:xfr-key:"+keySecret+"\n"), 0o600))
+	k, err := xfr.LoadKeyFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "xfr-key.", k.Name)
+	require.NoError(t, os.Chmod(p, 0o640))
+	_, err = xfr.LoadKeyFile(p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mode 0640")
+	assert.Contains(t, err.Error(), "chmod 600 "+p)
+}
+
 func TestSerials(t *testing.T) {
 	assert.True(t, xfr.SerialLess(1, 2))
 	assert.True(t, xfr.SerialLess(0xFFFFFFFF, 1))

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/providers"
 	"github.com/meridian-gslb/meridian/providers/plan"
 )
@@ -150,7 +151,7 @@ func sharedBudget(token string, w *window) *window {
 
 func readToken(z model.CloudflareZone) (string, error) {
 	if z.APITokenFile != "" {
-		b, err := os.ReadFile(z.APITokenFile)
+		b, err := secretfile.Read(z.APITokenFile)
 		if err != nil {
 			return "", fmt.Errorf("cloudflare zone %s: api_token_file: %w", z.Zone, err)
 		}

@@ -457,6 +457,16 @@ func TestNewFromConfig(t *testing.T) {
 		_, err = p.Records(ctx, "example.com")
 		require.NoError(t, err)
 	})
+	t.Run("a token file other users may read is refused with its mode and the fix", func(t *testing.T) {
+		t.Setenv(TokenEnv, "")
+		open := filepath.Join(t.TempDir(), "token")
+		require.NoError(t, os.WriteFile(open, []byte(testToken+"\n"), 0o600))
+		require.NoError(t, os.Chmod(open, 0o644))
+		_, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "example.com", APITokenFile: open, Endpoint: srv.URL}, Options{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "mode 0644")
+		assert.Contains(t, err.Error(), "chmod 600 "+open)
+	})
 	t.Run("the token comes from the environment and a bare endpoint gets the v4 path", func(t *testing.T) {
 		t.Setenv(TokenEnv, testToken)
 		p, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "example.com", Endpoint: srv.URL[:len(srv.URL)-len("/client/v4/")]}, Options{})

@@ -1,0 +1,84 @@
+package api
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics of the HTTP surface. A nil *Metrics records nothing.
+type Metrics struct {
+	ChangesRefused      *prometheus.CounterVec // reason
+	Connections         *prometheus.GaugeVec   // listener
+	ConnectionsRejected *prometheus.CounterVec // listener
+	Streams             prometheus.Gauge
+	StreamsRejected     prometheus.Counter
+	StreamsDropped      prometheus.Counter
+	Reloads             *prometheus.CounterVec // file, result
+}
+
+// Reasons a change is refused (label values of meridian_http_changes_refused_total).
+const (
+	RefusedDisabled     = "disabled"
+	RefusedMissingToken = "missing_token"
+	RefusedInvalidToken = "invalid_token"
+	RefusedContentType  = "content_type"
+)
+
+// NewMetrics registers the HTTP metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		ChangesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_http_changes_refused_total",
+			Help: "State-changing HTTP requests refused before reaching their handler, by reason (disabled, missing_token, invalid_token, content_type).",
+		}, []string{"reason"}),
+		Connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "meridian_http_connections",
+			Help: "Open HTTP connections, by listener (main, read_only).",
+		}, []string{"listener"}),
+		ConnectionsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_http_connections_rejected_total",
+			Help: "HTTP connections closed at once because the listener had server.http.max_connections open, by listener.",
+		}, []string{"listener"}),
+		Streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_http_event_streams",
+			Help: "Open GET /v1/events streams.",
+		}),
+		StreamsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_http_event_streams_rejected_total",
+			Help: "GET /v1/events requests answered 503 because server.http.max_event_streams streams were open.",
+		}),
+		StreamsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_http_event_streams_dropped_total",
+			Help: "GET /v1/events streams closed because the client did not read within the write deadline.",
+		}),
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_http_reloads_total",
+			Help: "Reloads of the admin token file and the TLS certificate, by file (tokens, tls) and result (success, failure); a failure keeps the last good one.",
+		}, []string{"file", "result"}),
+	}
+	for _, r := range []string{RefusedDisabled, RefusedMissingToken, RefusedInvalidToken, RefusedContentType} {
+		m.ChangesRefused.WithLabelValues(r)
+	}
+	for _, f := range []string{"tokens", "tls"} {
+		for _, r := range []string{"success", "failure"} {
+			m.Reloads.WithLabelValues(f, r)
+		}
+	}
+	reg.MustRegister(m.ChangesRefused, m.Connections, m.ConnectionsRejected, m.Streams, m.StreamsRejected, m.StreamsDropped, m.Reloads)
+	return m
+}
+
+func (m *Metrics) refused(reason string) {
+	if m != nil {
+		m.ChangesRefused.WithLabelValues(reason).Inc()
+	}
+}
+
+// Reloaded counts one reload of file (tokens, tls).
+func (m *Metrics) Reloaded(file string, err error) {
+	if m == nil {
+		return
+	}
+	res := "success"
+	if err != nil {
+		res = "failure"
+	}
+	m.Reloads.WithLabelValues(file, res).Inc()
+}

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/demo"
+)
+
+// httpServers are the running HTTP listeners.
+type httpServers struct {
+	main, readOnly *http.Server
+	addr           string // the main listener's address ("" when off)
+}
+
+// shutdown stops both listeners, waiting up to 5 s for requests in flight.
+func (s *httpServers) shutdown() {
+	for _, srv := range []*http.Server{s.main, s.readOnly} {
+		if srv == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(ctx)
+		cancel()
+	}
+}
+
+// startHTTP serves the HTTP API on server.http.listen and, when set,
+// server.http.read_only_listen, with the limits of package api, optional
+// TLS, and the token file and certificate reloaded when their files change.
+func (a *App) startHTTP(ctx context.Context, wg *sync.WaitGroup, h *healthLoop, backends *demo.Backends) (*httpServers, error) {
+	f := a.loaded().File
+	hc := f.Server.HTTP
+	out := &httpServers{}
+	if hc.Listen == "off" {
+		return out, nil
+	}
+	metrics := api.NewMetrics(a.reg)
+	apiOpts := api.Options{Health: a.healthReport, Admin: adminControl{a}, Tokens: a.admin.tokens, Overview: a.overview,
+		MaxEventStreams: hc.MaxEventStreams, Metrics: metrics}
+	if a.kubeManager() != nil {
+		apiOpts.Kube = a.kubeReport
+	}
+	if pc := a.propagation(); pc != nil {
+		apiOpts.Place = func() any { return pc.Statuses() }
+	}
+	if backends != nil {
+		apiOpts.Demo = demoControl{backends}
+	}
+	if h != nil {
+		apiOpts.Keys = ringKeys{h.ring}
+	}
+	if t := a.admin.tokens; t != nil && t.Path() != "" {
+		a.watchFile(ctx, wg, t.Path(), func() {
+			err := t.Reload()
+			metrics.Reloaded("tokens", err)
+			if err != nil {
+				a.log.Error("admin token file reload failed: the last good tokens stay in force", "file", t.Path(), "err", err)
+				return
+			}
+			a.log.Info("admin token file reloaded", "file", t.Path(), "tokens", t.Len())
+		})
+	}
+	tlsConf, err := a.httpTLS(ctx, wg, hc.TLS, metrics)
+	if err != nil {
+		return nil, err
+	}
+	handler := api.Handler(&a.store, a.reg, a.ready, a.status, a.log, apiOpts)
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	serve := func(addr, name string, h http.Handler) (*http.Server, string, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, "", err
+		}
+		srv := api.NewServer(h, tlsConf, a.log)
+		go func() {
+			if err := srv.Serve(api.Listen(ln, hc.MaxConnections, name, tlsConf, metrics)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Error("http server", "listener", name, "err", err)
+			}
+		}()
+		return srv, ln.Addr().String(), nil
+	}
+	if out.main, out.addr, err = serve(hc.Listen, "main", handler); err != nil {
+		return nil, fmt.Errorf("http listen %s: %w", hc.Listen, err)
+	}
+	a.log.Info("http listening", "addr", out.addr, "scheme", scheme, "paths", "/ /metrics /healthz /readyz /v1/...",
+		"max_connections", hc.MaxConnections, "max_event_streams", hc.MaxEventStreams)
+	if ro := hc.ReadOnlyListen; ro != "" {
+		var roAddr string
+		if out.readOnly, roAddr, err = serve(ro, "read_only", api.ReadOnly(handler)); err != nil {
+			out.shutdown()
+			return nil, fmt.Errorf("http read_only_listen %s: %w", ro, err)
+		}
+		a.log.Info("read-only http listening: changes are refused there", "addr", roAddr, "scheme", scheme)
+	}
+	return out, nil
+}
+
+// httpTLS loads server.http.tls (nil: plain HTTP) and reloads it when the
+// certificate or the key file changes.
+func (a *App) httpTLS(ctx context.Context, wg *sync.WaitGroup, t *config.TLS, m *api.Metrics) (*tls.Config, error) {
+	if t == nil {
+		return nil, nil
+	}
+	cert, err := api.LoadCertificate(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	reload := func() {
+		err := cert.Reload()
+		m.Reloaded("tls", err)
+		if err != nil {
+			a.log.Error("TLS certificate reload failed: the last good certificate keeps serving", "cert_file", t.CertFile, "key_file", t.KeyFile, "err", err)
+			return
+		}
+		a.log.Info("TLS certificate reloaded: new connections get it", "cert_file", t.CertFile, "not_after", cert.NotAfter())
+	}
+	a.watchFile(ctx, wg, t.CertFile, reload)
+	if t.KeyFile != t.CertFile {
+		a.watchFile(ctx, wg, t.KeyFile, reload)
+	}
+	if time.Now().After(cert.NotAfter()) {
+		a.log.Warn("TLS certificate has expired: clients will refuse it", "cert_file", t.CertFile, "not_after", cert.NotAfter())
+	}
+	return cert.TLSConfig(), nil
+}
+
+// watchFile calls fn after each change of path (atomic renames and
+// Kubernetes Secret symlink swaps included) until ctx is done.
+func (a *App) watchFile(ctx context.Context, wg *sync.WaitGroup, path string, fn func()) {
+	w, err := config.NewWatcher(path, a.log)
+	if err != nil {
+		a.log.Warn("file watching disabled: changes need a restart", "file", path, "err", err)
+		return
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); w.Run(ctx, fn) }()
+}
