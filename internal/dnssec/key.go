@@ -5,6 +5,7 @@
 package dnssec
 
 import (
+	"bytes"
 	"crypto"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
 // Key is a zone signing key: its DNSKEY record and the private key.
@@ -154,12 +157,11 @@ func ReadKey(path string) (*Key, error) {
 		return nil, err
 	}
 	_, privPath := Paths(path)
-	f, err := os.Open(privPath)
+	b, err := secretfile.Read(privPath) // the private half: owner-only, like every secret file
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	priv, err := k.DNSKEY.ReadPrivateKey(f, privPath)
+	priv, err := k.DNSKEY.ReadPrivateKey(bytes.NewReader(b), privPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", privPath, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
 // Identity is a node's signing key: every message the node originates is
@@ -35,7 +37,7 @@ func (id Identity) Sign(msg []byte) []byte { return ed25519.Sign(id.key, msg) }
 
 // LoadIdentity reads a PKCS#8 PEM Ed25519 private key.
 func LoadIdentity(path string) (Identity, error) {
-	b, err := os.ReadFile(path)
+	b, err := secretfile.Read(path) // owner-only (or root-owned, read-only to our group)
 	if err != nil {
 		return Identity{}, fmt.Errorf("ring identity %s: %w", path, err)
 	}

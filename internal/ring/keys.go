@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
 // GenerateKey returns a new random 32-byte gossip key, base64 encoded.
@@ -33,7 +35,7 @@ func ParseKey(s string) ([]byte, error) {
 // primary (used to encrypt); the others are accepted for decryption.
 // Blank lines and lines starting with # are ignored.
 func LoadKeyring(path string) ([][]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := secretfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("gossip key file %s: %w", path, err)
 	}

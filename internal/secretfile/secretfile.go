@@ -3,7 +3,11 @@
 // of the machine can read or change.
 //
 // A secret file must have no group or other permission bits (chmod 600 or
-// 400). One that has them is refused with an error naming the file, its mode
+// 400), with one exception taken from PostgreSQL's rule for its key file:
+// a file owned by root may be readable by a group this process belongs to
+// (0440 / 0640 root:GROUP), which is how Kubernetes mounts a Secret for a
+// non-root pod with fsGroup and how a packaged key is shared with a
+// service's group. Anything else with group or other bits is refused with an error naming the file, its mode
 // and the fix, unless the process allows it (SetPolicy with Warn: the
 // `serve --allow-readable-secret-files` flag or the environment variable
 // MERIDIAN_ALLOW_READABLE_SECRET_FILES=1), in which case it is read and a
@@ -18,7 +22,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
+	"syscall"
 )
 
 // EnvAllow is the environment variable that turns refusals into warnings
@@ -76,7 +82,8 @@ type OpenError struct {
 }
 
 func (e *OpenError) Error() string {
-	return fmt.Sprintf("secret file %s has mode %04o: group or other may access it (allowed: owner only, e.g. `chmod 600 %s`; "+
+	return fmt.Sprintf("secret file %s has mode %04o: group or other may access it (allowed: owner only, e.g. `chmod 600 %s`, "+
+		"or owned by root and read-only to a group of this process, e.g. 0440 root:GROUP; "+
 		"or start with --%s / %s=1 to only warn)", e.Path, e.Mode.Perm(), e.Path, FlagAllow, EnvAllow)
 }
 
@@ -88,6 +95,41 @@ func CheckMode(path string, mode fs.FileMode) error {
 		return &OpenError{Path: path, Mode: mode}
 	}
 	return nil
+}
+
+// Owner is who owns a file and which groups the process is in.
+type Owner struct {
+	UID, GID uint32   // the file's owner and group
+	Groups   []uint32 // the process's primary and supplementary groups
+}
+
+// CheckOwned is CheckMode with the root-owned, group-readable exception:
+// owner only, or owned by root, read-only to a group of ours, nothing for
+// other.
+func CheckOwned(path string, mode fs.FileMode, o Owner) error {
+	perm := mode.Perm()
+	if perm&0o077 == 0 {
+		return nil
+	}
+	if o.UID == 0 && perm&0o037 == 0 && slices.Contains(o.Groups, o.GID) {
+		return nil
+	}
+	return &OpenError{Path: path, Mode: mode}
+}
+
+// owner reads fi's owner and this process's groups (nil off Unix).
+func owner(fi fs.FileInfo) *Owner {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	o := &Owner{UID: st.Uid, GID: st.Gid, Groups: []uint32{uint32(os.Getgid())}}
+	if gs, err := os.Getgroups(); err == nil {
+		for _, g := range gs {
+			o.Groups = append(o.Groups, uint32(g))
+		}
+	}
+	return o
 }
 
 // Check stats path (following symlinks, as a Kubernetes Secret mount has
@@ -130,7 +172,12 @@ func Read(path string) ([]byte, error) {
 }
 
 func apply(path string, fi fs.FileInfo) error {
-	err := CheckMode(path, fi.Mode())
+	var err error
+	if o := owner(fi); o != nil {
+		err = CheckOwned(path, fi.Mode(), *o)
+	} else {
+		err = CheckMode(path, fi.Mode())
+	}
 	if err == nil {
 		return nil
 	}

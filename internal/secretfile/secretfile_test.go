@@ -26,7 +26,7 @@ func TestCheckMode(t *testing.T) {
 		{"a world-readable file is refused", 0o644, false},
 		{"a group-writable file is refused", 0o620, false},
 		{"an other-executable file is refused", 0o601, false},
-		{"a Kubernetes Secret mount with fsGroup (0440) is refused", 0o440, false},
+		{"by its mode alone (owner unknown) a group-readable 0440 is refused", 0o440, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,11 +72,11 @@ func TestWarnPolicyReadsAndLogs(t *testing.T) {
 	var logs bytes.Buffer
 	SetPolicy(Warn, slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { SetPolicy(Refuse, nil) })
-	p := write(t, 0o640)
+	p := write(t, 0o644)
 	b, err := Read(p)
 	require.NoError(t, err)
 	assert.Equal(t, "s3cret\n", string(b))
-	assert.Contains(t, logs.String(), "mode=0640")
+	assert.Contains(t, logs.String(), "mode=0644")
 	assert.Contains(t, logs.String(), "file="+p)
 	assert.NotContains(t, logs.String(), "s3cret", "the secret is never logged")
 }
@@ -105,4 +105,32 @@ func TestCheckFollowsSymlinksLikeASecretMount(t *testing.T) {
 	assert.NoError(t, Check(link))
 	require.NoError(t, os.Chmod(target, 0o644))
 	assert.ErrorIs(t, Check(link), ErrOpen)
+}
+
+func TestCheckOwned(t *testing.T) {
+	ours := []uint32{1000, 65532}
+	tests := []struct {
+		name string
+		mode fs.FileMode
+		o    Owner
+		ok   bool
+	}{
+		{"owner only is accepted", 0o600, Owner{UID: 1000, GID: 1000, Groups: ours}, true},
+		{"a root-owned key readable by our group is accepted (a Kubernetes Secret with fsGroup)", 0o440, Owner{UID: 0, GID: 65532, Groups: ours}, true},
+		{"0640 root:our group is accepted", 0o640, Owner{UID: 0, GID: 65532, Groups: ours}, true},
+		{"a root-owned key readable by a group we are not in is refused", 0o440, Owner{UID: 0, GID: 50, Groups: ours}, false},
+		{"a group-readable key owned by a user is refused", 0o640, Owner{UID: 1000, GID: 1000, Groups: ours}, false},
+		{"a group-writable key is refused even when root owns it", 0o460, Owner{UID: 0, GID: 65532, Groups: ours}, false},
+		{"a world-readable key is refused even when root owns it", 0o444, Owner{UID: 0, GID: 65532, Groups: ours}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckOwned("/k", tt.mode, tt.o)
+			if tt.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ErrOpen)
+			}
+		})
+	}
 }
