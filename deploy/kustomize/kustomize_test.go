@@ -35,6 +35,7 @@ const (
 	keyPath    = "/etc/meridian/gossip/key"
 	idPath     = "/etc/meridian/ring/identity.pem"
 	statePath  = "/var/lib/meridian"
+	tokensPath = "/etc/meridian/admin/tokens"
 )
 
 // rule is one RBAC PolicyRule. Every field is parsed so that a rule growing
@@ -389,6 +390,7 @@ func TestTheRenderedConfigIsAcceptedByMeridiansValidator(t *testing.T) {
 			assert.Equal(t, keyPath, f.Ring.KeyFile)
 			assert.True(t, f.Ring.RequireEncryption)
 			assert.Equal(t, idPath, f.Ring.IdentityFile)
+			assert.Equal(t, tokensPath, f.Server.Admin.TokenFile, "changes need a token")
 			assert.Equal(t, statePath, f.Server.StateDir, "state lives in the writable emptyDir, not beside the read-only config")
 			require.Len(t, f.Ring.Peers, 1, "one peers entry lists the site's pods")
 			site := f.Ring.Peers[0]
@@ -453,7 +455,7 @@ func TestTheDeploymentServesWhatTheConfigNames(t *testing.T) {
 			}
 			rel := func(p string) string { r, _ := filepath.Rel(filepath.Dir(configPath), p); return r }
 			assert.ElementsMatch(t, []string{"meridian-config:config.yaml->" + rel(configPath), "meridian-gossip-key:key->" + rel(keyPath),
-				"meridian-ring-identity:identity.pem->" + rel(idPath)}, files)
+				"meridian-ring-identity:identity.pem->" + rel(idPath), "meridian-admin-tokens:tokens->" + rel(tokensPath)}, files)
 
 			// The container ports are the config's listeners.
 			cm := find(t, objs, "ConfigMap", "meridian-config")
