@@ -30,7 +30,7 @@ type gslb struct {
 	endpts   []netip.Addr
 	backends map[netip.Addr]*Proc
 	keyFile  string
-	tokens   string // admin token file (token gslbToken)
+	tokens   string    // admin token file (token gslbToken)
 	ids      *testRing // node identities and ring.peers (probers p1..pN, agent agent-c1 for c1)
 	dir      string
 }
