@@ -59,10 +59,10 @@ func TestTokenReloadKeepsTheLastGoodSet(t *testing.T) {
 func TestLoadTokensRefusesAFileOthersMayRead(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "tokens")
 	require.NoError(t, os.WriteFile(p, []byte("alice 0123456789abcdef0123\n"), 0o600))
-	require.NoError(t, os.Chmod(p, 0o640))
+	require.NoError(t, os.Chmod(p, 0o644))
 	_, err := LoadTokens(p)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "mode 0640")
+	assert.Contains(t, err.Error(), "mode 0644")
 	assert.Contains(t, err.Error(), "chmod 600 "+p)
 }
 

@@ -66,13 +66,22 @@ func TestTwoWritersNeverPushConcurrently(t *testing.T) {
 	}
 	nodes := map[string]*node{}
 	seed := ""
+	// Every node is listed in every node's ring.peers (writer votes are
+	// signed and counted only from listed probers).
+	ids := map[string]ring.Identity{}
+	var peers []model.RingPeer
+	for _, n := range names {
+		ids[n] = ring.NewIdentity()
+		peers = append(peers, model.RingPeer{Name: n, Role: model.PeerProber, Region: "r", PublicKey: model.FormatPeerKey(ids[n].Public())})
+	}
 	start := func(name string) {
 		var seeds []string
 		if seed != "" {
 			seeds = []string{seed}
 		}
 		r, err := ring.Start(ring.Config{NodeName: name, Region: "r", Bind: "127.0.0.1:0", Seeds: seeds, Memberlist: fast,
-			RejoinInterval: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+			RejoinInterval: 300 * time.Millisecond, SummaryInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+			Identity: ids[name], Peers: peers})
 		require.NoError(t, err)
 		if seed == "" {
 			seed = r.LocalAddr()

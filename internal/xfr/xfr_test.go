@@ -67,10 +67,10 @@ func TestLoadKeyFileRefusesAFileOthersMayRead(t *testing.T) {
 	k, err := xfr.LoadKeyFile(p)
 	require.NoError(t, err)
 	assert.Equal(t, "xfr-key.", k.Name)
-	require.NoError(t, os.Chmod(p, 0o640))
+	require.NoError(t, os.Chmod(p, 0o644))
 	_, err = xfr.LoadKeyFile(p)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "mode 0640")
+	assert.Contains(t, err.Error(), "mode 0644")
 	assert.Contains(t, err.Error(), "chmod 600 "+p)
 }
 
