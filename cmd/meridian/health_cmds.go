@@ -290,7 +290,8 @@ others accept it only for the name, role, region (probers) or cluster
 (agents) listed with it.
 
   meridian ring identity --file /var/lib/meridian/ring-identity.pem --name eu-1 --role prober --region eu-west
-  meridian ring identity --file agent.pem --name agent-east --role agent --cluster east`,
+  meridian ring identity --file agent.pem --name agent-east --role agent --cluster east
+  meridian ring identity --file site.pem --name 'east-*' --max-nodes 4 --region us-east   # a Deployment's replicas`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -316,6 +317,12 @@ others accept it only for the name, role, region (probers) or cluster
 			if p.Cluster != "" {
 				entry += ", cluster: " + p.Cluster
 			}
+			if p.IsPrefix() {
+				if p.MaxNodes < 1 {
+					return fmt.Errorf("--max-nodes is required with a name ending in * (how many of its nodes may be live at once, e.g. replicas + maxSurge)")
+				}
+				entry += fmt.Sprintf(", max_nodes: %d", p.MaxNodes)
+			}
 			fmt.Fprintf(out, "%s, public_key: %q}\n", entry, p.PublicKey)
 			return nil
 		},
@@ -326,6 +333,7 @@ others accept it only for the name, role, region (probers) or cluster
 	f.StringVar(&p.Role, "role", model.PeerProber, "role for the entry: prober or agent")
 	f.StringVar(&p.Region, "region", "", "region of a prober")
 	f.StringVar(&p.Cluster, "cluster", "", "cluster of an agent")
+	f.IntVar(&p.MaxNodes, "max-nodes", 0, "with a name ending in *: how many of its nodes may be live at once (replicas + maxSurge)")
 	return c
 }
 

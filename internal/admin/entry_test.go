@@ -88,3 +88,14 @@ func TestABadEntryInTheStateFileIsSkippedNotFatal(t *testing.T) {
 func TestDescribeNeverPanicsOnAWeightWithoutValue(t *testing.T) {
 	assert.NotPanics(t, func() { _ = Override{Kind: KindWeight, Who: "x"}.Describe() })
 }
+
+func TestAddRefusesBeyondMaxEntries(t *testing.T) {
+	s, err := Open("", "n1", 0)
+	require.NoError(t, err)
+	for range MaxEntries {
+		_, err := s.Add(Override{Kind: KindDrain, Cluster: "east", Reason: "x"}, "alice")
+		require.NoError(t, err)
+	}
+	_, err = s.Add(Override{Kind: KindDrain, Cluster: "east", Reason: "x"}, "alice")
+	assert.ErrorIs(t, err, ErrTooMany)
+}

@@ -14,6 +14,9 @@ import (
 // ErrNotFound is returned for an unknown or already removed override id.
 var ErrNotFound = errors.New("no such override")
 
+// ErrTooMany is returned by Add when the state holds MaxEntries entries.
+var ErrTooMany = errors.New("too many overrides")
+
 // Store is this node's admin state, persisted in a file.
 type Store struct {
 	mu      sync.Mutex
@@ -23,6 +26,14 @@ type Store struct {
 	now     func() time.Time
 	skipped []EntryError
 }
+
+// keepTombstones is how long removals (and expired entries) are remembered.
+const keepTombstones = 7 * 24 * time.Hour
+
+// MaxEntries bounds the state (overrides in force, expired and removed
+// ones kept for keepTombstones): beyond it Add refuses, so the state always
+// fits one ring message.
+const MaxEntries = 2000
 
 // Open loads the state file (a missing file is an empty state; a file that
 // is not JSON is an error naming it: dropping a drain silently would be
@@ -63,6 +74,9 @@ func (s *Store) Add(o Override, who string) (Override, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	if len(s.st.Entries) >= MaxEntries {
+		return Override{}, fmt.Errorf("%w: %d overrides are kept (in force, expired or removed within a week); remove some first", ErrTooMany, len(s.st.Entries))
+	}
 	o.ID, o.Who, o.At = NewID(), who, now.UTC()
 	next := s.st.Clone()
 	next.Entries[o.ID] = Entry{Override: o, Stamp: Stamp{At: now.UnixNano(), Node: s.node}}
@@ -118,7 +132,7 @@ func (s *Store) Merge(other State) (bool, error) {
 // saveLocked writes next atomically (temp file, fsync, rename) and only
 // then makes it current: a failed write changes nothing.
 func (s *Store) saveLocked(next State) error {
-	next.Prune(s.now(), 7*24*time.Hour)
+	next.Prune(s.now(), keepTombstones)
 	if s.path != "" {
 		dir := filepath.Dir(s.path)
 		if err := os.MkdirAll(dir, 0o755); err != nil {

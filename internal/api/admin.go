@@ -40,6 +40,8 @@ func registerAdmin(mux *router, a AdminControl) {
 		switch {
 		case errors.As(err, &fe):
 			writeError(w, http.StatusBadRequest, "%v", err)
+		case errors.Is(err, admin.ErrTooMany):
+			writeError(w, http.StatusConflict, "%v", err)
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, "%v (nothing was changed)", err)
 		default:

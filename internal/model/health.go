@@ -104,6 +104,10 @@ type RingPeer struct {
 	Region    string `yaml:"region"`     // the region it probes from (required for probers): it cannot claim another
 	Cluster   string `yaml:"cluster"`    // agents: the one cluster whose heartbeat it may send (required for agents)
 	PublicKey string `yaml:"public_key"` // "ed25519:" + base64 of the 32-byte public key (required)
+	// MaxNodes bounds how many live nodes a prefix entry covers (required
+	// with a name ending in *, 1..256; e.g. replicas + maxSurge): whoever
+	// holds the shared key cannot invent more voters than the site has.
+	MaxNodes int `yaml:"max_nodes"`
 }
 
 // Memberlist exposes memberlist's main protocol knobs; zero keeps the WAN default.

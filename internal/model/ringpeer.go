@@ -48,6 +48,9 @@ func FormatPeerKey(k ed25519.PublicKey) string {
 	return PeerKeyPrefix + base64.StdEncoding.EncodeToString(k)
 }
 
+// IsPrefix reports whether the entry lists a name prefix ("east-*").
+func (p RingPeer) IsPrefix() bool { return strings.HasSuffix(p.Name, "*") }
+
 // Matches reports whether the node called name is this peer: the same
 // name, or a name that starts with the prefix of a "prefix*" entry.
 func (p RingPeer) Matches(name string) bool {
@@ -90,6 +93,12 @@ func (v *validator) peers(p string, r Ring) {
 			v.add(pp+".name", "%q is listed twice", pe.Name)
 		}
 		names[pe.Name] = true
+		switch {
+		case pe.IsPrefix() && (pe.MaxNodes < 1 || pe.MaxNodes > 256):
+			v.add(pp+".max_nodes", "%d is out of range: a name ending in * needs it (allowed 1..256: how many of its nodes may be live at once, e.g. replicas + maxSurge)", pe.MaxNodes)
+		case !pe.IsPrefix() && pe.MaxNodes != 0:
+			v.add(pp+".max_nodes", "only goes with a name ending in * (a prefix)")
+		}
 		v.checkOneOf(pp+".role", pe.Role, []string{PeerProber, PeerAgent})
 		switch pe.Role {
 		case PeerProber:

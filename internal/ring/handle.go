@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
@@ -14,6 +15,8 @@ import (
 const (
 	maxConfirmAge = time.Minute
 	maxKeyOpAge   = 10 * time.Minute
+	maxLeaderAge  = time.Minute // writer votes are sent every second, directly
+	maxSharedAge  = 2 * time.Minute
 )
 
 // NotifyMsg handles a message from another node (memberlist calls it from
@@ -69,6 +72,9 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 	if rj != nil {
 		return rj
 	}
+	if p.IsPrefix() && !r.view.Load().admitted[e.origin] {
+		return reject(ReasonUnadmitted, "%q matches %q but is not one of its %d live members", e.origin, p.Name, p.MaxNodes)
+	}
 	c := clock{now: time.Now(), skew: r.cfg.MaxClockSkew}
 	switch e.t {
 	case msgVote:
@@ -82,7 +88,7 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 	case msgLeader:
 		return r.onLeader(t, e, p, c)
 	case msgShared:
-		return r.onShared(t, e, p)
+		return r.onShared(t, e, p, c)
 	case msgKeyOp:
 		return r.onKeyOp(t, e, p, c)
 	}
@@ -280,6 +286,8 @@ func (r *Ring) onLeader(t *trust, e envelope, p peer, c clock) *rejection {
 		return reject(ReasonImpersonation, "writer vote signed by %q in the name of %q", e.origin, lm.Voter)
 	case c.futureSeq(lm.Seq):
 		return reject(ReasonFuture, "writer vote of %q with sequence %d, ahead of the clock", e.origin, lm.Seq)
+	case lm.Seq < uint64(c.now.Add(-maxLeaderAge).UnixNano()):
+		return reject(ReasonStale, "writer vote of %q from sequence %d, more than %s old (a replay?)", e.origin, lm.Seq, maxLeaderAge)
 	case len(lm.Candidate) > 255:
 		return reject(ReasonInvalid, "writer vote of %q for a candidate name of %d characters", e.origin, len(lm.Candidate))
 	}
@@ -301,19 +309,39 @@ func (r *Ring) onLeader(t *trust, e envelope, p peer, c clock) *rejection {
 }
 
 // onShared passes a prober's admin state to OnShared, which validates each
-// entry like an API request (internal/admin).
-func (r *Ring) onShared(t *trust, e envelope, p peer) *rejection {
+// entry like an API request (internal/admin). The state is stamped: an old
+// one replayed (removed overrides coming back) is refused.
+func (r *Ring) onShared(t *trust, e envelope, p peer, c clock) *rejection {
 	if r.cfg.OnShared == nil {
 		return nil
 	}
-	var data []byte
-	if err := e.decodePayload(&data); err != nil {
+	var sm sharedMsg
+	if err := e.decodePayload(&sm); err != nil {
 		return reject(ReasonMalformed, "admin state: %v", err)
+	}
+	switch {
+	case c.futureMs(sm.At):
+		return reject(ReasonFuture, "admin state of %q at %s, beyond now + %s", e.origin, time.UnixMilli(sm.At).UTC().Format(time.RFC3339), c.skew)
+	case c.now.Sub(time.UnixMilli(sm.At)) > maxSharedAge:
+		return reject(ReasonStale, "admin state of %q from %s (at most %s old: a replay?)", e.origin, time.UnixMilli(sm.At).UTC().Format(time.RFC3339), maxSharedAge)
+	}
+	sum := sha256.Sum256(sm.State)
+	r.mu.Lock()
+	same := r.shared[e.origin] == sum
+	r.mu.Unlock()
+	if same {
+		return nil // the same state as the last one from this node: merged already
 	}
 	if rj := t.verify(e, p); rj != nil {
 		return rj
 	}
-	r.cfg.OnShared(data)
+	r.mu.Lock()
+	if len(r.shared) > 4096 {
+		clear(r.shared)
+	}
+	r.shared[e.origin] = sum
+	r.mu.Unlock()
+	r.cfg.OnShared(sm.State)
 	return nil
 }
 
@@ -363,7 +391,7 @@ func (d *delegate) LocalState(join bool) []byte {
 	st := r.store.full()
 	if r.cfg.SharedState != nil && r.cfg.Role == RoleProber {
 		if data := r.cfg.SharedState(); len(data) > 0 {
-			st.Shared = seal(r.id, msgShared, r.cfg.NodeName, data)
+			st.Shared = seal(r.id, msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
 		}
 	}
 	b, _ := json.Marshal(st)

@@ -82,6 +82,13 @@ type keyOp struct {
 	At  int64  `json:"a"` // Unix ms: operations older than maxKeyOpAge are refused (no replay of an old "use")
 }
 
+// sharedMsg carries a prober's admin state, stamped so that a replay of an
+// old one (bringing back removed overrides) is refused.
+type sharedMsg struct {
+	At    int64  `json:"a"` // Unix ms
+	State []byte `json:"s"`
+}
+
 // fullState is exchanged in push/pull syncs: the signed envelopes of every
 // vote and summary, and the sender's admin state in its own envelope.
 type fullState struct {

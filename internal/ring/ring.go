@@ -136,6 +136,8 @@ type Ring struct {
 	trust    atomic.Pointer[trust]
 	metaOK   map[string]string          // node name -> metadata that verified with its listed key
 	nodes    map[string]memberlist.Node // live nodes, copied in the event callbacks (memberlist's own Node values change under its lock)
+	view     atomic.Pointer[view]       // the membership as counted, recomputed on membership and peer changes
+	shared   map[string][32]byte        // origin -> hash of its last admin state that checked out (repeats are not checked again)
 	logged   map[string]time.Time
 	needSync atomic.Bool // broadcasts were skipped: repair with a push/pull soon
 	pending  atomic.Bool // votes or summaries were taken: call OnChange
@@ -154,7 +156,7 @@ var ErrNoEncryption = errors.New("ring: gossip encryption is required (require_e
 func newRing(cfg Config) (*Ring, error) {
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
 		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]time.Time{}, mismatch: map[string]int{},
-		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, logged: map[string]time.Time{}, stop: make(chan struct{})}
+		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{})}
 	if r.id.key == nil {
 		r.id = NewIdentity()
 	}
@@ -359,21 +361,49 @@ func (r *Ring) Name() string { return r.cfg.NodeName }
 // Region is this node's region.
 func (r *Ring) Region() string { return r.cfg.Region }
 
-// Members returns the live trusted members (listed in ring.peers, with
-// metadata signed by their listed key), sorted by name: the only members
-// that count for decisions, quorum and elections.
+// Members returns the live trusted members, sorted by name: the only
+// members that count for decisions, quorum and elections. A member is
+// trusted when it is listed in ring.peers, its metadata (region, role) is
+// signed by its listed key, it is within its prefix entry's max_nodes,
+// and, for a prober, it has sent a signed summary lately (so a departed
+// prober's replayed metadata does not bring it back).
 func (r *Ring) Members() []Member {
 	all := r.AllMembers()
 	return slices.DeleteFunc(all, func(m Member) bool { return !m.Trusted })
 }
 
 // AllMembers returns every live member, trusted or not, sorted by name.
-// The role and region of a trusted member are those of its listing.
 func (r *Ring) AllMembers() []Member {
-	var out []Member
+	v := r.view.Load()
+	if v == nil {
+		return nil
+	}
+	out := slices.Clone(v.members)
+	window := 3*r.cfg.SummaryInterval + r.cfg.MaxClockSkew
+	now := time.Now()
+	for i := range out {
+		m := &out[i]
+		if m.Trusted && m.Role == RoleProber && m.Name != r.cfg.NodeName {
+			at, ok := r.store.summaryAt(m.Name)
+			m.Trusted = ok && now.Sub(at) <= window
+		}
+	}
+	return out
+}
+
+// view is the membership as the ring counts it.
+type view struct {
+	members  []Member        // every live member, sorted by name; Trusted before the summary check
+	admitted map[string]bool // names that a prefix entry covers and that are within its max_nodes
+}
+
+// refreshView recomputes the membership after a member joined, left or
+// changed, or the peers changed. The members of a prefix entry beyond its
+// max_nodes (by name order, the same on every node) are not trusted.
+func (r *Ring) refreshView() {
 	t := r.trust.Load()
-	nodes := r.nodeList()
-	for _, n := range nodes {
+	var out []Member
+	for _, n := range r.nodeList() {
 		m := Member{Name: n.Name, Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))}
 		var md meta
 		if len(n.Meta) <= memberlist.MetaMaxSize && json.Unmarshal(n.Meta, &md) == nil {
@@ -383,7 +413,24 @@ func (r *Ring) AllMembers() []Member {
 		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b Member) int { return cmpString(a.Name, b.Name) })
-	return out
+	admitted := map[string]bool{}
+	counted := map[string]int{}
+	for i := range out {
+		if !out[i].Trusted || out[i].Name == r.cfg.NodeName {
+			continue
+		}
+		p, _ := t.lookup(out[i].Name)
+		if !p.IsPrefix() {
+			continue
+		}
+		if counted[p.Name] >= p.MaxNodes {
+			out[i].Trusted = false // beyond what the entry covers: an invented name, or a surge
+			continue
+		}
+		counted[p.Name]++
+		admitted[out[i].Name] = true
+	}
+	r.view.Store(&view{members: out, admitted: admitted})
 }
 
 // trustedMeta checks a member's metadata against its listing (cached per
@@ -425,11 +472,23 @@ func (r *Ring) SetPeers(peers []model.RingPeer) error {
 	r.trust.Store(t)
 	r.mu.Lock()
 	clear(r.metaOK)
+	for k := range r.hbSeen {
+		_, from, _ := strings.Cut(k, "|")
+		if p, ok := t.lookup(from); !ok || p.Role != model.PeerAgent {
+			delete(r.hbSeen, k)
+		}
+	}
+	for voter := range r.leaders {
+		if p, ok := t.lookup(voter); !ok || p.Role != model.PeerProber {
+			delete(r.leaders, voter)
+		}
+	}
 	r.mu.Unlock()
 	r.store.dropProbers(func(name string) bool {
 		p, ok := t.lookup(name)
 		return !ok || p.Role != model.PeerProber
 	})
+	r.refreshView()
 	return nil
 }
 
@@ -527,7 +586,9 @@ func (r *Ring) changed() {
 
 // BroadcastShared spreads this node's shared (admin) state; a newer
 // broadcast replaces an older one still queued.
-func (r *Ring) BroadcastShared(data []byte) { r.broadcast(msgShared, "a/"+r.cfg.NodeName, data) }
+func (r *Ring) BroadcastShared(data []byte) {
+	r.broadcast(msgShared, "a/"+r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
+}
 
 // broadcast signs v as a message of type t from this node and queues it.
 func (r *Ring) broadcast(t byte, name string, v any) {
@@ -666,23 +727,57 @@ func (r *Ring) summaryLoop() {
 	defer r.wg.Done()
 	t := time.NewTicker(r.cfg.SummaryInterval)
 	defer t.Stop()
+	r.summarize(time.Now()) // at once: a prober counts as live for others only with a recent summary
 	for {
 		select {
 		case <-r.stop:
 			return
 		case now := <-t.C:
 			r.updateMembers()
-			if r.cfg.Role != RoleProber {
-				continue
-			}
-			n, sum := r.store.digest(r.cfg.NodeName)
-			sm := summary{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Count: n, SeqSum: sum, Inc: r.inc}
-			raw := seal(r.id, msgSummary, r.cfg.NodeName, sm)
-			r.store.putSummary(sm, raw)
-			r.queue(msgSummary, "s/"+sm.Prober, raw)
+			r.forget(now)
+			r.summarize(now)
 		}
 	}
 }
+
+// summarize tells the ring that this prober's votes still hold as of now.
+func (r *Ring) summarize(now time.Time) {
+	if r.cfg.Role != RoleProber {
+		return
+	}
+	n, sum := r.store.digest(r.cfg.NodeName)
+	sm := summary{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Count: n, SeqSum: sum, Inc: r.inc}
+	raw := seal(r.id, msgSummary, r.cfg.NodeName, sm)
+	r.store.putSummary(sm, raw)
+	r.queue(msgSummary, "s/"+sm.Prober, raw)
+}
+
+// forget bounds what departed nodes leave behind: votes of prefix-entry
+// probers that are no longer admitted and silent for forgetAfter, writer
+// votes and heartbeat sequences older than that.
+func (r *Ring) forget(now time.Time) {
+	t, v := r.trust.Load(), r.view.Load()
+	r.store.forgetSilent(now, forgetAfter, func(name string) bool {
+		p, ok := t.lookup(name)
+		return ok && p.IsPrefix() && !v.admitted[name]
+	})
+	oldest := uint64(now.Add(-forgetAfter).UnixNano())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, seq := range r.hbSeen {
+		if seq < oldest {
+			delete(r.hbSeen, k)
+		}
+	}
+	for k, lv := range r.leaders {
+		if now.Sub(lv.Received) > forgetAfter {
+			delete(r.leaders, k)
+		}
+	}
+}
+
+// forgetAfter is how long a departed node's traces are kept.
+const forgetAfter = 10 * time.Minute
 
 func (r *Ring) updateMembers() {
 	counts := map[string]int{RoleProber: 0, RoleAgent: 0, "untrusted": 0}
@@ -737,6 +832,7 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 	r.mu.Lock()
 	delete(r.nodes, n.Name)
 	r.mu.Unlock()
+	r.refreshView()
 	r.log.Warn("ring: member left or failed", "member", n.Name, "addr", n.Address())
 	r.changed()
 }
@@ -767,6 +863,7 @@ func (r *Ring) keepNode(n *memberlist.Node) {
 	r.mu.Lock()
 	r.nodes[n.Name] = c
 	r.mu.Unlock()
+	r.refreshView()
 }
 
 // slogWriter routes memberlist's log lines ("[DEBUG] memberlist: ...") to slog.

@@ -180,6 +180,36 @@ func (s *store) prune(keep func(health.Subject) bool, now time.Time, maxAge time
 	return n
 }
 
+// summaryAt returns the time of prober's latest summary.
+func (s *store) summaryAt(prober string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sm, ok := s.summaries[prober]
+	return time.UnixMilli(sm.At), ok
+}
+
+// forgetSilent forgets the votes and summary of every prober gone reports
+// true for whose latest word (summary or vote) is older than idle.
+func (s *store) forgetSilent(now time.Time, idle time.Duration, gone func(string) bool) {
+	s.mu.Lock()
+	last := map[string]time.Time{}
+	for k, v := range s.votes {
+		if v.ObservedAt.After(last[k.prober]) {
+			last[k.prober] = v.ObservedAt
+		}
+	}
+	for p, sm := range s.summaries {
+		if at := time.UnixMilli(sm.At); at.After(last[p]) {
+			last[p] = at
+		}
+	}
+	s.mu.Unlock()
+	s.dropProbers(func(name string) bool {
+		at, ok := last[name]
+		return ok && now.Sub(at) > idle && gone(name)
+	})
+}
+
 // dropProbers forgets the votes and summary of every prober gone reports true for.
 func (s *store) dropProbers(gone func(string) bool) {
 	s.mu.Lock()

@@ -14,6 +14,7 @@ const (
 	ReasonOversized     = "oversized"      // larger than the limit of its kind
 	ReasonUnknownType   = "unknown-type"   // a message type this version does not know
 	ReasonUnknownOrigin = "unknown-origin" // the origin is not in ring.peers
+	ReasonUnadmitted    = "unadmitted"     // matches a prefix entry but is not one of its max_nodes live members
 	ReasonSignature     = "bad-signature"  // the signature does not match the origin's listed key
 	ReasonRole          = "role"           // the origin's role may not send this kind (an agent voting)
 	ReasonImpersonation = "impersonation"  // the message speaks for another node than its origin
@@ -27,7 +28,7 @@ const (
 )
 
 // RejectReasons lists every reason, in documentation order.
-var RejectReasons = []string{ReasonMalformed, ReasonOversized, ReasonUnknownType, ReasonUnknownOrigin, ReasonSignature,
+var RejectReasons = []string{ReasonMalformed, ReasonOversized, ReasonUnknownType, ReasonUnknownOrigin, ReasonUnadmitted, ReasonSignature,
 	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic}
 
 // rejection is why a message was not accepted.

@@ -2,12 +2,16 @@ package ring
 
 import (
 	"encoding/json"
+	"io"
+	"log"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,14 +68,14 @@ func TestEveryForgedOrMalformedMessageIsRejectedAndCounted(t *testing.T) {
 	victim := l.start(t, vcfg)
 
 	pcfg := l.config("p2", "r2", RoleProber, "")
-	pcfg.Seeds = []string{victim.LocalAddr()}
+	pcfg.Seeds, pcfg.SummaryInterval = []string{victim.LocalAddr()}, 100*time.Millisecond
 	p2 := l.start(t, pcfg)
 	acfg := l.config("agent-c1", "", RoleAgent, "c1")
 	acfg.Seeds = []string{victim.LocalAddr()}
 	agent := l.start(t, acfg)
 	ghost := NewIdentity() // has the gossip key (there is none here) but is not listed
 	eventually(t, "three members", func() bool { return len(victim.AllMembers()) == 3 })
-	assert.Len(t, victim.Members(), 3, "all three are listed")
+	eventually(t, "all three are listed and trusted", func() bool { return len(victim.Members()) == 3 })
 
 	now := time.Now()
 	futureMs := now.Add(time.Hour).UnixMilli()
@@ -117,7 +121,10 @@ func TestEveryForgedOrMalformedMessageIsRejectedAndCounted(t *testing.T) {
 		{"a prober may not send a heartbeat", seal(p2ID, msgHeartbeat, "p2", heartbeat{Cluster: "c1", From: "p2", At: now.UnixMilli(), Seq: 1}), "heartbeat", ReasonRole},
 		{"a writer vote with sequence MaxUint64 is refused", seal(p2ID, msgLeader, "p2", leaderMsg{Voter: "p2", Candidate: "p2", Seq: math.MaxUint64}), "leader", ReasonFuture},
 		{"a writer vote in v's name is impersonation", seal(p2ID, msgLeader, "p2", leaderMsg{Voter: "v", Candidate: "p2", Seq: 1}), "leader", ReasonImpersonation},
-		{"an agent may not send admin state", seal(agentID, msgShared, "agent-c1", []byte(`{"entries":{}}`)), "shared", ReasonRole},
+		{"an agent may not send admin state", seal(agentID, msgShared, "agent-c1", sharedMsg{At: now.UnixMilli(), State: []byte(`{"entries":{}}`)}), "shared", ReasonRole},
+		{"an admin state from an hour ago (a replay bringing back removed overrides) is stale", seal(p2ID, msgShared, "p2", sharedMsg{At: now.Add(-time.Hour).UnixMilli(), State: []byte(`{"entries":{}}`)}), "shared", ReasonStale},
+		{"an admin state from the future is refused", seal(p2ID, msgShared, "p2", sharedMsg{At: futureMs, State: []byte(`{"entries":{}}`)}), "shared", ReasonFuture},
+		{"a writer vote from ten minutes ago (a replay) is stale", seal(p2ID, msgLeader, "p2", leaderMsg{Voter: "p2", Candidate: "p2", Seq: uint64(now.Add(-10 * time.Minute).UnixNano())}), "leader", ReasonStale},
 		{"an agent may not change keys", seal(agentID, msgKeyOp, "agent-c1", keyOp{Op: KeyUse, Key: make([]byte, 32), ID: "k1", At: now.UnixMilli()}), "keyop", ReasonRole},
 		{"a key change from an hour ago (a replay) is stale", seal(p2ID, msgKeyOp, "p2", keyOp{Op: KeyUse, Key: make([]byte, 32), ID: "k2", At: now.Add(-time.Hour).UnixMilli()}), "keyop", ReasonStale},
 		{"a key of 5 bytes is invalid", seal(p2ID, msgKeyOp, "p2", keyOp{Op: KeyInstall, Key: make([]byte, 5), ID: "k3", At: now.UnixMilli()}), "keyop", ReasonInvalid},
@@ -207,4 +214,83 @@ func TestPeersListingThisNodeWithAnotherKeyIsAnError(t *testing.T) {
 	cfg.Peers = []model.RingPeer{{Name: "a", Role: model.PeerProber, Region: "r2", PublicKey: model.FormatPeerKey(l.ids["a"].Public())}}
 	_, err = Start(cfg)
 	assert.ErrorContains(t, err, "with region r2, but ring.region is r1")
+}
+
+func TestAPrefixEntryCoversAtMostMaxNodes(t *testing.T) {
+	shared := NewIdentity() // the Secret a Deployment's replicas share
+	peers := []model.RingPeer{{Name: "east-*", Role: model.PeerProber, Region: "r2", MaxNodes: 2, PublicKey: model.FormatPeerKey(shared.Public())}}
+	l := labFor(t)
+	vcfg := l.config("v", "r1", RoleProber, "")
+	vcfg.Peers, vcfg.SummaryInterval = peers, 100*time.Millisecond
+	victim, err := Start(vcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = victim.Shutdown() })
+	var replicas []*Ring
+	for _, name := range []string{"east-a", "east-b", "east-c"} { // east-c: a name invented by a compromised replica
+		c := l.config(name, "r2", RoleProber, "")
+		c.Identity, c.Peers, c.Seeds, c.SummaryInterval = shared, peers, []string{victim.LocalAddr()}, 100*time.Millisecond
+		r, err := Start(c)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = r.Shutdown() })
+		replicas = append(replicas, r)
+	}
+	eventually(t, "all four are members", func() bool { return len(victim.AllMembers()) == 4 })
+	eventually(t, "two replicas count, the third does not", func() bool {
+		var names []string
+		for _, m := range victim.Members() {
+			names = append(names, m.Name)
+		}
+		return slices.Equal(names, []string{"east-a", "east-b", "v"})
+	})
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	replicas[2].Publish(s, health.Down, time.Now())
+	eventually(t, "the third replica's vote is refused", func() bool {
+		return testutil.ToFloat64(victim.m.Rejected.WithLabelValues("vote", ReasonUnadmitted)) >= 1
+	})
+	assert.False(t, hasVote(victim, "east-c", s, health.Down))
+	replicas[0].Publish(s, health.Down, time.Now())
+	eventually(t, "an admitted replica's vote is taken", func() bool { return hasVote(victim, "east-a", s, health.Down) })
+}
+
+// replayMeta is a memberlist delegate that announces captured metadata.
+type replayMeta []byte
+
+func (m replayMeta) NodeMeta(int) []byte           { return m }
+func (replayMeta) NotifyMsg([]byte)                {}
+func (replayMeta) GetBroadcasts(int, int) [][]byte { return nil }
+func (replayMeta) LocalState(bool) []byte          { return nil }
+func (replayMeta) MergeRemoteState([]byte, bool)   {}
+
+func TestADepartedProbersReplayedMetadataDoesNotMakeItAMember(t *testing.T) {
+	l := labFor(t)
+	acfg := l.config("a", "r1", RoleProber, "")
+	acfg.SummaryInterval, acfg.MaxClockSkew = 100*time.Millisecond, time.Second // a prober counts for 3 × 100ms + 1s after its last summary
+	a := l.start(t, acfg)
+	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, "", nil)
+	eventually(t, "b is a trusted member of a", func() bool { return len(a.Members()) == 2 })
+	var captured []byte
+	for _, n := range a.nodeList() {
+		if n.Name == "b" {
+			captured = slices.Clone(n.Meta)
+		}
+	}
+	require.NotEmpty(t, captured)
+	require.NoError(t, b.Shutdown())
+	eventually(t, "b left", func() bool { return len(a.AllMembers()) == 1 })
+
+	// An impostor takes b's name and announces b's signed metadata.
+	c := memberlist.DefaultLANConfig()
+	c.Name, c.BindAddr, c.BindPort, c.Label = "b", "127.0.0.1", 0, "test"
+	c.Delegate = replayMeta(captured)
+	c.Logger = log.New(io.Discard, "", 0)
+	imp, err := memberlist.Create(c)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = imp.Shutdown() })
+	_, err = imp.Join([]string{a.LocalAddr()})
+	require.NoError(t, err)
+	eventually(t, "the impostor is a member", func() bool { return len(a.AllMembers()) == 2 })
+	time.Sleep(2 * time.Second) // past the window of b's last real summary
+	for _, m := range a.AllMembers() {
+		assert.Equal(t, m.Name == "a", m.Trusted, "%s: replayed metadata without fresh signed summaries counts for nothing", m.Name)
+	}
 }
