@@ -169,7 +169,10 @@ func (a *App) merge(l *Loaded) (*config.File, error) {
 	clusters, problems := withSecretClusters(&base, secrets)
 	base.Clusters = clusters
 	objs := k.mgr.Objects()
-	res := kube.Build(objs, &base)
+	res, err := kube.BuildSafe(objs, &base)
+	if err != nil {
+		return nil, err
+	}
 	k.mgr.Observe(res)
 	k.mu.Lock()
 	k.objs, k.res = objs, res

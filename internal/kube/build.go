@@ -96,6 +96,18 @@ type SettingsOf struct {
 //   - a service that does not validate (e.g. CNAME and addresses mixed, a
 //     name outside every zone, an unknown cluster in failover-order) is not
 //     served and the reason is reported on each of its objects.
+//
+// BuildSafe is Build on an input path: a panic (a bug some tenant's object
+// runs into) becomes an error, so the caller keeps serving what it served.
+func BuildSafe(objs []Object, base *model.Desired) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kubernetes: building services from %d objects panicked (recovered): %v", len(objs), r)
+		}
+	}()
+	return Build(objs, base), nil
+}
+
 func Build(objs []Object, base *model.Desired) Result {
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
 		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{}}

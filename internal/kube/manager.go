@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -383,9 +384,9 @@ func (m *member) startInformers(ctx context.Context, cs kubernetes.Interface) {
 	for _, ns := range nss {
 		f := informers.NewSharedInformerFactoryWithOptions(cs, resync, informers.WithNamespace(ns))
 		h := cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { m.upsert(o) },
-			UpdateFunc: func(_, o any) { m.upsert(o) },
-			DeleteFunc: func(o any) { m.remove(o) },
+			AddFunc:    func(o any) { m.safely(o, m.upsert) },
+			UpdateFunc: func(_, o any) { m.safely(o, m.upsert) },
+			DeleteFunc: func(o any) { m.safely(o, m.remove) },
 		}
 		if _, err := f.Core().V1().Services().Informer().AddEventHandler(h); err != nil {
 			m.mg.log.Error("kubernetes: service informer", "cluster", m.src.Cluster, "err", err)
@@ -399,6 +400,23 @@ func (m *member) startInformers(ctx context.Context, cs kubernetes.Interface) {
 			m.mg.log.Info("kubernetes: watching annotated Services and Ingresses", "cluster", m.src.Cluster, "namespace", orAll(ns))
 		}()
 	}
+}
+
+// safely handles a watched object on the informer's goroutine: a tenant's
+// object is input, and a panic while reading it skips that object (logged
+// and counted) instead of stopping the process (client-go re-panics).
+func (m *member) safely(o any, handle func(any)) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.mg.m.panics.WithLabelValues(m.src.Cluster).Inc()
+			name := "?"
+			if mo, ok := o.(metav1.Object); ok {
+				name = mo.GetNamespace() + "/" + mo.GetName()
+			}
+			m.mg.log.Error("kubernetes: recovered from a panic while handling an object; it is skipped", "cluster", m.src.Cluster, "object", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	handle(o)
 }
 
 func orAll(ns string) string {

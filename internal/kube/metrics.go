@@ -14,6 +14,7 @@ type metrics struct {
 	events           *prometheus.CounterVec
 	conflicts        *prometheus.GaugeVec
 	ownerChanges     prometheus.Counter
+	panics           *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 			Name: "meridian_kube_hostname_conflicts",
 			Help: "Names objects claim but may not serve now (object × name), by kind: taken (another namespace claimed it first), not-allowed (kubernetes.claims gives it to other namespaces), reserved (a zone apex or nameserver name), unclaimed (unclaimed_names: refuse).",
 		}, []string{"kind"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_kube_panics_total",
+			Help: "Panics recovered while handling a watched object (the object is skipped, the process goes on), by cluster.",
+		}, []string{"cluster"}),
 		ownerChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_kube_hostname_owner_changes_total",
 			Help: "Times the namespaces owning a Kubernetes-claimed name changed (e.g. the owner's oldest object was deleted, or an older object claimed the name).",
@@ -52,7 +57,7 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 	members := prometheus.NewDesc("meridian_kube_member_ready", "1 when the member cluster is Ready (reachable, TLS verified, credentials accepted), else 0.", []string{"cluster"}, nil)
 	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services and Ingresses watched, by cluster.", []string{"cluster"}, nil)
 	invalid := prometheus.NewDesc("meridian_kube_invalid_objects", "Watched objects whose current annotations are rejected (they serve their last valid settings), by cluster.", []string{"cluster"}, nil)
-	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, collector{
+	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, m.panics, collector{
 		descs: []*prometheus.Desc{members, objects, invalid},
 		collect: func(ch chan<- prometheus.Metric) {
 			for _, mem := range mg.list() {

@@ -89,6 +89,19 @@ func (e *OpenError) Error() string {
 
 func (e *OpenError) Unwrap() error { return ErrOpen }
 
+// OwnerError refuses a secret file that another user owns (and could rewrite).
+type OwnerError struct {
+	Path string
+	UID  uint32
+}
+
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("secret file %s belongs to uid %d, not to this process's user (uid %d) or root: that user could rewrite it (allowed: `chown %d %s`; "+
+		"or start with --%s / %s=1 to only warn)", e.Path, e.UID, os.Geteuid(), os.Geteuid(), e.Path, FlagAllow, EnvAllow)
+}
+
+func (e *OwnerError) Unwrap() error { return ErrOpen }
+
 // CheckMode is the pure rule: nil when mode gives group and other nothing.
 func CheckMode(path string, mode fs.FileMode) error {
 	if mode.Perm()&0o077 != 0 {
@@ -97,16 +110,21 @@ func CheckMode(path string, mode fs.FileMode) error {
 	return nil
 }
 
-// Owner is who owns a file and which groups the process is in.
+// Owner is who owns a file and who the process is.
 type Owner struct {
 	UID, GID uint32   // the file's owner and group
+	EUID     uint32   // the process's effective user
 	Groups   []uint32 // the process's primary and supplementary groups
 }
 
-// CheckOwned is CheckMode with the root-owned, group-readable exception:
-// owner only, or owned by root, read-only to a group of ours, nothing for
-// other.
+// CheckOwned is CheckMode with ownership: the file must belong to this
+// process's user or to root (another user could rewrite it), and either
+// give group and other nothing, or be root's and read-only to a group of
+// ours.
 func CheckOwned(path string, mode fs.FileMode, o Owner) error {
+	if o.UID != o.EUID && o.UID != 0 {
+		return &OwnerError{Path: path, UID: o.UID}
+	}
 	perm := mode.Perm()
 	if perm&0o077 == 0 {
 		return nil
@@ -123,7 +141,7 @@ func owner(fi fs.FileInfo) *Owner {
 	if !ok {
 		return nil
 	}
-	o := &Owner{UID: st.Uid, GID: st.Gid, Groups: []uint32{uint32(os.Getgid())}}
+	o := &Owner{UID: st.Uid, GID: st.Gid, EUID: uint32(os.Geteuid()), Groups: []uint32{uint32(os.Getgid())}}
 	if gs, err := os.Getgroups(); err == nil {
 		for _, g := range gs {
 			o.Groups = append(o.Groups, uint32(g))

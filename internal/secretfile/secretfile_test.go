@@ -115,13 +115,15 @@ func TestCheckOwned(t *testing.T) {
 		o    Owner
 		ok   bool
 	}{
-		{"owner only is accepted", 0o600, Owner{UID: 1000, GID: 1000, Groups: ours}, true},
-		{"a root-owned key readable by our group is accepted (a Kubernetes Secret with fsGroup)", 0o440, Owner{UID: 0, GID: 65532, Groups: ours}, true},
-		{"0640 root:our group is accepted", 0o640, Owner{UID: 0, GID: 65532, Groups: ours}, true},
-		{"a root-owned key readable by a group we are not in is refused", 0o440, Owner{UID: 0, GID: 50, Groups: ours}, false},
-		{"a group-readable key owned by a user is refused", 0o640, Owner{UID: 1000, GID: 1000, Groups: ours}, false},
-		{"a group-writable key is refused even when root owns it", 0o460, Owner{UID: 0, GID: 65532, Groups: ours}, false},
-		{"a world-readable key is refused even when root owns it", 0o444, Owner{UID: 0, GID: 65532, Groups: ours}, false},
+		{"owner only is accepted", 0o600, Owner{UID: 1000, GID: 1000, EUID: 1000, Groups: ours}, true},
+		{"a root-owned owner-only key is accepted", 0o600, Owner{UID: 0, GID: 0, EUID: 1000, Groups: ours}, true},
+		{"a root-owned key readable by our group is accepted (a Kubernetes Secret with fsGroup)", 0o440, Owner{UID: 0, GID: 65532, EUID: 65532, Groups: ours}, true},
+		{"0640 root:our group is accepted", 0o640, Owner{UID: 0, GID: 65532, EUID: 1000, Groups: ours}, true},
+		{"a root-owned key readable by a group we are not in is refused", 0o440, Owner{UID: 0, GID: 50, EUID: 1000, Groups: ours}, false},
+		{"a group-readable key owned by a user is refused", 0o640, Owner{UID: 1000, GID: 1000, EUID: 1000, Groups: ours}, false},
+		{"a group-writable key is refused even when root owns it", 0o460, Owner{UID: 0, GID: 65532, EUID: 1000, Groups: ours}, false},
+		{"a world-readable key is refused even when root owns it", 0o444, Owner{UID: 0, GID: 65532, EUID: 1000, Groups: ours}, false},
+		{"an owner-only key of another user is refused when we run as root (that user could rewrite it)", 0o600, Owner{UID: 1000, GID: 1000, EUID: 0, Groups: []uint32{0}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
