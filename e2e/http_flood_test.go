@@ -29,7 +29,7 @@ import (
 const floodConfig = `
 server:
   dns: {rrl: {responses_per_second: 1000000}}
-  http: {max_connections: 4096}
+  http: {max_connections: 4096, max_connections_per_client: 4096}
 zones:
   - apex: flood.test
     nameservers: [{name: ns1.flood.test, ipv4: [192.0.2.53]}]

@@ -6,7 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	ChangesRefused      *prometheus.CounterVec // reason
 	Connections         *prometheus.GaugeVec   // listener
-	ConnectionsRejected *prometheus.CounterVec // listener
+	ConnectionsRejected *prometheus.CounterVec // listener, reason
 	Streams             prometheus.Gauge
 	StreamsRejected     prometheus.Counter
 	StreamsDropped      prometheus.Counter
@@ -34,8 +34,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"listener"}),
 		ConnectionsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_http_connections_rejected_total",
-			Help: "HTTP connections closed at once because the listener had server.http.max_connections open, by listener.",
-		}, []string{"listener"}),
+			Help: "HTTP connections closed at once, by listener and reason (total: server.http.max_connections open; per-client: server.http.max_connections_per_client open from that address).",
+		}, []string{"listener", "reason"}),
 		Streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "meridian_http_event_streams",
 			Help: "Open GET /v1/events streams.",

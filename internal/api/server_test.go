@@ -70,7 +70,7 @@ func TestListenCapsConnections(t *testing.T) {
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	m := NewMetrics(prometheus.NewRegistry())
-	ln := Listen(raw, 2, "main", nil, m)
+	ln := Listen(raw, Limits{Max: 2}, "main", nil, m)
 	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }), nil, nil)
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -90,7 +90,7 @@ func TestListenCapsConnections(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Contains(t, string(body), "server.http.max_connections")
 	}
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.ConnectionsRejected.WithLabelValues("main")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.ConnectionsRejected.WithLabelValues("main", "total")))
 
 	idle[0].Close()
 	require.Eventually(t, func() bool {
@@ -156,7 +156,7 @@ func TestCertificateReloadServesNewConnections(t *testing.T) {
 	require.NoError(t, err)
 	conf := cert.TLSConfig()
 	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }), conf, nil)
-	go srv.Serve(Listen(raw, 0, "main", conf, nil))
+	go srv.Serve(Listen(raw, Limits{}, "main", conf, nil))
 	defer srv.Close()
 	url := "https://" + raw.Addr().String() + "/"
 	client := func(pool *x509.CertPool) *http.Client {
@@ -182,4 +182,49 @@ func TestCertificateReloadServesNewConnections(t *testing.T) {
 
 	require.NoError(t, os.Chmod(keyFile, 0o644))
 	assert.ErrorContains(t, cert.Reload(), "chmod 600")
+}
+
+func TestListenCapsConnectionsPerClient(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	m := NewMetrics(prometheus.NewRegistry())
+	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }), nil, nil)
+	go srv.Serve(Listen(raw, Limits{Max: 100, PerClient: 2}, "main", nil, m))
+	defer srv.Close()
+	for range 2 { // one client holds its two slots
+		c, err := net.Dial("tcp", raw.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+	}
+	require.Eventually(t, func() bool { return testutil.ToFloat64(m.Connections.WithLabelValues("main")) == 2 }, 5*time.Second, 5*time.Millisecond)
+	resp, err := http.Get("http://" + raw.Addr().String())
+	if err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Contains(t, string(body), "server.http.max_connections_per_client")
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.ConnectionsRejected.WithLabelValues("main", "per-client")))
+	// Another client (127.0.0.2 is another address on loopback) is served.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	cl := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	resp, err = cl.Get("http://" + raw.Addr().String())
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the cap is per client: others are not starved")
+}
+
+func TestClientKey(t *testing.T) {
+	tests := []struct{ name, addr, want string }{
+		{"an IPv4 client is its address", "192.0.2.7:4000", "192.0.2.7/32"},
+		{"an IPv6 client is its /64", "[2001:db8:1:2:3:4:5:6]:4000", "2001:db8:1:2::/64"},
+		{"an IPv4-mapped IPv6 client is its IPv4 address", "[::ffff:192.0.2.7]:4000", "192.0.2.7/32"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := net.ResolveTCPAddr("tcp", tt.addr)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, clientKey(a).String())
+		})
+	}
 }

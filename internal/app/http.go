@@ -85,7 +85,7 @@ func (a *App) startHTTP(ctx context.Context, wg *sync.WaitGroup, h *healthLoop, 
 		}
 		srv := api.NewServer(h, tlsConf, a.log)
 		go func() {
-			if err := srv.Serve(api.Listen(ln, hc.MaxConnections, name, tlsConf, metrics)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(api.Listen(ln, api.Limits{Max: hc.MaxConnections, PerClient: hc.MaxConnectionsPerClient}, name, tlsConf, metrics)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				a.log.Error("http server", "listener", name, "err", err)
 			}
 		}()
@@ -95,7 +95,7 @@ func (a *App) startHTTP(ctx context.Context, wg *sync.WaitGroup, h *healthLoop, 
 		return nil, fmt.Errorf("http listen %s: %w", hc.Listen, err)
 	}
 	a.log.Info("http listening", "addr", out.addr, "scheme", scheme, "paths", "/ /metrics /healthz /readyz /v1/...",
-		"max_connections", hc.MaxConnections, "max_event_streams", hc.MaxEventStreams)
+		"max_connections", hc.MaxConnections, "max_connections_per_client", hc.MaxConnectionsPerClient, "max_event_streams", hc.MaxEventStreams)
 	if ro := hc.ReadOnlyListen; ro != "" {
 		var roAddr string
 		if out.readOnly, roAddr, err = serve(ro, "read_only", api.ReadOnly(handler)); err != nil {

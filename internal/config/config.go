@@ -120,6 +120,10 @@ type HTTP struct {
 	// and read_only_listen); one more is closed at once and counted
 	// (default 1024).
 	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerClient caps the open connections of one client
+	// address (IPv6: one /64) on each listener, so that one client cannot
+	// take every slot from the probes and the others (default 64).
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
 	// MaxEventStreams caps the concurrent GET /v1/events streams of the
 	// status page; one more gets 503 and the page polls (default 64).
 	MaxEventStreams int `yaml:"max_event_streams"`
@@ -148,6 +152,7 @@ const (
 	DefaultTCPIdleTimeout    = 10 * time.Second
 	DefaultUDPPayloadSize    = 1232
 	DefaultHTTPMaxConns      = 1024 // server.http.max_connections
+	DefaultHTTPMaxPerClient  = 64   // server.http.max_connections_per_client
 	DefaultHTTPMaxStreams    = 64   // server.http.max_event_streams
 )
 
@@ -374,6 +379,9 @@ func (s *Server) validate() []model.FieldError {
 	if n := s.HTTP.MaxConnections; n < 0 || n > 1_000_000 {
 		add("server.http.max_connections", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxConns)
 	}
+	if n := s.HTTP.MaxConnectionsPerClient; n < 0 || n > 1_000_000 {
+		add("server.http.max_connections_per_client", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxPerClient)
+	}
 	if n := s.HTTP.MaxEventStreams; n < 0 || n > 100_000 {
 		add("server.http.max_event_streams", "%d is out of range (allowed 1..100000; 0 = default %d)", n, DefaultHTTPMaxStreams)
 	}
@@ -445,6 +453,9 @@ func (s *Server) applyDefaults() {
 	}
 	if s.HTTP.MaxConnections == 0 {
 		s.HTTP.MaxConnections = DefaultHTTPMaxConns
+	}
+	if s.HTTP.MaxConnectionsPerClient == 0 {
+		s.HTTP.MaxConnectionsPerClient = DefaultHTTPMaxPerClient
 	}
 	if s.HTTP.MaxEventStreams == 0 {
 		s.HTTP.MaxEventStreams = DefaultHTTPMaxStreams
