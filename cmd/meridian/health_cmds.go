@@ -118,6 +118,12 @@ func printStatus(cmd *cobra.Command, rep api.HealthReport) {
 		}
 		tw.Flush()
 	}
+	if len(rep.Untrusted) > 0 {
+		fmt.Fprintln(out, "\nUNTRUSTED MEMBERS (count for nothing: not in ring.peers, not signed by the listed key, beyond max_nodes, or no recent signed summary)")
+		for _, u := range rep.Untrusted {
+			fmt.Fprintf(out, "  %s\t%s\t%s\n", u.Name, u.Addr, u.Role)
+		}
+	}
 	if len(rep.Changes) > 0 {
 		fmt.Fprintln(out, "\nRECENT CHANGES")
 		for i, c := range rep.Changes {

@@ -13,6 +13,19 @@ type HealthReport struct {
 	Clusters  []ClusterHealth  `json:"clusters"`
 	Probers   []ProberHealth   `json:"probers"`
 	Changes   []ChangeEvent    `json:"changes"` // most recent first
+	// PublicKey is this node's ring identity, as ring.peers lists it.
+	PublicKey string `json:"public_key,omitempty"`
+	// Untrusted are live ring members that count for nothing: not in
+	// ring.peers, metadata not signed by the listed key, beyond a prefix
+	// entry's max_nodes, or a prober without recent signed summaries.
+	Untrusted []UntrustedMember `json:"untrusted,omitempty"`
+}
+
+// UntrustedMember is a live ring member that counts for nothing.
+type UntrustedMember struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	Role string `json:"role"` // as it claims
 }
 
 // EndpointHealth is one endpoint of one service.

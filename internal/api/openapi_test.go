@@ -324,6 +324,7 @@ var goSchemas = map[string]reflect.Type{
 	"ExplainClient":    reflect.TypeFor[engine.ExplainClient](),
 	"ExplainCandidate": reflect.TypeFor[engine.ExplainCandidate](),
 	"HealthReport":     reflect.TypeFor[HealthReport](),
+	"UntrustedMember":  reflect.TypeFor[UntrustedMember](),
 	"EndpointHealth":   reflect.TypeFor[EndpointHealth](),
 	"ClusterHealth":    reflect.TypeFor[ClusterHealth](),
 	"VoteInfo":         reflect.TypeFor[VoteInfo](),

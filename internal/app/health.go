@@ -394,7 +394,12 @@ func (h *healthLoop) report() api.HealthReport {
 	cur := a.current()
 	now := time.Now()
 	fresh := time.Duration(cur.Desired.Decision.FreshVotes) * cur.Desired.Health.Interval.D()
-	rep := api.HealthReport{Node: h.ring.Name(), Region: h.ring.Region(), Probing: true}
+	rep := api.HealthReport{Node: h.ring.Name(), Region: h.ring.Region(), Probing: true, PublicKey: h.ring.PublicKey()}
+	for _, m := range h.ring.AllMembers() {
+		if !m.Trusted {
+			rep.Untrusted = append(rep.Untrusted, api.UntrustedMember{Name: m.Name, Addr: m.Addr, Role: m.Role})
+		}
+	}
 	votes := map[health.Subject][]api.VoteInfo{}
 	lastVote := map[string]time.Time{}
 	for _, v := range h.ring.Votes() {
