@@ -223,6 +223,12 @@ func TestForgedGossipChangesNothing(t *testing.T) {
 			assert.Equal(t, "up", e.State, "%s on node %d", e.Target, i+1)
 		}
 		assert.Len(t, after.Probers, 2, "the attacker counts for nothing on node %d", i+1)
+		var untrusted []string
+		for _, u := range after.Untrusted {
+			untrusted = append(untrusted, u.Name)
+		}
+		assert.Contains(t, untrusted, "mallory", "and is shown as untrusted on node %d", i+1)
+		assert.NotEmpty(t, after.PublicKey)
 		resp, err := http.Get(m.http + "/v1/admin/overrides")
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
