@@ -119,6 +119,35 @@ func (s *Signer) Sign(rrset []dns.RR) ([]dns.RR, error) {
 	return e.sigs, nil
 }
 
+// SignGated is Sign, except that a fresh signature (a cache miss) is made
+// only if allow says yes; otherwise nothing is signed and refused is true.
+func (s *Signer) SignGated(rrset []dns.RR, allow func() bool) (sigs []dns.RR, refused bool, err error) {
+	if len(rrset) == 0 {
+		return nil, false, nil
+	}
+	now := s.now()
+	kb := keyBufs.Get().(*keyBuf)
+	defer keyBufs.Put(kb)
+	key, err := kb.key(rrset)
+	if err != nil {
+		return nil, false, err
+	}
+	if e := s.cache.get(key); e != nil && now.Before(e.refresh) {
+		s.hits.Add(1)
+		return e.sigs, false, nil
+	}
+	if !allow() {
+		return nil, true, nil
+	}
+	s.misses.Add(1)
+	e, err := s.sign(rrset, now)
+	if err != nil {
+		return nil, false, err
+	}
+	s.cache.put(string(key), e)
+	return e.sigs, false, nil
+}
+
 // Cached reports whether Sign would answer rrset without making a
 // signature: from the cache, or with an error (an RRset that cannot be
 // packed). It neither signs nor counts a hit or a miss.

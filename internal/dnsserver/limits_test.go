@@ -171,7 +171,9 @@ func TestSignLimitPerPrefixAndTransport(t *testing.T) {
 		r := exchangeFrom(t, "udp", flooder, addr, doQuery("u0.example.test."))
 		assert.True(t, denied(r))
 	})
-	t.Run("positive answers are never limited", func(t *testing.T) {
+	t.Run("a positive answer signed before is answered beyond the limit", func(t *testing.T) {
+		warm := exchangeFrom(t, "udp", other, addr, doQuery("app.example.test.")) // another prefix pays for the signature
+		require.Len(t, warm.Answer, 2)
 		r := exchangeFrom(t, "udp", flooder, addr, doQuery("app.example.test."))
 		assert.Equal(t, dns.RcodeSuccess, r.Rcode)
 		assert.False(t, r.Truncated)

@@ -17,9 +17,10 @@ type ZoneSigner interface {
 	// type and class). It must be safe for concurrent use; the result is
 	// shared and not modified by the engine.
 	Sign(rrset []dns.RR) ([]dns.RR, error)
-	// Cached reports whether Sign would answer rrset from its cache,
-	// without signing (a SignGate is asked only when it would not).
-	Cached(rrset []dns.RR) bool
+	// SignGated is Sign, except that before making a fresh signature (a
+	// cache miss) it asks allow, and when allow says no it signs nothing
+	// and reports refused.
+	SignGated(rrset []dns.RR, allow func() bool) (sigs []dns.RR, refused bool, err error)
 }
 
 // attachSigner makes z a signed zone when signers has an entry for it.
@@ -38,22 +39,33 @@ func (s *Snapshot) attachSigner(z *zone, signers map[string]ZoneSigner) {
 // every RRset of a signed zone in every section. Only this path allocates;
 // answers without DO are untouched.
 //
-// A denial whose NSEC is not in the signer's cache costs a fresh
-// signature: gate (when not nil) is asked for it on behalf of src, and
-// when it refuses, the reply becomes SERVFAIL with no records
-// (out.SignLimited). Positive answers are never metered: their RRsets are
-// few (bounded by the configuration) and cached.
+// A reply that needs a fresh signature — any RRset not in the signer's
+// cache: the NSEC of a denial of a new name, or a positive RRset such as a
+// new draw of max_answers records from a large pool — costs one token of
+// gate (when not nil) on behalf of src, whatever the number of fresh
+// signatures in it; when gate refuses, the reply becomes SERVFAIL with no
+// records (out.SignLimited). Cached signatures cost nothing.
 func (s *Snapshot) signReply(m *dns.Msg, qname string, qtype uint16, out *Outcome, gate SignGate, src netip.Addr) {
 	if len(m.Ns) > 0 && m.Ns[0].Header().Rrtype == dns.TypeSOA {
-		nsec, z := s.deny(m, qname, qtype, out)
-		if nsec != nil && gate != nil && !z.signer.Cached([]dns.RR{nsec}) && !gate.AllowSign(src) {
-			signLimited(m, out)
-			return
+		s.deny(m, qname, qtype, out)
+	}
+	var allow func() bool
+	if gate != nil {
+		asked, ok := false, false
+		allow = func() bool {
+			if !asked {
+				asked, ok = true, gate.AllowSign(src)
+			}
+			return ok
 		}
 	}
-	m.Answer = s.signSection(m.Answer)
-	m.Ns = s.signSection(m.Ns)
-	m.Extra = s.signSection(m.Extra)
+	var refused [3]bool
+	m.Answer, refused[0] = s.signSection(m.Answer, allow)
+	m.Ns, refused[1] = s.signSection(m.Ns, allow)
+	m.Extra, refused[2] = s.signSection(m.Extra, allow)
+	if refused[0] || refused[1] || refused[2] {
+		signLimited(m, out)
+	}
 }
 
 // signLimited turns m into the SERVFAIL of a denial whose signature the
@@ -151,11 +163,13 @@ func (z *zone) types(n *node, qtype uint16) []uint16 {
 }
 
 // signSection appends the RRSIGs of every RRset in rrs whose zone is
-// signed. The records of an RRset need not be adjacent.
-func (s *Snapshot) signSection(rrs []dns.RR) []dns.RR {
+// signed. The records of an RRset need not be adjacent. With allow (not
+// nil), a fresh signature is made only if allow says yes; refused reports
+// that one was not.
+func (s *Snapshot) signSection(rrs []dns.RR, allow func() bool) (_ []dns.RR, refused bool) {
 	n := len(rrs)
 	if n == 0 {
-		return rrs
+		return rrs, false
 	}
 	var doneBuf [64]bool
 	done := doneBuf[:0]
@@ -185,13 +199,23 @@ func (s *Snapshot) signSection(rrs []dns.RR) []dns.RR {
 		if z == nil || z.signer == nil {
 			continue
 		}
-		sigs, err := z.signer.Sign(set)
+		var sigs []dns.RR
+		var err error
+		if allow != nil {
+			var no bool
+			sigs, no, err = z.signer.SignGated(set, allow)
+			if no {
+				return rrs, true
+			}
+		} else {
+			sigs, err = z.signer.Sign(set)
+		}
 		if err != nil {
 			continue // served unsigned: a validator will treat it as bogus
 		}
 		rrs = append(rrs, sigs...)
 	}
-	return rrs
+	return rrs, false
 }
 
 func sameSet(a, b *dns.RR_Header) bool {

@@ -47,9 +47,15 @@ func TestSignGate(t *testing.T) {
 			query("w.example.test.", dns.TypeMX, withDO), dns.RcodeServerFailure, true, 1},
 		{"a denial reached through a CNAME asks the gate", 0, nil,
 			query("dangling.example.test.", dns.TypeA, withDO), dns.RcodeServerFailure, true, 1},
-		{"a positive answer never asks the gate", 0, nil,
+		{"a positive answer signed before comes from the cache without asking the gate", 0,
+			[]*dns.Msg{query("w.example.test.", dns.TypeA, withDO)},
 			query("w.example.test.", dns.TypeA, withDO), dns.RcodeSuccess, false, 0},
-		{"a geo answer never asks the gate", 0, nil,
+		{"a positive answer that needs a fresh signature asks the gate once", 1, nil,
+			query("w.example.test.", dns.TypeA, withDO), dns.RcodeSuccess, false, 1},
+		{"a positive answer that needs a fresh signature beyond the budget is SERVFAIL (a new draw from a large pool costs what a new name does)", 0, nil,
+			query("w.example.test.", dns.TypeA, withDO), dns.RcodeServerFailure, true, 1},
+		{"a geo answer signed before comes from the cache without asking the gate", 0,
+			[]*dns.Msg{query("geo.example.test.", dns.TypeA, withDO, withECS("10.5.0.0/24", 0))},
 			query("geo.example.test.", dns.TypeA, withDO, withECS("10.5.0.0/24", 0)), dns.RcodeSuccess, false, 0},
 		{"a denial without DO is unsigned and never asks the gate", 0, nil,
 			query("new3.example.test.", dns.TypeA, withEDNS(1232)), dns.RcodeNameError, false, 0},
@@ -109,7 +115,7 @@ func TestALimitedReplyLeavesNothingBehindInTheReusedReply(t *testing.T) {
 	rep := &Reply{}
 	out := s.RespondGated(query("gone.example.test.", dns.TypeA, withDO), src, 0, &budgetGate{}, rep)
 	require.True(t, out.SignLimited)
-	out = s.RespondGated(query("w.example.test.", dns.TypeA, withDO), src, 0, &budgetGate{}, rep)
+	out = s.RespondGated(query("w.example.test.", dns.TypeA, withDO), src, 0, &budgetGate{left: 1}, rep)
 	assert.False(t, out.SignLimited)
 	assert.Equal(t, dns.RcodeSuccess, rep.Msg.Rcode)
 	assert.True(t, rep.Msg.Authoritative)
