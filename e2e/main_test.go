@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_STATE_HOME", state)
+	e2eStateHome = state
 	for _, tool := range []string{"dig", "kdig"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s not found: run `make e2e`, which installs it\n", tool)
@@ -60,6 +61,10 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(state)
 	os.Exit(code)
 }
+
+// e2eStateHome is the XDG_STATE_HOME of the test binary; startMeridian
+// gives each instance its own unless a test set another one.
+var e2eStateHome string
 
 // freePort returns a loopback port free for both UDP and TCP.
 func freePort(t testing.TB) int {
@@ -105,7 +110,9 @@ func startMeridian(t testing.TB, config string, extraArgs ...string) *instance {
 	args := append([]string{"serve", "--config", inst.config,
 		"--dns-listen", inst.dns, "--http-listen", fmt.Sprintf("127.0.0.1:%d", httpPort)}, extraArgs...)
 	inst.cmd = exec.Command(meridianBin, args...)
-	inst.cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	if os.Getenv("XDG_STATE_HOME") == e2eStateHome { // not set by the test itself
+		inst.cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	}
 	stderr, err := inst.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, inst.cmd.Start())

@@ -166,6 +166,7 @@ func TestForgedGossipChangesNothing(t *testing.T) {
 	weightless := `{"entries":{"x1":{"o":{"id":"x1","kind":"weight","service":"app.gslb.example.com.","endpoint":"127.0.0.131","who":"eve","reason":"x","at":"` + now.UTC().Format(time.RFC3339) + `"},"s":{"t":` + strconv.FormatInt(now.UnixNano(), 10) + `,"n":"evil"}},` +
 		`"x2":{"o":{"id":"x2","kind":"drain","cluster":"east","who":"eve","reason":"x","at":"` + now.UTC().Format(time.RFC3339) + `"},"s":{"t":` + strconv.FormatInt(math.MaxInt64, 10) + `,"n":"evil"}}}}`
 	seq := uint64(now.UnixNano())
+	shared := map[string]any{"a": now.UnixMilli(), "s": []byte(weightless)} // an admin-state snapshot, stamped
 	attacks := []struct {
 		what string
 		msg  []byte
@@ -173,14 +174,15 @@ func TestForgedGossipChangesNothing(t *testing.T) {
 	}{
 		{"a vote in n1's own name, not signed by n1", envelope(1, "n1", nil, down("n1", "r1", seq)), "vote/bad-signature"},
 		{"a vote from a node not in ring.peers", envelope(1, "mallory", nil, down("mallory", "r1", seq)), "vote/unknown-origin"},
-		{"admin state in n1's name, not signed by n1", envelope(7, "n1", nil, []byte(weightless)), "shared/bad-signature"},
-		{"admin state from the listed agent", envelope(7, "agent-x", &agent, []byte(weightless)), "shared/role"},
+		{"admin state in n1's name, not signed by n1", envelope(7, "n1", nil, shared), "shared/bad-signature"},
+		{"admin state from the listed agent", envelope(7, "agent-x", &agent, shared), "shared/role"},
 		{"a vote from the listed agent", envelope(1, "agent-x", &agent, down("agent-x", "r1", seq)), "vote/role"},
 		{"the agent's heartbeat for another cluster", envelope(4, "agent-x", &agent, map[string]any{"c": "west", "f": "agent-x", "a": now.UnixMilli(), "q": seq}), "heartbeat/cluster"},
 		{"the agent's heartbeat from the future", envelope(4, "agent-x", &agent, map[string]any{"c": "east", "f": "agent-x", "a": now.Add(time.Hour).UnixMilli(), "q": seq}), "heartbeat/future"},
 		{"a compromised prober's vote with sequence MaxUint64", envelope(1, "evil", &evil, down("evil", "r1", math.MaxUint64)), "vote/future"},
 		{"a compromised prober's vote in n2's name", envelope(1, "evil", &evil, down("n2", "r2", seq)), "vote/impersonation"},
 		{"a compromised prober's vote for another region", envelope(1, "evil", &evil, down("evil", "r2", seq)), "vote/region"},
+		{"a compromised prober's admin state from ten minutes ago (a replay)", envelope(7, "evil", &evil, map[string]any{"a": now.Add(-10 * time.Minute).UnixMilli(), "s": []byte(weightless)}), "shared/stale"},
 		{"bytes that are no envelope", []byte{1, 2, 3}, "vote/malformed"},
 		{"a 64 KiB message", envelope(1, "evil", &evil, strings.Repeat("x", 64<<10)), "vote/oversized"},
 	}
@@ -189,7 +191,7 @@ func TestForgedGossipChangesNothing(t *testing.T) {
 	}
 	// The compromised prober's signed admin state is taken apart entry by
 	// entry: the weight without a value and the MaxInt64 stamp are skipped.
-	a.send(t, envelope(7, "evil", &evil, []byte(weightless)))
+	a.send(t, envelope(7, "evil", &evil, shared))
 
 	for _, m := range []*instance{m1, m2} {
 		require.Eventually(t, func() bool {
