@@ -53,19 +53,20 @@ type peer struct {
 // immutable: SetPeers swaps in a new one.
 type trust struct {
 	self  peer
-	peers []peer
+	peers []model.RingPeer
+	keys  map[string]ed25519.PublicKey // entry name -> its parsed key
 }
 
 // newTrust builds the table; this node (self) is always trusted as
 // itself. A listed entry for self must carry self's own key.
 func newTrust(self peer, list []model.RingPeer) (*trust, error) {
-	t := &trust{self: self}
+	t := &trust{self: self, peers: list, keys: map[string]ed25519.PublicKey{}}
 	for i, p := range list {
 		k, err := model.ParsePeerKey(p.PublicKey)
 		if err != nil {
 			return nil, fmt.Errorf("ring.peers[%d] (%s): %w", i, p.Name, err)
 		}
-		t.peers = append(t.peers, peer{RingPeer: p, key: k})
+		t.keys[p.Name] = k
 	}
 	if p, ok := t.listed(self.Name); ok {
 		switch {
@@ -90,19 +91,8 @@ func (t *trust) lookup(name string) (peer, bool) {
 }
 
 func (t *trust) listed(name string) (peer, bool) {
-	best, found := peer{}, false
-	for _, p := range t.peers {
-		if !p.Matches(name) {
-			continue
-		}
-		if p.Name == name {
-			return p, true
-		}
-		if !found || len(p.Name) > len(best.Name) {
-			best, found = p, true
-		}
-	}
-	return best, found
+	p, ok := model.LookupPeer(t.peers, name)
+	return peer{RingPeer: p, key: t.keys[p.Name]}, ok
 }
 
 // allowed lists the roles that may originate each message type.
