@@ -332,7 +332,13 @@ func TestSignLimitHoldsAPrefixAndSparesOthers(t *testing.T) {
 		out := m.kdig(t, "-b", "127.0.1.23", "+tcp", "+dnssec", "fresh-by-dig.sl.test", "A")
 		assert.Equal(t, "NOERROR", status(out), out)
 	})
-	t.Run("positive answers are never limited", func(t *testing.T) {
+	t.Run("a positive answer that needs a fresh signature is limited like a denial", func(t *testing.T) {
+		out := m.kdig(t, "-b", "127.0.1.24", "+tcp", "+dnssec", "app.sl.test", "A")
+		assert.Equal(t, "SERVFAIL", status(out), out)
+	})
+	t.Run("a positive answer signed before is answered to a limited prefix", func(t *testing.T) {
+		warm := m.dig(t, "-b", "127.0.3.20", "+dnssec", "app.sl.test", "A") // another prefix pays for it
+		require.Equal(t, "NOERROR", status(warm))
 		out := m.dig(t, "-b", "127.0.1.24", "+dnssec", "app.sl.test", "A")
 		assert.Equal(t, "NOERROR", status(out))
 		assert.Contains(t, rrTypes(section(out, "ANSWER")), "RRSIG")

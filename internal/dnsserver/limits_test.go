@@ -228,7 +228,7 @@ func TestSignLimitDefaultsAndSummary(t *testing.T) {
 	s = New(Config{Listen: []string{"127.0.0.1:0"}, SignLimit: SignLimit{Enabled: true}, TCPClientIPv6Prefix: 64}, newStore(t, 1))
 	assert.NotNil(t, s.signUDP)
 	assert.NotNil(t, s.signTCP)
-	assert.Equal(t, "100 fresh denial signatures/s per /24 (IPv4) /56 (IPv6) and transport, window 10s", s.signLimitSummary())
+	assert.Equal(t, "100 replies needing fresh signatures/s per /24 (IPv4) /56 (IPv6) and transport, window 10s", s.signLimitSummary())
 	assert.Equal(t, "32 per /24 (IPv4) /64 (IPv6)", s.tcpPerClientSummary())
 }
 

@@ -49,7 +49,7 @@ type Config struct {
 	// whole IPv6 /64, so counting single addresses caps nothing.
 	TCPClientIPv4Prefix int       // default 24
 	TCPClientIPv6Prefix int       // default 56
-	SignLimit           SignLimit // fresh denial signatures per client prefix, UDP and TCP (zero value: off)
+	SignLimit           SignLimit // replies needing fresh signatures per client prefix, UDP and TCP (zero value: off)
 }
 
 // Server answers DNS over UDP and TCP. Create it with New, then Start.
@@ -64,7 +64,7 @@ type Server struct {
 	closed atomic.Bool
 
 	rrl *limiter // nil when RRL is off
-	// signUDP and signTCP meter fresh denial signatures per client prefix,
+	// signUDP and signTCP meter replies needing fresh signatures per client prefix,
 	// one bucket per transport (nil when the signing limit is off).
 	signUDP, signTCP engine.SignGate
 

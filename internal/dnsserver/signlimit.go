@@ -13,7 +13,7 @@ import (
 // not asked before with a freshly signed NSEC (compact denial), which
 // costs tens of microseconds of CPU; positive answers come from the
 // signature cache and are never limited. Each client prefix has a token
-// bucket of fresh denial signatures per transport (UDP and TCP apart, so
+// bucket of replies needing fresh signatures per transport (UDP and TCP apart, so
 // that spoofed UDP cannot spend a real resolver's TCP budget).
 //
 // Beyond the limit a UDP query gets an empty truncated reply (TC=1) so
@@ -25,7 +25,7 @@ import (
 // to 100/s, 10 s, /24 and /56.
 type SignLimit struct {
 	Enabled          bool
-	SignaturesPerSec int // sustained fresh denial signatures per second per client prefix and transport (1..100000)
+	SignaturesPerSec int // sustained replies needing fresh signatures per second per client prefix and transport (1..100000)
 	Window           int // seconds of credit a quiet prefix saves up: a burst of SignaturesPerSec×Window
 	IPv4Prefix       int // client prefix length for IPv4 (1..32)
 	IPv6Prefix       int // client prefix length for IPv6 (1..64)
@@ -79,5 +79,5 @@ func (s *Server) signLimitSummary() string {
 	if !c.Enabled {
 		return "off"
 	}
-	return fmt.Sprintf("%d fresh denial signatures/s per /%d (IPv4) /%d (IPv6) and transport, window %ds", c.SignaturesPerSec, c.IPv4Prefix, c.IPv6Prefix, c.Window)
+	return fmt.Sprintf("%d replies needing fresh signatures/s per /%d (IPv4) /%d (IPv6) and transport, window %ds", c.SignaturesPerSec, c.IPv4Prefix, c.IPv6Prefix, c.Window)
 }
