@@ -137,6 +137,7 @@ type Ring struct {
 	metaOK   map[string]string          // node name -> metadata that verified with its listed key
 	nodes    map[string]memberlist.Node // live nodes, copied in the event callbacks (memberlist's own Node values change under its lock)
 	view     atomic.Pointer[view]       // the membership as counted, recomputed on membership and peer changes
+	viewMu   sync.Mutex                 // serializes refreshView
 	shared   map[string][32]byte        // origin -> hash of its last admin state that checked out (repeats are not checked again)
 	logged   map[string]time.Time
 	needSync atomic.Bool // broadcasts were skipped: repair with a push/pull soon
@@ -401,6 +402,8 @@ type view struct {
 // changed, or the peers changed. The members of a prefix entry beyond its
 // max_nodes (by name order, the same on every node) are not trusted.
 func (r *Ring) refreshView() {
+	r.viewMu.Lock() // one at a time, so an older view never replaces a newer one
+	defer r.viewMu.Unlock()
 	t := r.trust.Load()
 	var out []Member
 	for _, n := range r.nodeList() {

@@ -158,6 +158,7 @@ func (m *Meridian) startRing(ctx context.Context) error {
 		// An observer originates nothing, so its own key is a fresh one; it
 		// checks every vote against the probers listed in ring.peers.
 		Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
+		SummaryInterval: d.Health.Interval.D(), // the probers' summary period: how long one counts as live
 	})
 	if err != nil {
 		return fmt.Errorf("meridian: ring: %w", err)
