@@ -408,63 +408,39 @@ func (s *Server) applyDefaults() {
 	if len(s.DNS.Listen) == 0 {
 		s.DNS.Listen = []string{DefaultDNSListen}
 	}
-	if s.DNS.MaxTCPConnections == 0 {
-		s.DNS.MaxTCPConnections = DefaultMaxTCPConnections
-	}
-	if s.DNS.TCPIdleTimeout == 0 {
-		s.DNS.TCPIdleTimeout = DefaultTCPIdleTimeout
-	}
-	if s.DNS.UDPPayloadSize == 0 {
-		s.DNS.UDPPayloadSize = DefaultUDPPayloadSize
-	}
-	if s.DNS.MaxTCPPerClient == 0 {
-		s.DNS.MaxTCPPerClient = DefaultMaxTCPPerClient
-	}
-	if s.DNS.TCPClientIPv4Prefix == 0 {
-		s.DNS.TCPClientIPv4Prefix = DefaultTCPClientIPv4Prefix
-	}
-	if s.DNS.TCPClientIPv6Prefix == 0 {
-		s.DNS.TCPClientIPv6Prefix = DefaultTCPClientIPv6Prefix
-	}
+	defaultTo(&s.DNS.MaxTCPConnections, DefaultMaxTCPConnections)
+	defaultTo(&s.DNS.TCPIdleTimeout, DefaultTCPIdleTimeout)
+	defaultTo(&s.DNS.UDPPayloadSize, DefaultUDPPayloadSize)
+	defaultTo(&s.DNS.MaxTCPPerClient, DefaultMaxTCPPerClient)
+	defaultTo(&s.DNS.TCPClientIPv4Prefix, DefaultTCPClientIPv4Prefix)
+	defaultTo(&s.DNS.TCPClientIPv6Prefix, DefaultTCPClientIPv6Prefix)
 	s.DNS.SignLimit.applyDefaults()
 	r := &s.DNS.RRL
 	if r.Enabled == nil {
 		on := true
 		r.Enabled = &on
 	}
-	if r.ResponsesPerSec == 0 {
-		r.ResponsesPerSec = DefaultRRLResponsesPerSec
-	}
+	defaultTo(&r.ResponsesPerSec, DefaultRRLResponsesPerSec)
 	if r.Slip == nil {
 		slip := DefaultRRLSlip
 		r.Slip = &slip
 	}
-	if r.IPv4Prefix == 0 {
-		r.IPv4Prefix = DefaultRRLIPv4Prefix
-	}
-	if r.IPv6Prefix == 0 {
-		r.IPv6Prefix = DefaultRRLIPv6Prefix
-	}
-	if r.Window == 0 {
-		r.Window = DefaultRRLWindow
-	}
-	if s.HTTP.Listen == "" {
-		s.HTTP.Listen = DefaultHTTPListen
-	}
-	if s.HTTP.MaxConnections == 0 {
-		s.HTTP.MaxConnections = DefaultHTTPMaxConns
-	}
-	if s.HTTP.MaxConnectionsPerClient == 0 {
-		s.HTTP.MaxConnectionsPerClient = DefaultHTTPMaxPerClient
-	}
-	if s.HTTP.MaxEventStreams == 0 {
-		s.HTTP.MaxEventStreams = DefaultHTTPMaxStreams
-	}
-	if s.Log.Format == "" {
-		s.Log.Format = "text"
-	}
-	if s.Log.Level == "" {
-		s.Log.Level = "info"
+	defaultTo(&r.IPv4Prefix, DefaultRRLIPv4Prefix)
+	defaultTo(&r.IPv6Prefix, DefaultRRLIPv6Prefix)
+	defaultTo(&r.Window, DefaultRRLWindow)
+	defaultTo(&s.HTTP.Listen, DefaultHTTPListen)
+	defaultTo(&s.HTTP.MaxConnections, DefaultHTTPMaxConns)
+	defaultTo(&s.HTTP.MaxConnectionsPerClient, DefaultHTTPMaxPerClient)
+	defaultTo(&s.HTTP.MaxEventStreams, DefaultHTTPMaxStreams)
+	defaultTo(&s.Log.Format, "text")
+	defaultTo(&s.Log.Level, "info")
+}
+
+// defaultTo sets *p to d when it holds the zero value (unset in the file).
+func defaultTo[T comparable](p *T, d T) {
+	var zero T
+	if *p == zero {
+		*p = d
 	}
 }
 
@@ -473,16 +449,8 @@ func (sl *SignLimit) applyDefaults() {
 		on := true
 		sl.Enabled = &on
 	}
-	if sl.SignaturesPerSec == 0 {
-		sl.SignaturesPerSec = DefaultSignaturesPerSec
-	}
-	if sl.Window == 0 {
-		sl.Window = DefaultSignWindow
-	}
-	if sl.IPv4Prefix == 0 {
-		sl.IPv4Prefix = DefaultSignLimitIPv4Prefix
-	}
-	if sl.IPv6Prefix == 0 {
-		sl.IPv6Prefix = DefaultSignLimitIPv6Prefix
-	}
+	defaultTo(&sl.SignaturesPerSec, DefaultSignaturesPerSec)
+	defaultTo(&sl.Window, DefaultSignWindow)
+	defaultTo(&sl.IPv4Prefix, DefaultSignLimitIPv4Prefix)
+	defaultTo(&sl.IPv6Prefix, DefaultSignLimitIPv6Prefix)
 }
