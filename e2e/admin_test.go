@@ -39,6 +39,17 @@ services:
 
 const adminToken = "e2e-admin-token-0123456789"
 
+// adminTokenFiles writes, in dir, a server.admin.token_file that lets
+// alice change state with adminToken, and the --token-file the CLI reads.
+func adminTokenFiles(t *testing.T, dir string) (tokens, tokenFile string) {
+	t.Helper()
+	tokens = filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte("alice "+adminToken+"\n"), 0o600))
+	tokenFile = filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(adminToken+"\n"), 0o600))
+	return tokens, tokenFile
+}
+
 // cli runs the meridian binary against m's HTTP API.
 func cli(t *testing.T, m *instance, args ...string) (string, error) {
 	t.Helper()
@@ -51,10 +62,7 @@ func cli(t *testing.T, m *instance, args ...string) (string, error) {
 // token; persisted across a restart; seen by the other ring node; expiry.
 func TestAdminOverrides(t *testing.T) {
 	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokens, []byte("alice "+adminToken+"\n"), 0o600))
-	tokenFile := filepath.Join(dir, "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(adminToken+"\n"), 0o600))
+	tokens, tokenFile := adminTokenFiles(t, dir)
 	g1, g2 := freePort(t), freePort(t)
 	state1, state2 := filepath.Join(dir, "n1.json"), filepath.Join(dir, "n2.json")
 	ro := freePort(t)

@@ -266,6 +266,43 @@ func TestDNSSECValidatedByUnbound(t *testing.T) {
 	})
 
 	u := startUnbound(t, m.dnsPort, []string{"sec.test", "ed.test", "plain.test"}, []string{secDS, edAnchor})
+	assertValidated(t, u)
+
+	// Another key as the anchor: nothing validates.
+	other := keygen(t, t.TempDir(), "sec.test", "ecdsap256")
+	otherEd := keygen(t, t.TempDir(), "ed.test", "ed25519")
+	bad := startUnbound(t, m.dnsPort, []string{"sec.test", "ed.test"}, []string{dsOf(t, "sec.test", other), dsOf(t, "ed.test", otherEd)})
+	for _, q := range [][2]string{{"app.sec.test", "A"}, {"www.sec.test", "A"}, {"nosuch.sec.test", "A"}, {"v6.sec.test", "A"}, {"app.ed.test", "A"}} {
+		t.Run("tampered anchor "+q[0]+" "+q[1], func(t *testing.T) {
+			out := bad.dig(t, q[0], q[1])
+			assert.Equal(t, "SERVFAIL", status(out), out)
+			assert.NotContains(t, flags(out), "ad")
+		})
+	}
+	assert.Contains(t, bad.logText(), "validation failure", "val-log-level 2 logs why")
+}
+
+// TestDNSSECThroughThePluginValidatedByUnbound: the CoreDNS plugin signs a
+// zone with dnssec through the same pipeline and signer as serve, and
+// Unbound validates its answers (AD).
+func TestDNSSECThroughThePluginValidatedByUnbound(t *testing.T) {
+	keys := t.TempDir()
+	secKey := keygen(t, keys, "sec.test", "ecdsap256")
+	edKey := keygen(t, keys, "ed.test", "ed25519")
+	c := startCoreDNS(t, `
+sec.test:%[1]d ed.test:%[1]d plain.test:%[1]d {
+    meridian {
+        config %[2]s
+    }
+}
+`, fmt.Sprintf(dnssecConfig, secKey, edKey))
+	assertValidated(t, startUnbound(t, c.port, []string{"sec.test", "ed.test", "plain.test"}, []string{dsOf(t, "sec.test", secKey), dsOf(t, "ed.test", edKey)}))
+}
+
+// assertValidated checks that Unbound validates dnssecConfig's answers
+// (AD), positive and negative, in both signed zones, and not plain.test.
+func assertValidated(t *testing.T, u *unboundInstance) {
+	t.Helper()
 	for _, c := range []struct {
 		what, name, qtype string
 		answer            bool
@@ -297,17 +334,4 @@ func TestDNSSECValidatedByUnbound(t *testing.T) {
 		assert.Equal(t, "NOERROR", status(out))
 		assert.NotContains(t, flags(out), "ad")
 	})
-
-	// Another key as the anchor: nothing validates.
-	other := keygen(t, t.TempDir(), "sec.test", "ecdsap256")
-	otherEd := keygen(t, t.TempDir(), "ed.test", "ed25519")
-	bad := startUnbound(t, m.dnsPort, []string{"sec.test", "ed.test"}, []string{dsOf(t, "sec.test", other), dsOf(t, "ed.test", otherEd)})
-	for _, q := range [][2]string{{"app.sec.test", "A"}, {"www.sec.test", "A"}, {"nosuch.sec.test", "A"}, {"v6.sec.test", "A"}, {"app.ed.test", "A"}} {
-		t.Run("tampered anchor "+q[0]+" "+q[1], func(t *testing.T) {
-			out := bad.dig(t, q[0], q[1])
-			assert.Equal(t, "SERVFAIL", status(out), out)
-			assert.NotContains(t, flags(out), "ad")
-		})
-	}
-	assert.Contains(t, bad.logText(), "validation failure", "val-log-level 2 logs why")
 }

@@ -28,7 +28,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/deploy/kustomize"
 	"github.com/meridian-gslb/meridian/e2e/kubelab"
-	"github.com/meridian-gslb/meridian/internal/app"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers/route53/route53fake"
 )
 
@@ -183,8 +183,13 @@ func digShares(t *testing.T, m *instance, name string, n int) map[string]float64
 
 // quickShare is the share of addr in n answers through one UDP socket.
 func quickShare(m *instance, name, addr string, n int) (float64, error) {
+	return shareAt(m.dns, name, addr, n)
+}
+
+// shareAt is quickShare against any DNS server address.
+func shareAt(server, name, addr string, n int) (float64, error) {
 	cl := &dns.Client{Net: "udp", Timeout: time.Second}
-	conn, err := cl.Dial(m.dns)
+	conn, err := cl.Dial(server)
 	if err != nil {
 		return 0, err
 	}
@@ -206,17 +211,17 @@ func quickShare(m *instance, name, addr string, n int) (float64, error) {
 	return 100 * float64(hit) / float64(n), nil
 }
 
-func kubeReport(t *testing.T, m *instance) app.KubeReport {
+func kubeReport(t *testing.T, m *instance) serving.KubeReport {
 	t.Helper()
 	resp, err := http.Get(m.http + "/v1/kube")
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var rep app.KubeReport
+	var rep serving.KubeReport
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
 	return rep
 }
 
-func memberOf(rep app.KubeReport, cluster string) (state, reason string) {
+func memberOf(rep serving.KubeReport, cluster string) (state, reason string) {
 	for _, m := range rep.Members {
 		if m.Cluster == cluster {
 			return m.State, m.Reason
@@ -403,7 +408,7 @@ func TestKubernetesMembers(t *testing.T) {
 	})
 
 	t.Run("4: an expired client certificate and a wrong CA make members NotReady with that reason", func(t *testing.T) {
-		var rep app.KubeReport
+		var rep serving.KubeReport
 		require.Eventually(t, func() bool {
 			rep = kubeReport(t, m1)
 			s1, _ := memberOf(rep, "stale")

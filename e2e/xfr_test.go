@@ -263,10 +263,12 @@ func TestSecondariesBINDAndKnot(t *testing.T) {
 	secret := base64.StdEncoding.EncodeToString(raw)
 	keyFile := filepath.Join(dir, "xfr.key")
 	require.NoError(t, os.WriteFile(keyFile, []byte(fmt.Sprintf("key \"xfr-key\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", secret)), 0o600))
-	t.Setenv("MERIDIAN_SERIAL_STATE", filepath.Join(dir, "serials.json"))
+	serials := "server: {serial_state_file: " + filepath.Join(dir, "serials.json") + "}\n" // kept across the restarts below
 
 	primary, bindPort, knotPort := freePort(t), freePort(t), freePort(t)
-	cfg := func(eastState string) string { return fmt.Sprintf(xfrConfig, keyFile, bindPort, knotPort, eastState) }
+	cfg := func(eastState string) string {
+		return serials + fmt.Sprintf(xfrConfig, keyFile, bindPort, knotPort, eastState)
+	}
 	fixed := []string{"--dns-listen", fmt.Sprintf("127.0.0.1:%d", primary)} // the secondaries' primary, across restarts
 	m := startMeridian(t, cfg("up"), fixed...)
 	serial0 := meridianSerial(t, primary)
@@ -455,7 +457,6 @@ func TestSecondaryFollowsAHealthFailover(t *testing.T) {
 	secret := base64.StdEncoding.EncodeToString(raw)
 	keyFile := filepath.Join(dir, "xfr.key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("hmac-sha256:xfr-key:"+secret+"\n"), 0o600))
-	t.Setenv("MERIDIAN_SERIAL_STATE", filepath.Join(dir, "serials.json"))
 	hcPort := freePort(t)
 	backends := map[string]*backend{}
 	for _, a := range []string{"127.0.0.131", "127.0.0.132"} {

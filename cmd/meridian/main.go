@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/app"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 func main() {
@@ -77,7 +78,7 @@ func newCheckConfig() *cobra.Command {
 		Short: "Validate a config file exactly as serve would load it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := app.Load(args[0], nil)
+			l, err := serving.Load(args[0], nil, "")
 			if err != nil {
 				fmt.Fprintln(cmd.ErrOrStderr(), err)
 				return &checkError{err}

@@ -1,3 +1,10 @@
+// Package app is the composition root of `meridian serve`: it loads the
+// config, builds the serving pipeline (internal/serving) and starts the
+// parts around it — the ring and the prober, the Kubernetes sources and
+// propagation, the provider sync, the DNS server and the HTTP API — each in
+// one small start step that registers its cleanup. It holds no decisions of
+// its own: answers, health decisions, overrides and merges live in the
+// packages it wires.
 package app
 
 import (
@@ -11,8 +18,8 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,11 +28,9 @@ import (
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/demo"
-	"github.com/meridian-gslb/meridian/internal/dnsserver"
-	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 // Version is the build's version, set by the linker (-X).
@@ -48,35 +53,63 @@ type Options struct {
 	AllowReadableSecretFiles bool
 }
 
-// App is one running `meridian serve`.
+// App is one running `meridian serve`: the parts started so far.
 type App struct {
 	opts  Options
 	log   *slog.Logger
-	node  string // ring node name (default: the host name)
-	state string // state directory (see stateDir)
-	store engine.Store
 	reg   *prometheus.Registry
+	node  string // ring node name
+	state string // state directory (StateDir)
 
-	reloads    *prometheus.CounterVec
-	lastOK     prometheus.Gauge
-	reloadMu   sync.Mutex     // serializes reloads
-	mu         sync.Mutex     // guards the fields below
-	cur        *Loaded        // the config file as loaded
-	eff        *config.File   // cur with the Kubernetes sources merged in: what is served
-	kube       *kubeState     // nil without Kubernetes sources
-	admin      *adminState    // operators' overrides
-	served     *model.Desired // eff with the overrides applied: what the snapshot and providers use
-	decision   *failover.Decision
-	lastReload time.Time
-	lastErr    string
-	dnsUp      bool
-	health     *healthLoop
-	xfr        xfrState // zone transfers and serials (xfr.go)
+	pipe     *serving.Pipeline
+	tokens   *api.Tokens    // admin API tokens (nil: changes refused)
+	kube     *kubeParts     // nil without Kubernetes sources
+	probing  *probing       // nil with ring.enabled false
+	backends *demo.Backends // nil without --demo-backends
+	dnsAddrs []string
+	httpAddr string
+	dnsUp    atomic.Bool
+
+	ctx     context.Context // background work; cancelled by the cleanup stack
+	wg      sync.WaitGroup  // background goroutines
+	cleanup []func()        // run in reverse order when Run returns
 }
 
 // Run starts Meridian and blocks until ctx is cancelled or SIGINT/SIGTERM
 // arrives; SIGHUP reloads the config.
 func Run(ctx context.Context, opts Options) error {
+	a, loaded, err := newApp(opts)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	for _, step := range []func(*serving.Loaded) error{
+		a.startKube,     // member clusters (before the pipeline: their objects are merged)
+		a.startPipeline, // file → Kubernetes → overrides → health → signers/serials → store
+		a.startDemo,     // local backends for the demo's endpoints
+		a.startProbing,  // ring, prober, votes, decisions
+		a.startKubeLoops,
+		a.startProviders,
+		a.startDNS,
+		a.startHTTP,
+	} {
+		if err := step(loaded); err != nil {
+			return err
+		}
+	}
+	if a.opts.Started != nil {
+		a.opts.Started(a.dnsAddrs, a.httpAddr)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a.watchReloads(ctx)
+	<-ctx.Done()
+	a.log.Info("shutting down")
+	return nil
+}
+
+// newApp loads the config, makes the logger and the state directory.
+func newApp(opts Options) (*App, *serving.Loaded, error) {
 	if opts.LogOutput == nil {
 		opts.LogOutput = os.Stderr
 	}
@@ -85,22 +118,24 @@ func Run(ctx context.Context, opts Options) error {
 		name, data = "embedded demo config (deploy/examples/demo.yaml)", examples.Demo
 		opts.DemoBackends = true
 	}
-	loaded, err := Load(name, data)
+	loaded, err := serving.Load(name, data, "")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	f := loaded.File
 	applyOverrides(f, opts)
 	log, err := newLogger(opts.LogOutput, f.Server.Log)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	policy := secretfile.Refuse
 	if opts.AllowReadableSecretFiles {
 		policy = secretfile.Warn
 	}
 	secretfile.SetPolicy(policy, log)
-	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), cur: loaded, eff: loaded.File}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), ctx: ctx}
+	a.defer_(func() { cancel(); a.wg.Wait() })
 	a.registerMetrics()
 	if opts.ConfigPath == "" {
 		log.Warn("no --config given: serving the embedded demo config", "zones", len(f.Zones), "services", len(f.Services))
@@ -109,140 +144,64 @@ func Run(ctx context.Context, opts Options) error {
 	a.node = f.Ring.NodeNameFor(host)
 	a.state = StateDir(f.Server.StateDir, a.node)
 	if err := os.MkdirAll(a.state, 0o700); err != nil {
-		return fmt.Errorf("state directory %s (server.state_dir): %w: it must be writable (overrides, ring identity and keys are kept there)", a.state, err)
+		a.stop()
+		return nil, nil, fmt.Errorf("state directory %s (server.state_dir): %w: it must be writable (overrides, ring identity and keys are kept there)", a.state, err)
 	}
 	log.Info("state directory", "dir", a.state)
-	if err := a.openAdmin(a.node); err != nil {
-		return err
-	}
-	if err := a.publish(); err != nil {
-		return err
-	}
-	a.lastOK.SetToCurrentTime()
-	a.lastReload = time.Now()
+	return a, loaded, nil
+}
 
-	var backends *demo.Backends
-	if opts.DemoBackends {
-		backends = demo.ForConfig(&f.Desired, log)
-		if err := backends.StartAll(); err != nil {
-			return fmt.Errorf("demo backends: %w", err)
-		}
-		defer backends.StopAll()
-		log.Info("demo backends started: stop one with `meridian demo stop ADDR`", "backends", len(backends.List()))
-	}
+// defer_ pushes f on the cleanup stack.
+func (a *App) defer_(f func()) { a.cleanup = append(a.cleanup, f) }
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var wg sync.WaitGroup
-	hctx, hcancel := context.WithCancel(context.Background())
-	a.startKube(hctx, &wg)
-	h, err := a.startHealth(hctx, &wg)
-	if err != nil {
-		hcancel()
-		return err
+// stop runs the cleanup stack, newest first.
+func (a *App) stop() {
+	for i := len(a.cleanup) - 1; i >= 0; i-- {
+		a.cleanup[i]()
 	}
-	a.mu.Lock()
-	a.health = h
-	a.mu.Unlock()
-	defer func() { hcancel(); wg.Wait() }()
-	wg.Add(1)
-	go func() { defer wg.Done(); a.adminLoop(hctx.Done()) }()
-	a.startProviders(hctx, &wg, h)
+	a.cleanup = nil
+}
 
-	dnsSrv := dnsserver.New(dnsserver.Config{
-		Listen:            f.Server.DNS.Listen,
-		UDPSockets:        f.Server.DNS.UDPSockets,
-		MaxTCPConnections: f.Server.DNS.MaxTCPConnections,
-		TCPIdleTimeout:    f.Server.DNS.TCPIdleTimeout,
-		UDPPayloadSize:    f.Server.DNS.UDPPayloadSize,
-		MaxTCPPerClient:   f.Server.DNS.MaxTCPPerClient,
+// goBackground runs f until the app stops.
+func (a *App) goBackground(f func(ctx context.Context)) {
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); f(a.ctx) }()
+}
 
-		// Per client prefix: the TCP cap above and the signing limit.
-		TCPClientIPv4Prefix: f.Server.DNS.TCPClientIPv4Prefix,
-		TCPClientIPv6Prefix: f.Server.DNS.TCPClientIPv6Prefix,
-		SignLimit: dnsserver.SignLimit{
-			Enabled:          f.Server.DNS.SignLimit.Enabled == nil || *f.Server.DNS.SignLimit.Enabled,
-			SignaturesPerSec: f.Server.DNS.SignLimit.SignaturesPerSec,
-			Window:           f.Server.DNS.SignLimit.Window,
-			IPv4Prefix:       f.Server.DNS.SignLimit.IPv4Prefix,
-			IPv6Prefix:       f.Server.DNS.SignLimit.IPv6Prefix,
-		},
-
-		RRL: dnsserver.RRL{
-			Enabled:         f.Server.DNS.RRL.Enabled == nil || *f.Server.DNS.RRL.Enabled,
-			ResponsesPerSec: f.Server.DNS.RRL.ResponsesPerSec,
-			Window:          f.Server.DNS.RRL.Window,
-			Slip: func() int { // set by the config's defaults; the fallback is for a File built by hand
-				if p := f.Server.DNS.RRL.Slip; p != nil {
-					return *p
-				}
-				return config.DefaultRRLSlip
-			}(),
-			IPv4Prefix: f.Server.DNS.RRL.IPv4Prefix,
-			IPv6Prefix: f.Server.DNS.RRL.IPv6Prefix,
-		},
-		Logger:    log,
-		Metrics:   dnsserver.NewMetrics(a.reg),
-		Transfers: a.transfers(),
-	}, &a.store)
-	if err := dnsSrv.Start(); err != nil {
-		return err
+// startDemo starts local backends for the demo's endpoints.
+func (a *App) startDemo(l *serving.Loaded) error {
+	if !a.opts.DemoBackends {
+		return nil
 	}
-	a.mu.Lock()
-	a.dnsUp = true
-	a.mu.Unlock()
-	var dnsAddrs []string
-	for _, ap := range dnsSrv.Addrs() {
-		dnsAddrs = append(dnsAddrs, ap.String())
+	a.backends = demo.ForConfig(&l.File.Desired, a.log)
+	if err := a.backends.StartAll(); err != nil {
+		return fmt.Errorf("demo backends: %w", err)
 	}
+	a.defer_(a.backends.StopAll)
+	a.log.Info("demo backends started: stop one with `meridian demo stop ADDR`", "backends", len(a.backends.List()))
+	return nil
+}
 
-	httpSrv, err := a.startHTTP(hctx, &wg, h, backends)
-	if err != nil {
-		shutdownDNS(dnsSrv)
-		return err
-	}
-	defer httpSrv.shutdown()
-	httpAddr := httpSrv.addr
-	if opts.Started != nil {
-		opts.Started(dnsAddrs, httpAddr)
-	}
-
+// watchReloads reloads on SIGHUP and on changes of the config file.
+func (a *App) watchReloads(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	if opts.ConfigPath != "" {
-		w, err := config.NewWatcher(opts.ConfigPath, log)
-		if err != nil {
-			log.Warn("config file watching disabled; SIGHUP still reloads", "err", err)
-		} else {
-			wg.Add(1)
-			go func() { defer wg.Done(); w.Run(ctx, func() { a.Reload("file change") }) }()
-		}
+	a.defer_(func() { signal.Stop(hup) })
+	if a.opts.ConfigPath != "" {
+		a.watchFile(ctx, a.opts.ConfigPath, func() { a.Reload("file change") })
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	a.goBackground(func(bg context.Context) {
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-bg.Done():
 				return
 			case <-hup:
 				a.Reload("SIGHUP")
 			}
 		}
-	}()
-
-	<-ctx.Done()
-	log.Info("shutting down")
-	shutdownDNS(dnsSrv)
-	httpSrv.shutdown()
-	return nil
-}
-
-func shutdownDNS(s *dnsserver.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s.Shutdown(ctx)
+	})
 }
 
 func applyOverrides(f *config.File, o Options) {
@@ -275,206 +234,86 @@ func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log format %q is not allowed (allowed: text, json)", c.Format)
 }
 
-// current returns the config being served: the file's with the
+// current is the config being served: the file's with the
 // Kubernetes-sourced services merged in.
-func (a *App) current() *config.File {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.eff
-}
-
-// loaded returns the config file as loaded.
-func (a *App) loaded() *Loaded {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cur
-}
-
-// publish compiles the current config with the current decision and swaps
-// the snapshot in.
-func (a *App) publish() error {
-	a.mu.Lock()
-	l, eff, d := a.cur, a.eff, a.decision
-	a.mu.Unlock()
-	var h engine.Health = engine.NoHealth{}
-	if d != nil {
-		h = d
-	}
-	ap, h := a.applyAdmin(eff, h)
-	snap, err := a.publishSnapshot(ap.Desired, engine.Options{Locator: l.Locator, Health: h, Notes: ap.Notes})
-	if err != nil {
-		return fmt.Errorf("compile: %w", err)
-	}
-	a.mu.Lock()
-	a.served = ap.Desired
-	a.mu.Unlock()
-	a.log.Debug("snapshot published", "generation", snap.Generation())
-	return nil
-}
-
-// setDecision stores a new decision and republishes when states changed.
-func (a *App) setDecision(d *failover.Decision) {
-	a.mu.Lock()
-	a.decision = d
-	a.mu.Unlock()
-	if d.StatesChanged {
-		if err := a.publish(); err != nil {
-			a.log.Error("republish after a health change failed: previous snapshot keeps serving", "err", err)
-		}
-		a.kubeStatusSoon()
-		if pc := a.propagation(); pc != nil {
-			pc.Poke()
-		}
-	}
-}
+func (a *App) current() *config.File { return a.pipe.State().Effective }
 
 // Reload loads the config file again. A valid file replaces the snapshot
 // atomically; an invalid one is logged and counted, and the previous
 // snapshot keeps serving.
 func (a *App) Reload(trigger string) error {
-	a.reloadMu.Lock()
-	defer a.reloadMu.Unlock()
-	loaded, err := Load(a.opts.ConfigPath, nil)
-	var eff *config.File
+	l, err := serving.Load(a.opts.ConfigPath, nil, "")
 	if err == nil {
-		applyOverrides(loaded.File, a.opts)
-		eff, err = a.merge(loaded)
+		applyOverrides(l.File, a.opts)
 	}
-	a.mu.Lock()
-	prev, prevEff := a.cur, a.eff
-	a.lastReload = time.Now()
-	if err == nil {
-		a.cur, a.eff = loaded, eff
-	}
-	k := a.kube
-	a.mu.Unlock()
-	if err == nil {
-		if err = a.publish(); err != nil {
-			a.mu.Lock()
-			a.cur, a.eff = prev, prevEff
-			a.mu.Unlock()
-		}
-	}
+	prev, err := a.pipe.Reload(l, err)
 	if err != nil {
-		a.reloads.WithLabelValues("failure").Inc()
-		a.mu.Lock()
-		a.lastErr = err.Error()
-		a.mu.Unlock()
 		a.log.Error("config reload failed: previous config keeps serving", "trigger", trigger, "err", err)
 		return err
 	}
-	a.reloads.WithLabelValues("success").Inc()
-	a.lastOK.SetToCurrentTime()
-	a.mu.Lock()
-	a.lastErr = ""
-	h := a.health
-	a.mu.Unlock()
-	if !reflect.DeepEqual(loaded.File.Server, prev.File.Server) {
+	if !reflect.DeepEqual(l.File.Server, prev.Loaded.File.Server) {
 		a.log.Warn("config reload: the server section changed; restart to apply it", "trigger", trigger)
 	}
-	if ringChangedBeyondPeers(loaded.File.Ring, prev.File.Ring) {
+	if ringChangedBeyondPeers(l.File.Ring, prev.Loaded.File.Ring) {
 		a.log.Warn("config reload: the ring section changed; restart to apply it (ring.peers is applied at once)", "trigger", trigger)
 	}
-	if h != nil {
-		h.configure(&eff.Desired)
-	}
-	if k != nil {
-		k.mgr.Configure(loaded.File.Kubernetes, kubeSources(&loaded.File.Desired, k.secrets.Members()))
-	} else if loaded.File.Desired.KubeEnabled() {
+	if a.kube == nil && l.File.Desired.KubeEnabled() {
 		a.log.Warn("config reload: kubernetes members were added; restart to connect to them", "trigger", trigger)
 	}
-	a.kubeStatusSoon()
-	a.log.Info("config reloaded", "trigger", trigger, "generation", a.store.Load().Generation())
+	a.log.Info("config reloaded", "trigger", trigger, "generation", a.pipe.State().Snapshot.Generation())
 	return nil
 }
 
+// changed follows every new serving state: the prober follows the
+// endpoints, and the Kubernetes status and placement follow the answers.
+func (a *App) changed(prev, next *serving.State) {
+	if a.probing != nil && prev.Effective != next.Effective {
+		a.probing.configure(&next.Effective.Desired)
+	}
+	if a.kube != nil {
+		a.kube.statusSoon()
+		if a.kube.prop != nil {
+			a.kube.prop.Poke()
+		}
+	}
+}
+
 func (a *App) ready() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	switch {
-	case a.store.Load() == nil:
+	case a.pipe == nil || a.pipe.State() == nil:
 		return errors.New("no snapshot loaded")
-	case !a.dnsUp:
+	case !a.dnsUp.Load():
 		return errors.New("dns listeners not started")
 	}
 	return nil
 }
 
 func (a *App) status() api.Status {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return api.Status{ConfigPath: a.opts.ConfigPath, LastReload: a.lastReload, LastReloadErr: a.lastErr}
+	st := a.pipe.State()
+	return api.Status{ConfigPath: a.opts.ConfigPath, LastReload: st.ReloadedAt, LastReloadErr: st.ReloadErr}
 }
 
 // healthReport is GET /v1/health; without probing it shows the config's view.
 func (a *App) healthReport() api.HealthReport {
-	a.mu.Lock()
-	h := a.health
-	a.mu.Unlock()
-	if h != nil {
-		return h.report()
+	if a.probing != nil {
+		return a.probing.follower.Report()
 	}
-	rep := api.HealthReport{Probing: false}
-	if snap := a.store.Load(); snap != nil {
-		rep.DecidedAt = snap.Built()
-		for _, s := range snap.Services() {
-			for _, e := range s.Endpoints {
-				st := e.State.String()
-				reason := "config"
-				if e.Drained {
-					reason = "drained"
-				}
-				rep.Endpoints = append(rep.Endpoints, api.EndpointHealth{Service: s.Name, Target: e.Target, Cluster: e.Cluster, State: st, Reason: reason, Since: snap.Built()})
-			}
-		}
-	}
-	return rep
+	return serving.ConfigReport(a.pipe.State())
 }
 
-// demoControl adapts the demo backends to api.DemoControl.
-type demoControl struct{ b *demo.Backends }
-
-func (d demoControl) Start(addr string) error { return d.b.Start(addr) }
-func (d demoControl) Stop(addr string) error  { return d.b.Stop(addr) }
-func (d demoControl) List() any               { return d.b.List() }
+// overview is GET /v1/overview and the data of the live status page.
+func (a *App) overview() api.Overview {
+	return api.BuildOverview(a.pipe.Store().Load(), a.healthReport())
+}
 
 func (a *App) registerMetrics() {
-	a.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "meridian_config_reloads_total",
-		Help: "Config reloads by result (success, failure). A failed reload keeps the previous snapshot serving.",
-	}, []string{"result"})
-	a.reloads.WithLabelValues("success")
-	a.reloads.WithLabelValues("failure")
-	a.lastOK = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "meridian_config_last_reload_success_timestamp_seconds",
-		Help: "Unix time of the last successful config load.",
-	})
-	gen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "meridian_snapshot_generation",
-		Help: "Generation of the snapshot being served; increases by one with every publish.",
-	}, func() float64 {
-		if s := a.store.Load(); s != nil {
-			return float64(s.Generation())
-		}
-		return 0
-	})
-	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "meridian_snapshot_age_seconds",
-		Help: "Seconds since the snapshot being served was compiled.",
-	}, func() float64 {
-		if s := a.store.Load(); s != nil {
-			return time.Since(s.Built()).Seconds()
-		}
-		return 0
-	})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "meridian_build_info",
 		Help:        "Always 1; labels carry the version and Go version.",
 		ConstLabels: prometheus.Labels{"version": Version, "goversion": runtime.Version()},
 	})
 	info.Set(1)
-	a.reg.MustRegister(a.reloads, a.lastOK, gen, age, info,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.reg.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // ringChangedBeyondPeers reports whether a reload changed the ring section

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/demo"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 // httpServers are the running HTTP listeners.
@@ -36,30 +36,29 @@ func (s *httpServers) shutdown() {
 // startHTTP serves the HTTP API on server.http.listen and, when set,
 // server.http.read_only_listen, with the limits of package api, optional
 // TLS, and the token file and certificate reloaded when their files change.
-func (a *App) startHTTP(ctx context.Context, wg *sync.WaitGroup, h *healthLoop, backends *demo.Backends) (*httpServers, error) {
-	f := a.loaded().File
-	hc := f.Server.HTTP
-	out := &httpServers{}
+func (a *App) startHTTP(l *serving.Loaded) error {
+	hc := l.File.Server.HTTP
 	if hc.Listen == "off" {
-		return out, nil
+		return nil
 	}
+	out := &httpServers{}
 	metrics := api.NewMetrics(a.reg)
-	apiOpts := api.Options{Health: a.healthReport, Admin: adminControl{a}, Tokens: a.admin.tokens, Overview: a.overview,
+	apiOpts := api.Options{Health: a.healthReport, Admin: adminControl{a.pipe}, Tokens: a.tokens, Overview: a.overview,
 		MaxEventStreams: hc.MaxEventStreams, Metrics: metrics}
-	if a.kubeManager() != nil {
+	if a.kube != nil {
 		apiOpts.Kube = a.kubeReport
+		if pc := a.kube.prop; pc != nil {
+			apiOpts.Place = func() any { return pc.Statuses() }
+		}
 	}
-	if pc := a.propagation(); pc != nil {
-		apiOpts.Place = func() any { return pc.Statuses() }
+	if a.backends != nil {
+		apiOpts.Demo = demoControl{a.backends}
 	}
-	if backends != nil {
-		apiOpts.Demo = demoControl{backends}
+	if a.probing != nil {
+		apiOpts.Keys = ringKeys{a.probing.ring}
 	}
-	if h != nil {
-		apiOpts.Keys = ringKeys{h.ring}
-	}
-	if t := a.admin.tokens; t != nil && t.Path() != "" {
-		a.watchFile(ctx, wg, t.Path(), func() {
+	if t := a.tokens; t != nil && t.Path() != "" {
+		a.watchFile(a.ctx, t.Path(), func() {
 			err := t.Reload()
 			metrics.Reloaded("tokens", err)
 			if err != nil {
@@ -69,11 +68,11 @@ func (a *App) startHTTP(ctx context.Context, wg *sync.WaitGroup, h *healthLoop, 
 			a.log.Info("admin token file reloaded", "file", t.Path(), "tokens", t.Len())
 		})
 	}
-	tlsConf, err := a.httpTLS(ctx, wg, hc.TLS, metrics)
+	tlsConf, err := a.httpTLS(hc.TLS, metrics)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	handler := api.Handler(&a.store, a.reg, a.ready, a.status, a.log, apiOpts)
+	handler := api.Handler(a.pipe.Store(), a.reg, a.ready, a.status, a.log, apiOpts)
 	scheme := "http"
 	if tlsConf != nil {
 		scheme = "https"
@@ -91,25 +90,33 @@ func (a *App) startHTTP(ctx context.Context, wg *sync.WaitGroup, h *healthLoop, 
 		}()
 		return srv, ln.Addr().String(), nil
 	}
+	a.defer_(out.shutdown)
 	if out.main, out.addr, err = serve(hc.Listen, "main", handler); err != nil {
-		return nil, fmt.Errorf("http listen %s: %w", hc.Listen, err)
+		return fmt.Errorf("http listen %s: %w", hc.Listen, err)
 	}
+	a.httpAddr = out.addr
 	a.log.Info("http listening", "addr", out.addr, "scheme", scheme, "paths", "/ /metrics /healthz /readyz /v1/...",
 		"max_connections", hc.MaxConnections, "max_connections_per_client", hc.MaxConnectionsPerClient, "max_event_streams", hc.MaxEventStreams)
 	if ro := hc.ReadOnlyListen; ro != "" {
 		var roAddr string
 		if out.readOnly, roAddr, err = serve(ro, "read_only", api.ReadOnly(handler)); err != nil {
-			out.shutdown()
-			return nil, fmt.Errorf("http read_only_listen %s: %w", ro, err)
+			return fmt.Errorf("http read_only_listen %s: %w", ro, err)
 		}
 		a.log.Info("read-only http listening: changes are refused there", "addr", roAddr, "scheme", scheme)
 	}
-	return out, nil
+	return nil
 }
+
+// demoControl adapts the demo backends to api.DemoControl.
+type demoControl struct{ b *demo.Backends }
+
+func (d demoControl) Start(addr string) error { return d.b.Start(addr) }
+func (d demoControl) Stop(addr string) error  { return d.b.Stop(addr) }
+func (d demoControl) List() any               { return d.b.List() }
 
 // httpTLS loads server.http.tls (nil: plain HTTP) and reloads it when the
 // certificate or the key file changes.
-func (a *App) httpTLS(ctx context.Context, wg *sync.WaitGroup, t *config.TLS, m *api.Metrics) (*tls.Config, error) {
+func (a *App) httpTLS(t *config.TLS, m *api.Metrics) (*tls.Config, error) {
 	if t == nil {
 		return nil, nil
 	}
@@ -126,9 +133,9 @@ func (a *App) httpTLS(ctx context.Context, wg *sync.WaitGroup, t *config.TLS, m 
 		}
 		a.log.Info("TLS certificate reloaded: new connections get it", "cert_file", t.CertFile, "not_after", cert.NotAfter())
 	}
-	a.watchFile(ctx, wg, t.CertFile, reload)
+	a.watchFile(a.ctx, t.CertFile, reload)
 	if t.KeyFile != t.CertFile {
-		a.watchFile(ctx, wg, t.KeyFile, reload)
+		a.watchFile(a.ctx, t.KeyFile, reload)
 	}
 	if time.Now().After(cert.NotAfter()) {
 		a.log.Warn("TLS certificate has expired: clients will refuse it", "cert_file", t.CertFile, "not_after", cert.NotAfter())
@@ -138,12 +145,12 @@ func (a *App) httpTLS(ctx context.Context, wg *sync.WaitGroup, t *config.TLS, m 
 
 // watchFile calls fn after each change of path (atomic renames and
 // Kubernetes Secret symlink swaps included) until ctx is done.
-func (a *App) watchFile(ctx context.Context, wg *sync.WaitGroup, path string, fn func()) {
+func (a *App) watchFile(ctx context.Context, path string, fn func()) {
 	w, err := config.NewWatcher(path, a.log)
 	if err != nil {
 		a.log.Warn("file watching disabled: changes need a restart", "file", path, "err", err)
 		return
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); w.Run(ctx, fn) }()
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); w.Run(ctx, fn) }()
 }

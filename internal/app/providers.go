@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/leader"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers"
 	"github.com/meridian-gslb/meridian/providers/cloudflare"
 	"github.com/meridian-gslb/meridian/providers/route53"
@@ -43,15 +43,13 @@ func (t ringTransport) Send(c string) { t.r.SendLeaderVote(c) }
 // configured provider zones (nothing when there are none). Building the
 // zones may need the providers' APIs (zone id lookups); a transient failure
 // is retried in the background so that DNS serving never waits for it.
-func (a *App) startProviders(ctx context.Context, wg *sync.WaitGroup, h *healthLoop) {
+func (a *App) startProviders(*serving.Loaded) error {
 	d := &a.current().Desired
 	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) == 0 {
-		return
+		return nil
 	}
 	metrics := providers.NewReconcileMetrics(a.reg)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	a.goBackground(func(ctx context.Context) {
 		var zones []providers.Zone
 		for {
 			var err error
@@ -79,7 +77,7 @@ func (a *App) startProviders(ctx context.Context, wg *sync.WaitGroup, h *healthL
 			Logger:   a.log,
 			Metrics:  metrics,
 		}
-		if h != nil {
+		if h := a.probing; h != nil {
 			cands := d.Providers.Writers
 			if len(cands) == 0 {
 				cands = []string{h.ring.Name()} // a one-node ring (validation requires writers with seeds)
@@ -94,33 +92,28 @@ func (a *App) startProviders(ctx context.Context, wg *sync.WaitGroup, h *healthL
 					}
 				}}
 			rec.IsWriter = el.Writer
-			wg.Add(1)
-			go func() { defer wg.Done(); el.Run(ctx) }()
+			a.goBackground(el.Run)
 		} else {
 			metrics.Writer.Set(1) // no ring: this process is the only writer
 		}
-		a.store.Subscribe(func(*engine.Snapshot) { rec.Trigger() })
+		a.pipe.Store().Subscribe(func(*engine.Snapshot) { rec.Trigger() })
 		a.log.Info("provider sync enabled", "zones", len(zones), "owner", d.Providers.OwnerID)
 		rec.Run(ctx)
-	}()
+	})
+	return nil
 }
 
 // providerState is what the reconciler publishes now.
 func (a *App) providerState() providers.State {
-	a.mu.Lock()
-	eff, served, d, h := a.eff, a.served, a.decision, a.health
-	a.mu.Unlock()
-	st := providers.State{Desired: &eff.Desired}
-	if served != nil {
-		st.Desired = served // drains and forced states of operators included
-	}
-	if d != nil {
+	cur := a.pipe.State()
+	st := providers.State{Desired: cur.Served} // drains and forced states of operators included
+	if d := cur.Decision; d != nil {
 		st.Health = d
 		st.Changed = d.At
 	} else {
 		st.Health = engine.NoHealth{}
 	}
-	if h != nil {
+	if h := a.probing; h != nil {
 		live := map[string]bool{}
 		for _, m := range h.ring.Members() {
 			live[m.Name] = true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers"
 )
 
@@ -25,7 +26,7 @@ type PushOptions struct {
 // Push syncs every provider zone of the config once (or, with DryRun, only
 // prints the plans) and reports whether every zone succeeded.
 func Push(ctx context.Context, o PushOptions) error {
-	l, err := Load(o.ConfigPath, nil)
+	l, err := serving.Load(o.ConfigPath, nil, "")
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func Push(ctx context.Context, o PushOptions) error {
 	}
 	var h engine.Health = engine.NoHealth{}
 	if o.Health != nil {
-		h = reportHealth(*o.Health)
+		h = serving.ReportHealth(*o.Health)
 	}
 	rec := &providers.Reconciler{Zones: zones, Owner: d.Providers.OwnerID, Logger: o.Logger,
 		State: func() providers.State { return providers.State{Desired: d, Health: h} }}
@@ -83,30 +84,4 @@ func printPlan(w io.Writer, res providers.ZoneResult) {
 	for _, f := range res.Applied.Failed {
 		fmt.Fprintf(w, "  x %s %s: %v\n", f.Op, f.Key, f.Err)
 	}
-}
-
-// reportHealth turns a /v1/health report into an engine.Health.
-type reportHealth api.HealthReport
-
-func (r reportHealth) Endpoint(service, target string) engine.State {
-	for _, e := range r.Endpoints {
-		if e.Service == service && e.Target == target {
-			switch e.State {
-			case "down":
-				return engine.Down
-			case "up":
-				return engine.Up
-			}
-		}
-	}
-	return engine.Unknown
-}
-
-func (r reportHealth) Cluster(name string) engine.State {
-	for _, c := range r.Clusters {
-		if c.Name == name && c.State == "failed-over" {
-			return engine.Down
-		}
-	}
-	return engine.Unknown
 }

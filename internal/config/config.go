@@ -36,6 +36,10 @@ type Server struct {
 	// $STATE_DIRECTORY (systemd's StateDirectory=), else
 	// $XDG_STATE_HOME/meridian/NODE, else ~/.local/state/meridian/NODE.
 	StateDir string `yaml:"state_dir"`
+	// SerialStateFile is where the serials of zones with transfers persist,
+	// so that they only increase across restarts (default: serials.json in
+	// state_dir).
+	SerialStateFile string `yaml:"serial_state_file"`
 }
 
 // Admin configures the admin API (drain, force, weight overrides).

@@ -22,7 +22,10 @@ func (m *Meridian) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	qname := r.Question[0].Name
-	snap := m.store.Load()
+	var snap *engine.Snapshot
+	if m.pipe != nil {
+		snap = m.pipe.Store().Load()
+	}
 	if snap == nil {
 		return dns.RcodeServerFailure, nil
 	}

@@ -141,6 +141,12 @@ func TestAnInvalidReloadKeepsServing(t *testing.T) {
 	m := newPlugin(t)
 	require.NoError(t, os.WriteFile(m.ConfigPath, []byte("zones: [ broken"), 0o644))
 	m.reload()
+	assertAnswersOne(t, m)
+}
+
+// assertAnswersOne checks that m answers one.gslb.test of testConfig.
+func assertAnswersOne(t *testing.T, m *Meridian) {
+	t.Helper()
 	rec := dnstest.NewRecorder(&test.ResponseWriter{})
 	req := new(dns.Msg)
 	req.SetQuestion("one.gslb.test.", dns.TypeA)

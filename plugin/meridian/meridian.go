@@ -1,12 +1,18 @@
 // Package meridian is the CoreDNS plugin that answers Meridian's global
 // services from inside CoreDNS. It loads the same YAML as `meridian serve`
-// and answers through internal/engine: there is no second implementation
-// of answering. With `ring` it joins the prober ring as an observer and
-// follows the probers' decisions.
+// and feeds its answers through the same pipeline (internal/serving: file,
+// overrides, decided health, DNSSEC signers, engine.Store): there is no
+// second implementation of answering or of what feeds it. With `ring` it
+// joins the prober ring as an observer: it follows the probers' decisions
+// and the operators' overrides (drain, force, weight) exactly as a serve
+// node does. Its scope is written down in docs/adr/0010-plugin-scope.md:
+// Kubernetes sources and zone transfers are refused at start, with the
+// section named, because a serve node does them.
 package meridian
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -15,12 +21,12 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/failover"
-	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 var log = clog.NewWithPlugin(pluginName)
@@ -34,46 +40,60 @@ type Meridian struct {
 	Ring       bool
 	Fall       fall.F
 
-	store   engine.Store
 	queries queryCounters
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	file     *config.File
-	locator  *geo.Locator
-	decision *failover.Decision
-	ring     *ring.Ring
+	pipe     *serving.Pipeline
+	ring     *ring.Ring        // nil without ring
+	follower *serving.Follower // nil without ring
 }
 
+// pipelineMetrics are the pipeline's metrics, registered once per process
+// as coredns_meridian_...: CoreDNS may start several instances (server
+// blocks, Corefile reloads).
+var pipelineMetrics = sync.OnceValue(func() *serving.Metrics {
+	return serving.NewMetrics(prometheus.WrapRegistererWithPrefix(plugin.Namespace+"_", prometheus.DefaultRegisterer))
+})
+
 // Start loads the config (an error stops CoreDNS from starting, naming the
-// file and line), then watches it and, with ring, follows the decisions.
+// file and line, or the section the plugin does not serve), then watches
+// it and, with ring, follows the ring's decisions and overrides.
 func (m *Meridian) Start() error {
-	f, loc, err := config.Prepare(m.ConfigPath, nil, m.GeoIP)
+	l, err := serving.Load(m.ConfigPath, nil, m.GeoIP)
 	if err != nil {
 		return fmt.Errorf("meridian: %w", err)
 	}
-	m.file, m.locator = f, loc
-	if err := m.publish(); err != nil {
-		return err
+	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope}
+	if m.Ring {
+		// The ring's overrides, kept in memory: a restarted plugin gets
+		// them back from the probers' push/pull within seconds.
+		if opts.Admin, err = admin.Open("", m.nodeName(l), l.File.Ring.MaxClockSkew.D()); err != nil {
+			return fmt.Errorf("meridian: %w", err)
+		}
+	}
+	if m.pipe, err = serving.New(l, opts); err != nil {
+		return fmt.Errorf("meridian: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	sl := slogFor()
-	if w, err := config.NewWatcher(m.ConfigPath, sl); err != nil {
+	if w, err := config.NewWatcher(m.ConfigPath, slogFor()); err != nil {
 		log.Warningf("config file watching disabled: %v", err)
 	} else {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); w.Run(ctx, m.reload) }()
 	}
 	if m.Ring {
-		if err := m.startRing(ctx); err != nil {
+		if err := m.startRing(ctx, l); err != nil {
 			cancel()
 			m.wg.Wait()
 			return err
 		}
 	}
-	log.Infof("serving %d services from %s", len(f.Services), m.ConfigPath)
+	if p := l.File.Providers; len(p.Route53)+len(p.Cloudflare) > 0 {
+		log.Infof("providers: not pushed from the plugin; the serve nodes' elected writer pushes them")
+	}
+	log.Infof("serving %d services from %s", len(l.File.Services), m.ConfigPath)
 	return nil
 }
 
@@ -86,62 +106,62 @@ func (m *Meridian) Stop() error {
 	return nil
 }
 
-func (m *Meridian) publish() error {
-	m.mu.Lock()
-	f, loc, d := m.file, m.locator, m.decision
-	m.mu.Unlock()
-	var h engine.Health = engine.NoHealth{}
-	if d != nil {
-		h = d
+func (m *Meridian) nodeName(l *serving.Loaded) string {
+	host, _ := os.Hostname()
+	return l.File.Ring.NodeNameFor(host + "-coredns")
+}
+
+// scope refuses what the plugin does not serve, naming the section and
+// why, so that nothing in the file is silently ignored.
+func (m *Meridian) scope(l *serving.Loaded) error {
+	d := &l.File.Desired
+	var errs []error
+	for i, c := range d.Clusters {
+		if c.Kubernetes != nil {
+			errs = append(errs, fmt.Errorf("clusters[%d].kubernetes (cluster %s): the CoreDNS plugin does not watch member clusters; run `meridian serve` for Kubernetes-sourced services", i, c.Name))
+		}
 	}
-	snap, err := m.store.Publish(&f.Desired, engine.Options{Locator: loc, Health: h})
-	if err != nil {
-		return fmt.Errorf("meridian: compile %s: %w", m.ConfigPath, err)
+	if d.Kubernetes.MemberSecrets != nil {
+		errs = append(errs, errors.New("kubernetes.member_secrets: the CoreDNS plugin does not watch member clusters; run `meridian serve` for Kubernetes-sourced services"))
 	}
-	generation.Set(float64(snap.Generation()))
+	if d.Kubernetes.Propagation != nil {
+		errs = append(errs, errors.New("kubernetes.propagation: the CoreDNS plugin does not propagate workloads; run `meridian serve` for it"))
+	}
+	for i, z := range d.Zones {
+		if z.Transfer != nil {
+			errs = append(errs, fmt.Errorf("zones[%d].transfer (zone %s): the CoreDNS plugin does not serve zone transfers; use CoreDNS's transfer plugin with a secondary of `meridian serve`, or serve the zone's transfers from `meridian serve`", i, z.Apex))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: not served by the CoreDNS plugin (see plugin/meridian/README.md, Scope): %w", m.ConfigPath, errors.Join(errs...))
+	}
 	return nil
 }
 
-// reload swaps in a changed config file; an invalid one keeps the current snapshot.
+// reload swaps in a changed config file; an invalid one (or one outside
+// the plugin's scope) keeps the current snapshot.
 func (m *Meridian) reload() {
-	f, loc, err := config.Prepare(m.ConfigPath, nil, m.GeoIP)
-	if err == nil {
-		m.mu.Lock()
-		prevFile, prevLoc := m.file, m.locator
-		m.file, m.locator = f, loc
-		m.mu.Unlock()
-		if err = m.publish(); err != nil {
-			m.mu.Lock()
-			m.file, m.locator = prevFile, prevLoc
-			m.mu.Unlock()
-		}
-	}
-	if err != nil {
-		reloads.WithLabelValues("failure").Inc()
+	l, err := serving.Load(m.ConfigPath, nil, m.GeoIP)
+	if _, err = m.pipe.Reload(l, err); err != nil {
 		log.Errorf("config reload failed, previous config keeps serving: %v", err)
 		return
 	}
-	reloads.WithLabelValues("success").Inc()
-	m.mu.Lock()
-	r := m.ring
-	m.mu.Unlock()
-	if r != nil {
-		if err := r.SetPeers(f.Ring.Peers); err != nil {
+	if m.ring != nil {
+		if err := m.ring.SetPeers(l.File.Ring.Peers); err != nil {
 			log.Errorf("ring.peers not applied, the previous peers stay trusted: %v", err)
 		}
 	}
 	log.Infof("config reloaded: %s", m.ConfigPath)
 }
 
-// startRing joins the ring as an observer (it neither probes nor votes) and
-// decides from the probers' votes, like every prober does.
-func (m *Meridian) startRing(ctx context.Context) error {
-	d := &m.file.Desired
+// startRing joins the ring as an observer (it neither probes nor votes nor
+// originates overrides) and decides from the probers' votes, like every
+// prober does, through the same follower.
+func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
+	d := &l.File.Desired
 	if d.Ring.Region == "" {
 		return fmt.Errorf("meridian: %s: ring.region is required for the ring property", m.ConfigPath)
 	}
-	host, _ := os.Hostname()
-	name := d.Ring.NodeNameFor(host + "-coredns")
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -150,11 +170,14 @@ func (m *Meridian) startRing(ctx context.Context) error {
 		}
 	}
 	r, err := ring.Start(ring.Config{
-		NodeName: name, Region: d.Ring.Region, Role: ring.RoleObserver,
+		NodeName: m.nodeName(l), Region: d.Ring.Region, Role: ring.RoleObserver,
 		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds, KeyFile: d.Ring.KeyFile,
 		Label: d.Ring.Label, RequireEncryption: d.Ring.RequireEncryption,
 		RejoinInterval: d.Ring.RejoinInterval.D(), Memberlist: d.Ring.Memberlist,
 		Logger: slogFor(), OnChange: poke,
+		// Overrides set on any serve node: validated like the admin API's,
+		// then applied (an observer never passes them on).
+		OnShared: m.pipe.OnShared,
 		// An observer originates nothing, so its own key is a fresh one; it
 		// checks every vote against the probers listed in ring.peers.
 		Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
@@ -164,48 +187,13 @@ func (m *Meridian) startRing(ctx context.Context) error {
 		return fmt.Errorf("meridian: ring: %w", err)
 	}
 	m.ring = r
+	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
+		Probers: func(n int) { ringMembers.Set(float64(n)) }}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		defer r.Shutdown()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-			case <-t.C:
-			}
-			m.decide(r)
-		}
+		m.follower.Run(ctx, wake, time.Second)
 	}()
 	return nil
-}
-
-func (m *Meridian) decide(r *ring.Ring) {
-	m.mu.Lock()
-	f, prev := m.file, m.decision
-	m.mu.Unlock()
-	var probers []failover.Prober
-	for _, mem := range r.Members() {
-		if mem.Role == ring.RoleProber {
-			probers = append(probers, failover.Prober{Name: mem.Name, Region: mem.Region})
-		}
-	}
-	ringMembers.Set(float64(len(probers)))
-	d := failover.Decide(failover.Input{Desired: &f.Desired, Votes: r.Votes(), Probers: probers, Prev: prev, Now: time.Now()}, failover.ParamsFrom(&f.Desired))
-	m.mu.Lock()
-	m.decision = d
-	m.mu.Unlock()
-	for _, c := range d.Changes {
-		if c.StateChanged() && !(c.From == failover.Unknown && c.To == failover.Up) {
-			log.Infof("decision: %s %s -> %s (%s)", c.Subject, c.From, c.To, c.Reason)
-		}
-	}
-	if d.StatesChanged {
-		if err := m.publish(); err != nil {
-			log.Errorf("republish after a health change failed: %v", err)
-		}
-	}
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Metrics of the plugin, exported by CoreDNS's prometheus plugin. Every
-// metric is listed in README.md.
+// Metrics of the plugin, exported by CoreDNS's prometheus plugin; the
+// pipeline's own (reloads, snapshot, overrides, decisions) are registered
+// by pipelineMetrics with the same coredns_ prefix. Every metric is listed
+// in docs/metrics.md.
 var (
 	queryCount = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace,
@@ -26,18 +28,6 @@ var (
 		Name:      "fail_open_answers_total",
 		Help:      "Answers that ignored health because every endpoint of the name was down.",
 	}, []string{"server", "zone"})
-	reloads = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "meridian",
-		Name:      "config_reloads_total",
-		Help:      "Reloads of the Meridian config file by result; a failed one keeps the previous snapshot.",
-	}, []string{"result"})
-	generation = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: "meridian",
-		Name:      "snapshot_generation",
-		Help:      "Generation of the snapshot being served.",
-	})
 	ringMembers = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: "meridian",

@@ -1,7 +1,8 @@
-package app
+package serving
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -11,29 +12,14 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
-// publishSigned publishes d with the DNSSEC signers of its signed zones.
-// A key that cannot be loaded the first time fails the publish, so the
-// previous snapshot keeps serving (a zone whose parent has a DS must never
-// be served unsigned). A key file that changes into something unreadable
-// later keeps its last good key (with a warning), so that health changes
-// are still published.
-func (a *App) publishSigned(d *model.Desired, opts engine.Options) (*engine.Snapshot, error) {
-	signers, err := zoneSigners(d, a.log.Warn)
-	if err != nil {
-		return nil, fmt.Errorf("dnssec: %w", err)
-	}
-	opts.Signers = signers
-	return a.store.Publish(d, opts)
-}
-
 // signerCache keeps loaded signers (and so their signature caches) across
 // publishes: a publish happens on every health change. It is keyed by zone,
 // DNSKEY TTL and key file names; an entry is loaded again when a file's
 // size or mtime changed.
-var signerCache = struct {
-	sync.Mutex
-	m map[string]*cachedSigner
-}{m: map[string]*cachedSigner{}}
+type signerCache struct {
+	mu sync.Mutex
+	m  map[string]*cachedSigner
+}
 
 type cachedSigner struct {
 	files  string // size and mtime of every file
@@ -42,9 +28,14 @@ type cachedSigner struct {
 
 const maxCachedSigners = 256
 
-// zoneSigners returns the signers of the zones of d that have dnssec
-// settings, by canonical apex (nil when no zone signs).
-func zoneSigners(d *model.Desired, warn func(msg string, args ...any)) (map[string]engine.ZoneSigner, error) {
+// forZones returns the signers of the zones of d that have dnssec
+// settings, by canonical apex (nil when no zone signs). A key that cannot
+// be loaded the first time fails the publish, so the previous snapshot
+// keeps serving (a zone whose parent has a DS must never be served
+// unsigned). A key file that changes into something unreadable later
+// keeps its last good key, with a warning, so that health changes are
+// still published.
+func (c *signerCache) forZones(d *model.Desired, log *slog.Logger) (map[string]engine.ZoneSigner, error) {
 	var out map[string]engine.ZoneSigner
 	for i := range d.Zones {
 		z := &d.Zones[i]
@@ -52,7 +43,7 @@ func zoneSigners(d *model.Desired, warn func(msg string, args ...any)) (map[stri
 			continue
 		}
 		apex := model.CanonicalName(z.Apex)
-		s, err := zoneSigner(apex, uint32(z.NSTTL), z.DNSSEC.KeyFiles, warn)
+		s, err := c.zone(apex, uint32(z.NSTTL), z.DNSSEC.KeyFiles, log)
 		if err != nil {
 			return nil, fmt.Errorf("zone %s: %w", apex, err)
 		}
@@ -64,11 +55,11 @@ func zoneSigners(d *model.Desired, warn func(msg string, args ...any)) (map[stri
 	return out, nil
 }
 
-func zoneSigner(apex string, ttl uint32, files []string, warn func(msg string, args ...any)) (*dnssec.Signer, error) {
+func (c *signerCache) zone(apex string, ttl uint32, files []string, log *slog.Logger) (*dnssec.Signer, error) {
 	key := fmt.Sprintf("%s %d %q", apex, ttl, files)
-	signerCache.Lock()
-	defer signerCache.Unlock()
-	prev := signerCache.m[key]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := c.m[key]
 	id, err := fileIdentity(files)
 	if err == nil && prev != nil && prev.files == id {
 		return prev.signer, nil
@@ -81,13 +72,13 @@ func zoneSigner(apex string, ttl uint32, files []string, warn func(msg string, a
 		if prev == nil {
 			return nil, err
 		}
-		warn("dnssec: cannot load the zone's keys again: signing with the keys loaded before", "zone", apex, "err", err)
+		log.Warn("dnssec: cannot load the zone's keys again: signing with the keys loaded before", "zone", apex, "err", err)
 		return prev.signer, nil
 	}
-	if len(signerCache.m) >= maxCachedSigners {
-		clear(signerCache.m)
+	if c.m == nil || len(c.m) >= maxCachedSigners {
+		c.m = map[string]*cachedSigner{}
 	}
-	signerCache.m[key] = &cachedSigner{files: id, signer: s}
+	c.m[key] = &cachedSigner{files: id, signer: s}
 	return s, nil
 }
 

@@ -1,76 +1,39 @@
-package app
+package serving
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/dnsserver"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
 
-// SerialStateEnv overrides where zone serials persist (default:
-// meridian-serials.json beside the config file; the embedded demo keeps
-// them in memory).
-const SerialStateEnv = "MERIDIAN_SERIAL_STATE"
-
-// xfrState is the zone transfer side of an App: the transfer server, the
-// persisted serials and the TSIG keys.
-type xfrState struct {
-	once    sync.Once
-	mu      sync.Mutex // serializes publishSnapshot
+// transfers is the zone transfer side of the pipeline: the transfer
+// server, the persisted serials and the TSIG keys. It is used under the
+// pipeline's lock.
+type transfers struct {
 	srv     *xfr.Server
 	serials *xfr.Serials
 	keys    map[string]xfr.Key // last good key by file, for when a file goes bad
 	known   map[string]bool    // zones notified at least once by this process
 }
 
-// serialStatePath is $MERIDIAN_SERIAL_STATE, else serials.json in the
-// state directory; legacy is the older default beside the config file.
-func (a *App) serialStatePath() (path, legacy string) {
-	if p := os.Getenv(SerialStateEnv); p != "" {
-		return p, ""
+func (x *transfers) init(srv *xfr.Server, serials *xfr.Serials) {
+	if srv != nil && serials == nil {
+		serials, _ = xfr.OpenSerials("") // in memory
 	}
-	if a.opts.ConfigPath != "" {
-		legacy = filepath.Join(filepath.Dir(a.opts.ConfigPath), "meridian-serials.json")
-	}
-	return filepath.Join(a.state, "serials.json"), legacy
+	x.srv, x.serials = srv, serials
+	x.keys, x.known = map[string]xfr.Key{}, map[string]bool{}
 }
 
-func (a *App) xfrInit() *xfrState {
-	x := &a.xfr
-	x.once.Do(func() {
-		x.srv = xfr.New(&a.store, xfr.Options{
-			Logger:     a.log,
-			Registerer: a.reg,
-			Ready:      a.ready,
-		})
-		var err error
-		path, legacy := a.serialStatePath()
-		a.adopt(path, legacy, "zone serials")
-		x.serials, err = xfr.OpenSerials(path)
-		if err != nil {
-			a.log.Warn("zone serial state unreadable: serials restart from the Unix time", "file", path, "err", err)
-		}
-		x.keys = map[string]xfr.Key{}
-		x.known = map[string]bool{}
-	})
-	return x
-}
-
-// transfers is the dnsserver hook for AXFR/IXFR and TSIG-signed queries.
-func (a *App) transfers() dnsserver.Transfers { return a.xfrInit().srv }
-
-// xfrZones builds the transfer configuration of d's zones, reading the TSIG
+// zones builds the transfer configuration of d's zones, reading the TSIG
 // key files. A key file that cannot be read keeps the last good key of that
 // file (so a health-driven publish never fails on it); without one the
 // publish fails with the reason.
-func (a *App) xfrZones(x *xfrState, d *model.Desired) ([]xfr.Zone, error) {
+func (x *transfers) zones(d *model.Desired, log *slog.Logger) ([]xfr.Zone, error) {
 	var out []xfr.Zone
 	for i, z := range d.Zones {
 		t := z.Transfer
@@ -84,7 +47,7 @@ func (a *App) xfrZones(x *xfrState, d *model.Desired) ([]xfr.Zone, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s.tsig_key_file: %w", p, err)
 			}
-			a.log.Warn("TSIG key file unreadable: keeping the last good key", "zone", z.Apex, "file", t.TSIGKeyFile, "err", err)
+			log.Warn("TSIG key file unreadable: keeping the last good key", "zone", z.Apex, "file", t.TSIGKeyFile, "err", err)
 			key = old
 		}
 		x.keys[t.TSIGKeyFile] = key
@@ -108,22 +71,23 @@ func (a *App) xfrZones(x *xfrState, d *model.Desired) ([]xfr.Zone, error) {
 	return out, nil
 }
 
-// publishSnapshot is publishSigned with managed serials for zones that have
+// publish stores d in st with managed serials for zones that have
 // transfers: it compiles once to see each zone's content, gives a zone
 // whose content changed the next serial (RFC 1982; persisted, so it also
 // increases across restarts), publishes with those serials in the SOA, then
 // records the versions for IXFR and sends NOTIFY for the changed zones.
-func (a *App) publishSnapshot(d *model.Desired, opts engine.Options) (*engine.Snapshot, error) {
-	x := a.xfrInit()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	zones, err := a.xfrZones(x, d)
+// Without a transfer server it is st.Publish.
+func (x *transfers) publish(st *engine.Store, d *model.Desired, opts engine.Options, log *slog.Logger) (*engine.Snapshot, error) {
+	if x.srv == nil {
+		return st.Publish(d, opts)
+	}
+	zones, err := x.zones(d, log)
 	if err != nil {
 		return nil, err
 	}
 	if len(zones) == 0 {
 		x.srv.Configure(nil)
-		return a.publishSigned(d, opts)
+		return st.Publish(d, opts)
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -150,15 +114,15 @@ func (a *App) publishSnapshot(d *model.Desired, opts engine.Options) (*engine.Sn
 		withSerials.Zones[i].SOA.Serial = serial
 		if ch {
 			changed[z.Apex] = true
-			a.log.Info("zone content changed: new serial", "zone", z.Apex, "serial", serial, "previous", prev.Serial, "had_previous", hadPrev)
+			log.Info("zone content changed: new serial", "zone", z.Apex, "serial", serial, "previous", prev.Serial, "had_previous", hadPrev)
 		}
 	}
 	if len(changed) > 0 {
 		if err := x.serials.Save(); err != nil {
-			a.log.Warn("zone serials not persisted: a restart may reuse a serial", "file", x.serials.Path(), "err", err)
+			log.Warn("zone serials not persisted: a restart may reuse a serial", "file", x.serials.Path(), "err", err)
 		}
 	}
-	snap, err := a.publishSigned(&withSerials, opts) // DNSSEC signers (dnssec.go), then Store.Publish
+	snap, err := st.Publish(&withSerials, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/dnsserver"
+	"github.com/meridian-gslb/meridian/internal/serving"
+)
+
+// startDNS serves the pipeline's store on server.dns.listen.
+func (a *App) startDNS(l *serving.Loaded) error {
+	c := l.File.Server.DNS
+	srv := dnsserver.New(dnsserver.Config{
+		Listen:            c.Listen,
+		UDPSockets:        c.UDPSockets,
+		MaxTCPConnections: c.MaxTCPConnections,
+		TCPIdleTimeout:    c.TCPIdleTimeout,
+		UDPPayloadSize:    c.UDPPayloadSize,
+		MaxTCPPerClient:   c.MaxTCPPerClient,
+
+		// Per client prefix: the TCP cap above and the signing limit.
+		TCPClientIPv4Prefix: c.TCPClientIPv4Prefix,
+		TCPClientIPv6Prefix: c.TCPClientIPv6Prefix,
+		SignLimit: dnsserver.SignLimit{
+			Enabled:          c.SignLimit.Enabled == nil || *c.SignLimit.Enabled,
+			SignaturesPerSec: c.SignLimit.SignaturesPerSec,
+			Window:           c.SignLimit.Window,
+			IPv4Prefix:       c.SignLimit.IPv4Prefix,
+			IPv6Prefix:       c.SignLimit.IPv6Prefix,
+		},
+		RRL: dnsserver.RRL{
+			Enabled:         c.RRL.Enabled == nil || *c.RRL.Enabled,
+			ResponsesPerSec: c.RRL.ResponsesPerSec,
+			Window:          c.RRL.Window,
+			Slip: func() int { // set by the config's defaults; the fallback is for a File built by hand
+				if p := c.RRL.Slip; p != nil {
+					return *p
+				}
+				return config.DefaultRRLSlip
+			}(),
+			IPv4Prefix: c.RRL.IPv4Prefix,
+			IPv6Prefix: c.RRL.IPv6Prefix,
+		},
+		Logger:    a.log,
+		Metrics:   dnsserver.NewMetrics(a.reg),
+		Transfers: a.pipe.Transfers(),
+	}, a.pipe.Store())
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	a.defer_(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	a.dnsUp.Store(true)
+	for _, ap := range srv.Addrs() {
+		a.dnsAddrs = append(a.dnsAddrs, ap.String())
+	}
+	return nil
+}

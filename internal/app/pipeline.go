@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/xfr"
+)
+
+// startPipeline opens the persisted state (overrides, zone serials), builds
+// the serving pipeline and publishes the first snapshot.
+func (a *App) startPipeline(l *serving.Loaded) error {
+	f := l.File
+	path, legacy := a.adminStatePath(f.Server.Admin.StateFile)
+	a.adopt(path, legacy, "admin overrides")
+	store, err := admin.Open(path, a.node, f.Ring.MaxClockSkew.D())
+	if err != nil {
+		return err
+	}
+	if err := a.openTokens(f.Server.Admin.TokenFile); err != nil {
+		return err
+	}
+	spath, slegacy := a.serialStatePath(f.Server.SerialStateFile)
+	a.adopt(spath, slegacy, "zone serials")
+	serials, err := xfr.OpenSerials(spath)
+	if err != nil {
+		a.log.Warn("zone serial state unreadable: serials restart from the Unix time", "file", spath, "err", err)
+	}
+	opts := serving.Options{
+		Logger: a.log, Metrics: serving.NewMetrics(a.reg),
+		Admin: store, Relay: true,
+		Transfers: &xfr.Options{Logger: a.log, Registerer: a.reg, Ready: a.ready},
+		Serials:   serials,
+		Changed:   a.changed,
+	}
+	if a.kube != nil {
+		opts.Kube = a.kube.src
+	}
+	if a.pipe, err = serving.New(l, opts); err != nil {
+		return err
+	}
+	if n := len(store.Active()); n > 0 {
+		a.log.Info("admin overrides restored", "file", path, "active", n)
+	}
+	a.goBackground(func(ctx context.Context) { a.pipe.RunExpiry(ctx, time.Second) })
+	return nil
+}
+
+// adminStatePath is where overrides persist: server.admin.state_file,
+// else admin.json in the state directory. legacy is the older default
+// (beside the config file, or the temp dir for the demo), adopted once.
+func (a *App) adminStatePath(configured string) (path, legacy string) {
+	if configured != "" {
+		return configured, ""
+	}
+	legacy = filepath.Join(os.TempDir(), "meridian-demo-admin.json")
+	if a.opts.ConfigPath != "" {
+		legacy = filepath.Join(filepath.Dir(a.opts.ConfigPath), "meridian-admin.json")
+	}
+	return filepath.Join(a.state, "admin.json"), legacy
+}
+
+// serialStatePath is server.serial_state_file, else serials.json in the
+// state directory; legacy is the older default beside the config file.
+func (a *App) serialStatePath(configured string) (path, legacy string) {
+	if configured != "" {
+		return configured, ""
+	}
+	if a.opts.ConfigPath != "" {
+		legacy = filepath.Join(filepath.Dir(a.opts.ConfigPath), "meridian-serials.json")
+	}
+	return filepath.Join(a.state, "serials.json"), legacy
+}
+
+// adminControl is api.AdminControl over the pipeline's overrides.
+type adminControl struct{ p *serving.Pipeline }
+
+func (c adminControl) List() []admin.Override { return c.p.Overrides() }
+func (c adminControl) Add(req admin.Request, who string) (admin.Override, error) {
+	return c.p.AddOverride(req, who)
+}
+func (c adminControl) Remove(id, who string) (admin.Override, error) {
+	return c.p.RemoveOverride(id, who)
+}

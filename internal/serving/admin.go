@@ -1,0 +1,140 @@
+package serving
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/admin"
+)
+
+// activeOverrides are the overrides in force now (none without a store).
+func (p *Pipeline) activeOverrides() []admin.Override {
+	if p.opts.Admin == nil {
+		return nil
+	}
+	return p.opts.Admin.Active()
+}
+
+// Overrides lists the overrides in force.
+func (p *Pipeline) Overrides() []admin.Override { return p.activeOverrides() }
+
+// SetBroadcast sets how a local override change reaches the other nodes
+// (the ring's BroadcastShared); nil stops spreading.
+func (p *Pipeline) SetBroadcast(f func([]byte)) {
+	if f == nil {
+		p.broadcast.Store(nil)
+		return
+	}
+	p.broadcast.Store(&f)
+}
+
+// AddOverride validates req against what is served (the same rules as
+// every other source of overrides), stores it, republishes and spreads it.
+func (p *Pipeline) AddOverride(req admin.Request, who string) (admin.Override, error) {
+	if p.opts.Admin == nil {
+		return admin.Override{}, errNoAdmin
+	}
+	o, err := req.Validate(&p.State().Effective.Desired, time.Now())
+	if err != nil {
+		return o, err
+	}
+	if o, err = p.opts.Admin.Add(o, who); err != nil {
+		return o, err
+	}
+	p.log.Warn("admin override set", "id", o.ID, "kind", o.Kind, "target", o.Target(), "who", who, "reason", o.Reason, "expires", o.Expires)
+	p.adminChanged(true)
+	return o, nil
+}
+
+// RemoveOverride ends an override, republishes and spreads the change.
+func (p *Pipeline) RemoveOverride(id, who string) (admin.Override, error) {
+	if p.opts.Admin == nil {
+		return admin.Override{}, errNoAdmin
+	}
+	o, err := p.opts.Admin.Remove(id)
+	if err != nil {
+		return o, err
+	}
+	p.log.Warn("admin override removed", "id", o.ID, "kind", o.Kind, "target", o.Target(), "who", who)
+	p.adminChanged(true)
+	return o, nil
+}
+
+// adminChanged republishes and, for a change this node makes or merges,
+// spreads the whole state.
+func (p *Pipeline) adminChanged(spread bool) {
+	if err := p.Republish(); err != nil {
+		p.log.Error("republish after an admin change failed: previous snapshot keeps serving", "err", err)
+	}
+	if b := p.broadcast.Load(); spread && b != nil {
+		(*b)(p.opts.Admin.State().Marshal())
+	}
+}
+
+// SharedState is this node's admin state for the ring's push/pull syncs.
+func (p *Pipeline) SharedState() []byte {
+	if p.opts.Admin == nil {
+		return nil
+	}
+	return p.opts.Admin.State().Marshal()
+}
+
+// OnShared merges another node's admin state from the ring. Each entry
+// passes the same validation as POST /v1/admin/overrides before it is
+// merged, saved or passed on.
+func (p *Pipeline) OnShared(data []byte) {
+	if p.opts.Admin == nil {
+		return
+	}
+	other, err := admin.Unmarshal(data)
+	if err != nil {
+		p.m.rejected.WithLabelValues("ring", admin.RejectInvalid).Inc()
+		p.log.Warn("ring: bad admin state from another node", "err", err)
+		return
+	}
+	cur := p.State().Effective
+	other, skipped := other.Sanitize(&cur.Desired, time.Now(), cur.Ring.MaxClockSkew.D())
+	for _, e := range skipped {
+		p.m.rejected.WithLabelValues("ring", e.Reason).Inc()
+		level := slog.LevelWarn
+		if e.Reason == admin.RejectUnknownTarget {
+			level = slog.LevelDebug // another node's config has a target ours lacks (a reload in flight)
+		}
+		p.log.Log(context.Background(), level, "ring: an override from another node is skipped", "id", e.ID, "reason", e.Reason, "err", e.Err)
+	}
+	changed, err := p.opts.Admin.Merge(other)
+	if err != nil {
+		p.log.Error("admin state from the ring not saved", "err", err)
+		return
+	}
+	if changed {
+		p.log.Info("admin overrides updated from the ring", "active", len(p.opts.Admin.Active()))
+		p.adminChanged(p.opts.Relay) // pass the merged state on
+	}
+}
+
+// ExpireOverrides republishes when an override in force has expired since
+// the last publish; it reports whether it did.
+func (p *Pipeline) ExpireOverrides() bool {
+	if p.opts.Admin == nil || overrideIDs(p.opts.Admin.Active()) == p.State().overrides {
+		return false
+	}
+	p.log.Info("admin override expired")
+	p.adminChanged(false)
+	return true
+}
+
+// RunExpiry calls ExpireOverrides every interval until ctx is done.
+func (p *Pipeline) RunExpiry(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.ExpireOverrides()
+		}
+	}
+}

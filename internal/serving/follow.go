@@ -1,0 +1,268 @@
+package serving
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/failover"
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ring"
+)
+
+// MaxTimeline is how many decided changes a Follower keeps for /v1/health.
+const MaxTimeline = 200
+
+// Ring is what a Follower reads from the prober ring (*ring.Ring).
+type Ring interface {
+	Name() string
+	Region() string
+	PublicKey() string
+	Members() []ring.Member    // trusted live members
+	AllMembers() []ring.Member // every live member, trusted or not
+	Votes() []health.Vote
+}
+
+// Follower turns the ring's votes into failover decisions, like every node
+// of the ring does: `meridian serve` (a prober) and the CoreDNS plugin (an
+// observer) run the same one.
+type Follower struct {
+	Pipeline *Pipeline
+	Ring     Ring
+	Logger   *slog.Logger
+
+	// Before runs first in every round with the desired state being
+	// decided on (a serve node votes on its agents' heartbeats there).
+	Before func(d *model.Desired, now time.Time)
+	// FirstFail gives this node's first failed probe of a subject in the
+	// current failure run, for meridian_failover_detection_seconds.
+	FirstFail func(health.Subject) (time.Time, bool)
+	// Probers, when set, is told how many probers counted in each round.
+	Probers func(n int)
+
+	mu       sync.Mutex
+	timeline []api.ChangeEvent // newest last
+}
+
+// Run decides after each wake and at least every interval until ctx is done.
+func (f *Follower) Run(ctx context.Context, wake <-chan struct{}, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+		f.Decide(time.Now())
+	}
+}
+
+// Decide runs one round: the failover decision over the ring's trusted
+// probers and votes, recorded (log, metrics, timeline) and handed to the
+// pipeline, which republishes when a decided state changed.
+func (f *Follower) Decide(now time.Time) *failover.Decision {
+	st := f.Pipeline.State()
+	d := &st.Effective.Desired
+	if f.Before != nil {
+		f.Before(d, now)
+	}
+	var probers []failover.Prober
+	for _, m := range f.Ring.Members() {
+		if m.Role == ring.RoleProber {
+			probers = append(probers, failover.Prober{Name: m.Name, Region: m.Region})
+		}
+	}
+	if f.Probers != nil {
+		f.Probers(len(probers))
+	}
+	m := f.Pipeline.m
+	t0 := time.Now()
+	dec := failover.Decide(failover.Input{Desired: d, Votes: f.Ring.Votes(), Probers: probers, Prev: st.Decision, Now: now}, failover.ParamsFrom(d))
+	m.decideSeconds.Observe(time.Since(t0).Seconds())
+	f.record(dec, now)
+	if err := f.Pipeline.SetDecision(dec); err != nil {
+		f.log().Error("republish after a health change failed: previous snapshot keeps serving", "err", err)
+	}
+	return dec
+}
+
+func (f *Follower) log() *slog.Logger {
+	if f.Logger != nil {
+		return f.Logger
+	}
+	return f.Pipeline.log
+}
+
+// record logs every change once, counts it and keeps it for the timeline.
+func (f *Follower) record(d *failover.Decision, now time.Time) {
+	m := f.Pipeline.m
+	for _, c := range d.Changes {
+		kv := []any{"reason", c.Reason, "from", c.From.String(), "to", c.To.String(), "voters", c.Voters}
+		if c.Subject.IsCluster() {
+			kv = append(kv, "cluster", c.Subject.Target)
+		} else {
+			kv = append(kv, "service", c.Subject.Service, "endpoint", c.Subject.Target)
+		}
+		switch {
+		case c.From == failover.Unknown && (c.To == failover.Up || c.To == failover.Ready):
+			f.log().Debug("health decision: first verdict", kv...) // start-up: one per endpoint
+		case c.StateChanged():
+			f.log().Warn("health decision changed", kv...)
+		default:
+			f.log().Info("health decision held", kv...)
+		}
+		m.events.WithLabelValues(c.Reason, c.To.String()).Inc()
+		if c.To == failover.Down && c.StateChanged() && f.FirstFail != nil {
+			if ff, ok := f.FirstFail(c.Subject); ok {
+				m.detection.Observe(now.Sub(ff).Seconds())
+			}
+		}
+		f.mu.Lock()
+		f.timeline = append(f.timeline, api.ChangeEvent{At: c.At, Subject: c.Subject.String(), From: c.From.String(), To: c.To.String(), Reason: c.Reason, Voters: c.Voters})
+		if len(f.timeline) > MaxTimeline {
+			f.timeline = slices.Delete(f.timeline, 0, len(f.timeline)-MaxTimeline)
+		}
+		f.mu.Unlock()
+	}
+	m.endpointState.Reset()
+	for _, e := range d.Endpoints {
+		v := 1.0
+		if e.State == failover.Down {
+			v = 0
+		}
+		m.endpointState.WithLabelValues(e.Subject.Service, e.Subject.Target, e.Cluster).Set(v)
+	}
+	for _, c := range d.Clusters {
+		for _, st := range []failover.State{failover.Ready, failover.Unreachable, failover.FailedOver} {
+			v := 0.0
+			if c.State == st {
+				v = 1
+			}
+			m.clusterState.WithLabelValues(c.Name, st.String()).Set(v)
+		}
+	}
+}
+
+// Timeline returns the decided changes kept, newest first.
+func (f *Follower) Timeline() []api.ChangeEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]api.ChangeEvent, 0, len(f.timeline))
+	for i := len(f.timeline) - 1; i >= 0; i-- {
+		out = append(out, f.timeline[i])
+	}
+	return out
+}
+
+// Report is GET /v1/health: the decision with the votes behind it, the
+// probers and the timeline.
+func (f *Follower) Report() api.HealthReport {
+	st := f.Pipeline.State()
+	cur := st.Effective
+	now := time.Now()
+	fresh := time.Duration(cur.Desired.Decision.FreshVotes) * cur.Desired.Health.Interval.D()
+	r := f.Ring
+	rep := api.HealthReport{Node: r.Name(), Region: r.Region(), Probing: true, PublicKey: r.PublicKey()}
+	for _, m := range r.AllMembers() {
+		if !m.Trusted {
+			rep.Untrusted = append(rep.Untrusted, api.UntrustedMember{Name: m.Name, Addr: m.Addr, Role: m.Role})
+		}
+	}
+	votes := map[health.Subject][]api.VoteInfo{}
+	lastVote := map[string]time.Time{}
+	for _, v := range r.Votes() {
+		age := now.Sub(v.ObservedAt)
+		votes[v.Subject] = append(votes[v.Subject], api.VoteInfo{Prober: v.Prober, Region: v.Region, Status: v.Status.String(), AgeSeconds: age.Seconds(), Fresh: age <= fresh})
+		if v.ObservedAt.After(lastVote[v.Prober]) {
+			lastVote[v.Prober] = v.ObservedAt
+		}
+	}
+	adminSt := AdminStates(&cur.Desired)
+	outliers := map[string]bool{}
+	if d := st.Decision; d != nil {
+		rep.DecidedAt = d.At
+		for _, o := range d.Outliers {
+			outliers[o.Prober] = true
+		}
+		for _, e := range d.Endpoints {
+			eh := api.EndpointHealth{Service: e.Subject.Service, Target: e.Subject.Target, Cluster: e.Cluster, State: e.State.String(),
+				Admin: adminSt[e.Subject], Since: e.Since, Reason: e.Reason, Voters: e.Voters, Failures: e.Failures, Braked: e.Braked(), Votes: votes[e.Subject]}
+			if e.Held() {
+				t := e.HeldUntil
+				eh.HeldUntil = &t
+			}
+			rep.Endpoints = append(rep.Endpoints, eh)
+		}
+		for _, c := range d.Clusters {
+			ch := api.ClusterHealth{Name: c.Name, State: c.State.String(), Monitored: c.Monitored, Since: c.Since, Reason: c.Reason,
+				Voters: c.Voters, Votes: votes[health.ClusterSubject(c.Name)]}
+			if c.Held() {
+				t := c.HeldUntil
+				ch.HeldUntil = &t
+			}
+			rep.Clusters = append(rep.Clusters, ch)
+		}
+	}
+	for _, m := range r.Members() {
+		ph := api.ProberHealth{Name: m.Name, Region: m.Region, Role: m.Role, Addr: m.Addr, Outlier: outliers[m.Name]}
+		if t, ok := lastVote[m.Name]; ok {
+			age := now.Sub(t).Seconds()
+			ph.LastVoteAgeSecond = &age
+		}
+		rep.Probers = append(rep.Probers, ph)
+	}
+	rep.Changes = f.Timeline()
+	return rep
+}
+
+// ConfigReport is GET /v1/health without a ring: the config's own states.
+func ConfigReport(st *State) api.HealthReport {
+	rep := api.HealthReport{Probing: false}
+	snap := st.Snapshot
+	if snap == nil {
+		return rep
+	}
+	rep.DecidedAt = snap.Built()
+	for _, s := range snap.Services() {
+		for _, e := range s.Endpoints {
+			reason := "config"
+			if e.Drained {
+				reason = "drained"
+			}
+			rep.Endpoints = append(rep.Endpoints, api.EndpointHealth{Service: s.Name, Target: e.Target, Cluster: e.Cluster, State: e.State.String(), Reason: reason, Since: snap.Built()})
+		}
+	}
+	return rep
+}
+
+// AdminStates returns the config's own verdicts: endpoints set down or
+// drained, directly or through their cluster.
+func AdminStates(d *model.Desired) map[health.Subject]string {
+	clusters := map[string]model.Cluster{}
+	for _, c := range d.Clusters {
+		clusters[c.Name] = c
+	}
+	out := map[health.Subject]string{}
+	for _, s := range d.Services {
+		for _, e := range s.Endpoints {
+			target := e.Address
+			if e.CNAME != "" {
+				target = e.CNAME
+			}
+			c := clusters[e.Cluster]
+			switch {
+			case e.State == model.StateDown || c.State == model.StateDown:
+				out[health.EndpointSubject(s.Name, target)] = "down"
+			case e.Drain || c.Drain:
+				out[health.EndpointSubject(s.Name, target)] = "drained"
+			}
+		}
+	}
+	return out
+}

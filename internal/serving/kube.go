@@ -1,0 +1,213 @@
+package serving
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/failover"
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/kube"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// Kube is the Kubernetes stage of the pipeline: the member clusters' objects
+// (through a kube.Manager) and the clusters that member Secrets register,
+// merged into the file's desired state. It is a KubeSource.
+type Kube struct {
+	Manager *kube.Manager
+	Secrets *kube.SecretWatcher // nil without kubernetes.member_secrets
+	Logger  *slog.Logger
+
+	mu      sync.Mutex
+	objs    []kube.Object
+	res     kube.Result
+	dropped map[string]string // last logged dropped reasons, so each is logged once
+}
+
+// Merge adds the Kubernetes-sourced services to l's desired state. A
+// service that does not validate is left out (and reported on its objects);
+// if the merged whole still fails, the file alone comes back with the error.
+func (k *Kube) Merge(l *Loaded) (*config.File, error) {
+	secrets := k.Secrets.Members()
+	k.Manager.Configure(l.File.Kubernetes, MemberSources(&l.File.Desired, secrets))
+	base := l.File.Desired
+	clusters, problems := WithSecretClusters(&base, secrets)
+	base.Clusters = clusters
+	objs := k.Manager.Objects()
+	res, err := kube.BuildSafe(objs, &base)
+	if err != nil {
+		return nil, err
+	}
+	k.Manager.Observe(res)
+	k.mu.Lock()
+	k.objs, k.res = objs, res
+	for name, why := range res.Dropped {
+		if k.dropped[name] != why {
+			k.Logger.Warn("kubernetes: service not served", "service", name, "reason", why)
+		}
+	}
+	for _, p := range problems {
+		if k.dropped["secret:"+p] == "" {
+			k.Logger.Error("kubernetes: member Secret not used", "problem", p)
+		}
+		res.Dropped["secret:"+p] = p
+	}
+	k.dropped = res.Dropped
+	k.mu.Unlock()
+	if len(res.Services) == 0 && len(clusters) == len(l.File.Clusters) && len(secrets) == 0 {
+		return l.File, nil
+	}
+	d := base
+	d.Services = append(slices.Clone(d.Services), res.Services...)
+	nd, err := model.Normalize(&d)
+	if err != nil {
+		return l.File, fmt.Errorf("kubernetes services do not merge with the config file: %w", err)
+	}
+	f := *l.File
+	f.Desired = *nd
+	return &f, nil
+}
+
+// Last is the objects and build result of the last merge.
+func (k *Kube) Last() ([]kube.Object, kube.Result) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.objs, k.res
+}
+
+// MemberSources lists the members the config file and the member Secrets
+// register. A cluster the file connects to itself ignores its Secret.
+func MemberSources(d *model.Desired, secrets []kube.SecretMember) []kube.MemberSource {
+	var out []kube.MemberSource
+	inFile := map[string]bool{}
+	for _, c := range d.Clusters {
+		if c.Kubernetes != nil {
+			inFile[c.Name] = true
+			out = append(out, kube.MemberSource{Cluster: c.Name, Config: *c.Kubernetes, Origin: "config"})
+		}
+	}
+	for _, s := range secrets {
+		if !inFile[s.Cluster.Name] {
+			out = append(out, s.Source)
+		}
+	}
+	return out
+}
+
+// WithSecretClusters adds the clusters member Secrets register to the
+// file's clusters: a new cluster takes its region and tags from the
+// Secret's annotations; a file cluster keeps the file's. Secrets that
+// cannot be used are returned as problems.
+func WithSecretClusters(d *model.Desired, secrets []kube.SecretMember) (clusters []model.Cluster, problems []string) {
+	clusters = slices.Clone(d.Clusters)
+	idx := map[string]int{}
+	for i, c := range clusters {
+		idx[c.Name] = i
+	}
+	for _, s := range secrets {
+		marker := &model.KubeMember{Kubeconfig: s.Source.Origin}
+		i, ok := idx[s.Cluster.Name]
+		switch {
+		case ok && clusters[i].Kubernetes != nil:
+			problems = append(problems, fmt.Sprintf("%s: cluster %s is connected by the config file; the Secret is ignored", s.Source.Origin, s.Cluster.Name))
+		case ok:
+			c := clusters[i]
+			c.Kubernetes = marker
+			if c.Heartbeat == nil {
+				c.Heartbeat = &model.Heartbeat{}
+			}
+			clusters[i] = c
+		case s.Cluster.Region == "":
+			problems = append(problems, fmt.Sprintf("%s: annotation %s is required for cluster %s, which the config file does not define", s.Source.Origin, kube.AnnoRegion, s.Cluster.Name))
+		default:
+			c := s.Cluster
+			c.Kubernetes = marker
+			clusters = append(clusters, c)
+		}
+	}
+	return clusters, problems
+}
+
+// Statuses is what meridian.io/status says on each watched object: the
+// served answer set of its service with the decided timeline behind it.
+func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.ObjectRef][]string) {
+	objs, res := k.Last()
+	snap := st.Snapshot
+	timeline := map[health.Subject]failover.Timeline{}
+	clusters := map[string]failover.ClusterState{}
+	if d := st.Decision; d != nil {
+		for _, e := range d.Endpoints {
+			timeline[e.Subject] = e.Timeline
+		}
+		for _, c := range d.Clusters {
+			clusters[c.Name] = c
+		}
+	}
+	order := map[string][]string{}
+	for _, s := range snap.Desired().Services {
+		if s.Failover != nil {
+			order[s.Name] = s.Failover.Order
+		}
+	}
+	svcs := map[string]kube.ServiceView{}
+	for _, s := range snap.Services() {
+		v := kube.ServiceView{Strategy: s.Strategy, Order: order[s.Name]}
+		for _, e := range s.Endpoints {
+			ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.Weight, State: e.State.String(),
+				Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
+			if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
+				ev.Since, ev.Reason = tl.Since, tl.Reason
+			}
+			if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {
+				ev.Since, ev.Reason = c.Since, "cluster "+strings.ToLower(c.State.String())+": "+c.Reason
+			}
+			v.Endpoints = append(v.Endpoints, ev)
+		}
+		svcs[s.Name] = v
+	}
+	return kube.Statuses(objs, res, func(name string) (kube.ServiceView, bool) { v, ok := svcs[name]; return v, ok }), res.Problems
+}
+
+// KubeReport is GET /v1/kube.
+type KubeReport struct {
+	Members  []kube.MemberStatus `json:"members"`
+	Services map[string][]string `json:"services"`          // Kubernetes-sourced service -> objects behind it
+	Dropped  map[string]string   `json:"dropped,omitempty"` // names not served, and why
+	Problems map[string][]string `json:"problems,omitempty"`
+}
+
+// Report builds GET /v1/kube: members (offline when the ring decided their
+// heartbeat is lost), the services and the objects behind them.
+func (k *Kube) Report(d *failover.Decision) KubeReport {
+	rep := KubeReport{Services: map[string][]string{}, Problems: map[string][]string{}}
+	offline := map[string]failover.ClusterState{}
+	if d != nil {
+		for _, c := range d.Clusters {
+			if c.Monitored && c.State != failover.Ready && c.State != failover.Unknown {
+				offline[c.Name] = c
+			}
+		}
+	}
+	for _, m := range k.Manager.Members() {
+		if c, ok := offline[m.Cluster]; ok && (m.State == kube.StateReady || strings.HasPrefix(m.Reason, "unreachable")) {
+			// The ring decided its heartbeat is lost past the grace.
+			m.State, m.Reason, m.Since = kube.StateOffline, "heartbeat lost: "+c.Reason, c.Since
+		}
+		rep.Members = append(rep.Members, m)
+	}
+	_, res := k.Last()
+	for name, refs := range res.Sources {
+		for _, r := range refs {
+			rep.Services[name] = append(rep.Services[name], r.String())
+		}
+	}
+	rep.Dropped = res.Dropped
+	for ref, ps := range res.Problems {
+		rep.Problems[ref.String()] = ps
+	}
+	return rep
+}

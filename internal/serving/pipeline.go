@@ -1,0 +1,303 @@
+package serving
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/failover"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/xfr"
+)
+
+// State is what a Pipeline serves: one immutable value, replaced as a
+// whole after every change. Nothing in it is modified once published.
+type State struct {
+	Loaded    *Loaded            // the config file as loaded
+	Effective *config.File       // Loaded.File with the Kubernetes-sourced services merged in
+	Served    *model.Desired     // Effective with the operators' overrides applied: what is compiled
+	Decision  *failover.Decision // the ring's decided health (nil without ring, or before the first round)
+	Snapshot  *engine.Snapshot   // the compiled answer tables built from the above
+
+	ReloadedAt time.Time // the last config load, good or bad
+	ReloadErr  string    // why the last config load failed ("" when it succeeded)
+
+	overrides string // ids of the overrides in force when Snapshot was built
+}
+
+// KubeSource merges the Kubernetes-sourced services into a file's desired
+// state (internal/app's member clusters). A service that does not validate
+// is left out and reported on its objects; when the merged whole fails the
+// file alone comes back with the error.
+type KubeSource interface {
+	Merge(l *Loaded) (*config.File, error)
+}
+
+// Options of a Pipeline.
+type Options struct {
+	Logger  *slog.Logger
+	Metrics *Metrics // nil: NewMetrics on a private registry
+
+	// Admin holds the operators' overrides (nil: none; the plugin keeps
+	// them in memory). Relay passes a merged ring state on (serve nodes
+	// do; an observer originates nothing).
+	Admin *admin.Store
+	Relay bool
+
+	// Kube merges the Kubernetes sources (nil: the file alone).
+	Kube KubeSource
+
+	// Transfers, when set, runs a transfer server (AXFR/IXFR, NOTIFY,
+	// TSIG) over the pipeline's store for zones with a transfer section,
+	// with serials kept in Serials (nil: in memory). Without it such zones
+	// are served with their configured serial (use Accept to refuse them).
+	Transfers *xfr.Options
+	Serials   *xfr.Serials
+
+	// Accept is asked about every file before it is used (at start and
+	// at each reload): an error refuses the file with that reason.
+	Accept func(*Loaded) error
+
+	// Changed is called, outside the pipeline's lock, after every new
+	// State: a reload, a Kubernetes change, an override or a decision.
+	Changed func(prev, next *State)
+}
+
+// Pipeline turns inputs into the engine.Store that answers queries.
+// Changes are serialized; reads (State, Store) never wait.
+type Pipeline struct {
+	opts    Options
+	log     *slog.Logger
+	m       *Metrics
+	store   engine.Store
+	signers signerCache
+	xfr     transfers
+
+	mu  sync.Mutex // serializes changes
+	cur atomic.Pointer[State]
+
+	broadcast atomic.Pointer[func([]byte)] // spreads a local admin change on the ring
+}
+
+// New builds the first State from l and publishes it. An error (a file the
+// front end does not accept, a zone key that cannot be read) stops the
+// start with the reason.
+func New(l *Loaded, opts Options) (*Pipeline, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	p := &Pipeline{opts: opts, log: opts.Logger, m: opts.Metrics}
+	if p.m == nil {
+		p.m = NewMetrics(newPrivateRegistry())
+	}
+	if opts.Transfers != nil {
+		p.xfr.init(xfr.New(&p.store, *opts.Transfers), opts.Serials)
+	}
+	if a := opts.Admin; a != nil {
+		for _, e := range a.Skipped() {
+			p.m.rejected.WithLabelValues("file", e.Reason).Inc()
+			p.log.Error("admin state: an entry of the state file is skipped", "file", a.Path(), "id", e.ID, "reason", e.Reason, "err", e.Err)
+		}
+	}
+	if err := p.accept(l); err != nil {
+		return nil, err
+	}
+	eff, err := p.merge(l)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.publishLocked(&State{Loaded: l, Effective: eff, ReloadedAt: time.Now()}); err != nil {
+		return nil, err
+	}
+	p.m.lastOK.SetToCurrentTime()
+	return p, nil
+}
+
+// Store is what the DNS front end answers from.
+func (p *Pipeline) Store() *engine.Store { return &p.store }
+
+// Transfers is the transfer server for the DNS front end (nil without
+// Options.Transfers).
+func (p *Pipeline) Transfers() *xfr.Server { return p.xfr.srv }
+
+// State is what is served now (never nil after New).
+func (p *Pipeline) State() *State { return p.cur.Load() }
+
+func (p *Pipeline) accept(l *Loaded) error {
+	if p.opts.Accept == nil {
+		return nil
+	}
+	return p.opts.Accept(l)
+}
+
+func (p *Pipeline) merge(l *Loaded) (*config.File, error) {
+	if p.opts.Kube == nil {
+		return l.File, nil
+	}
+	return p.opts.Kube.Merge(l)
+}
+
+// Reload replaces the config file. A file that is refused or does not
+// compile leaves the previous State serving; the error says why and is
+// kept in State.ReloadErr. prev is the State before the call.
+func (p *Pipeline) Reload(l *Loaded, loadErr error) (prev *State, err error) {
+	p.mu.Lock()
+	prev = p.cur.Load()
+	err = loadErr
+	if err == nil {
+		err = p.accept(l)
+	}
+	var eff *config.File
+	if err == nil {
+		eff, err = p.merge(l)
+	}
+	if err == nil {
+		next := *prev
+		next.Loaded, next.Effective, next.ReloadedAt, next.ReloadErr = l, eff, time.Now(), ""
+		err = p.publishLocked(&next)
+	}
+	if err != nil {
+		failed := *prev
+		failed.ReloadedAt, failed.ReloadErr = time.Now(), err.Error()
+		p.cur.Store(&failed)
+		p.mu.Unlock()
+		p.m.reloads.WithLabelValues("failure").Inc()
+		return prev, err
+	}
+	p.mu.Unlock()
+	p.m.reloads.WithLabelValues("success").Inc()
+	p.m.lastOK.SetToCurrentTime()
+	p.changed(prev)
+	return prev, nil
+}
+
+// Remerge merges the Kubernetes sources again (their objects or members
+// changed) and publishes the result; on failure the previous State keeps
+// serving.
+func (p *Pipeline) Remerge() error {
+	p.mu.Lock()
+	prev := p.cur.Load()
+	eff, err := p.merge(prev.Loaded)
+	if err == nil {
+		next := *prev
+		next.Effective = eff
+		err = p.publishLocked(&next)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	p.changed(prev)
+	return nil
+}
+
+// SetDecision stores a new decision and republishes when a decided state
+// changed. A publish that fails keeps the previous snapshot serving (the
+// decision is kept for the reports) and returns the error.
+func (p *Pipeline) SetDecision(d *failover.Decision) error {
+	p.mu.Lock()
+	prev := p.cur.Load()
+	next := *prev
+	next.Decision = d
+	var err error
+	if d.StatesChanged {
+		err = p.publishLocked(&next)
+		if err != nil {
+			keep := *prev
+			keep.Decision = d
+			p.cur.Store(&keep)
+		}
+	} else {
+		p.cur.Store(&next)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if d.StatesChanged {
+		p.changed(prev)
+	}
+	return nil
+}
+
+// Republish compiles the current inputs again (an override changed or
+// expired).
+func (p *Pipeline) Republish() error {
+	p.mu.Lock()
+	prev := p.cur.Load()
+	next := *prev
+	err := p.publishLocked(&next)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	p.changed(prev)
+	return nil
+}
+
+func (p *Pipeline) changed(prev *State) {
+	if p.opts.Changed != nil {
+		p.opts.Changed(prev, p.cur.Load())
+	}
+}
+
+// publishLocked runs the chain on next (Loaded, Effective and Decision
+// set): overrides, health, signers and serials, then the store. Only a
+// published State becomes current.
+func (p *Pipeline) publishLocked(next *State) error {
+	var h engine.Health = engine.NoHealth{}
+	if next.Decision != nil {
+		h = next.Decision
+	}
+	ovs := p.activeOverrides()
+	ap := admin.Apply(&next.Effective.Desired, ovs)
+	opts := engine.Options{Locator: next.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
+	snap, err := p.compile(ap.Desired, opts)
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	next.Served, next.Snapshot, next.overrides = ap.Desired, snap, overrideIDs(ovs)
+	p.cur.Store(next)
+	p.m.snap.Store(snap)
+	counts := map[string]int{}
+	for _, o := range ovs {
+		counts[o.Kind]++
+	}
+	for _, k := range admin.Kinds {
+		p.m.overrides.WithLabelValues(k).Set(float64(counts[k]))
+	}
+	p.log.Debug("snapshot published", "generation", snap.Generation())
+	return nil
+}
+
+// compile publishes d with the DNSSEC signers of its signed zones and, for
+// zones with transfers, managed serials.
+func (p *Pipeline) compile(d *model.Desired, opts engine.Options) (*engine.Snapshot, error) {
+	signers, err := p.signers.forZones(d, p.log)
+	if err != nil {
+		return nil, fmt.Errorf("dnssec: %w", err)
+	}
+	opts.Signers = signers
+	return p.xfr.publish(&p.store, d, opts, p.log)
+}
+
+func overrideIDs(ovs []admin.Override) string {
+	ids := make([]string, len(ovs))
+	for i, o := range ovs {
+		ids[i] = o.ID
+	}
+	return strings.Join(ids, ",")
+}
+
+// errNoAdmin is returned by the override calls of a pipeline without an
+// admin store.
+var errNoAdmin = errors.New("overrides are not kept by this process")

@@ -1,0 +1,33 @@
+package serving
+
+import (
+	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/engine"
+)
+
+// ReportHealth is a running node's GET /v1/health as an engine.Health:
+// what `meridian push` publishes when it is given a node's decisions.
+type ReportHealth api.HealthReport
+
+func (r ReportHealth) Endpoint(service, target string) engine.State {
+	for _, e := range r.Endpoints {
+		if e.Service == service && e.Target == target {
+			switch e.State {
+			case "down":
+				return engine.Down
+			case "up":
+				return engine.Up
+			}
+		}
+	}
+	return engine.Unknown
+}
+
+func (r ReportHealth) Cluster(name string) engine.State {
+	for _, c := range r.Clusters {
+		if c.Name == name && c.State == "failed-over" {
+			return engine.Down
+		}
+	}
+	return engine.Unknown
+}

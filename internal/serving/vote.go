@@ -1,0 +1,183 @@
+package serving
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// VoteRing is where a Voter publishes (*ring.Ring).
+type VoteRing interface {
+	Publish(s health.Subject, st health.Status, at time.Time) health.Vote
+	Confirm(s health.Subject)
+}
+
+// Voter turns this node's probe results into votes on the ring: a vote
+// only when its view of a subject changes (the ring's summaries keep
+// unchanged votes fresh), and a request for confirmation from the other
+// regions when an endpoint newly fails. It also votes on the clusters whose
+// liveness comes from `meridian agent` heartbeats.
+type Voter struct {
+	Ring   VoteRing
+	Logger *slog.Logger
+	Poke   func() // asks the follower to decide soon (nil: nothing)
+	Start  time.Time
+
+	mu        sync.Mutex
+	published map[health.Subject]health.Status // our last vote per subject
+	firstFail map[health.Subject]time.Time     // first failed probe of the current failure run
+	hbSeen    map[string]time.Time             // agent heartbeats per cluster
+}
+
+func (v *Voter) initLocked() {
+	if v.published == nil {
+		v.published, v.firstFail, v.hbSeen = map[health.Subject]health.Status{}, map[health.Subject]time.Time{}, map[string]time.Time{}
+	}
+}
+
+// OnResult is health.ProberOptions.OnResult.
+func (v *Voter) OnResult(res health.Result) {
+	v.mu.Lock()
+	v.initLocked()
+	if res.Err != nil {
+		if _, ok := v.firstFail[res.Subject]; !ok {
+			v.firstFail[res.Subject] = res.At
+		}
+	} else {
+		delete(v.firstFail, res.Subject)
+	}
+	if res.Status == health.Unknown {
+		v.mu.Unlock()
+		return
+	}
+	prev, had := v.published[res.Subject]
+	changed := !had || prev != res.Status
+	if changed {
+		v.published[res.Subject] = res.Status
+	}
+	v.mu.Unlock()
+	if !changed {
+		return
+	}
+	v.Ring.Publish(res.Subject, res.Status, res.At)
+	if res.Status == health.Down && !res.Subject.IsCluster() {
+		v.Logger.Info("local probe says down: asking other regions to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "err", res.Err)
+		v.Ring.Confirm(res.Subject)
+	}
+	if v.Poke != nil {
+		v.Poke()
+	}
+}
+
+// FirstFail is this node's first failed probe of s in its current
+// failure run.
+func (v *Voter) FirstFail(s health.Subject) (time.Time, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t, ok := v.firstFail[s]
+	return t, ok
+}
+
+// OnHeartbeat is ring.Config.OnHeartbeat: an agent's heartbeat.
+func (v *Voter) OnHeartbeat(cluster, _ string, at time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.initLocked()
+	if at.After(v.hbSeen[cluster]) {
+		v.hbSeen[cluster] = at
+	}
+}
+
+// AgentHeartbeats votes on the clusters of d whose liveness comes from
+// `meridian agent`: up while a heartbeat arrived within the grace, down
+// after it (not before this node has been up for one grace).
+func (v *Voter) AgentHeartbeats(d *model.Desired, now time.Time) {
+	for _, c := range d.Clusters {
+		if c.Heartbeat == nil || !c.Heartbeat.Agent || c.Heartbeat.URL != "" {
+			continue
+		}
+		grace := c.Heartbeat.Grace.D()
+		v.mu.Lock()
+		seen := v.hbSeen[c.Name]
+		v.mu.Unlock()
+		st := health.Up
+		switch {
+		case !seen.IsZero() && now.Sub(seen) <= grace:
+		case now.Sub(v.Start) <= grace:
+			continue // not long enough up to call it missing
+		default:
+			st = health.Down
+		}
+		v.OnResult(health.Result{Subject: health.ClusterSubject(c.Name), Status: st, At: now, Kind: "agent"})
+	}
+}
+
+// Forget drops what the voter remembers of subjects not in keep.
+func (v *Voter) Forget(keep map[health.Subject]bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for s := range v.published {
+		if !keep[s] {
+			delete(v.published, s)
+			delete(v.firstFail, s)
+		}
+	}
+}
+
+// Subjects lists what votes may be about: every address endpoint of
+// every service, and every cluster.
+func Subjects(d *model.Desired) map[health.Subject]bool {
+	keep := map[health.Subject]bool{}
+	for i := range d.Services {
+		for _, e := range d.Services[i].Endpoints {
+			if e.Address != "" {
+				keep[health.EndpointSubject(d.Services[i].Name, e.Address)] = true
+			}
+		}
+	}
+	for _, c := range d.Clusters {
+		keep[health.ClusterSubject(c.Name)] = true
+	}
+	return keep
+}
+
+// Poller gives the readiness check of a Kubernetes member (its
+// kube-apiserver's /readyz through its own credentials); nil when the
+// process does not connect to member clusters.
+type Poller func(cluster string) func(ctx context.Context) error
+
+// Targets lists what this node probes in d: every address endpoint of a
+// service with a health check, and every cluster heartbeat (a URL, or a
+// Kubernetes member's /readyz through poll).
+func Targets(d *model.Desired, poll Poller) ([]health.Target, []health.HeartbeatTarget) {
+	var targets []health.Target
+	for i := range d.Services {
+		s := &d.Services[i]
+		if s.HealthCheck == nil || s.HealthCheck.Kind == model.CheckNone {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Address == "" {
+				continue
+			}
+			targets = append(targets, health.Target{Subject: health.EndpointSubject(s.Name, e.Address), Addr: netip.MustParseAddr(e.Address), Check: s.HealthCheck})
+		}
+	}
+	var hbs []health.HeartbeatTarget
+	for i := range d.Clusters {
+		c := &d.Clusters[i]
+		switch {
+		case c.Heartbeat != nil && c.Heartbeat.URL != "":
+			hbs = append(hbs, health.HeartbeatTarget{Cluster: c.Name, HB: c.Heartbeat})
+		case c.Heartbeat != nil && c.Kubernetes != nil && poll != nil:
+			hbs = append(hbs, health.HeartbeatTarget{Cluster: c.Name, HB: c.Heartbeat,
+				Poll: poll(c.Name), PollID: "kubernetes member " + c.Name + " /readyz"})
+		}
+	}
+	return targets, hbs
+}
