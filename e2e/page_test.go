@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ ring: {enabled: true, node_name: solo, region: r1, bind: "127.0.0.1:%[1]d"}
 decision: {hold_down: 2s}
 clusters:
   - {name: east, region: r1}
-  - {name: west, region: r2}
+  - {name: west, region: r2, heartbeat: {url: "http://127.0.0.92:%[2]d/healthz", interval: 1s, grace: 4s}}
 services:
   - name: app.page.example.test
     health_check: {kind: http, port: %[2]d, path: /healthz}
@@ -53,6 +54,11 @@ type pageState struct {
 	States map[string]string `json:"states"` // decided state by endpoint
 	Mode   string            `json:"mode"`
 	Marker string            `json:"marker"`
+	Cards  map[string]string `json:"cards"` // the text of each cluster card, as rendered
+	Text   string            `json:"text"`  // the text of the whole page, as rendered
+	// Wrapped lists the DNS labels of service names in the cluster cards
+	// that the layout breaks across lines ("name: label").
+	Wrapped []string `json:"wrapped"`
 }
 
 const readPage = `(() => {
@@ -64,7 +70,27 @@ const readPage = `(() => {
   const states = {};
   for (const r of document.querySelectorAll('[data-testid="endpoint-row"]')) states[r.dataset.target] = r.dataset.state;
   const rows = [...document.querySelectorAll('[data-testid="timeline-row"]')].map((r) => ({service: r.dataset.service, target: r.dataset.target, to: r.dataset.to, reason: r.dataset.reason}));
-  return {bars, rows, states, mode: document.getElementById("conn").dataset.mode || "", marker: String(window.__e2eMarker || "")};
+  const cards = {};
+  for (const c of document.querySelectorAll('[data-testid="cluster"]')) cards[c.dataset.cluster] = c.innerText;
+  const wrapped = [];
+  for (const el of document.querySelectorAll('[data-testid="endpoint-service"]')) {
+    const nodes = [], w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = w.nextNode(); n; n = w.nextNode()) nodes.push(n);
+    const at = (i) => { for (const t of nodes) { if (i <= t.length) return [t, i]; i -= t.length; } };
+    const text = nodes.map((t) => t.data).join("");
+    let start = 0;
+    for (const label of text.split(".")) {
+      if (label) {
+        const r = document.createRange();
+        r.setStart(...at(start)); r.setEnd(...at(start + label.length));
+        const lines = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.bottom)));
+        if (lines.size > 1) wrapped.push(text + ": " + label);
+      }
+      start += label.length + 1;
+    }
+  }
+  return {bars, rows, states, mode: document.getElementById("conn").dataset.mode || "", marker: String(window.__e2eMarker || ""),
+    cards, text: document.body.innerText, wrapped};
 })()`
 
 // TestPageShowsAFailoverLive opens the status page in headless Chromium,
@@ -139,6 +165,16 @@ func TestPageShowsAFailoverLive(t *testing.T) {
 		return st.Mode == "live" && okA && okB && a.Visible && b.Visible && st.States[victim] == "up" && st.States[other] == "up" &&
 			near(a.Share, 50) && near(b.Share, 50) && near(a.Width, 50) && near(b.Width, 50)
 	})
+	// What a reader sees: the heartbeat's age in words, no stringified
+	// objects, and service names that wrap only between labels.
+	hb := waitFor("west's card shows its last heartbeat", 15*time.Second, func(st pageState) bool {
+		return regexp.MustCompile(`last beat \d+ s ago`).MatchString(st.Cards["west"])
+	})
+	require.NotContains(t, hb.Text, "[object", "no element is rendered as text")
+	require.NotContains(t, hb.Text, "NaN")
+	require.Contains(t, hb.Cards["west"], "heartbeat ready · last beat ")
+	require.Contains(t, hb.Cards["east"], "no heartbeat")
+	require.Empty(t, hb.Wrapped, "service names in the cluster cards break only between labels")
 	// A reload would lose this marker.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__e2eMarker = "kept"`)))
 

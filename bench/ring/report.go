@@ -166,12 +166,12 @@ func (r *report) autoFindings() {
 		}
 	}
 	if c := r.churn; c != nil {
-		// README: fall × interval + confirmation + a decision tick (16–25 s at 5 s);
+		// docs/health-and-failover.md: fall × interval + confirmation + a decision tick (16–25 s at 5 s);
 		// back: hold-down 30 s + rise × interval, plus gossip.
 		downTarget := 55 * r.p.Interval / 10 // ±10 % jitter on the fall probes
 		upTarget := 30*time.Second + 4*r.p.Interval
 		if d := maxDur(c.DownAfter); d > downTarget {
-			r.findings = append(r.findings, fmt.Sprintf("slow detection: the last node decided the failed endpoints down %.1f s after the failure (expected ≤ %v: fall × interval with jitter + confirmation + one tick; README: 16–25 s)", d.Seconds(), downTarget))
+			r.findings = append(r.findings, fmt.Sprintf("slow detection: the last node decided the failed endpoints down %.1f s after the failure (expected ≤ %v: fall × interval with jitter + confirmation + one tick; docs/health-and-failover.md: 16–25 s)", d.Seconds(), downTarget))
 		}
 		if d := maxDur(c.UpAfter); d > upTarget {
 			r.findings = append(r.findings, fmt.Sprintf("slow recovery: the last node decided them up %.1f s after they recovered (expected ≤ %v: rise × interval + hold-down 30 s + gossip)", d.Seconds(), upTarget))

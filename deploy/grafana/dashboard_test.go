@@ -123,11 +123,11 @@ func TestDashboardHasNoExternalLinks(t *testing.T) {
 	}
 }
 
-// documentedMetrics reads the metrics table of the top-level README.md:
-// metric name → type.
+// documentedMetrics reads the metrics table of docs/metrics.md: metric
+// name → type.
 func documentedMetrics(t *testing.T) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "README.md"))
+	f, err := os.Open(filepath.Join("..", "..", "docs", "metrics.md"))
 	require.NoError(t, err)
 	defer f.Close()
 	row := regexp.MustCompile("^\\| `(meridian_[a-z_]+)` \\| ([a-z]+) \\|")
@@ -139,7 +139,7 @@ func documentedMetrics(t *testing.T) map[string]string {
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.NotEmpty(t, out, "README.md has a metrics table")
+	require.NotEmpty(t, out, "docs/metrics.md has a metrics table")
 	return out
 }
 
@@ -177,12 +177,12 @@ func TestDashboardUsesOnlyDocumentedMetrics(t *testing.T) {
 			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
 				if b, ok := strings.CutSuffix(name, suffix); ok {
 					base = b
-					assert.Equal(t, "histogram", documented[base], "%s in %q: %s is a histogram in the README", name, expr, base)
+					assert.Equal(t, "histogram", documented[base], "%s in %q: %s is a histogram in docs/metrics.md", name, expr, base)
 					break
 				}
 			}
 			typ, ok := documented[base]
-			assert.True(t, ok, "metric %s (in %q) is in the metrics table of README.md", base, expr)
+			assert.True(t, ok, "metric %s (in %q) is in the metrics table of docs/metrics.md", base, expr)
 			if ok && typ == "histogram" && base == name {
 				t.Errorf("%s is a histogram: query %s_bucket, _sum or _count (in %q)", name, name, expr)
 			}

@@ -1,5 +1,15 @@
-// Package api serves Meridian's HTTP surface: Prometheus metrics, liveness
-// and readiness, and a read-only status page of the current snapshot.
+// Package api serves Meridian's HTTP surface: the live status page (/,
+// /v1/overview, and /v1/events as server-sent events), liveness and
+// readiness, Prometheus metrics, the JSON reads (/v1/health, /v1/explain,
+// /v1/kube, /v1/placement, /v1/admin/overrides, /v1/ring/keys,
+// /v1/demo/backends) and the changes: operator overrides, ring key
+// rotation and the demo's backends. Routes lists every route; openapi.yaml
+// describes each. Every change goes through one guard (bearer token from
+// Tokens, JSON content type); NewServer and Listen cap connections per
+// listener and per client, time out slow clients, serve TLS with a
+// reloadable certificate (LoadCertificate), and ReadOnly refuses every change.
+// What it shows and controls comes from the serving process through
+// Options.
 package api
 
 import (

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Limits of every HTTP listener (documented in README.md, "HTTP endpoints").
+// Limits of every HTTP listener (documented in docs/operations.md, "HTTP endpoints").
 // GET /v1/events streams are exempt from the read and write timeouts: they
 // set a deadline per message instead (see events.go).
 const (

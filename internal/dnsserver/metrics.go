@@ -5,7 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics of the embedded DNS server. Every metric is listed in README.md.
+// Metrics of the embedded DNS server. Every metric is listed in docs/metrics.md.
 type Metrics struct {
 	Queries     *prometheus.CounterVec   // meridian_dns_queries_total{zone,qtype,rcode,strategy}
 	Duration    *prometheus.HistogramVec // meridian_dns_request_duration_seconds{proto}

@@ -18,7 +18,7 @@ import (
 //
 // Beyond the limit a UDP query gets an empty truncated reply (TC=1) so
 // that the resolver retries over TCP, which proves its address; a TCP
-// query beyond its own limit gets SERVFAIL. See the README (Signing
+// query beyond its own limit gets SERVFAIL. See docs/dns.md (Signing
 // limit) for why SERVFAIL and not REFUSED.
 //
 // The zero value is off; New sets the zero fields of an enabled SignLimit

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the prober's Prometheus metrics; README.md lists them. A nil
+// Metrics are the prober's Prometheus metrics; docs/metrics.md lists them. A nil
 // *Metrics records nothing.
 type Metrics struct {
 	results  *prometheus.CounterVec

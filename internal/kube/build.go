@@ -75,7 +75,7 @@ type SettingsOf struct {
 // Build turns the watched objects into global services. It is pure and
 // deterministic: the same objects give the same result whatever their order.
 //
-// Rules (documented in README.md, "Kubernetes"):
+// Rules (documented in docs/kubernetes.md):
 //   - objects are grouped by host name; a name the config file defines is
 //     not taken from Kubernetes (reported on every object that claims it);
 //   - each other name is served only by the objects of the namespaces that

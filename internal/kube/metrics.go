@@ -6,7 +6,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/kube/claims"
 )
 
-// metrics of the Kubernetes sources; every one is listed in README.md.
+// metrics of the Kubernetes sources; every one is listed in docs/metrics.md.
 type metrics struct {
 	transitions      *prometheus.CounterVec
 	annotationErrors *prometheus.CounterVec

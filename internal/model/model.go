@@ -3,7 +3,7 @@
 // validation and defaulting; it does no I/O and imports nothing of ours.
 //
 // The YAML tags are the configuration file's field names (see the config
-// reference in README.md); internal/config decodes files into these types.
+// reference in docs/configuration.md); internal/config decodes files into these types.
 package model
 
 // Strategies a global service can use.

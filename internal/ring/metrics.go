@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics of the ring. Every metric is listed in README.md.
+// Metrics of the ring. Every metric is listed in docs/metrics.md.
 type Metrics struct {
 	Members    *prometheus.GaugeVec   // meridian_ring_members{role}
 	Messages   *prometheus.CounterVec // meridian_ring_messages_total{type,direction}

@@ -25,7 +25,7 @@
       if (v === undefined || v === null || v === false) continue;
       el.setAttribute(k, v === true ? "" : String(v));
     }
-    for (const k of kids.flat()) {
+    for (const k of kids.flat(Infinity)) { // nested arrays of children, e.g. an optional ["text", element] pair
       if (k === undefined || k === null || k === false) continue;
       el.append(k instanceof Node ? k : document.createTextNode(String(k)));
     }
@@ -65,6 +65,12 @@
   }
   function reason(r) { return r ? h("span", { class: "reason", title: REASONS[r] || r }, r) : null; }
   function note(n) { return n ? h("span", { class: "note" }, "⚑ " + n) : null; }
+  // dnsName lays a name out so that it wraps only between labels: each
+  // label (with its dot) does not break, and <wbr> allows a break after it.
+  function dnsName(name) {
+    const labels = name.replace(/\.$/, "").split("."), dot = name.endsWith(".") ? "." : "";
+    return labels.map((l, i) => i < labels.length - 1 ? [h("span", { class: "label" }, l + "."), h("wbr")] : h("span", { class: "label" }, l + dot));
+  }
   function clusterClass(c) { return c.drained ? "drained" : c.admin_down ? "failed-over" : c.state; }
 
   function render(o) {
@@ -135,9 +141,10 @@
       for (const s of o.services) for (const e of s.endpoints) {
         if (e.cluster !== c.name) continue;
         items.push(h("li", { "data-testid": "cluster-endpoint", "data-service": s.name, "data-target": e.target },
-          h("span", {}, h("code", {}, e.target), " ", h("span", { class: "muted" }, s.name), note(e.note)),
+          h("span", { class: "target" }, h("code", {}, e.target), note(e.note)),
           h("span", { class: "state " + e.state }, e.drained ? "drained" : e.state),
-          bar(e.share, {}, true)));
+          bar(e.share, {}, true),
+          h("span", { class: "svcname muted", "data-testid": "endpoint-service" }, dnsName(s.name))));
       }
       const hb = c.heartbeat || c.monitored
         ? ["heartbeat ", h("span", { class: "state " + c.state }, c.state),

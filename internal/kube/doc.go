@@ -1,0 +1,24 @@
+// Package kube turns annotated Kubernetes objects in member clusters into
+// global services, and reports back on them.
+//
+//   - Manager connects to each member cluster (a kubeconfig, a context, the
+//     pod's service account, or a Secret labelled meridian.io/member=true on
+//     the hub: WatchSecrets), checks it (reachable, TLS verified, credentials
+//     accepted), watches its Services and Ingresses that carry
+//     meridian.io/hostname with informers, and polls its /readyz for the
+//     cluster heartbeat (Poller). A member that fails is NotReady with a
+//     Reason and retried; the others keep serving.
+//   - ParseAnnotations validates every meridian.io/ annotation of an object
+//     like the matching config field; an object whose annotations are
+//     rejected keeps serving its last valid settings.
+//   - Build (BuildSafe on the input path) turns the watched objects into
+//     global services, pure and deterministic: the claims decide which
+//     namespace owns which name, conflicts are refused with the reason, and
+//     names the config file defines stay the file's. Merging the result into
+//     the desired state is the serving pipeline's step.
+//   - Statuses and WriteStatus record what each object serves as Events and,
+//     optionally, the meridian.io/status annotation.
+//
+// The rules are documented in docs/kubernetes.md; the tenant boundaries in
+// docs/adr/0006-kubernetes-tenant-boundaries.md.
+package kube
