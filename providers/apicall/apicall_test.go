@@ -53,7 +53,7 @@ func TestDo(t *testing.T) {
 		budget   int // requests the budget grants (0: any)
 		attempts int
 		sleeps   []time.Duration // with a jitter of 0: the lower half of each backoff
-		wantErr  error          // nil: success
+		wantErr  error           // nil: success
 		calls    map[string]float64
 		throttle float64
 		retries  float64
@@ -84,8 +84,8 @@ func TestDo(t *testing.T) {
 			calls: map[string]float64{"retryable": 1, "ok": 1}, retries: 1,
 		},
 		{
-			name:   "a fault that never ends gives up as transient after the last attempt",
-			errs:   []error{errServer, errServer, errServer, errServer}, policy: Policy{MaxAttempts: 3},
+			name: "a fault that never ends gives up as transient after the last attempt",
+			errs: []error{errServer, errServer, errServer, errServer}, policy: Policy{MaxAttempts: 3},
 			attempts: 3, sleeps: []time.Duration{500 * time.Millisecond, time.Second},
 			wantErr: providers.ErrTransient, calls: map[string]float64{"retryable": 3}, retries: 2,
 		},
