@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/providers"
 )
 
@@ -53,17 +54,35 @@ type Verdict struct {
 // (not the attempt's), err is never nil.
 type Classifier func(ctx context.Context, err error) Verdict
 
-// Defaults of Policy, the same for every provider (model.ProviderAPI
-// documents them as config defaults).
+// Defaults of Policy, the same for every provider: those of the config's
+// model.ProviderAPI.
 const (
-	DefaultMaxAttempts    = 5
-	DefaultBackoff        = time.Second
-	DefaultMaxBackoff     = 30 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxAttempts    = model.DefaultProviderMaxAttempts
+	DefaultBackoff        = model.DefaultProviderBackoff
+	DefaultMaxBackoff     = model.DefaultProviderMaxBackoff
+	DefaultRequestTimeout = model.DefaultProviderRequestTimeout
 	// MaxRetryAfter caps a provider's Retry-After: a bogus or hostile value
 	// must not park a sync for hours (Cloudflare's own window is 5 minutes).
-	MaxRetryAfter = 5 * time.Minute
+	MaxRetryAfter = model.MaxProviderRetryAfter
 )
+
+// With returns p with the retry settings a zone's config sets (its
+// non-zero fields) in place of p's.
+func (p Policy) With(c model.ProviderAPI) Policy {
+	if c.MaxAttempts > 0 {
+		p.MaxAttempts = c.MaxAttempts
+	}
+	if c.Backoff > 0 {
+		p.Backoff = c.Backoff.D()
+	}
+	if c.MaxBackoff > 0 {
+		p.MaxBackoff = c.MaxBackoff.D()
+	}
+	if c.RequestTimeout > 0 {
+		p.RequestTimeout = c.RequestTimeout.D()
+	}
+	return p
+}
 
 // Policy is how one request is retried. Zero fields take the defaults.
 type Policy struct {
