@@ -58,16 +58,7 @@ func TestProviderZoneValidation(t *testing.T) {
 			}
 			d.Providers.Route53 = []Route53Zone{tc.r53}
 			d.Providers.Cloudflare = []CloudflareZone{tc.cf}
-			err := Validate(d)
-			if tc.path == "" {
-				require.NoError(t, err)
-				return
-			}
-			var verr *ValidationError
-			require.ErrorAs(t, err, &verr)
-			require.Len(t, verr.Fields, 1, err.Error())
-			assert.Equal(t, tc.path, verr.Fields[0].Path)
-			assert.Contains(t, verr.Fields[0].Msg, tc.message)
+			requireFieldError(t, Validate(d), tc.path, tc.message)
 		})
 	}
 }
@@ -115,4 +106,19 @@ func TestNormalizeFillsTheProviderAPISettings(t *testing.T) {
 			assert.Equal(t, tc.wantCF, out.Providers.Cloudflare[0].ProviderAPI)
 		})
 	}
+}
+
+// requireFieldError checks that err is nil when path is "", else a
+// ValidationError of exactly one field, path, whose message contains msg.
+func requireFieldError(t *testing.T, err error, path, msg string) {
+	t.Helper()
+	if path == "" {
+		require.NoError(t, err)
+		return
+	}
+	var verr *ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Len(t, verr.Fields, 1, err.Error())
+	assert.Equal(t, path, verr.Fields[0].Path)
+	assert.Contains(t, verr.Fields[0].Msg, msg)
 }

@@ -10,6 +10,7 @@
 package apicall
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -66,24 +67,6 @@ const (
 	MaxRetryAfter = model.MaxProviderRetryAfter
 )
 
-// With returns p with the retry settings a zone's config sets (its
-// non-zero fields) in place of p's.
-func (p Policy) With(c model.ProviderAPI) Policy {
-	if c.MaxAttempts > 0 {
-		p.MaxAttempts = c.MaxAttempts
-	}
-	if c.Backoff > 0 {
-		p.Backoff = c.Backoff.D()
-	}
-	if c.MaxBackoff > 0 {
-		p.MaxBackoff = c.MaxBackoff.D()
-	}
-	if c.RequestTimeout > 0 {
-		p.RequestTimeout = c.RequestTimeout.D()
-	}
-	return p
-}
-
 // Policy is how one request is retried. Zero fields take the defaults.
 type Policy struct {
 	MaxAttempts    int           // attempts of one request, the first included (default 5)
@@ -95,18 +78,20 @@ type Policy struct {
 // WithDefaults returns p with its zero (or negative) fields set to the
 // defaults.
 func (p Policy) WithDefaults() Policy {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = DefaultMaxAttempts
-	}
-	if p.Backoff <= 0 {
-		p.Backoff = DefaultBackoff
-	}
-	if p.MaxBackoff <= 0 {
-		p.MaxBackoff = DefaultMaxBackoff
-	}
-	if p.RequestTimeout <= 0 {
-		p.RequestTimeout = DefaultRequestTimeout
-	}
+	p.MaxAttempts = cmp.Or(max(p.MaxAttempts, 0), DefaultMaxAttempts)
+	p.Backoff = cmp.Or(max(p.Backoff, 0), DefaultBackoff)
+	p.MaxBackoff = cmp.Or(max(p.MaxBackoff, 0), DefaultMaxBackoff)
+	p.RequestTimeout = cmp.Or(max(p.RequestTimeout, 0), DefaultRequestTimeout)
+	return p
+}
+
+// With returns p with the retry settings a zone's config sets (its
+// positive fields) in place of p's.
+func (p Policy) With(c model.ProviderAPI) Policy {
+	p.MaxAttempts = cmp.Or(max(c.MaxAttempts, 0), p.MaxAttempts)
+	p.Backoff = cmp.Or(max(c.Backoff.D(), 0), p.Backoff)
+	p.MaxBackoff = cmp.Or(max(c.MaxBackoff.D(), 0), p.MaxBackoff)
+	p.RequestTimeout = cmp.Or(max(c.RequestTimeout.D(), 0), p.RequestTimeout)
 	return p
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/providers"
 )
 
@@ -219,4 +220,21 @@ func TestMetricsAreSharedByEveryAdapterOfARegistry(t *testing.T) {
 	assert.Same(t, a.APICalls, b.APICalls)
 	assert.Equal(t, 2, testutil.CollectAndCount(a.Throttles), "one family, two provider series")
 	assert.NotPanics(t, func() { NewMetrics(nil) })
+}
+
+func TestPolicyWithAZoneConfig(t *testing.T) {
+	base := Policy{MaxAttempts: 3, Backoff: time.Millisecond, MaxBackoff: time.Second, RequestTimeout: time.Minute}
+	cases := []struct {
+		name string
+		cfg  model.ProviderAPI
+		want Policy
+	}{
+		{"a zone without settings keeps the caller's policy", model.ProviderAPI{}, base},
+		{"the settings a zone sets replace the caller's", model.ProviderAPI{MaxAttempts: 7, MaxBackoff: model.Duration(time.Hour)},
+			Policy{MaxAttempts: 7, Backoff: time.Millisecond, MaxBackoff: time.Hour, RequestTimeout: time.Minute}},
+		{"negative settings are ignored", model.ProviderAPI{MaxAttempts: -1, Backoff: model.Duration(-time.Second)}, base},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, base.With(tc.cfg)) })
+	}
 }
