@@ -242,7 +242,7 @@ func newCloudflare(t *testing.T, budget int) *cf {
 
 func (h *cf) zone(t *testing.T) providers.Zone {
 	t.Helper()
-	z := model.CloudflareZone{Zone: zoneName, APITokenFile: h.tokenFile, Endpoint: h.srv.URL, RequestBudget: h.budget}
+	z := model.CloudflareZone{Zone: zoneName, APITokenFile: h.tokenFile, Endpoint: h.srv.URL, ProviderAPI: model.ProviderAPI{RequestBudget: h.budget}}
 	p, err := cloudflare.NewFromConfig(context.Background(), z, cloudflare.Options{
 		Logger: h.log.logger(), Metrics: cloudflare.NewMetrics(h.reg), Now: h.now, Sleep: h.sleep,
 	})

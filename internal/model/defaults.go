@@ -35,9 +35,14 @@ func Normalize(d *Desired) (*Desired, error) {
 		z.Zone = CanonicalName(z.Zone)
 		z.Mode = orDefaultString(z.Mode, ModeDirect)
 		z.Region = orDefaultString(z.Region, DefaultRoute53Region)
-		if z.RequestsPerSecond == 0 {
-			z.RequestsPerSecond = DefaultRoute53RPS
+		if rps := z.RequestsPerSecond; rps > 0 { // the old form of the budget
+			z.RequestBudget, z.RequestBudgetWindow = int(rps), Duration(time.Second)
+			if rps != float64(int(rps)) {
+				z.RequestBudget, z.RequestBudgetWindow = 1, Duration(float64(time.Second)/rps)
+			}
+			z.RequestsPerSecond = 0
 		}
+		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultRoute53Budget, DefaultRoute53BudgetWindow)
 		z.SyncTimeout = orDefaultDuration(z.SyncTimeout, DefaultRoute53SyncTimeout)
 	}
 	pr.Cloudflare = slices.Clone(pr.Cloudflare)
@@ -45,7 +50,7 @@ func Normalize(d *Desired) (*Desired, error) {
 		z := &pr.Cloudflare[i]
 		z.Zone = CanonicalName(z.Zone)
 		z.Mode = orDefaultString(z.Mode, ModeDirect)
-		z.RequestBudget = orDefault(z.RequestBudget, DefaultCloudflareBudget)
+		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultCloudflareBudget, DefaultCloudflareBudgetWindow)
 	}
 	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)
 	h := &out.Health

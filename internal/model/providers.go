@@ -16,7 +16,33 @@ const (
 	DefaultRoute53Region      = "us-east-1"
 	DefaultRoute53SyncTimeout = 2 * time.Minute
 	DefaultCloudflareBudget   = 1200 // requests per 5 minutes
+
+	// The request budgets, as request_budget per request_budget_window.
+	DefaultRoute53Budget          = 2 // requests per second (Route 53 allows 5 per account)
+	DefaultRoute53BudgetWindow    = time.Second
+	DefaultCloudflareBudgetWindow = 5 * time.Minute // Cloudflare allows 1200 requests per 5 minutes per user
+	DefaultProviderMaxAttempts    = 5
+	DefaultProviderBackoff        = time.Second
+	DefaultProviderMaxBackoff     = 30 * time.Second
+	DefaultProviderRequestTimeout = 30 * time.Second
+	MaxProviderRetryAfter         = 5 * time.Minute // a provider's Retry-After is honoured up to this
 )
+
+// ProviderAPI are the API call settings every provider zone has, under the
+// same names in providers.route53[] and providers.cloudflare[]: the request
+// budget and how one request is retried (providers/apicall). Retries cover
+// throttling (Route 53 Throttling, Cloudflare 429: Retry-After is honoured,
+// up to 5m), server errors, timeouts and broken connections; a request
+// still failing after max_attempts ends the sync pass, which the reconciler
+// repeats.
+type ProviderAPI struct {
+	RequestBudget       int      `yaml:"request_budget"`        // requests per request_budget_window, reads, writes, polls and retries together (default: route53 2, cloudflare 1200)
+	RequestBudgetWindow Duration `yaml:"request_budget_window"` // the budget's period (default: route53 1s, spread evenly as a token bucket; cloudflare 5m, a sliding window)
+	MaxAttempts         int      `yaml:"max_attempts"`          // attempts of one request, the first included (default 5)
+	Backoff             Duration `yaml:"backoff"`               // delay before the second attempt, doubled per attempt, drawn from its upper half (default 1s)
+	MaxBackoff          Duration `yaml:"max_backoff"`           // cap of the doubled delay (default 30s)
+	RequestTimeout      Duration `yaml:"request_timeout"`       // bound of one attempt (default 30s)
+}
 
 // Providers configures pushing decisions to external DNS providers.
 type Providers struct {
@@ -30,24 +56,40 @@ type Providers struct {
 
 // Route53Zone is one hosted zone Meridian writes to.
 type Route53Zone struct {
-	Zone              string   `yaml:"zone"`                // hosted zone name, e.g. example.com (required)
-	ZoneID            string   `yaml:"zone_id"`             // hosted zone id (default: looked up by name)
-	Mode              string   `yaml:"mode"`                // direct (default) or delegate
-	Region            string   `yaml:"region"`              // AWS region for the API client (default us-east-1)
-	Endpoint          string   `yaml:"endpoint"`            // API endpoint override (tests, fakes)
-	RequestsPerSecond float64  `yaml:"requests_per_second"` // request budget (default 2)
-	SyncTimeout       Duration `yaml:"sync_timeout"`        // wait for INSYNC at most (default 2m)
+	Zone        string   `yaml:"zone"`         // hosted zone name, e.g. example.com (required)
+	ZoneID      string   `yaml:"zone_id"`      // hosted zone id (default: looked up by name)
+	Mode        string   `yaml:"mode"`         // direct (default) or delegate
+	Region      string   `yaml:"region"`       // AWS region for the API client (default us-east-1)
+	Endpoint    string   `yaml:"endpoint"`     // API endpoint override (tests, fakes)
+	SyncTimeout Duration `yaml:"sync_timeout"` // wait for INSYNC at most (default 2m)
+	// RequestsPerSecond is the old form of the budget: requests_per_second: N
+	// is request_budget: N with request_budget_window: 1s (a fraction r is 1
+	// request per 1/r seconds). Normalize moves it into ProviderAPI; it may
+	// not be set together with request_budget or request_budget_window.
+	RequestsPerSecond float64          `yaml:"requests_per_second"`
+	ProviderAPI       `yaml:",inline"` // request_budget, request_budget_window, max_attempts, backoff, max_backoff, request_timeout
 }
 
 // CloudflareZone is one Cloudflare zone Meridian writes to.
 type CloudflareZone struct {
-	Zone          string `yaml:"zone"`           // zone name, e.g. example.com (required)
-	ZoneID        string `yaml:"zone_id"`        // zone id (default: looked up by name)
-	Mode          string `yaml:"mode"`           // direct (default) or delegate
-	Proxied       bool   `yaml:"proxied"`        // proxy records through Cloudflare (default false)
-	TTL           int    `yaml:"ttl"`            // record TTL; 1 = automatic; 0 = the service's TTL
-	APITokenFile  string `yaml:"api_token_file"` // file with the API token (default: env CLOUDFLARE_API_TOKEN)
-	Endpoint      string `yaml:"endpoint"`       // API base URL override (tests, fakes)
-	RequestBudget int    `yaml:"request_budget"` // requests per 5 minutes (default 1200)
-	LoadBalancing bool   `yaml:"load_balancing"` // use Cloudflare Load Balancing pools (accounts that have it)
+	Zone          string           `yaml:"zone"`           // zone name, e.g. example.com (required)
+	ZoneID        string           `yaml:"zone_id"`        // zone id (default: looked up by name)
+	Mode          string           `yaml:"mode"`           // direct (default) or delegate
+	Proxied       bool             `yaml:"proxied"`        // proxy records through Cloudflare (default false)
+	TTL           int              `yaml:"ttl"`            // record TTL; 1 = automatic; 0 = the service's TTL
+	APITokenFile  string           `yaml:"api_token_file"` // file with the API token (default: env CLOUDFLARE_API_TOKEN)
+	Endpoint      string           `yaml:"endpoint"`       // API base URL override (tests, fakes)
+	LoadBalancing bool             `yaml:"load_balancing"` // Cloudflare Load Balancing pools: not supported yet (refused by validation)
+	ProviderAPI   `yaml:",inline"` // request_budget, request_budget_window, max_attempts, backoff, max_backoff, request_timeout
+}
+
+// withDefaults fills the zero fields, with the provider's budget.
+func (c ProviderAPI) withDefaults(budget int, window time.Duration) ProviderAPI {
+	c.RequestBudget = orDefault(c.RequestBudget, budget)
+	c.RequestBudgetWindow = orDefaultDuration(c.RequestBudgetWindow, window)
+	c.MaxAttempts = orDefault(c.MaxAttempts, DefaultProviderMaxAttempts)
+	c.Backoff = orDefaultDuration(c.Backoff, DefaultProviderBackoff)
+	c.MaxBackoff = orDefaultDuration(c.MaxBackoff, DefaultProviderMaxBackoff)
+	c.RequestTimeout = orDefaultDuration(c.RequestTimeout, DefaultProviderRequestTimeout)
+	return c
 }

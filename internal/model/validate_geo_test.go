@@ -25,16 +25,7 @@ func TestECSTrustedValidation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := minimal()
 			d.Geo.ECSTrusted = tc.list
-			err := Validate(d)
-			if tc.path == "" {
-				require.NoError(t, err)
-				return
-			}
-			var verr *ValidationError
-			require.ErrorAs(t, err, &verr)
-			require.Len(t, verr.Fields, 1, err.Error())
-			assert.Equal(t, tc.path, verr.Fields[0].Path)
-			assert.Contains(t, verr.Fields[0].Msg, tc.message)
+			requireFieldError(t, Validate(d), tc.path, tc.message)
 		})
 	}
 }

@@ -243,6 +243,13 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 		if z.RequestsPerSecond < 0 || z.RequestsPerSecond > 100 {
 			v.add(path+".requests_per_second", "%v is out of range (allowed 0 < rps <= 100; 0 = default %v)", z.RequestsPerSecond, DefaultRoute53RPS)
 		}
+		if z.RequestsPerSecond != 0 && (z.RequestBudget != 0 || z.RequestBudgetWindow != 0) {
+			v.add(path+".requests_per_second", "is the old name of request_budget (per request_budget_window 1s): set request_budget and request_budget_window only")
+		}
+		v.providerAPI(path, z.ProviderAPI, DefaultRoute53Budget, DefaultRoute53BudgetWindow)
+		if w := z.RequestBudgetWindow.D(); z.RequestBudget > 0 && w > 0 && float64(z.RequestBudget)/w.Seconds() > 100 {
+			v.add(path+".request_budget", "%d per %s is more than 100 requests per second (Route 53 allows 5 per account)", z.RequestBudget, z.RequestBudgetWindow)
+		}
 		if z.Endpoint != "" {
 			if u, err := url.Parse(z.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
 				v.add(path+".endpoint", "%q is not a URL", z.Endpoint)
@@ -255,13 +262,40 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 		if z.TTL < 0 || z.TTL > 86400 || (z.TTL > 1 && z.TTL < 30) {
 			v.add(path+".ttl", "%d is not allowed (1 = automatic, or 30..86400; 0 = the service's TTL)", z.TTL)
 		}
-		if z.RequestBudget < 0 {
-			v.add(path+".request_budget", "%d is negative (default %d per 5 minutes)", z.RequestBudget, DefaultCloudflareBudget)
+		v.providerAPI(path, z.ProviderAPI, DefaultCloudflareBudget, DefaultCloudflareBudgetWindow)
+		if z.LoadBalancing {
+			v.add(path+".load_balancing", "Cloudflare Load Balancing is not supported yet: remove load_balancing to write plain DNS records (weights and geo are then not expressed)")
 		}
 		if z.Endpoint != "" {
 			if u, err := url.Parse(z.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
 				v.add(path+".endpoint", "%q is not a URL", z.Endpoint)
 			}
 		}
+	}
+}
+
+// providerAPI checks the API call settings of one provider zone; budget and
+// window are the provider's defaults, for the messages.
+func (v *validator) providerAPI(path string, c ProviderAPI, budget int, window time.Duration) {
+	if c.RequestBudget < 0 || c.RequestBudget > 100000 {
+		v.add(path+".request_budget", "%d is out of range (allowed 1..100000 requests per request_budget_window; 0 = default %d per %s)", c.RequestBudget, budget, Duration(window))
+	}
+	if w := c.RequestBudgetWindow.D(); w != 0 && (w < 100*time.Millisecond || w > time.Hour) {
+		v.add(path+".request_budget_window", "%s is out of range (allowed 100ms..1h; 0 = default %s)", c.RequestBudgetWindow, Duration(window))
+	}
+	if c.MaxAttempts < 0 || c.MaxAttempts > 20 {
+		v.add(path+".max_attempts", "%d is out of range (allowed 1..20; 0 = default %d)", c.MaxAttempts, DefaultProviderMaxAttempts)
+	}
+	if b := c.Backoff.D(); b != 0 && (b < 10*time.Millisecond || b > time.Minute) {
+		v.add(path+".backoff", "%s is out of range (allowed 10ms..1m; 0 = default %s)", c.Backoff, Duration(DefaultProviderBackoff))
+	}
+	if b := c.MaxBackoff.D(); b != 0 && (b < 10*time.Millisecond || b > 10*time.Minute) {
+		v.add(path+".max_backoff", "%s is out of range (allowed 10ms..10m; 0 = default %s)", c.MaxBackoff, Duration(DefaultProviderMaxBackoff))
+	}
+	if c.Backoff != 0 && c.MaxBackoff != 0 && c.MaxBackoff < c.Backoff {
+		v.add(path+".max_backoff", "%s is shorter than backoff %s", c.MaxBackoff, c.Backoff)
+	}
+	if t := c.RequestTimeout.D(); t != 0 && (t < 100*time.Millisecond || t > 10*time.Minute) {
+		v.add(path+".request_timeout", "%s is out of range (allowed 100ms..10m; 0 = default %s)", c.RequestTimeout, Duration(DefaultProviderRequestTimeout))
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/apicall"
 	"github.com/meridian-gslb/meridian/providers/plan"
 )
 
@@ -30,25 +31,30 @@ const TokenEnv = "CLOUDFLARE_API_TOKEN"
 
 // Options configures a Provider.
 type Options struct {
-	ZoneID        string       // zone id (default: looked up by zone name on first use, then cached)
-	RequestBudget int          // API requests per 5 minutes, reads and retries included (default 1200, Cloudflare's per-user limit)
-	Proxied       bool         // Desired: proxy records through Cloudflare (default false)
-	TTL           int          // Desired: record TTL; 1 = automatic, 0 = the service's TTL (default 0)
-	PageSize      int          // records per list request, 1..5000 (default 5000)
-	MaxRetries    int          // retries of one request after a 429, a 5xx or a timeout (default 4; negative: none)
-	Logger        *slog.Logger // (default slog.Default())
-	Metrics       *Metrics     // (default: counters registered nowhere)
+	ZoneID        string        // zone id (default: looked up by zone name on first use, then cached)
+	RequestBudget int           // API requests per BudgetWindow, reads and retries included (default 1200, Cloudflare's per-user limit)
+	BudgetWindow  time.Duration // the budget's sliding window (default 5m)
+	Proxied       bool          // Desired: proxy records through Cloudflare (default false)
+	TTL           int           // Desired: record TTL; 1 = automatic, 0 = the service's TTL (default 0)
+	PageSize      int           // records per list request, 1..5000 (default 5000)
+	Logger        *slog.Logger  // (default slog.Default())
+	Metrics       *Metrics      // (default: apicall.NewMetrics(nil), registered nowhere)
+
+	// Retries of one request after a 429, a 5xx or a timeout (zero fields:
+	// the apicall defaults: 5 attempts, backoff 1s doubling up to 30s, 30s
+	// per attempt). A 429 with Retry-After waits exactly that long.
+	MaxAttempts    int
+	Backoff        time.Duration
+	MaxBackoff     time.Duration
+	RequestTimeout time.Duration
 
 	// Clock hooks for tests.
 	Now   func() time.Time                                 // (default time.Now)
 	Sleep func(ctx context.Context, d time.Duration) error // waits d or until ctx ends (default: a timer)
 }
 
-// Defaults of Options.
-const (
-	DefaultPageSize   = 5000
-	DefaultMaxRetries = 4
-)
+// DefaultPageSize is the default and largest Options.PageSize.
+const DefaultPageSize = 5000
 
 // Provider is one Cloudflare account (API token) seen through API. It is
 // safe for concurrent use, but Apply calls on one zone must not overlap
@@ -58,7 +64,8 @@ type Provider struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *Metrics
-	budget  *window
+	budget  *apicall.Window
+	caller  *apicall.Caller
 
 	mu      sync.Mutex
 	zoneIDs map[string]string // zone name (no trailing dot) -> id
@@ -71,14 +78,11 @@ func New(api API, opts Options) *Provider {
 	if opts.RequestBudget <= 0 {
 		opts.RequestBudget = model.DefaultCloudflareBudget
 	}
+	if opts.BudgetWindow <= 0 {
+		opts.BudgetWindow = model.DefaultCloudflareBudgetWindow
+	}
 	if opts.PageSize <= 0 || opts.PageSize > DefaultPageSize {
 		opts.PageSize = DefaultPageSize
-	}
-	switch {
-	case opts.MaxRetries == 0:
-		opts.MaxRetries = DefaultMaxRetries
-	case opts.MaxRetries < 0:
-		opts.MaxRetries = 0
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -90,13 +94,18 @@ func New(api API, opts Options) *Provider {
 		opts.Now = time.Now
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = apicall.Sleep
 	}
-	return &Provider{
+	p := &Provider{
 		api: api, opts: opts, log: opts.Logger, metrics: opts.Metrics,
-		budget:  &window{n: opts.RequestBudget, period: budgetWindow, now: opts.Now, sleep: opts.Sleep},
+		budget:  apicall.NewWindow(opts.RequestBudget, opts.BudgetWindow, opts.Now, opts.Sleep),
 		zoneIDs: map[string]string{},
 	}
+	p.caller = &apicall.Caller{
+		Provider: providerLabel, Budget: p.budget, Classify: classify, Metrics: opts.Metrics, Logger: opts.Logger, Sleep: opts.Sleep,
+		Policy: opts.policy(),
+	}
+	return p
 }
 
 // NewFromConfig builds the Provider of one configured zone. The API token
@@ -106,19 +115,29 @@ func New(api API, opts Options) *Provider {
 // token or zone name fails here (an outage fails with an error wrapping
 // providers.ErrTransient).
 //
-// load_balancing is refused: Load Balancing pools are not implemented, and
-// writing plain records instead would silently drop the weights.
+// load_balancing is refused (model validation refuses it first): Load
+// Balancing pools are not implemented, and writing plain records instead
+// would silently drop the weights.
 func NewFromConfig(ctx context.Context, z model.CloudflareZone, opts Options) (*Provider, error) {
-	if z.LoadBalancing {
-		return nil, fmt.Errorf("cloudflare zone %s: load_balancing is not implemented yet: remove it to write plain DNS records (weights are then not expressed)", z.Zone)
+	if z.LoadBalancing { // validation refuses it; kept for configs built in code
+		return nil, fmt.Errorf("cloudflare zone %s: load_balancing is not supported yet: remove it to write plain DNS records (weights are then not expressed)", z.Zone)
 	}
 	token, err := readToken(z)
 	if err != nil {
 		return nil, err
 	}
-	opts.ZoneID, opts.Proxied, opts.TTL, opts.RequestBudget = z.ZoneID, z.Proxied, z.TTL, z.RequestBudget
+	opts.ZoneID, opts.Proxied, opts.TTL = z.ZoneID, z.Proxied, z.TTL
+	if z.RequestBudget > 0 {
+		opts.RequestBudget = z.RequestBudget
+	}
+	if z.RequestBudgetWindow > 0 {
+		opts.BudgetWindow = z.RequestBudgetWindow.D()
+	}
+	pol := opts.policy().With(z.ProviderAPI)
+	opts.MaxAttempts, opts.Backoff, opts.MaxBackoff, opts.RequestTimeout = pol.MaxAttempts, pol.Backoff, pol.MaxBackoff, pol.RequestTimeout
 	p := New(NewAPI(token, APIOptions{BaseURL: z.Endpoint}), opts)
 	p.budget = sharedBudget(token, p.budget)
+	p.caller.Budget = p.budget
 	if z.ZoneID == "" {
 		if _, err := p.zoneID(ctx, z.Zone); err != nil {
 			return nil, err
@@ -132,17 +151,15 @@ func NewFromConfig(ctx context.Context, z model.CloudflareZone, opts Options) (*
 // token share one budget (the smallest configured).
 var (
 	budgetsMu sync.Mutex
-	budgets   = map[[sha256.Size]byte]*window{}
+	budgets   = map[[sha256.Size]byte]*apicall.Window{}
 )
 
-func sharedBudget(token string, w *window) *window {
+func sharedBudget(token string, w *apicall.Window) *apicall.Window {
 	budgetsMu.Lock()
 	defer budgetsMu.Unlock()
 	k := sha256.Sum256([]byte(token))
 	if b, ok := budgets[k]; ok {
-		b.mu.Lock()
-		b.n = min(b.n, w.n)
-		b.mu.Unlock()
+		b.Lower(w.Limit())
 		return b
 	}
 	budgets[k] = w
@@ -234,4 +251,8 @@ func (p *Provider) Records(ctx context.Context, zone string) ([]plan.Record, err
 func isAuth(err error) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && (ae.Status == 401 || ae.Status == 403 || ae.HasCode(CodeAuthentication))
+}
+
+func (o Options) policy() apicall.Policy {
+	return apicall.Policy{MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, MaxBackoff: o.MaxBackoff, RequestTimeout: o.RequestTimeout}
 }

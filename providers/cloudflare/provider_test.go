@@ -22,9 +22,9 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/apicall"
 	"github.com/meridian-gslb/meridian/providers/cloudflare/cffake"
 	"github.com/meridian-gslb/meridian/providers/plan"
-	"github.com/meridian-gslb/meridian/providers/route53"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -121,11 +121,11 @@ func (e *env) contents() []string {
 func (e *env) counter(name string, labels ...string) float64 {
 	switch name {
 	case "calls":
-		return testutil.ToFloat64(e.p.metrics.calls.WithLabelValues(append([]string{providerLabel}, labels...)...))
+		return testutil.ToFloat64(e.p.metrics.APICalls.WithLabelValues(append([]string{providerLabel}, labels...)...))
 	case "throttles":
-		return testutil.ToFloat64(e.p.metrics.throttles.WithLabelValues(providerLabel))
+		return testutil.ToFloat64(e.p.metrics.Throttles.WithLabelValues(providerLabel))
 	}
-	return testutil.ToFloat64(e.p.metrics.retries.WithLabelValues(providerLabel))
+	return testutil.ToFloat64(e.p.metrics.Retries.WithLabelValues(providerLabel))
 }
 
 func TestRecordsReadsEveryPage(t *testing.T) {
@@ -358,7 +358,7 @@ func TestThrottlingWithoutRetryAfterBacksOff(t *testing.T) {
 	sleeps := e.clock.Sleeps()
 	require.Len(t, sleeps, 3)
 	for i, d := range sleeps {
-		hi := backoffBase << i
+		hi := apicall.DefaultBackoff << i
 		assert.True(t, d >= hi/2 && d <= hi, "backoff %d: %v not in [%v, %v]", i, d, hi/2, hi)
 	}
 }
@@ -391,7 +391,7 @@ func TestRequestBudgetHoldsAcrossReadsAndWrites(t *testing.T) {
 }
 
 func TestServerErrorsAreRetriedThenTransient(t *testing.T) {
-	e := newEnv(t, Options{MaxRetries: 2})
+	e := newEnv(t, Options{MaxAttempts: 3})
 	e.srv.Inject(cffake.Fault{Method: http.MethodGet, Path: "/dns_records", Status: http.StatusBadGateway, Times: 2})
 	_, err := e.p.Records(context.Background(), zoneName)
 	require.NoError(t, err, "two 502s, then an answer within 2 retries")
@@ -484,7 +484,7 @@ func TestNewFromConfig(t *testing.T) {
 	t.Run("load balancing is refused rather than silently ignored", func(t *testing.T) {
 		t.Setenv(TokenEnv, testToken)
 		_, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "example.com", Endpoint: srv.URL, LoadBalancing: true}, Options{})
-		require.ErrorContains(t, err, "load_balancing is not implemented")
+		require.ErrorContains(t, err, "load_balancing is not supported yet")
 	})
 	t.Run("an unknown zone fails at once", func(t *testing.T) {
 		t.Setenv(TokenEnv, testToken)
@@ -493,12 +493,12 @@ func TestNewFromConfig(t *testing.T) {
 	})
 	t.Run("zones written with one token share one request budget", func(t *testing.T) {
 		t.Setenv(TokenEnv, "shared-"+testToken)
-		a, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "a.example", ZoneID: "a", RequestBudget: 600}, Options{})
+		a, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "a.example", ZoneID: "a", ProviderAPI: model.ProviderAPI{RequestBudget: 600}}, Options{})
 		require.NoError(t, err)
-		b, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "b.example", ZoneID: "b", RequestBudget: 300}, Options{})
+		b, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "b.example", ZoneID: "b", ProviderAPI: model.ProviderAPI{RequestBudget: 300}}, Options{})
 		require.NoError(t, err)
 		assert.Same(t, a.budget, b.budget)
-		assert.Equal(t, 300, a.budget.n, "the smallest budget")
+		assert.Equal(t, 300, a.budget.Limit(), "the smallest budget")
 	})
 	t.Run("a configured zone id needs no lookup", func(t *testing.T) {
 		t.Setenv(TokenEnv, testToken)
@@ -507,24 +507,4 @@ func TestNewFromConfig(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, before, srv.Calls("", "/zones"))
 	})
-}
-
-func TestMetricsAreSharedWithinARegistry(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	a, b := NewMetrics(reg), NewMetrics(reg)
-	a.call("list_records", resultOK)
-	b.call("list_records", resultOK)
-	assert.Equal(t, float64(2), testutil.ToFloat64(a.calls.WithLabelValues(providerLabel, "list_records", resultOK)))
-	n, err := testutil.GatherAndCount(reg, callsName, throttlesName, retriesName)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-}
-
-func TestMetricsAreSharedWithTheRoute53Adapter(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	r53 := route53.NewMetrics(reg)
-	var cf *Metrics
-	require.NotPanics(t, func() { cf = NewMetrics(reg) }, "same names, labels and help texts")
-	cf.call("list_records", resultOK)
-	assert.Equal(t, float64(1), testutil.ToFloat64(r53.APICalls.WithLabelValues(providerLabel, "list_records", resultOK)))
 }

@@ -1,64 +1,19 @@
 package route53
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/providers/apicall"
 )
 
 // providerLabel is the value of the provider label on every metric here.
 const providerLabel = "route53"
 
-// Metrics of the provider adapters. The names and the provider label are
-// shared with the Cloudflare adapter, which declares the same vectors on its
-// own registry (or reuses these through NewMetrics on the same one).
-type Metrics struct {
-	APICalls    *prometheus.CounterVec   // meridian_provider_api_calls_total{provider,operation,result}
-	Throttles   *prometheus.CounterVec   // meridian_provider_throttles_total{provider}
-	Retries     *prometheus.CounterVec   // meridian_provider_retries_total{provider}
-	Propagation *prometheus.HistogramVec // meridian_provider_propagation_seconds{provider}
-}
+// Metrics are the provider API metrics, shared with every adapter
+// (apicall.Metrics).
+type Metrics = apicall.Metrics
 
-// NewMetrics creates the metrics and registers them with reg (nil: not
-// registered). Metrics already registered on reg under the same names and
-// labels are reused, so two providers may share one registry.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	return &Metrics{
-		APICalls: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_provider_api_calls_total",
-			Help: "Provider API requests by operation and result (ok, throttled, retryable, error).",
-		}, []string{"provider", "operation", "result"})),
-		Throttles: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_provider_throttles_total",
-			Help: "Provider API requests refused for the rate limit.",
-		}, []string{"provider"})),
-		Retries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_provider_retries_total",
-			Help: "Provider API requests repeated after a throttle, a server error or a timeout.",
-		}, []string{"provider"})),
-		Propagation: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "meridian_provider_propagation_seconds",
-			Help:    "Time from a change's submission to the provider reporting it live (Route 53 INSYNC).",
-			Buckets: []float64{1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300},
-		}, []string{"provider"})),
-	}
-}
-
-// register registers c with reg, or returns the collector already there.
-// Any other registration error is a programming error and panics, as
-// MustRegister does.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
-}
+// NewMetrics is apicall.NewMetrics, kept for callers that build the
+// adapters one by one: every call on one registry returns the same
+// families.
+func NewMetrics(reg prometheus.Registerer) *Metrics { return apicall.NewMetrics(reg) }

@@ -18,10 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	r53 "github.com/aws/aws-sdk-go-v2/service/route53"
 	"github.com/aws/aws-sdk-go-v2/service/route53/types"
-	"golang.org/x/time/rate"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/apicall"
 	"github.com/meridian-gslb/meridian/providers/plan"
 )
 
@@ -31,12 +31,12 @@ type Options struct {
 	RequestsPerSecond float64       // budget of API calls, reads, writes and polls together (default 2; Route 53 allows 5 per account)
 	SyncTimeout       time.Duration // wait at most this long for INSYNC after writing (default 2m; negative: do not wait)
 	PollInterval      time.Duration // between GetChange polls (default 1s)
-	RequestTimeout    time.Duration // one HTTP attempt (default 30s)
-	MaxAttempts       int           // attempts of one API call before giving up with providers.ErrTransient (default 6)
-	Backoff           time.Duration // first retry delay, doubled per attempt, with jitter (default 250ms)
-	MaxBackoff        time.Duration // cap of the retry delay (default 10s)
+	RequestTimeout    time.Duration // one HTTP attempt (default 30s, apicall.DefaultRequestTimeout)
+	MaxAttempts       int           // attempts of one API call before giving up with providers.ErrTransient (default 5, apicall.DefaultMaxAttempts)
+	Backoff           time.Duration // first retry delay, doubled per attempt, with jitter (default 1s, apicall.DefaultBackoff)
+	MaxBackoff        time.Duration // cap of the retry delay (default 30s, apicall.DefaultMaxBackoff)
 	Logger            *slog.Logger  // (default slog.Default())
-	Metrics           *Metrics      // (default: NewMetrics(nil), unregistered)
+	Metrics           *Metrics      // (default: apicall.NewMetrics(nil), unregistered)
 	Now               func() time.Time
 	// Sleep waits between retries and polls; it returns ctx's error when ctx
 	// ends first (default: a timer).
@@ -53,18 +53,8 @@ func (o Options) withDefaults() Options {
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
 	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 30 * time.Second
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 6
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 250 * time.Millisecond
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 10 * time.Second
-	}
+	pol := o.policy().WithDefaults()
+	o.MaxAttempts, o.Backoff, o.MaxBackoff, o.RequestTimeout = pol.MaxAttempts, pol.Backoff, pol.MaxBackoff, pol.RequestTimeout
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -75,32 +65,25 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = apicall.Sleep
 	}
 	o.ZoneID = hostedZoneID(o.ZoneID)
 	return o
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+func (o Options) policy() apicall.Policy {
+	return apicall.Policy{MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, MaxBackoff: o.MaxBackoff, RequestTimeout: o.RequestTimeout}
 }
 
 // Provider is one Route 53 hosted zone. It implements providers.Provider;
 // like every Provider it is meant for one reconciler at a time: Apply sends
 // its batches one after another, so writes never overlap.
 type Provider struct {
-	api     API
-	opts    Options
-	limiter *rate.Limiter
-	log     *slog.Logger
-	m       *Metrics
+	api    API
+	opts   Options
+	caller *apicall.Caller
+	log    *slog.Logger
+	m      *Metrics
 
 	mu      sync.Mutex
 	zoneIDs map[string]string                               // zone name → hosted zone id
@@ -114,7 +97,10 @@ func New(api API, opts Options) *Provider {
 	opts = opts.withDefaults()
 	return &Provider{
 		api: api, opts: opts, log: opts.Logger, m: opts.Metrics,
-		limiter: rate.NewLimiter(rate.Limit(opts.RequestsPerSecond), 1),
+		caller: &apicall.Caller{
+			Provider: providerLabel, Policy: opts.policy(), Budget: apicall.NewRate(opts.RequestsPerSecond),
+			Classify: classify, Metrics: opts.Metrics, Logger: opts.Logger, Sleep: opts.Sleep,
+		},
 		zoneIDs: map[string]string{}, live: map[string]map[plan.Key]types.ResourceRecordSet{},
 	}
 }
@@ -124,7 +110,9 @@ func New(api API, opts Options) *Provider {
 // and credentials files, web identity / IRSA, container and instance roles)
 // unless load overrides them (e.g. config.WithCredentialsProvider with static
 // credentials for a fake). z.Endpoint, when set, replaces the API endpoint.
-// z's zone id, request budget and sync timeout override opts'. The SDK's own
+// z's zone id, request budget (request_budget per request_budget_window, as
+// a rate; or the old requests_per_second), retry settings and sync timeout
+// override opts'. The SDK's own
 // retries are off: every attempt goes through the provider's budget.
 func NewFromConfig(ctx context.Context, z model.Route53Zone, opts Options, load ...func(*config.LoadOptions) error) (*Provider, error) {
 	region := z.Region
@@ -145,9 +133,18 @@ func NewFromConfig(ctx context.Context, z model.Route53Zone, opts Options, load 
 	if z.ZoneID != "" {
 		opts.ZoneID = z.ZoneID
 	}
-	if z.RequestsPerSecond > 0 {
+	switch {
+	case z.RequestBudget > 0:
+		w := z.RequestBudgetWindow.D()
+		if w <= 0 {
+			w = model.DefaultRoute53BudgetWindow
+		}
+		opts.RequestsPerSecond = float64(z.RequestBudget) / w.Seconds()
+	case z.RequestsPerSecond > 0: // the old form, in a config not normalized
 		opts.RequestsPerSecond = z.RequestsPerSecond
 	}
+	pol := opts.policy().With(z.ProviderAPI)
+	opts.MaxAttempts, opts.Backoff, opts.MaxBackoff, opts.RequestTimeout = pol.MaxAttempts, pol.Backoff, pol.MaxBackoff, pol.RequestTimeout
 	if z.SyncTimeout > 0 {
 		opts.SyncTimeout = z.SyncTimeout.D()
 	}

@@ -1,0 +1,124 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestProviderZoneValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		r53     Route53Zone
+		cf      CloudflareZone
+		path    string // "" = valid
+		message string
+	}{
+		{name: "zones with every API setting at its default are accepted"},
+		{name: "the same API settings are accepted under both providers",
+			r53: Route53Zone{Zone: "example.com", ProviderAPI: ProviderAPI{RequestBudget: 4, RequestBudgetWindow: Duration(time.Second), MaxAttempts: 3, Backoff: Duration(time.Second), MaxBackoff: Duration(10 * time.Second), RequestTimeout: Duration(5 * time.Second)}},
+			cf:  CloudflareZone{Zone: "example.net", ProviderAPI: ProviderAPI{RequestBudget: 600, RequestBudgetWindow: Duration(5 * time.Minute), MaxAttempts: 3}}},
+		{name: "load_balancing is refused as not supported yet, naming the field",
+			cf:   CloudflareZone{Zone: "example.net", LoadBalancing: true},
+			path: "providers.cloudflare[0].load_balancing", message: "Cloudflare Load Balancing is not supported yet: remove load_balancing"},
+		{name: "the old requests_per_second is still accepted alone",
+			r53: Route53Zone{Zone: "example.com", RequestsPerSecond: 20}},
+		{name: "the old requests_per_second with the new budget is refused naming the new field",
+			r53:  Route53Zone{Zone: "example.com", RequestsPerSecond: 20, ProviderAPI: ProviderAPI{RequestBudget: 20}},
+			path: "providers.route53[0].requests_per_second", message: "is the old name of request_budget (per request_budget_window 1s): set request_budget and request_budget_window only"},
+		{name: "a Route 53 budget above 100 requests per second is refused",
+			r53:  Route53Zone{Zone: "example.com", ProviderAPI: ProviderAPI{RequestBudget: 500, RequestBudgetWindow: Duration(time.Second)}},
+			path: "providers.route53[0].request_budget", message: "500 per 1s is more than 100 requests per second"},
+		{name: "a negative request budget is refused with the provider's default",
+			cf:   CloudflareZone{Zone: "example.net", ProviderAPI: ProviderAPI{RequestBudget: -1}},
+			path: "providers.cloudflare[0].request_budget", message: "-1 is out of range (allowed 1..100000 requests per request_budget_window; 0 = default 1200 per 5m0s)"},
+		{name: "a budget window of a day is refused",
+			cf:   CloudflareZone{Zone: "example.net", ProviderAPI: ProviderAPI{RequestBudgetWindow: Duration(24 * time.Hour)}},
+			path: "providers.cloudflare[0].request_budget_window", message: "24h0m0s is out of range (allowed 100ms..1h; 0 = default 5m0s)"},
+		{name: "more than 20 attempts are refused",
+			r53:  Route53Zone{Zone: "example.com", ProviderAPI: ProviderAPI{MaxAttempts: 50}},
+			path: "providers.route53[0].max_attempts", message: "50 is out of range (allowed 1..20; 0 = default 5)"},
+		{name: "a backoff cap below the first backoff is refused",
+			r53:  Route53Zone{Zone: "example.com", ProviderAPI: ProviderAPI{Backoff: Duration(2 * time.Second), MaxBackoff: Duration(time.Second)}},
+			path: "providers.route53[0].max_backoff", message: "1s is shorter than backoff 2s"},
+		{name: "a request timeout of a microsecond is refused",
+			cf:   CloudflareZone{Zone: "example.net", ProviderAPI: ProviderAPI{RequestTimeout: Duration(time.Microsecond)}},
+			path: "providers.cloudflare[0].request_timeout", message: "1µs is out of range (allowed 100ms..10m; 0 = default 30s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := minimal()
+			d.Providers.OwnerID = "meridian-test"
+			if tc.r53.Zone == "" {
+				tc.r53.Zone = "example.com"
+			}
+			if tc.cf.Zone == "" {
+				tc.cf.Zone = "example.net"
+			}
+			d.Providers.Route53 = []Route53Zone{tc.r53}
+			d.Providers.Cloudflare = []CloudflareZone{tc.cf}
+			requireFieldError(t, Validate(d), tc.path, tc.message)
+		})
+	}
+}
+
+func TestNormalizeFillsTheProviderAPISettings(t *testing.T) {
+	defaults := ProviderAPI{MaxAttempts: 5, Backoff: Duration(time.Second), MaxBackoff: Duration(30 * time.Second), RequestTimeout: Duration(30 * time.Second)}
+	with := func(budget int, window time.Duration) ProviderAPI {
+		c := defaults
+		c.RequestBudget, c.RequestBudgetWindow = budget, Duration(window)
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		r53     Route53Zone
+		cf      CloudflareZone
+		wantR53 ProviderAPI
+		wantCF  ProviderAPI
+	}{
+		{name: "each provider gets its own budget and the shared retry defaults",
+			wantR53: with(2, time.Second), wantCF: with(1200, 5*time.Minute)},
+		{name: "a whole requests_per_second becomes that budget per second",
+			r53: Route53Zone{RequestsPerSecond: 20}, wantR53: with(20, time.Second), wantCF: with(1200, 5*time.Minute)},
+		{name: "a fractional requests_per_second becomes one request per period",
+			r53: Route53Zone{RequestsPerSecond: 0.5}, wantR53: with(1, 2*time.Second), wantCF: with(1200, 5*time.Minute)},
+		{name: "set fields are kept",
+			r53:     Route53Zone{ProviderAPI: ProviderAPI{RequestBudget: 4, MaxAttempts: 2}},
+			cf:      CloudflareZone{ProviderAPI: ProviderAPI{RequestBudgetWindow: Duration(time.Minute), Backoff: Duration(time.Millisecond * 100)}},
+			wantR53: func() ProviderAPI { c := with(4, time.Second); c.MaxAttempts = 2; return c }(),
+			wantCF: func() ProviderAPI {
+				c := with(1200, time.Minute)
+				c.Backoff = Duration(100 * time.Millisecond)
+				return c
+			}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := minimal()
+			d.Providers.OwnerID = "meridian-test"
+			tc.r53.Zone, tc.cf.Zone = "example.com", "example.net"
+			d.Providers.Route53 = []Route53Zone{tc.r53}
+			d.Providers.Cloudflare = []CloudflareZone{tc.cf}
+			out, err := Normalize(d)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantR53, out.Providers.Route53[0].ProviderAPI)
+			assert.Zero(t, out.Providers.Route53[0].RequestsPerSecond, "the old form is moved into the budget")
+			assert.Equal(t, tc.wantCF, out.Providers.Cloudflare[0].ProviderAPI)
+		})
+	}
+}
+
+// requireFieldError checks that err is nil when path is "", else a
+// ValidationError of exactly one field, path, whose message contains msg.
+func requireFieldError(t *testing.T, err error, path, msg string) {
+	t.Helper()
+	if path == "" {
+		require.NoError(t, err)
+		return
+	}
+	var verr *ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Len(t, verr.Fields, 1, err.Error())
+	assert.Equal(t, path, verr.Fields[0].Path)
+	assert.Contains(t, verr.Fields[0].Msg, msg)
+}
