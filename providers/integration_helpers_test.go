@@ -29,6 +29,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/apicall"
 	"github.com/meridian-gslb/meridian/providers/cloudflare"
 	"github.com/meridian-gslb/meridian/providers/cloudflare/cffake"
 	"github.com/meridian-gslb/meridian/providers/plan"
@@ -132,7 +133,7 @@ func newRoute53(t *testing.T, fo route53fake.Options, rps float64) *r53 {
 func (h *r53) zone(t *testing.T) providers.Zone {
 	t.Helper()
 	o := h.opts
-	o.Logger, o.Metrics = h.log.logger(), route53.NewMetrics(h.reg)
+	o.Logger, o.Metrics = h.log.logger(), apicall.NewMetrics(h.reg)
 	z := model.Route53Zone{Zone: zoneName, Region: "us-east-1", Endpoint: h.fake.URL(), RequestsPerSecond: h.rps}
 	p, err := route53.NewFromConfig(context.Background(), z, o,
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKIDMERIDIANTEST", awsSecret, "")),
@@ -244,7 +245,7 @@ func (h *cf) zone(t *testing.T) providers.Zone {
 	t.Helper()
 	z := model.CloudflareZone{Zone: zoneName, APITokenFile: h.tokenFile, Endpoint: h.srv.URL, ProviderAPI: model.ProviderAPI{RequestBudget: h.budget}}
 	p, err := cloudflare.NewFromConfig(context.Background(), z, cloudflare.Options{
-		Logger: h.log.logger(), Metrics: cloudflare.NewMetrics(h.reg), Now: h.now, Sleep: h.sleep,
+		Logger: h.log.logger(), Metrics: apicall.NewMetrics(h.reg), Now: h.now, Sleep: h.sleep,
 	})
 	require.NoError(t, err)
 	return providers.Zone{Provider: p, Zone: zoneName, Mode: model.ModeDirect, Translate: p.Desired}

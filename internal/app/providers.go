@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/apicall"
 	"github.com/meridian-gslb/meridian/providers/cloudflare"
 	"github.com/meridian-gslb/meridian/providers/route53"
 )
@@ -144,7 +145,7 @@ func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone
 }
 
 func newRoute53Zone(ctx context.Context, z model.Route53Zone, a *App) (providers.Zone, error) {
-	p, err := route53.NewFromConfig(ctx, z, route53.Options{Logger: a.log, Metrics: route53.NewMetrics(a.reg)})
+	p, err := route53.NewFromConfig(ctx, z, route53.Options{Logger: a.log, Metrics: apicall.NewMetrics(a.reg)})
 	if err != nil {
 		return providers.Zone{}, err
 	}
@@ -152,7 +153,7 @@ func newRoute53Zone(ctx context.Context, z model.Route53Zone, a *App) (providers
 }
 
 func newCloudflareZone(ctx context.Context, z model.CloudflareZone, a *App) (providers.Zone, error) {
-	p, err := cloudflare.NewFromConfig(ctx, z, cloudflare.Options{Logger: a.log, Metrics: cloudflare.NewMetrics(a.reg)})
+	p, err := cloudflare.NewFromConfig(ctx, z, cloudflare.Options{Logger: a.log, Metrics: apicall.NewMetrics(a.reg)})
 	if err != nil {
 		return providers.Zone{}, err
 	}

@@ -38,7 +38,7 @@ type Options struct {
 	TTL           int           // Desired: record TTL; 1 = automatic, 0 = the service's TTL (default 0)
 	PageSize      int           // records per list request, 1..5000 (default 5000)
 	Logger        *slog.Logger  // (default slog.Default())
-	Metrics       *Metrics      // (default: apicall.NewMetrics(nil), registered nowhere)
+	Metrics       *Metrics      // (default: apicall.apicall.NewMetrics(nil), registered nowhere)
 
 	// Retries of one request after a 429, a 5xx or a timeout (zero fields:
 	// the apicall defaults: 5 attempts, backoff 1s doubling up to 30s, 30s
@@ -88,7 +88,7 @@ func New(api API, opts Options) *Provider {
 		opts.Logger = slog.Default()
 	}
 	if opts.Metrics == nil {
-		opts.Metrics = NewMetrics(nil)
+		opts.Metrics = apicall.NewMetrics(nil)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -1,10 +1,6 @@
 package cloudflare
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/meridian-gslb/meridian/providers/apicall"
-)
+import "github.com/meridian-gslb/meridian/providers/apicall"
 
 // providerLabel is the provider label value of every metric of the package.
 const providerLabel = "cloudflare"
@@ -12,8 +8,3 @@ const providerLabel = "cloudflare"
 // Metrics are the provider API metrics, shared with every adapter
 // (apicall.Metrics).
 type Metrics = apicall.Metrics
-
-// NewMetrics is apicall.NewMetrics, kept for callers that build the
-// adapters one by one: every call on one registry returns the same
-// families.
-func NewMetrics(reg prometheus.Registerer) *Metrics { return apicall.NewMetrics(reg) }

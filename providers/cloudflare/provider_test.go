@@ -82,7 +82,7 @@ func newEnv(t *testing.T, opts Options) *env {
 	t.Cleanup(func() { hc.CloseIdleConnections(); srv.Close() })
 	e := &env{srv: srv, zone: srv.AddZone(zoneName), clock: c, reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
 	opts.Now, opts.Sleep = c.Now, c.Sleep
-	opts.Metrics = NewMetrics(e.reg)
+	opts.Metrics = apicall.NewMetrics(e.reg)
 	opts.Logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.p = New(NewAPI(testToken, APIOptions{BaseURL: srv.URL, HTTPClient: hc}), opts)
 	e.hc = hc

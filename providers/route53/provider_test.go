@@ -69,7 +69,7 @@ func (e *env) provider(t *testing.T, o Options) *Provider {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 5 * time.Second
 	}
-	o.Metrics = NewMetrics(e.reg)
+	o.Metrics = apicall.NewMetrics(e.reg)
 	o.Logger = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p, err := NewFromConfig(context.Background(), model.Route53Zone{Zone: testZone, Region: "eu-west-1", Endpoint: e.fake.URL()}, o,
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKIDFAKE", testSecret, "")),

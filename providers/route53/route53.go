@@ -36,7 +36,7 @@ type Options struct {
 	Backoff           time.Duration // first retry delay, doubled per attempt, with jitter (default 1s, apicall.DefaultBackoff)
 	MaxBackoff        time.Duration // cap of the retry delay (default 30s, apicall.DefaultMaxBackoff)
 	Logger            *slog.Logger  // (default slog.Default())
-	Metrics           *Metrics      // (default: apicall.NewMetrics(nil), unregistered)
+	Metrics           *Metrics      // (default: apicall.apicall.NewMetrics(nil), unregistered)
 	Now               func() time.Time
 	// Sleep waits between retries and polls; it returns ctx's error when ctx
 	// ends first (default: a timer).
@@ -59,7 +59,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.Default()
 	}
 	if o.Metrics == nil {
-		o.Metrics = NewMetrics(nil)
+		o.Metrics = apicall.NewMetrics(nil)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
