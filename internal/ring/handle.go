@@ -217,6 +217,12 @@ func (r *Ring) onConfirm(t *trust, e envelope, p peer, c clock, b []byte, relay 
 		return rj
 	}
 	r.mu.Lock()
+	if last, seen := r.confirms[name]; seen && c.now.Sub(last) < r.cfg.SummaryInterval {
+		// The same request by another path (direct and relayed copies are
+		// delivered concurrently) was handled while we verified this one.
+		r.mu.Unlock()
+		return nil
+	}
 	r.confirms[name] = c.now
 	for k, at := range r.confirms {
 		if c.now.Sub(at) > r.cfg.SummaryInterval {
