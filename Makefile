@@ -4,6 +4,7 @@ BIN      := bin/meridian
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
 FUZZTIME ?= 60s
+STATICCHECK := bin/staticcheck
 E2E_DEPS := dig=dnsutils kdig=knot-dnsutils dnsperf=dnsperf ip=iproute2 tc=iproute2 curl=curl chromium=chromium unbound=unbound named=bind9 knotd=knot
 
 .PHONY: help run build test unit e2e kube-bins bench fuzz lint coredns clean
@@ -19,11 +20,18 @@ run: build ## serve the demo config: DNS on 127.0.0.1:5353, HTTP on 127.0.0.1:80
 
 test: lint unit e2e ## vet + unit tests with -race + end-to-end tests with dig/kdig
 
-lint: ## gofmt, go vet, go mod tidy check
+lint: $(STATICCHECK) ## gofmt, go vet, go mod tidy check (module and tools/), staticcheck (e2e files included)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
+	$(STATICCHECK) -tags e2e ./...
+
+# staticcheck is pinned in tools/go.mod, a module of its own, so its
+# dependencies never change the versions the binaries are built with.
+$(STATICCHECK): tools/go.mod tools/go.sum
+	cd tools && $(GO) build -o $(CURDIR)/$(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
 
 unit: ## unit tests with the race detector
 	$(GO) test -race -count=1 ./...

@@ -301,6 +301,7 @@ func TestPageRoutes(t *testing.T) {
 		assert.NotEmpty(t, body, p)
 	}
 	code, body = get(t, h, "/assets/page.js")
+	require.Equal(t, 200, code)
 	assert.Contains(t, body, `"share-bar"`)
 	assert.Contains(t, body, `"timeline-row"`)
 	assert.Contains(t, body, `new EventSource("/v1/events")`)

@@ -129,24 +129,25 @@ func ReadPublicKey(path string) (*Key, error) {
 	defer f.Close()
 	zp := dns.NewZoneParser(f, "", keyPath)
 	zp.SetDefaultTTL(3600)
-	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
-		k, isKey := rr.(*dns.DNSKEY)
-		if !isKey {
-			return nil, fmt.Errorf("%s: %s record where a DNSKEY was expected", keyPath, dns.TypeToString[rr.Header().Rrtype])
+	rr, ok := zp.Next() // the first record is the key; later ones are not read
+	if !ok {
+		if err := zp.Err(); err != nil {
+			return nil, err
 		}
-		if !supported(k.Algorithm) {
-			return nil, fmt.Errorf("%s: algorithm %d is not supported (allowed: 13 ECDSAP256SHA256, 15 ED25519)", keyPath, k.Algorithm)
-		}
-		if k.Flags&dns.ZONE == 0 || k.Protocol != 3 {
-			return nil, fmt.Errorf("%s: not a zone key (flags %d, protocol %d)", keyPath, k.Flags, k.Protocol)
-		}
-		k.Hdr.Name = dns.CanonicalName(k.Hdr.Name)
-		return &Key{DNSKEY: k}, nil
+		return nil, fmt.Errorf("%s: no DNSKEY record", keyPath)
 	}
-	if err := zp.Err(); err != nil {
-		return nil, err
+	k, isKey := rr.(*dns.DNSKEY)
+	if !isKey {
+		return nil, fmt.Errorf("%s: %s record where a DNSKEY was expected", keyPath, dns.TypeToString[rr.Header().Rrtype])
 	}
-	return nil, fmt.Errorf("%s: no DNSKEY record", keyPath)
+	if !supported(k.Algorithm) {
+		return nil, fmt.Errorf("%s: algorithm %d is not supported (allowed: 13 ECDSAP256SHA256, 15 ED25519)", keyPath, k.Algorithm)
+	}
+	if k.Flags&dns.ZONE == 0 || k.Protocol != 3 {
+		return nil, fmt.Errorf("%s: not a zone key (flags %d, protocol %d)", keyPath, k.Flags, k.Protocol)
+	}
+	k.Hdr.Name = dns.CanonicalName(k.Hdr.Name)
+	return &Key{DNSKEY: k}, nil
 }
 
 // ReadKey reads a key pair (path: .private, .key or the base name; both

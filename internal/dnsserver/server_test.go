@@ -22,7 +22,8 @@ import (
 )
 
 // checkLeaks verifies, after every other cleanup of t, that no goroutine
-// outlived the test. (Not in TestMain: the fuzzing engine's workers share it.)
+// outlived the test, naming the test that leaked (TestMain checks the whole
+// binary, fuzz workers included, once at the end).
 func checkLeaks(t testing.TB) {
 	t.Cleanup(func() { goleak.VerifyNone(t.(*testing.T)) })
 }

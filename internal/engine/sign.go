@@ -172,7 +172,7 @@ func (s *Snapshot) signSection(rrs []dns.RR, allow func() bool) (_ []dns.RR, ref
 		return rrs, false
 	}
 	var doneBuf [64]bool
-	done := doneBuf[:0]
+	var done []bool
 	if n > len(doneBuf) {
 		done = make([]bool, n)
 	} else {

@@ -13,8 +13,6 @@ type Metrics struct {
 	Rejoins    prometheus.Counter     // meridian_ring_rejoins_total
 	Syncs      prometheus.Counter     // meridian_ring_state_syncs_total
 	Rejected   *prometheus.CounterVec // meridian_ring_messages_rejected_total{type,reason}
-	bytesSent  prometheus.CounterFunc // meridian_ring_gossip_bytes_total{direction="sent"}
-	bytesRecv  prometheus.CounterFunc
 	registerer prometheus.Registerer
 }
 

@@ -12,6 +12,7 @@
 package ring
 
 import (
+	"context"
 	"crypto/ed25519"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -889,7 +890,7 @@ func (w *slogWriter) Write(p []byte) (int, error) {
 	if level == slog.LevelWarn || w.quiet != nil && w.quiet.Load() {
 		level = slog.LevelDebug // shutting down: closed-connection errors are expected
 	}
-	w.log.Log(nil, level, line)
+	w.log.Log(context.Background(), level, line)
 	return len(p), nil
 }
 

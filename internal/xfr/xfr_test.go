@@ -159,14 +159,13 @@ func (h downHealth) Endpoint(_, target string) engine.State {
 func (h downHealth) Cluster(string) engine.State { return engine.Unknown }
 
 type fixture struct {
-	st    *engine.Store
-	f     *config.File
-	srv   *xfr.Server
-	dns   *dnsserver.Server
-	addr  string
-	reg   *prometheus.Registry
-	zone  xfr.Zone
-	notes chan *dns.Msg
+	st   *engine.Store
+	f    *config.File
+	srv  *xfr.Server
+	dns  *dnsserver.Server
+	addr string
+	reg  *prometheus.Registry
+	zone xfr.Zone
 }
 
 func newFixture(t *testing.T, allow string, notify []netip.AddrPort) *fixture {

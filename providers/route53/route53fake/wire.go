@@ -7,9 +7,6 @@ import (
 	"strings"
 )
 
-// ns is the XML namespace of every Route 53 request and response.
-const ns = "https://route53.amazonaws.com/doc/2013-04-01/"
-
 // The XML shapes below follow the Route 53 API reference (2013-04-01) and
 // the element names the SDK's serializers and deserializers use.
 
