@@ -79,6 +79,12 @@ gslb.example.com:%[1]d {
 		change(t, "weight 0", only121, "weight", "app.gslb.example.com", "127.0.0.122", "0", "--reason", "e2e weight")
 		change(t, "unweight", both, "unweight", "app.gslb.example.com", "127.0.0.122")
 	})
+	t.Run("an override set for a while ends in the plugin when it ends on the serve nodes", func(t *testing.T) {
+		out, err := cli(t, m1, "drain", "endpoint", "app.gslb.example.com", "127.0.0.122", "--reason", "short", "--for", "2s", "--token-file", tokenFile)
+		require.NoError(t, err, out)
+		require.Eventually(t, func() bool { return only121(c.addr) }, 5*time.Second, 10*time.Millisecond, "the drain reaches the plugin")
+		require.Eventually(t, func() bool { return both(c.addr) && both(m1.dns) }, 10*time.Second, 50*time.Millisecond, "the drain ends everywhere:\n%s", c.log())
+	})
 	t.Run("a restarted plugin gets the overrides in force from the ring", func(t *testing.T) {
 		out, err := cli(t, m1, "drain", "cluster", "west", "--reason", "before the restart", "--token-file", tokenFile)
 		require.NoError(t, err, out)

@@ -62,22 +62,26 @@ type App struct {
 	state string // state directory (StateDir)
 
 	pipe     *serving.Pipeline
-	tokens   *api.Tokens    // admin API tokens (nil: changes refused)
-	kube     *kubeParts     // nil without Kubernetes sources
-	probing  *probing       // nil with ring.enabled false
-	backends *demo.Backends // nil without --demo-backends
+	tokens   *api.Tokens             // admin API tokens (nil: changes refused)
+	kube     *kubeParts              // nil without Kubernetes sources
+	probing  atomic.Pointer[probing] // nil with ring.enabled false (set while other goroutines read it)
+	backends *demo.Backends          // nil without --demo-backends
 	dnsAddrs []string
 	httpAddr string
 	dnsUp    atomic.Bool
 
-	ctx     context.Context // background work; cancelled by the cleanup stack
-	wg      sync.WaitGroup  // background goroutines
-	cleanup []func()        // run in reverse order when Run returns
+	ctx      context.Context // background work; cancelled by the cleanup stack
+	cleanup  []func()        // run in reverse order when Run returns
+	reloadMu sync.Mutex      // one reload at a time: the file read last is the one served
 }
 
 // Run starts Meridian and blocks until ctx is cancelled or SIGINT/SIGTERM
 // arrives; SIGHUP reloads the config.
 func Run(ctx context.Context, opts Options) error {
+	// A stop during a slow start (a ring join, a member cluster) ends the
+	// start and runs the cleanup of the steps done so far.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	a, loaded, err := newApp(opts)
 	if err != nil {
 		return err
@@ -100,8 +104,6 @@ func Run(ctx context.Context, opts Options) error {
 	if a.opts.Started != nil {
 		a.opts.Started(a.dnsAddrs, a.httpAddr)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	a.watchReloads(ctx)
 	<-ctx.Done()
 	a.log.Info("shutting down")
@@ -135,7 +137,7 @@ func newApp(opts Options) (*App, *serving.Loaded, error) {
 	secretfile.SetPolicy(policy, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), ctx: ctx}
-	a.defer_(func() { cancel(); a.wg.Wait() })
+	a.defer_(cancel)
 	a.registerMetrics()
 	if opts.ConfigPath == "" {
 		log.Warn("no --config given: serving the embedded demo config", "zones", len(f.Zones), "services", len(f.Services))
@@ -162,10 +164,15 @@ func (a *App) stop() {
 	a.cleanup = nil
 }
 
-// goBackground runs f until the app stops.
+// goBackground runs f until the app stops, and pushes its stop on the
+// cleanup stack: what started later stops first (providers before the ring
+// they read, probing before the demo backends it probes). Only the start
+// steps call it (the stack is not shared between goroutines).
 func (a *App) goBackground(f func(ctx context.Context)) {
-	a.wg.Add(1)
-	go func() { defer a.wg.Done(); f(a.ctx) }()
+	ctx, cancel := context.WithCancel(a.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f(ctx) }()
+	a.defer_(func() { cancel(); <-done })
 }
 
 // startDemo starts local backends for the demo's endpoints.
@@ -242,6 +249,8 @@ func (a *App) current() *config.File { return a.pipe.State().Effective }
 // atomically; an invalid one is logged and counted, and the previous
 // snapshot keeps serving.
 func (a *App) Reload(trigger string) error {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
 	l, err := serving.Load(a.opts.ConfigPath, nil, "")
 	if err == nil {
 		applyOverrides(l.File, a.opts)
@@ -267,8 +276,8 @@ func (a *App) Reload(trigger string) error {
 // changed follows every new serving state: the prober follows the
 // endpoints, and the Kubernetes status and placement follow the answers.
 func (a *App) changed(prev, next *serving.State) {
-	if a.probing != nil && prev.Effective != next.Effective {
-		a.probing.configure(&next.Effective.Desired)
+	if p := a.probing.Load(); p != nil && prev.Effective != next.Effective {
+		p.configure(&next.Effective.Desired)
 	}
 	if a.kube != nil {
 		a.kube.statusSoon()
@@ -295,8 +304,8 @@ func (a *App) status() api.Status {
 
 // healthReport is GET /v1/health; without probing it shows the config's view.
 func (a *App) healthReport() api.HealthReport {
-	if a.probing != nil {
-		return a.probing.follower.Report()
+	if p := a.probing.Load(); p != nil {
+		return p.follower.Report()
 	}
 	return serving.ConfigReport(a.pipe.State())
 }

@@ -68,19 +68,24 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.follower = &serving.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log,
 		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail}
 	a.pipe.SetBroadcast(r.BroadcastShared)
-	a.probing = p
+	a.probing.Store(p)
 	p.configure(d)
+	// The ring leaves after the prober and the follower have stopped (the
+	// cleanup stack runs newest first); probing stops before the steps
+	// started earlier, so a node going away never votes its own stopped
+	// demo backends down.
+	a.defer_(func() {
+		a.pipe.SetBroadcast(nil)
+		if err := r.Shutdown(); err != nil {
+			a.log.Warn("ring shutdown", "err", err)
+		}
+	})
 	a.goBackground(func(ctx context.Context) {
 		if err := p.prober.Run(ctx); err != nil {
 			a.log.Error("prober stopped", "err", err)
 		}
 	})
-	a.goBackground(func(ctx context.Context) {
-		p.follower.Run(ctx, p.wake, min(d.Health.Interval.D()/2, time.Second))
-		if err := r.Shutdown(); err != nil {
-			a.log.Warn("ring shutdown", "err", err)
-		}
-	})
+	a.goBackground(func(ctx context.Context) { p.follower.Run(ctx, p.wake, min(d.Health.Interval.D()/2, time.Second)) })
 	a.log.Info("probing enabled", "node", a.node, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds,
 		"public_key", r.PublicKey(), "peers", len(d.Ring.Peers))
 	return nil

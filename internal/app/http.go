@@ -54,8 +54,8 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 	if a.backends != nil {
 		apiOpts.Demo = demoControl{a.backends}
 	}
-	if a.probing != nil {
-		apiOpts.Keys = ringKeys{a.probing.ring}
+	if p := a.probing.Load(); p != nil {
+		apiOpts.Keys = ringKeys{p.ring}
 	}
 	if t := a.tokens; t != nil && t.Path() != "" {
 		a.watchFile(a.ctx, t.Path(), func() {
@@ -151,6 +151,10 @@ func (a *App) watchFile(ctx context.Context, path string, fn func()) {
 		a.log.Warn("file watching disabled: changes need a restart", "file", path, "err", err)
 		return
 	}
-	a.wg.Add(1)
-	go func() { defer a.wg.Done(); w.Run(ctx, fn) }()
+	a.goBackground(func(bg context.Context) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		context.AfterFunc(bg, cancel)
+		w.Run(ctx, fn)
+	})
 }

@@ -48,6 +48,12 @@ func (a *App) startKube(l *serving.Loaded) error {
 		}
 		k.src.Secrets = w
 	}
+	if pr := l.File.Kubernetes.Propagation; pr != nil {
+		// Made here, before the pipeline's hooks can poke it; run by
+		// startKubeLoops.
+		k.prop = propagation.New(propEnv{a}, propagation.Options{Hub: pr.Hub, Namespaces: pr.Namespaces,
+			Interval: pr.Interval.D(), Toleration: pr.Toleration.D(), Score: scoreWeights(pr.Score), Logger: a.log, Registry: a.reg})
+	}
 	srcs := serving.MemberSources(&l.File.Desired, k.src.Secrets.Members())
 	k.mgr.Configure(l.File.Kubernetes, srcs)
 	a.kube = k
@@ -63,11 +69,9 @@ func (a *App) startKubeLoops(l *serving.Loaded) error {
 	if k == nil {
 		return nil
 	}
-	if pr := l.File.Kubernetes.Propagation; pr != nil {
-		k.prop = propagation.New(propEnv{a}, propagation.Options{Hub: pr.Hub, Namespaces: pr.Namespaces,
-			Interval: pr.Interval.D(), Toleration: pr.Toleration.D(), Score: scoreWeights(pr.Score), Logger: a.log, Registry: a.reg})
+	if k.prop != nil {
 		a.goBackground(k.prop.Run)
-		a.log.Info("workload propagation enabled", "hub", pr.Hub, "toleration", pr.Toleration.D())
+		a.log.Info("workload propagation enabled", "hub", l.File.Kubernetes.Propagation.Hub, "toleration", l.File.Kubernetes.Propagation.Toleration.D())
 	}
 	// Debounce: a burst of informer events (start-up lists every object)
 	// becomes one merge.

@@ -24,6 +24,9 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 	if err := a.openTokens(f.Server.Admin.TokenFile); err != nil {
 		return err
 	}
+	if v := os.Getenv("MERIDIAN_SERIAL_STATE"); v != "" {
+		a.log.Warn("MERIDIAN_SERIAL_STATE is no longer read: set server.serial_state_file instead", "value", v)
+	}
 	spath, slegacy := a.serialStatePath(f.Server.SerialStateFile)
 	a.adopt(spath, slegacy, "zone serials")
 	serials, err := xfr.OpenSerials(spath)

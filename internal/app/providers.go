@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
@@ -78,7 +79,7 @@ func (a *App) startProviders(*serving.Loaded) error {
 			Logger:   a.log,
 			Metrics:  metrics,
 		}
-		if h := a.probing; h != nil {
+		if h := a.probing.Load(); h != nil {
 			cands := d.Providers.Writers
 			if len(cands) == 0 {
 				cands = []string{h.ring.Name()} // a one-node ring (validation requires writers with seeds)
@@ -93,7 +94,10 @@ func (a *App) startProviders(*serving.Loaded) error {
 					}
 				}}
 			rec.IsWriter = el.Writer
-			a.goBackground(el.Run)
+			var ewg sync.WaitGroup
+			ewg.Add(1)
+			go func() { defer ewg.Done(); el.Run(ctx) }()
+			defer ewg.Wait()
 		} else {
 			metrics.Writer.Set(1) // no ring: this process is the only writer
 		}
@@ -114,7 +118,7 @@ func (a *App) providerState() providers.State {
 	} else {
 		st.Health = engine.NoHealth{}
 	}
-	if h := a.probing; h != nil {
+	if h := a.probing.Load(); h != nil {
 		live := map[string]bool{}
 		for _, m := range h.ring.Members() {
 			live[m.Name] = true

@@ -96,6 +96,9 @@ func (p *Pipeline) OnShared(data []byte) {
 	cur := p.State().Effective
 	other, skipped := other.Sanitize(&cur.Desired, time.Now(), cur.Ring.MaxClockSkew.D())
 	for _, e := range skipped {
+		if e.Reason == admin.RejectUnknownTarget {
+			p.keepPending(data) // merged again once our config has the target
+		}
 		p.m.rejected.WithLabelValues("ring", e.Reason).Inc()
 		level := slog.LevelWarn
 		if e.Reason == admin.RejectUnknownTarget {
@@ -111,6 +114,35 @@ func (p *Pipeline) OnShared(data []byte) {
 	if changed {
 		p.log.Info("admin overrides updated from the ring", "active", len(p.opts.Admin.Active()))
 		p.adminChanged(p.opts.Relay) // pass the merged state on
+	}
+}
+
+// maxPending bounds the ring states kept for a retry after a reload.
+const maxPending = 32
+
+// keepPending remembers a ring admin state that had entries on targets
+// this node's config does not have (yet): the ring passes a state on only
+// once, so after the next reload or Kubernetes merge it is merged again.
+func (p *Pipeline) keepPending(data []byte) {
+	p.pendingMu.Lock()
+	defer p.pendingMu.Unlock()
+	if p.pending == nil {
+		p.pending = map[string][]byte{}
+	}
+	if len(p.pending) >= maxPending {
+		clear(p.pending)
+	}
+	p.pending[string(data)] = data
+}
+
+// retryPending merges the kept ring states again (the config changed).
+func (p *Pipeline) retryPending() {
+	p.pendingMu.Lock()
+	kept := p.pending
+	p.pending = nil
+	p.pendingMu.Unlock()
+	for _, data := range kept {
+		p.OnShared(data)
 	}
 }
 

@@ -65,8 +65,10 @@ type Options struct {
 	// at each reload): an error refuses the file with that reason.
 	Accept func(*Loaded) error
 
-	// Changed is called, outside the pipeline's lock, after every new
-	// State: a reload, a Kubernetes change, an override or a decision.
+	// Changed is called, outside the pipeline's lock and one call at a
+	// time, after every new State (a reload, a Kubernetes change, an
+	// override, a decision that changed a state) with the State it last
+	// saw. It must not call back into the pipeline's change methods.
 	Changed func(prev, next *State)
 }
 
@@ -82,6 +84,12 @@ type Pipeline struct {
 
 	mu  sync.Mutex // serializes changes
 	cur atomic.Pointer[State]
+
+	hookMu sync.Mutex // serializes Changed calls
+	hooked *State     // the last State passed to Changed
+
+	pendingMu sync.Mutex
+	pending   map[string][]byte // ring admin states with entries on targets we did not have yet
 
 	broadcast atomic.Pointer[func([]byte)] // spreads a local admin change on the ring
 }
@@ -118,6 +126,7 @@ func New(l *Loaded, opts Options) (*Pipeline, error) {
 	if err := p.publishLocked(&State{Loaded: l, Effective: eff, ReloadedAt: time.Now()}); err != nil {
 		return nil, err
 	}
+	p.hooked = p.cur.Load()
 	p.m.lastOK.SetToCurrentTime()
 	return p, nil
 }
@@ -176,7 +185,8 @@ func (p *Pipeline) Reload(l *Loaded, loadErr error) (prev *State, err error) {
 	p.mu.Unlock()
 	p.m.reloads.WithLabelValues("success").Inc()
 	p.m.lastOK.SetToCurrentTime()
-	p.changed(prev)
+	p.changed()
+	p.retryPending()
 	return prev, nil
 }
 
@@ -196,7 +206,8 @@ func (p *Pipeline) Remerge() error {
 	if err != nil {
 		return err
 	}
-	p.changed(prev)
+	p.changed()
+	p.retryPending()
 	return nil
 }
 
@@ -224,7 +235,7 @@ func (p *Pipeline) SetDecision(d *failover.Decision) error {
 		return err
 	}
 	if d.StatesChanged {
-		p.changed(prev)
+		p.changed()
 	}
 	return nil
 }
@@ -233,21 +244,32 @@ func (p *Pipeline) SetDecision(d *failover.Decision) error {
 // expired).
 func (p *Pipeline) Republish() error {
 	p.mu.Lock()
-	prev := p.cur.Load()
-	next := *prev
+	next := *p.cur.Load()
 	err := p.publishLocked(&next)
 	p.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	p.changed(prev)
+	p.changed()
 	return nil
 }
 
-func (p *Pipeline) changed(prev *State) {
-	if p.opts.Changed != nil {
-		p.opts.Changed(prev, p.cur.Load())
+// changed passes the newest State to Changed, one call at a time, with
+// the State passed before: hooks see every change in order, and one that
+// runs late sees the newest State, never an older one over a newer.
+func (p *Pipeline) changed() {
+	if p.opts.Changed == nil {
+		return
 	}
+	p.hookMu.Lock()
+	defer p.hookMu.Unlock()
+	next := p.cur.Load()
+	if next == p.hooked {
+		return
+	}
+	prev := p.hooked
+	p.hooked = next
+	p.opts.Changed(prev, next)
 }
 
 // publishLocked runs the chain on next (Loaded, Effective and Decision

@@ -132,15 +132,19 @@ func TestPipelineStartAndReload(t *testing.T) {
 		assert.Empty(t, answers(t, p, "two.gslb.test."), "the refused file is not served")
 	})
 
-	t.Run("every new state is reported to Changed with the one before", func(t *testing.T) {
+	t.Run("every new state is reported to Changed with the one before, in order", func(t *testing.T) {
 		var seen [][2]*State
 		p := newPipeline(t, load(t, baseConfig), Options{Changed: func(prev, next *State) { seen = append(seen, [2]*State{prev, next}) }})
 		first := p.State()
 		_, err := p.Reload(load(t, baseConfig), nil)
 		require.NoError(t, err)
-		require.Len(t, seen, 1)
+		require.NoError(t, p.Republish())
+		require.Len(t, seen, 2)
 		assert.Same(t, first, seen[0][0])
-		assert.Same(t, p.State(), seen[0][1])
+		assert.Same(t, seen[0][1], seen[1][0], "each call starts where the one before ended")
+		assert.Same(t, p.State(), seen[1][1])
+		p.changed()
+		assert.Len(t, seen, 2, "a state already reported is not reported again")
 	})
 }
 
@@ -255,6 +259,29 @@ func TestPipelineOverrides(t *testing.T) {
 		assert.Equal(t, 1.0, testutil.ToFloat64(m.rejected.WithLabelValues("ring", admin.RejectUnknownTarget)))
 		p.OnShared([]byte("{not json"))
 		assert.Equal(t, 1.0, testutil.ToFloat64(m.rejected.WithLabelValues("ring", admin.RejectInvalid)))
+	})
+
+	t.Run("a ring override on a target our config does not have yet applies after the reload that adds it", func(t *testing.T) {
+		wider := strings.Replace(baseConfig, "      - {address: 192.0.2.2, cluster: west}", "      - {address: 192.0.2.2, cluster: west}\n      - {address: 192.0.2.8, cluster: west}", 1)
+		other := memoryAdmin(t, "n2")
+		r := drain
+		r.Endpoint = "192.0.2.1"
+		o, err := r.Validate(&load(t, wider).File.Desired, time.Now())
+		require.NoError(t, err)
+		_, err = other.Add(o, "bob")
+		require.NoError(t, err)
+		r.Endpoint = "192.0.2.8"
+		o, err = r.Validate(&load(t, wider).File.Desired, time.Now())
+		require.NoError(t, err)
+		_, err = other.Add(o, "bob")
+		require.NoError(t, err)
+		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "obs")})
+		p.OnShared(other.State().Marshal()) // the ring passes a state on once
+		assert.Equal(t, map[string]bool{"192.0.2.2": true}, answers(t, p, "app.gslb.test."), "the known target's drain applies at once")
+		_, err = p.Reload(load(t, wider), nil)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]bool{"192.0.2.2": true}, answers(t, p, "app.gslb.test."), "192.0.2.8 is drained as soon as the config has it")
+		assert.Len(t, p.Overrides(), 2)
 	})
 
 	t.Run("an override that expires is taken out at the next check", func(t *testing.T) {

@@ -89,6 +89,10 @@ func (m *Meridian) Start() error {
 			m.wg.Wait()
 			return err
 		}
+		// An override set with --for ends here when it ends on the serve
+		// nodes (they do not announce an expiry).
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.pipe.RunExpiry(ctx, time.Second) }()
 	}
 	if p := l.File.Providers; len(p.Route53)+len(p.Cloudflare) > 0 {
 		log.Infof("providers: not pushed from the plugin; the serve nodes' elected writer pushes them")
