@@ -41,13 +41,27 @@ func TestDeployKeyRotationAndRestart(t *testing.T) {
 	oldKey, err := os.ReadFile(g.keyFile)
 	require.NoError(t, err)
 	newKey := strings.TrimSpace(run(t, meridianBin, "ring", "keygen"))
-	for _, step := range [][]string{{"install", newKey}, {"use", newKey}, {"remove", strings.TrimSpace(string(oldKey))}} {
-		out, err := g.cli(t, p1, append([]string{"ring", "keys"}, step...)...)
-		require.NoError(t, err, "ring keys %s: %s", step[0], out)
-	}
 	fp := func(k string) string { // as `meridian ring keys list` shows a key
 		sum := sha256.Sum256([]byte(strings.TrimSpace(k)))
 		return "sha256:" + hex.EncodeToString(sum[:6])
+	}
+	// Each step once every node has the one before, as an operator does
+	// with `meridian ring keys list` (docs/security.md): removing the old
+	// key before a node has the new one cuts that node off.
+	for _, step := range []struct {
+		args []string
+		done func(list string) bool
+	}{
+		{[]string{"install", newKey}, func(l string) bool { return strings.Contains(l, fp(newKey)) }},
+		{[]string{"use", newKey}, func(l string) bool { return strings.Contains(l, "primary: "+fp(newKey)) }},
+		{[]string{"remove", strings.TrimSpace(string(oldKey))}, func(string) bool { return true }},
+	} {
+		out, err := g.cli(t, p1, append([]string{"ring", "keys"}, step.args...)...)
+		require.NoError(t, err, "ring keys %s: %s", step.args[0], out)
+		g.waitAll(t, "every node after ring keys "+step.args[0], 20*time.Second, func(n *gnode) bool {
+			out, err := g.cli(t, n, "ring", "keys", "list")
+			return err == nil && step.done(out)
+		})
 	}
 	g.waitAll(t, "every node encrypts with the new key", 20*time.Second, func(n *gnode) bool {
 		out, err := g.cli(t, n, "ring", "keys", "list")
