@@ -590,9 +590,41 @@ func (r *Ring) changed() {
 
 // BroadcastShared spreads this node's shared (admin) state; a newer
 // broadcast replaces an older one still queued.
+//
+// A state too large for one gossip packet (the overrides and their
+// tombstones grow past it after a few changes) would never leave the
+// gossip queue: memberlist only piggybacks what fits in a UDP packet. Such
+// a state is sent directly over TCP to every live member instead.
 func (r *Ring) BroadcastShared(data []byte) {
-	r.broadcast(msgShared, "a/"+r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
+	msg := seal(r.id, msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
+	if len(msg) <= maxGossipShared {
+		r.queue(msgShared, "a/"+r.cfg.NodeName, msg)
+		return
+	}
+	if r.stopped.Load() {
+		return
+	}
+	nodes := r.nodeList()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for _, n := range nodes {
+			if n.Name == r.cfg.NodeName {
+				continue
+			}
+			if err := r.ml.SendReliable(&n, msg); err != nil {
+				r.log.Warn("ring: admin state not sent; the next push/pull carries it", "to", n.Name, "bytes", len(msg), "err", err)
+				continue
+			}
+			r.m.Messages.WithLabelValues(msgNames[msgShared], "sent").Inc()
+		}
+	}()
 }
+
+// maxGossipShared is the largest shared-state message put on the gossip
+// queue: memberlist piggybacks broadcasts on UDP packets of
+// UDPBufferSize (1400 bytes) less its own headers.
+const maxGossipShared = 1024
 
 // broadcast signs v as a message of type t from this node and queues it.
 func (r *Ring) broadcast(t byte, name string, v any) {

@@ -294,3 +294,20 @@ func TestADepartedProbersReplayedMetadataDoesNotMakeItAMember(t *testing.T) {
 		assert.Equal(t, m.Name == "a", m.Trusted, "%s: replayed metadata without fresh signed summaries counts for nothing", m.Name)
 	}
 }
+
+func TestAnAdminStateLargerThanAGossipPacketStillArrives(t *testing.T) {
+	l := labFor(t)
+	var got atomic.Value
+	vcfg := l.config("v", "r1", RoleProber, "")
+	vcfg.OnShared = func(b []byte) { got.Store(string(b)) }
+	victim := l.start(t, vcfg)
+	pcfg := l.config("p2", "r2", RoleProber, "")
+	pcfg.Seeds = []string{victim.LocalAddr()}
+	p2 := l.start(t, pcfg)
+	eventually(t, "joined", func() bool { return len(victim.Members()) == 2 })
+	// A few dozen overrides and tombstones: several KiB, far beyond the
+	// 1400-byte packets gossip piggybacks on.
+	big := `{"entries":{"x":{"o":{"reason":"` + strings.Repeat("r", 8000) + `"}}}}`
+	p2.BroadcastShared([]byte(big))
+	eventually(t, "the large state arrives directly", func() bool { s, _ := got.Load().(string); return s == big })
+}
