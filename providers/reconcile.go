@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +54,7 @@ type Reconciler struct {
 	once    sync.Once
 	mu      sync.Mutex
 	dirty   bool // a trigger arrived since the last successful sync (so a non-empty plan is not drift)
+	status  map[string]*ZoneStatus
 }
 
 // ZoneResult is the outcome of one zone's sync.
@@ -60,7 +63,8 @@ type ZoneResult struct {
 	Zone     string
 	Plan     plan.Plan
 	Applied  Result
-	Skipped  string // why nothing was written (dry run, not the writer)
+	Objects  ObjectResult // load balancers, pools, monitors, health checks... (adapters that are ObjectSyncers)
+	Skipped  string       // why nothing was written (dry run, not the writer)
 	Err      error
 	Duration time.Duration
 }
@@ -154,20 +158,16 @@ func (r *Reconciler) Sync(ctx context.Context, dryRun, periodic bool) []ZoneResu
 	r.dirty = false
 	r.mu.Unlock()
 	var views []ServiceView
+	viewsOnce := func() []ServiceView {
+		if views == nil {
+			views = Services(st.Desired, st.Health)
+		}
+		return views
+	}
 	out := make([]ZoneResult, 0, len(r.Zones))
 	allOK := true
 	for _, z := range r.Zones {
-		var desired []plan.Record
-		switch z.Mode {
-		case model.ModeDelegate:
-			desired = Delegation(st.Desired, z.Zone, st.Live)
-		default:
-			if views == nil {
-				views = Services(st.Desired, st.Health)
-			}
-			desired = z.Translate(views, z.Zone)
-		}
-		res := r.syncZone(ctx, z, desired, dryRun)
+		res := r.syncZone(ctx, z, st, viewsOnce, dryRun)
 		if res.Err == nil && !dryRun && res.Skipped == "" {
 			if periodic && !wasDirty && res.Plan.Changes.Len() > 0 {
 				r.Metrics.Drift.WithLabelValues(res.Provider, z.Zone).Add(float64(res.Plan.Changes.Len()))
@@ -190,13 +190,33 @@ func (r *Reconciler) Sync(ctx context.Context, dryRun, periodic bool) []ZoneResu
 	return out
 }
 
-func (r *Reconciler) syncZone(ctx context.Context, z Zone, desired []plan.Record, dryRun bool) ZoneResult {
+func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func() []ServiceView, dryRun bool) (res ZoneResult) {
 	start := time.Now()
-	res := ZoneResult{Provider: z.Provider.Name(), Zone: z.Zone}
+	res = ZoneResult{Provider: z.Provider.Name(), Zone: z.Zone}
 	labels := []string{res.Provider, z.Zone}
 	if !dryRun && r.IsWriter != nil && !r.IsWriter() {
 		res.Skipped = "not the elected writer"
 		return res
+	}
+	defer func() { r.record(res) }()
+	objects, _ := z.Provider.(ObjectSyncer)
+	if z.Mode == model.ModeDelegate {
+		objects = nil
+	}
+	if objects != nil {
+		o, err := objects.PrepareObjects(ctx, z.Zone, views(), dryRun)
+		r.objectsDone(&res, o, dryRun)
+		if err != nil {
+			res.Err = fmt.Errorf("%s zone %s: prepare %s: %w", res.Provider, z.Zone, objectKinds(o), err)
+			r.fail(res, labels)
+			return res
+		}
+	}
+	var desired []plan.Record
+	if z.Mode == model.ModeDelegate {
+		desired = Delegation(st.Desired, z.Zone, st.Live)
+	} else {
+		desired = z.Translate(views(), z.Zone)
 	}
 	current, err := z.Provider.Records(ctx, z.Zone)
 	if err != nil {
@@ -210,6 +230,14 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, desired []plan.Record
 		r.Logger.Warn("provider record not written: not ours", "provider", res.Provider, "zone", z.Zone, "record", c.Key.String(), "reason", c.Reason)
 	}
 	if dryRun {
+		if objects != nil {
+			o, err := objects.CollectObjects(ctx, z.Zone, true)
+			r.objectsDone(&res, o, true)
+			if err != nil {
+				res.Err = fmt.Errorf("%s zone %s: plan deletes of %s: %w", res.Provider, z.Zone, objectKinds(o), err)
+				return res
+			}
+		}
 		res.Skipped = "dry run"
 		res.Duration = time.Since(start)
 		return res
@@ -229,10 +257,105 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, desired []plan.Record
 		r.Logger.Info("provider synced", "provider", res.Provider, "zone", z.Zone, "creates", len(res.Plan.Changes.Creates),
 			"updates", len(res.Plan.Changes.Updates), "deletes", len(res.Plan.Changes.Deletes), "failed", len(res.Applied.Failed), "calls", res.Applied.Calls)
 	}
+	if objects != nil {
+		o, err := objects.CollectObjects(ctx, z.Zone, false)
+		r.objectsDone(&res, o, false)
+		if err != nil {
+			res.Err = fmt.Errorf("%s zone %s: delete unused %s: %w", res.Provider, z.Zone, objectKinds(o), err)
+			r.fail(res, labels)
+			return res
+		}
+	}
 	res.Duration = time.Since(start)
 	r.Metrics.Syncs.WithLabelValues(res.Provider, z.Zone, "success").Inc()
 	r.Metrics.LastSync.WithLabelValues(labels...).SetToCurrentTime()
 	return res
+}
+
+// objectsDone counts and logs the object changes of one ObjectSyncer call
+// and adds them to res.
+func (r *Reconciler) objectsDone(res *ZoneResult, o ObjectResult, dryRun bool) {
+	res.Objects.add(o)
+	if dryRun {
+		return
+	}
+	for _, c := range o.Changes {
+		result := "applied"
+		if c.Err != nil {
+			result = "failed"
+			r.Logger.Error("provider refused an object change", "provider", res.Provider, "zone", res.Zone, "kind", c.Kind, "object", c.Name, "op", c.Op, "err", c.Err)
+		} else {
+			r.Logger.Info("provider object changed", "provider", res.Provider, "zone", res.Zone, "kind", c.Kind, "object", c.Name, "op", c.Op, "detail", c.Detail)
+		}
+		r.Metrics.ObjectChanges.WithLabelValues(res.Provider, res.Zone, c.Kind, result).Inc()
+	}
+}
+
+// objectKinds names the kinds of object o changed, for error messages
+// ("objects" when it changed none).
+func objectKinds(o ObjectResult) string {
+	var kinds []string
+	for _, c := range o.Changes {
+		if !slices.Contains(kinds, c.Kind) {
+			kinds = append(kinds, c.Kind)
+		}
+	}
+	if len(kinds) == 0 {
+		return "objects"
+	}
+	return strings.Join(kinds, ", ") + " objects"
+}
+
+// ZoneStatus is the last sync of one zone, for the status page.
+type ZoneStatus struct {
+	Provider string    `json:"provider"`
+	Zone     string    `json:"zone"`
+	LastSync time.Time `json:"last_sync,omitzero"` // last successful sync
+	LastTry  time.Time `json:"last_try,omitzero"`  // last sync, successful or not
+	Error    string    `json:"error,omitempty"`    // the last sync's error, when it failed
+	Notice   string    `json:"notice,omitempty"`   // a standing condition (ObjectResult.Notice)
+}
+
+// record keeps res as its zone's status (dry runs aside).
+func (r *Reconciler) record(res ZoneResult) {
+	if res.Skipped == "dry run" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status == nil {
+		r.status = map[string]*ZoneStatus{}
+	}
+	key := res.Provider + " " + res.Zone
+	zs := r.status[key]
+	if zs == nil {
+		zs = &ZoneStatus{Provider: res.Provider, Zone: res.Zone}
+		r.status[key] = zs
+	}
+	zs.LastTry, zs.Error = time.Now(), ""
+	if res.Err != nil {
+		zs.Error = res.Err.Error()
+	} else {
+		zs.LastSync = zs.LastTry
+	}
+	zs.Notice = res.Objects.Notice
+}
+
+// Status returns every zone's last sync, in Zones order; zones not synced
+// yet have only Provider and Zone.
+func (r *Reconciler) Status() []ZoneStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]ZoneStatus, 0, len(r.Zones))
+	for _, z := range r.Zones {
+		name := z.Provider.Name()
+		if zs := r.status[name+" "+z.Zone]; zs != nil {
+			out = append(out, *zs)
+		} else {
+			out = append(out, ZoneStatus{Provider: name, Zone: z.Zone})
+		}
+	}
+	return out
 }
 
 func (r *Reconciler) fail(res ZoneResult, labels []string) {
@@ -255,6 +378,7 @@ type ReconcileMetrics struct {
 	Conflicts         *prometheus.GaugeVec     // meridian_provider_conflicts{provider,zone}
 	DecisionToApplied *prometheus.HistogramVec // meridian_provider_decision_to_applied_seconds{provider}
 	Writer            prometheus.Gauge         // meridian_provider_writer
+	ObjectChanges     *prometheus.CounterVec   // meridian_provider_object_changes_total{provider,zone,kind,result}
 }
 
 // NewReconcileMetrics creates the metrics and registers them on reg (nil: not registered).
@@ -274,9 +398,12 @@ func NewReconcileMetrics(reg prometheus.Registerer) *ReconcileMetrics {
 			Help: "Time from a health decision to the provider accepting the changes.", Buckets: []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}}, []string{"provider"}),
 		Writer: prometheus.NewGauge(prometheus.GaugeOpts{Name: "meridian_provider_writer",
 			Help: "1 while this node is the elected provider writer."}),
+		ObjectChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "meridian_provider_object_changes_total",
+			Help: "Changes to provider objects other than records (kind: load_balancer, pool, monitor, health_check, cidr_collection) by result (applied, failed)."},
+			[]string{"provider", "zone", "kind", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Syncs, m.LastSync, m.Changes, m.Drift, m.Conflicts, m.DecisionToApplied, m.Writer)
+		reg.MustRegister(m.Syncs, m.LastSync, m.Changes, m.Drift, m.Conflicts, m.DecisionToApplied, m.Writer, m.ObjectChanges)
 	}
 	return m
 }

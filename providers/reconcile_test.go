@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -227,4 +228,88 @@ func TestRunSyncsOnTriggerAfterTheDebounce(t *testing.T) {
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
 	assert.Equal(t, 2, mem.reads, "the burst was debounced into one sync")
+}
+
+// objectProvider is a memProvider that also keeps objects, logging the
+// order of the reconciler's calls.
+type objectProvider struct {
+	memProvider
+	calls    []string
+	applyErr error
+	notice   string
+}
+
+func (o *objectProvider) PrepareObjects(_ context.Context, _ string, views []ServiceView, dryRun bool) (ObjectResult, error) {
+	o.calls = append(o.calls, fmt.Sprintf("prepare dry=%v views=%d", dryRun, len(views)))
+	return ObjectResult{Changes: []ObjectChange{{Kind: KindPool, Name: "east", Op: "create"}}, Calls: 1, Notice: o.notice}, nil
+}
+
+func (o *objectProvider) CollectObjects(_ context.Context, _ string, dryRun bool) (ObjectResult, error) {
+	o.calls = append(o.calls, fmt.Sprintf("collect dry=%v", dryRun))
+	return ObjectResult{Changes: []ObjectChange{{Kind: KindMonitor, Name: "old", Op: "delete"}}}, nil
+}
+
+func (o *objectProvider) Apply(ctx context.Context, zone string, cs plan.Changes) (Result, error) {
+	o.calls = append(o.calls, "apply")
+	if o.applyErr != nil {
+		return Result{}, o.applyErr
+	}
+	return o.memProvider.Apply(ctx, zone, cs)
+}
+
+func TestObjectsArePreparedBeforeTheRecordsAndCollectedOnlyAfterThemSucceeded(t *testing.T) {
+	p := &objectProvider{memProvider: memProvider{records: map[plan.Key]plan.Record{}}, notice: "no load balancing"}
+	d := desired(t)
+	translated := 0
+	r := &Reconciler{
+		Zones: []Zone{{Provider: p, Zone: "example.com.", Mode: model.ModeDirect, Translate: func(v []ServiceView, z string) []plan.Record {
+			translated++
+			p.calls = append(p.calls, "translate")
+			return simple(v, z)
+		}}},
+		Owner:  "me",
+		State:  func() State { return State{Desired: d} },
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	ctx := context.Background()
+
+	res := r.Sync(ctx, true, false)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, []string{"prepare dry=true views=1", "translate", "collect dry=true"}, p.calls, "a dry run plans objects on both sides of the records and writes nothing")
+	assert.Len(t, res[0].Objects.Changes, 2)
+	assert.Empty(t, p.records)
+
+	p.calls = nil
+	res = r.Sync(ctx, false, false)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, []string{"prepare dry=false views=1", "translate", "apply", "collect dry=false"}, p.calls)
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.Metrics.ObjectChanges.WithLabelValues("mem", "example.com.", KindPool, "applied")))
+	st := r.Status()
+	require.Len(t, st, 1)
+	assert.Equal(t, "no load balancing", st[0].Notice, "the adapter's notice reaches the status")
+	assert.Empty(t, st[0].Error)
+	assert.False(t, st[0].LastSync.IsZero())
+
+	p.calls, p.applyErr = nil, fmt.Errorf("boom: %w", ErrTransient)
+	d2 := desired(t)
+	d2.Services[0].Endpoints[0].Drain = true // something to write
+	r.State = func() State { return State{Desired: d2} }
+	res = r.Sync(ctx, false, false)
+	require.Error(t, res[0].Err)
+	assert.Equal(t, []string{"prepare dry=false views=1", "translate", "apply"}, p.calls, "objects the records may still use are not deleted after a failed apply")
+	assert.Contains(t, r.Status()[0].Error, "boom")
+}
+
+func TestDelegatedZonesHaveNoObjects(t *testing.T) {
+	p := &objectProvider{memProvider: memProvider{records: map[plan.Key]plan.Record{}}}
+	d := desired(t)
+	r := &Reconciler{
+		Zones:  []Zone{{Provider: p, Zone: "example.com.", Mode: model.ModeDelegate}},
+		Owner:  "me",
+		State:  func() State { return State{Desired: d, Live: func(string) bool { return true }} },
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	res := r.Sync(context.Background(), false, false)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, []string{"apply"}, p.calls)
 }

@@ -61,6 +61,9 @@ func Push(ctx context.Context, o PushOptions) error {
 func printPlan(w io.Writer, res providers.ZoneResult) {
 	c := res.Plan.Changes
 	fmt.Fprintf(w, "%s %s: %d create, %d update, %d delete, %d conflict", res.Provider, res.Zone, len(c.Creates), len(c.Updates), len(c.Deletes), len(res.Plan.Conflicts))
+	if n := len(res.Objects.Changes); n > 0 {
+		fmt.Fprintf(w, ", %d object change(s)", n)
+	}
 	switch {
 	case res.Err != nil:
 		fmt.Fprintf(w, " — FAILED: %v\n", res.Err)
@@ -77,6 +80,17 @@ func printPlan(w io.Writer, res providers.ZoneResult) {
 	}
 	for _, r := range c.Deletes {
 		fmt.Fprintf(w, "  - %s\n", r)
+	}
+	for _, oc := range res.Objects.Changes {
+		sign := map[string]string{"create": "+", "update": "~", "delete": "-"}[oc.Op]
+		if oc.Err != nil {
+			fmt.Fprintf(w, "  x %s %s: %v\n", oc.Op, oc, oc.Err)
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s\n", sign, oc)
+	}
+	if res.Objects.Notice != "" {
+		fmt.Fprintf(w, "  note: %s\n", res.Objects.Notice)
 	}
 	for _, cf := range res.Plan.Conflicts {
 		fmt.Fprintf(w, "  ! %s: %s\n", cf.Key, cf.Reason)
