@@ -44,6 +44,7 @@ func Normalize(d *Desired) (*Desired, error) {
 		}
 		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultRoute53Budget, DefaultRoute53BudgetWindow)
 		z.SyncTimeout = orDefaultDuration(z.SyncTimeout, DefaultRoute53SyncTimeout)
+		z.HealthChecks = orDefaultString(z.HealthChecks, HealthChecksOff)
 	}
 	pr.Cloudflare = slices.Clone(pr.Cloudflare)
 	for i := range pr.Cloudflare {
@@ -51,6 +52,8 @@ func Normalize(d *Desired) (*Desired, error) {
 		z.Zone = CanonicalName(z.Zone)
 		z.Mode = orDefaultString(z.Mode, ModeDirect)
 		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultCloudflareBudget, DefaultCloudflareBudgetWindow)
+		z.LoadBalancing = orDefaultString(z.LoadBalancing, LoadBalancingOff)
+		z.HealthChecks = orDefaultString(z.HealthChecks, HealthChecksOff)
 	}
 	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)
 	h := &out.Health

@@ -8,6 +8,19 @@ const (
 	ModeDelegate = "delegate" // publish NS + glue for Meridian's zones
 )
 
+// Values of providers.cloudflare[].load_balancing.
+const (
+	LoadBalancingOff       = "off"       // plain DNS records (default)
+	LoadBalancingRequired  = "required"  // Cloudflare load balancers; without the entitlement the sync fails
+	LoadBalancingPreferred = "preferred" // load balancers; plain records while the account has no Load Balancing
+)
+
+// Values of providers.*[].health_checks.
+const (
+	HealthChecksOff      = "off"      // Meridian alone decides (default)
+	HealthChecksBackstop = "backstop" // the provider's own checks also take endpoints out, also while no Meridian node runs
+)
+
 // Defaults of the providers section.
 const (
 	DefaultProviderDebounce   = time.Second
@@ -67,6 +80,7 @@ type Route53Zone struct {
 	// request per 1/r seconds). Normalize moves it into ProviderAPI; it may
 	// not be set together with request_budget or request_budget_window.
 	RequestsPerSecond float64          `yaml:"requests_per_second"`
+	HealthChecks      string           `yaml:"health_checks"` // off (default) or backstop: Route 53 health checks on the record sets keep failing over with every Meridian node down
 	ProviderAPI       `yaml:",inline"` // request_budget, request_budget_window, max_attempts, backoff, max_backoff, request_timeout
 }
 
@@ -79,7 +93,9 @@ type CloudflareZone struct {
 	TTL           int              `yaml:"ttl"`            // record TTL; 1 = automatic; 0 = the service's TTL
 	APITokenFile  string           `yaml:"api_token_file"` // file with the API token (default: env CLOUDFLARE_API_TOKEN)
 	Endpoint      string           `yaml:"endpoint"`       // API base URL override (tests, fakes)
-	LoadBalancing bool             `yaml:"load_balancing"` // Cloudflare Load Balancing pools: not supported yet (refused by validation)
+	AccountID     string           `yaml:"account_id"`     // account of the load balancing pools and monitors (default: the zone's account)
+	LoadBalancing string           `yaml:"load_balancing"` // off (default: plain records), required (load balancers; a sync fails without the entitlement) or preferred (load balancers, plain records when the account has no Load Balancing)
+	HealthChecks  string           `yaml:"health_checks"`  // off (default) or backstop: Cloudflare monitors on the pools keep failing over with every Meridian node down (needs load_balancing)
 	ProviderAPI   `yaml:",inline"` // request_budget, request_budget_window, max_attempts, backoff, max_backoff, request_timeout
 }
 

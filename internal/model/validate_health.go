@@ -247,6 +247,7 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 			v.add(path+".requests_per_second", "is the old name of request_budget (per request_budget_window 1s): set request_budget and request_budget_window only")
 		}
 		v.providerAPI(path, z.ProviderAPI, DefaultRoute53Budget, DefaultRoute53BudgetWindow)
+		v.healthChecks(path, z.HealthChecks, z.Mode)
 		if w := z.RequestBudgetWindow.D(); z.RequestBudget > 0 && w > 0 && float64(z.RequestBudget)/w.Seconds() > 100 {
 			v.add(path+".request_budget", "%d per %s is more than 100 requests per second (Route 53 allows 5 per account)", z.RequestBudget, z.RequestBudgetWindow)
 		}
@@ -263,8 +264,21 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 			v.add(path+".ttl", "%d is not allowed (1 = automatic, or 30..86400; 0 = the service's TTL)", z.TTL)
 		}
 		v.providerAPI(path, z.ProviderAPI, DefaultCloudflareBudget, DefaultCloudflareBudgetWindow)
-		if z.LoadBalancing {
-			v.add(path+".load_balancing", "Cloudflare Load Balancing is not supported yet: remove load_balancing to write plain DNS records (weights and geo are then not expressed)")
+		switch z.LoadBalancing {
+		case "", LoadBalancingOff:
+			if z.HealthChecks == HealthChecksBackstop {
+				v.add(path+".health_checks", "backstop attaches Cloudflare monitors to load balancing pools: set load_balancing: required or preferred")
+			}
+		case LoadBalancingRequired, LoadBalancingPreferred:
+			if z.Mode == ModeDelegate {
+				v.add(path+".load_balancing", "%s needs mode direct (a delegated zone holds only NS records)", z.LoadBalancing)
+			}
+		default:
+			v.add(path+".load_balancing", "%q is not allowed (allowed: off, required, preferred)", z.LoadBalancing)
+		}
+		v.healthChecks(path, z.HealthChecks, z.Mode)
+		if z.AccountID != "" && !isHexID(z.AccountID) {
+			v.add(path+".account_id", "%q is not a Cloudflare account id (32 hex digits)", z.AccountID)
 		}
 		if z.Endpoint != "" {
 			if u, err := url.Parse(z.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
@@ -272,6 +286,32 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 			}
 		}
 	}
+}
+
+// healthChecks checks a provider zone's health_checks.
+func (v *validator) healthChecks(path, hc, mode string) {
+	switch hc {
+	case "", HealthChecksOff:
+	case HealthChecksBackstop:
+		if mode == ModeDelegate {
+			v.add(path+".health_checks", "backstop needs mode direct (a delegated zone holds only NS records)")
+		}
+	default:
+		v.add(path+".health_checks", "%q is not allowed (allowed: off, backstop)", hc)
+	}
+}
+
+// isHexID reports whether s is a 32-hex-digit Cloudflare id.
+func isHexID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // providerAPI checks the API call settings of one provider zone; budget and

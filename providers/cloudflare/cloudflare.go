@@ -119,8 +119,8 @@ func New(api API, opts Options) *Provider {
 // Balancing pools are not implemented, and writing plain records instead
 // would silently drop the weights.
 func NewFromConfig(ctx context.Context, z model.CloudflareZone, opts Options) (*Provider, error) {
-	if z.LoadBalancing { // validation refuses it; kept for configs built in code
-		return nil, fmt.Errorf("cloudflare zone %s: load_balancing is not supported yet: remove it to write plain DNS records (weights are then not expressed)", z.Zone)
+	if z.LoadBalancing == model.LoadBalancingRequired || z.LoadBalancing == model.LoadBalancingPreferred {
+		return nil, fmt.Errorf("cloudflare zone %s: load_balancing %s is not implemented in this build", z.Zone, z.LoadBalancing)
 	}
 	token, err := readToken(z)
 	if err != nil {
