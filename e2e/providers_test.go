@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -158,6 +159,23 @@ func TestProvidersFollowAFailover(t *testing.T) {
 	metrics := m.metrics(t)
 	assert.Contains(t, metrics, `meridian_provider_writer 1`)
 	assert.Contains(t, metrics, `meridian_provider_syncs_total{provider="route53",result="success",zone="example.com."}`)
+
+	// The status page lists both zones with their last sync.
+	resp, err := http.Get(m.http + "/v1/overview")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var ov struct {
+		Providers []struct {
+			Provider, Zone, Error, Notice string
+			LastSync                      *time.Time `json:"last_sync"`
+		} `json:"providers"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ov))
+	require.Len(t, ov.Providers, 2, "both provider zones are on the status page")
+	for _, z := range ov.Providers {
+		assert.NotNil(t, z.LastSync, "%s %s has synced", z.Provider, z.Zone)
+		assert.Empty(t, z.Error)
+	}
 }
 
 // waitDecidedDown waits until m has decided subject ("SERVICE TARGET") down

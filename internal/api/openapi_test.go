@@ -336,6 +336,7 @@ var goSchemas = map[string]reflect.Type{
 	"ClusterOverview":  reflect.TypeFor[ClusterOverview](),
 	"ProberOverview":   reflect.TypeFor[ProberOverview](),
 	"ChangeOverview":   reflect.TypeFor[ChangeOverview](),
+	"ProviderOverview": reflect.TypeFor[ProviderOverview](),
 	"MemberStatus":     reflect.TypeFor[kube.MemberStatus](),
 	"PlacementStatus":  reflect.TypeFor[propagation.Status](),
 	"ClusterPlacement": reflect.TypeFor[propagation.ClusterStatus](),

@@ -34,6 +34,18 @@ type Overview struct {
 	Clusters []ClusterOverview `json:"clusters"`
 	Probers  []ProberOverview  `json:"probers"`
 	Changes  []ChangeOverview  `json:"changes"` // most recent first
+	// Providers are the Route 53 / Cloudflare zones this node pushes to
+	// (absent when none is configured).
+	Providers []ProviderOverview `json:"providers,omitempty"`
+}
+
+// ProviderOverview is the last sync of one provider zone.
+type ProviderOverview struct {
+	Provider string     `json:"provider"`
+	Zone     string     `json:"zone"`
+	LastSync *time.Time `json:"last_sync,omitempty"` // last successful sync
+	Error    string     `json:"error,omitempty"`     // the last sync's error, when it failed
+	Notice   string     `json:"notice,omitempty"`    // a standing condition, e.g. no Load Balancing on the account
 }
 
 // Share modes of a service: how ServiceOverview's shares were computed.

@@ -31,6 +31,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/providers"
 )
 
 // Version is the build's version, set by the linker (-X).
@@ -61,14 +62,15 @@ type App struct {
 	node  string // ring node name
 	state string // state directory (StateDir)
 
-	pipe     *serving.Pipeline
-	tokens   *api.Tokens             // admin API tokens (nil: changes refused)
-	kube     *kubeParts              // nil without Kubernetes sources
-	probing  atomic.Pointer[probing] // nil with ring.enabled false (set while other goroutines read it)
-	backends *demo.Backends          // nil without --demo-backends
-	dnsAddrs []string
-	httpAddr string
-	dnsUp    atomic.Bool
+	pipe       *serving.Pipeline
+	tokens     *api.Tokens                          // admin API tokens (nil: changes refused)
+	kube       *kubeParts                           // nil without Kubernetes sources
+	probing    atomic.Pointer[probing]              // nil with ring.enabled false (set while other goroutines read it)
+	reconciler atomic.Pointer[providers.Reconciler] // set once provider sync runs (status page)
+	backends   *demo.Backends                       // nil without --demo-backends
+	dnsAddrs   []string
+	httpAddr   string
+	dnsUp      atomic.Bool
 
 	ctx      context.Context // background work; cancelled by the cleanup stack
 	cleanup  []func()        // run in reverse order when Run returns
@@ -312,7 +314,9 @@ func (a *App) healthReport() api.HealthReport {
 
 // overview is GET /v1/overview and the data of the live status page.
 func (a *App) overview() api.Overview {
-	return api.BuildOverview(a.pipe.Store().Load(), a.healthReport())
+	o := api.BuildOverview(a.pipe.Store().Load(), a.healthReport())
+	o.Providers = a.providerZones()
+	return o
 }
 
 func (a *App) registerMetrics() {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/leader"
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -101,11 +102,31 @@ func (a *App) startProviders(*serving.Loaded) error {
 		} else {
 			metrics.Writer.Set(1) // no ring: this process is the only writer
 		}
+		a.reconciler.Store(rec)
 		a.pipe.Store().Subscribe(func(*engine.Snapshot) { rec.Trigger() })
 		a.log.Info("provider sync enabled", "zones", len(zones), "owner", d.Providers.OwnerID)
 		rec.Run(ctx)
 	})
 	return nil
+}
+
+// providerZones is the status of every provider zone for the status page
+// (nil while provider sync is off or still setting up).
+func (a *App) providerZones() []api.ProviderOverview {
+	rec := a.reconciler.Load()
+	if rec == nil {
+		return nil
+	}
+	var out []api.ProviderOverview
+	for _, z := range rec.Status() {
+		po := api.ProviderOverview{Provider: z.Provider, Zone: z.Zone, Error: z.Error, Notice: z.Notice}
+		if !z.LastSync.IsZero() {
+			t := z.LastSync.UTC()
+			po.LastSync = &t
+		}
+		out = append(out, po)
+	}
+	return out
 }
 
 // providerState is what the reconciler publishes now.

@@ -88,6 +88,7 @@
     renderClusters(o);
     renderServices(o);
     renderProbers(o);
+    renderProviders(o);
     renderTimeline(o);
   }
 
@@ -193,6 +194,17 @@
       h("td", {}, p.region), h("td", {}, p.role || ""), h("td", {}, ageFrom(p.last_vote_age_seconds, " ago"))));
     if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: 4, class: "muted" }, o.probing ? "no members" : "probing is off")));
     $("probers").replaceChildren(...rows);
+  }
+
+  function renderProviders(o) {
+    const zones = o.providers || [];
+    $("providers-section").hidden = !zones.length;
+    const rows = zones.map((z) => h("tr", { "data-testid": "provider-zone", "data-provider": z.provider, "data-zone": z.zone },
+      h("td", {}, z.provider), h("td", {}, z.zone),
+      h("td", {}, z.last_sync ? age(z.last_sync, " ago") : "never"),
+      h("td", {}, z.error ? h("span", { class: "warn" }, "failing: " + z.error) : "ok",
+        z.notice ? [" ", h("span", { class: "warn", "data-testid": "provider-notice" }, z.notice)] : null)));
+    $("providers").replaceChildren(...rows);
   }
 
   function renderTimeline(o) {
