@@ -1,13 +1,24 @@
 // Package cffake is an in-process fake of the Cloudflare v4 API, as much of
-// it as Meridian uses: zones looked up by name and DNS records (list with
-// pagination, create, PUT, PATCH, delete). It keeps state per zone and
-// enforces the real rules: a CNAME shares its name with no A/AAAA/CNAME
-// (81053) nor any other record (81054), identical records are refused
-// (81057), content, TTL (1 or 30..86400) and proxied (A/AAAA/CNAME only)
-// are validated, per_page is at most 5000. It checks the API token, can
-// throttle like Cloudflare (RateLimit) or inject faults (Inject), counts
-// calls, and logs every moment a name and type went without records
-// between two writes (Gaps), so a test can prove updates left no NXDOMAIN.
+// it as Meridian uses: zones (looked up by name or id, each carrying the
+// fake's one account), DNS records (list with pagination, create, PUT,
+// PATCH, delete) and Load Balancing (monitors and pools per account, load
+// balancers per zone). It keeps state per zone and account and enforces
+// the real rules: a CNAME shares its name with no A/AAAA/CNAME (81053) nor
+// any other record (81054), identical records are refused (81057),
+// content, TTL (1 or 30..86400) and proxied (A/AAAA/CNAME only) are
+// validated, per_page is at most 5000; Load Balancing objects are checked
+// as Cloudflare does (lb_rules.go: 1001 not found, 1002 validation failed,
+// 1005 still referenced, 1002/403 without the Load Balancing entitlement).
+// It checks the API token, can throttle like Cloudflare (RateLimit) or
+// inject faults (Inject), counts calls, and logs every moment a name and
+// type went without records between two writes (Gaps), so a test can
+// prove updates left no NXDOMAIN.
+//
+// For acceptance tests it also plays the resolving client and the health
+// monitors: Resolve answers a name as Cloudflare's steering would
+// (resolve.go), CheckHealth and StartHealthChecks probe loopback origins
+// for real and apply the monitors' results (health.go), SetOriginHealth
+// sets them without sockets.
 package cffake
 
 import (

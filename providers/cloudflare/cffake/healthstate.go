@@ -130,4 +130,3 @@ func hasOrigin(p *Pool, o Origin) bool {
 func matchOrigin(o Origin, s string) bool {
 	return o.Name == s || o.Address == s || net.JoinHostPort(o.Address, strconv.Itoa(o.Port)) == s
 }
-
