@@ -420,8 +420,11 @@ func (s *Server) updateHealthCheck(r *http.Request, _ string) (any, *apiError) {
 
 // apply merges an UpdateHealthCheck request into cfg.
 func (req xmlUpdateHealthCheckRequest) apply(cfg HealthCheckConfig) (HealthCheckConfig, *apiError) {
-	if req.IPAddress != nil && cfg.IPAddress == "" {
+	switch {
+	case req.IPAddress != nil && *req.IPAddress != "" && cfg.IPAddress == "":
 		return cfg, invalidInput("Invalid parameter: you can't update a health check to add an IPAddress; it was created without one")
+	case req.IPAddress != nil && *req.IPAddress == "" && cfg.IPAddress != "":
+		return cfg, invalidInput("Invalid parameter: you can't update a health check to remove its IPAddress")
 	}
 	set := func(dst *string, v *string) {
 		if v != nil {

@@ -1,18 +1,48 @@
 // Package route53fake is an in-process Amazon Route 53 for tests: an HTTP
-// server that speaks the REST/XML wire protocol of the four calls Meridian's
-// adapter makes (ListHostedZonesByName, ListResourceRecordSets,
-// ChangeResourceRecordSets, GetChange), so the real AWS SDK client can be
-// pointed at it with BaseEndpoint.
+// server that speaks the REST/XML wire protocol (paths, element names and
+// error codes of aws-sdk-go-v2/service/route53), so the real AWS SDK client
+// can be pointed at it with BaseEndpoint.
 //
-// It keeps record sets per hosted zone and enforces Route 53's rules: atomic
-// batches, CREATE of an existing set and DELETE of anything but the exact
-// live set fail, one routing policy per name and type, equal TTLs in a
-// weighted set, CNAME alone at its name, SetIdentifier with (and only with)
-// a routing policy, weights 0..255, the 1,000-record and 32,000-character
-// limits of a batch (UPSERT counted twice), and paginated listing. Refused
-// batches answer InvalidChangeBatch listing every failing change. Faults
-// (throttling, 5xx, delays, slow INSYNC) can be injected; calls are counted
-// and write batches logged.
+// Record sets (ListHostedZonesByName, ListResourceRecordSets,
+// ChangeResourceRecordSets, GetChange): kept per hosted zone with Route 53's
+// rules: atomic batches, CREATE of an existing set and DELETE of anything but
+// the exact live set fail, one routing policy per name and type, equal TTLs
+// in a weighted set, CNAME alone at its name, SetIdentifier with (and only
+// with) a routing policy, weights 0..255, the 1,000-record and
+// 32,000-character limits of a batch (UPSERT counted twice), paginated
+// listing; a HealthCheckId must name an existing health check, a
+// CidrRoutingConfig an existing collection and location ("*" is the
+// default), the IP-based sets of a name and type one collection, and an
+// alias into the same zone an existing target. Refused batches answer
+// InvalidChangeBatch listing every failing change.
+//
+// Health checks (Create/Get/List/Update/DeleteHealthCheck,
+// GetHealthCheckStatus): CallerReference idempotency (same reference and
+// settings: the existing check; other settings, or a deleted check's
+// reference: HealthCheckAlreadyExists), the HealthCheckConfig constraints of
+// the API model, special-use addresses refused (Options.AllowPrivateIPs
+// lifts it for loopback backends), HealthCheckVersion on update, the
+// account quota (Options.MaxHealthChecks, 200), and deletion refused while a
+// record set references the check (stricter than AWS; see
+// Options.AllowDeleteInUse). Tags (ChangeTagsForResource,
+// ListTagsForResource, ListTagsForResources): at most 10 a health check or
+// hosted zone.
+//
+// CIDR collections (Create/List/Change/DeleteCidrCollection,
+// ListCidrBlocks, ListCidrLocations): versioned changes
+// (CidrCollectionVersionMismatchException), PUT and DELETE_IF_EXISTS of
+// IPv4 /1-/24 and IPv6 /1-/48 blocks, at most 1,000 a request, a block in
+// one location, a location records route by keeps a block
+// (CidrBlockInUseException), a collection records route by or that is not
+// empty stays (CidrCollectionInUseException).
+//
+// A health checker probes for real (CheckHealth, StartHealthChecks; see
+// checker.go), SetHealth sets a status without sockets, and Resolve answers
+// a simulated client as Route 53's routing policies would, honouring health
+// (see Resolve). Faults (throttling, 5xx, delays, slow INSYNC) can be
+// injected; calls are counted per operation and write batches logged.
+// HealthChecks, CidrCollections and Records show the state; AddZone, Put,
+// PutHealthCheck and PutCidrCollection seed it as another tool would have.
 package route53fake
 
 import (
