@@ -1,16 +1,28 @@
 // Package cffake is an in-process fake of the Cloudflare v4 API, as much of
-// it as Meridian uses: zones looked up by name and DNS records (list with
-// pagination, create, PUT, PATCH, delete). It keeps state per zone and
-// enforces the real rules: a CNAME shares its name with no A/AAAA/CNAME
-// (81053) nor any other record (81054), identical records are refused
-// (81057), content, TTL (1 or 30..86400) and proxied (A/AAAA/CNAME only)
-// are validated, per_page is at most 5000. It checks the API token, can
-// throttle like Cloudflare (RateLimit) or inject faults (Inject), counts
-// calls, and logs every moment a name and type went without records
-// between two writes (Gaps), so a test can prove updates left no NXDOMAIN.
+// it as Meridian uses: zones (looked up by name or id, each carrying the
+// fake's one account), DNS records (list with pagination, create, PUT,
+// PATCH, delete) and Load Balancing (monitors and pools per account, load
+// balancers per zone). It keeps state per zone and account and enforces
+// the real rules: a CNAME shares its name with no A/AAAA/CNAME (81053) nor
+// any other record (81054), identical records are refused (81057),
+// content, TTL (1 or 30..86400) and proxied (A/AAAA/CNAME only) are
+// validated, per_page is at most 5000; Load Balancing objects are checked
+// as Cloudflare does (lb_rules.go: 1001 not found, 1002 validation failed,
+// 1005 still referenced, 1002/403 without the Load Balancing entitlement).
+// It checks the API token, can throttle like Cloudflare (RateLimit) or
+// inject faults (Inject), counts calls, and logs every moment a name and
+// type went without records between two writes (Gaps), so a test can
+// prove updates left no NXDOMAIN.
+//
+// For acceptance tests it also plays the resolving client and the health
+// monitors: Resolve answers a name as Cloudflare's steering would
+// (resolve.go), CheckHealth and StartHealthChecks probe loopback origins
+// for real and apply the monitors' results (health.go), SetOriginHealth
+// sets them without sockets.
 package cffake
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -80,24 +92,44 @@ type Server struct {
 	writes  int
 	gaps    []Gap
 	emptied map[[2]string]Gap // (name, type) left without records, waiting to be refilled
+
+	acct   *account                   // the one account: monitors and pools
+	lbOff  bool                       // DisableLoadBalancing
+	health map[healthKey]*originState // monitor results by (pool id, origin name)
+	loops  sync.WaitGroup             // StartHealthChecks loops
+	stop   []context.CancelFunc       // of the loops, for Close
 }
 
 type zone struct {
 	id, name string
-	records  map[string]*Record // by id
+	records  map[string]*Record       // by id
+	lbs      map[string]*LoadBalancer // by id
 }
 
 // New starts a fake that accepts token as "Authorization: Bearer token".
 // Close it when done.
 func New(token string) *Server {
-	s := &Server{token: token, now: time.Now, zones: map[string]*zone{}, calls: map[string]int{}, emptied: map[[2]string]Gap{}}
+	s := &Server{token: token, now: time.Now, zones: map[string]*zone{}, calls: map[string]int{}, emptied: map[[2]string]Gap{},
+		acct:   &account{id: newID(), monitors: map[string]*Monitor{}, pools: map[string]*Pool{}},
+		health: map[healthKey]*originState{}}
 	s.hs = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.hs.URL + "/client/v4/"
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.hs.Close() }
+// Close stops the server and the StartHealthChecks loops (and waits for
+// them).
+func (s *Server) Close() {
+	s.mu.Lock()
+	stops := s.stop
+	s.stop = nil
+	s.mu.Unlock()
+	for _, cancel := range stops {
+		cancel()
+	}
+	s.loops.Wait()
+	s.hs.Close()
+}
 
 // SetClock replaces the clock used for record times, fault windows,
 // RateLimit and CallTimes (default time.Now).
@@ -112,7 +144,7 @@ func (s *Server) AddZone(name string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := newID()
-	s.zones[id] = &zone{id: id, name: strings.TrimSuffix(strings.ToLower(name), "."), records: map[string]*Record{}}
+	s.zones[id] = &zone{id: id, name: strings.TrimSuffix(strings.ToLower(name), "."), records: map[string]*Record{}, lbs: map[string]*LoadBalancer{}}
 	return id
 }
 
@@ -167,9 +199,15 @@ func (s *Server) RateLimit(n int, period time.Duration) {
 	s.limitN, s.limitP = n, period
 }
 
-// Calls returns how many requests matched method and a route pattern:
-// "/zones", "/zones/{zone}/dns_records" or
-// "/zones/{zone}/dns_records/{id}" ("" method: any).
+// Calls returns how many requests matched method and a route pattern
+// ("" method: any): "/zones", "/zones/{zone}", "/zones/{zone}/dns_records",
+// "/zones/{zone}/dns_records/{id}", "/zones/{zone}/load_balancers",
+// "/zones/{zone}/load_balancers/{id}",
+// "/accounts/{account}/load_balancers/monitors",
+// "/accounts/{account}/load_balancers/monitors/{id}",
+// "/accounts/{account}/load_balancers/pools" or
+// "/accounts/{account}/load_balancers/pools/{id}". Requests to other paths
+// are counted under their path.
 func (s *Server) Calls(method, route string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,11 +221,15 @@ func (s *Server) Calls(method, route string) int {
 	return n
 }
 
-// WriteCalls is the number of POST, PUT, PATCH and DELETE requests.
+// WriteCalls is the number of POST, PUT, PATCH and DELETE requests to the
+// DNS record and Load Balancing routes, refused ones included.
 func (s *Server) WriteCalls() int {
 	n := 0
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		n += s.Calls(m, "/zones/{zone}/dns_records") + s.Calls(m, "/zones/{zone}/dns_records/{id}")
+		for _, r := range []string{"/zones/{zone}/dns_records", "/zones/{zone}/dns_records/{id}",
+			routeLBs, routeLB, routeMonitors, routeMonitor, routePools, routePool} {
+			n += s.Calls(m, r)
+		}
 	}
 	return n
 }

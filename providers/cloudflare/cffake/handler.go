@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,9 +134,14 @@ func (s *Server) route(w http.ResponseWriter, req *http.Request, path, route str
 		return
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if s.lbRoute(w, req, route, parts) {
+		return
+	}
 	switch {
 	case route == "/zones" && req.Method == http.MethodGet:
 		s.listZones(w, req)
+	case route == "/zones/{zone}" && req.Method == http.MethodGet:
+		s.getZone(w, parts[1])
 	case route == "/zones/{zone}/dns_records" && req.Method == http.MethodGet:
 		s.listRecords(w, req, parts[1])
 	case route == "/zones/{zone}/dns_records" && req.Method == http.MethodPost:
@@ -153,6 +159,16 @@ func routeOf(path string) string {
 	switch {
 	case len(parts) == 1 && parts[0] == "zones":
 		return "/zones"
+	case len(parts) == 2 && parts[0] == "zones":
+		return "/zones/{zone}"
+	case len(parts) == 3 && parts[0] == "zones" && parts[2] == "load_balancers":
+		return routeLBs
+	case len(parts) == 4 && parts[0] == "zones" && parts[2] == "load_balancers":
+		return routeLB
+	case len(parts) == 4 && parts[0] == "accounts" && parts[2] == "load_balancers" && (parts[3] == "monitors" || parts[3] == "pools"):
+		return "/accounts/{account}/load_balancers/" + parts[3]
+	case len(parts) == 5 && parts[0] == "accounts" && parts[2] == "load_balancers" && (parts[3] == "monitors" || parts[3] == "pools"):
+		return "/accounts/{account}/load_balancers/" + parts[3] + "/{id}"
 	case len(parts) == 3 && parts[0] == "zones" && parts[2] == "dns_records":
 		return "/zones/{zone}/dns_records"
 	case len(parts) == 4 && parts[0] == "zones" && parts[2] == "dns_records":
@@ -247,13 +263,34 @@ func (s *Server) listZones(w http.ResponseWriter, req *http.Request) {
 	var out []zoneJSON
 	for _, z := range s.zones {
 		if name == "" || z.name == name {
-			out = append(out, zoneJSON{ID: z.id, Name: z.name, Status: "active", Type: "full",
-				NameServers: []string{"ada.ns.cloudflare.com", "bob.ns.cloudflare.com"}, Account: accountJSON{ID: "account", Name: "fake"}})
+			out = append(out, s.zoneJSON(z))
 		}
 	}
 	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b zoneJSON) int { return strings.Compare(a.Name, b.Name) })
 	lo, hi, info := paginate(len(out), p, pp)
 	ok(w, orEmpty(out[lo:hi]), info)
+}
+
+func (s *Server) getZone(w http.ResponseWriter, zid string) {
+	s.mu.Lock()
+	z, found := s.zones[zid]
+	var out zoneJSON
+	if found {
+		out = s.zoneJSON(z)
+	}
+	s.mu.Unlock()
+	if !found {
+		fail(w, noZone())
+		return
+	}
+	ok(w, out, nil)
+}
+
+// zoneJSON is a zone as GET /zones answers it. Callers hold s.mu.
+func (s *Server) zoneJSON(z *zone) zoneJSON {
+	return zoneJSON{ID: z.id, Name: z.name, Status: "active", Type: "full",
+		NameServers: []string{"ada.ns.cloudflare.com", "bob.ns.cloudflare.com"}, Account: accountJSON{ID: s.acct.id, Name: "fake"}}
 }
 
 func (s *Server) listRecords(w http.ResponseWriter, req *http.Request, zid string) {
