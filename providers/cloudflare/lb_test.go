@@ -2,9 +2,13 @@ package cloudflare
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,4 +124,216 @@ func TestLoadBalancingKeepsAWeightedSplit(t *testing.T) {
 	assert.Zero(t, again.writes(), "%+v", again)
 	assert.Empty(t, again.prepare.Changes)
 	assert.Equal(t, 0, e.srv.Calls(http.MethodGet, "/zones/{zone}")-1, "the account is looked up once")
+}
+
+// poolOf is the name of the pool of cluster in the fake ("" when none).
+func (e *env) poolOf(cluster string) string {
+	for _, p := range e.srv.Pools() {
+		if mark(p.Description)["cluster"] == cluster {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+func TestLoadBalancingSendsAGermanClientToTheEUPool(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{})
+	v := providers.ServiceView{Name: "app.example.com.", Strategy: model.StrategyGeo, TTL: 60,
+		Endpoints: []providers.EndpointView{up("10.0.1.1", "us", 100), up("10.0.0.1", "eu", 100)},
+		Geo: &model.GeoPolicy{Default: []string{"us"}, Rules: []model.GeoRule{
+			{Continents: []string{"EU"}, Clusters: []string{"eu"}},
+			{Continents: []string{"NA"}, Clusters: []string{"us"}},
+		}}}
+	require.Empty(t, e.pass(t, []providers.ServiceView{v}).failed())
+
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct{ country, cluster, address string }{
+		{"DE", "eu", "10.0.0.1"}, {"FR", "eu", "10.0.0.1"}, {"PL", "eu", "10.0.0.1"},
+		{"US", "us", "10.0.1.1"}, {"JP", "us", "10.0.1.1"}, // no rule for Asia: the default
+	} {
+		a, err := e.srv.Resolve("app.example.com", cffake.Client{Country: tc.country}, rnd)
+		require.NoError(t, err)
+		assert.Equal(t, e.poolOf(tc.cluster), a.Pool, "client in %s", tc.country)
+		assert.Equal(t, tc.address, a.Address, "client in %s", tc.country)
+	}
+}
+
+func TestLoadBalancingFailsOverInOrder(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{})
+	view := func(euUp, usUp bool) []providers.ServiceView {
+		eu, us := up("10.0.0.1", "eu", 100), up("10.0.1.1", "us", 100)
+		eu.Available, us.Available = euUp, usUp
+		if !euUp {
+			eu.Effective = 0
+		}
+		if !usUp {
+			us.Effective = 0
+		}
+		return []providers.ServiceView{{Name: "app.example.com.", Strategy: model.StrategyFailover, TTL: 60,
+			Endpoints: []providers.EndpointView{up("10.0.2.1", "ap", 100), us, eu}, Failover: [][]int{{2}, {1}, {0}}}}
+	}
+	answer := func() cffake.Answer {
+		a, err := e.srv.Resolve("app.example.com", cffake.Client{Country: "US"}, rand.New(rand.NewPCG(5, 6)))
+		require.NoError(t, err)
+		return a
+	}
+	require.Empty(t, e.pass(t, view(true, true)).failed())
+	assert.Equal(t, "10.0.0.1", answer().Address, "the first pool in failover order")
+
+	ps := e.pass(t, view(false, true))
+	require.Empty(t, ps.failed())
+	require.Len(t, ps.prepare.Changes, 1, "one pool disabled")
+	assert.Equal(t, "update", ps.prepare.Changes[0].Op)
+	assert.Contains(t, ps.prepare.Changes[0].Detail, "enabled true → false")
+	assert.Equal(t, "10.0.1.1", answer().Address, "Meridian decided eu down: the next pool")
+
+	e.pass(t, view(false, false))
+	assert.Equal(t, "10.0.2.1", answer().Address, "then the last")
+}
+
+// backend is an HTTP server on a loopback address that answers /healthz.
+type backend struct {
+	addr string
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+// backends starts one HTTP backend per loopback address, all on one port
+// (a monitor has one port for every origin).
+func backends(t *testing.T, addrs ...string) (int, map[string]*backend) {
+	t.Helper()
+	for attempt := 0; attempt < 20; attempt++ {
+		out := map[string]*backend{}
+		port := 0
+		ok := true
+		for _, a := range addrs {
+			ln, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(port)))
+			if err != nil {
+				ok = false
+				break
+			}
+			port = ln.Addr().(*net.TCPAddr).Port
+			b := &backend{addr: a, ln: ln, done: make(chan struct{}),
+				srv: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }), ReadHeaderTimeout: time.Second}}
+			go func() { defer close(b.done); _ = b.srv.Serve(ln) }()
+			out[a] = b
+		}
+		if ok {
+			t.Cleanup(func() {
+				for _, b := range out {
+					b.stop()
+				}
+			})
+			return port, out
+		}
+		for _, b := range out {
+			b.stop()
+		}
+	}
+	t.Fatalf("no common free port on %v", addrs)
+	return 0, nil
+}
+
+func (b *backend) stop() {
+	_ = b.srv.Close()
+	<-b.done
+}
+
+// checked is a weighted 50/50 service over 127.0.0.1 (eu) and 127.0.0.2
+// (us) with an http health check on port.
+func checked(port int) providers.ServiceView {
+	v := weighted("app.example.com.", up("127.0.0.1", "eu", 50), up("127.0.0.2", "us", 50))
+	v.HealthCheck = &model.Check{Kind: model.CheckHTTP, Port: port, Method: "GET", Path: "/healthz", Host: "app.example.com",
+		ExpectStatus: []string{"200-399"}, Interval: model.Duration(5 * time.Second), Timeout: model.Duration(2 * time.Second), Fall: 2, Rise: 2}
+	return v
+}
+
+func (e *env) checkHealth(t *testing.T, rounds int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range rounds {
+		e.srv.CheckHealth(ctx)
+	}
+}
+
+func TestBackstopMonitorsFailOverWithMeridianDown(t *testing.T) {
+	port, bs := backends(t, "127.0.0.1", "127.0.0.2")
+	for _, backstop := range []bool{true, false} {
+		t.Run(fmt.Sprintf("backstop %v", backstop), func(t *testing.T) {
+			e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: backstop})
+			ps := e.pass(t, []providers.ServiceView{checked(port)})
+			require.Empty(t, ps.failed())
+			if backstop {
+				require.Len(t, e.srv.Monitors(), 1)
+				for _, p := range e.srv.Pools() {
+					assert.Equal(t, e.srv.Monitors()[0].ID, p.Monitor)
+				}
+			} else {
+				require.Empty(t, e.srv.Monitors())
+			}
+			e.checkHealth(t, 2)
+			before := e.shares(t, "app.example.com", cffake.Client{Country: "DE"}, 2000)
+			assert.InDelta(t, 0.5, before["127.0.0.2"], 0.05, "both backends answer")
+
+			// Every Meridian node is down from here: no more syncs. Then
+			// the us backend dies.
+			if backstop {
+				bs["127.0.0.2"].stop()
+				defer func() { // bring it back for the run without backstop
+					ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(port)))
+					require.NoError(t, err)
+					b := bs["127.0.0.2"]
+					b.ln, b.done = ln, make(chan struct{})
+					b.srv = &http.Server{Handler: b.srv.Handler, ReadHeaderTimeout: time.Second}
+					go func() { defer close(b.done); _ = b.srv.Serve(ln) }()
+				}()
+			} else {
+				bs["127.0.0.2"].stop()
+			}
+			e.checkHealth(t, 2) // consecutive_down = fall = 2
+			after := e.shares(t, "app.example.com", cffake.Client{Country: "DE"}, 2000)
+			if backstop {
+				assert.Zero(t, after["127.0.0.2"], "Cloudflare's monitor took the dead origin out")
+				assert.Equal(t, 1.0, after["127.0.0.1"])
+			} else {
+				t.Logf("without backstop, with Meridian down, the dead origin still gets %.1f%% of the answers", 100*after["127.0.0.2"])
+				assert.InDelta(t, 0.5, after["127.0.0.2"], 0.05, "without monitors nothing takes the dead origin out")
+			}
+		})
+	}
+}
+
+func TestBackstopAndMeridianDisagree(t *testing.T) {
+	port, bs := backends(t, "127.0.0.1", "127.0.0.2")
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: true})
+
+	t.Run("Meridian decided an endpoint down while the monitor passes: it stays out", func(t *testing.T) {
+		v := checked(port)
+		v.Endpoints[1].Available, v.Endpoints[1].Effective = false, 0
+		require.Empty(t, e.pass(t, []providers.ServiceView{v}).failed())
+		e.checkHealth(t, 2)
+		st, ok := e.srv.OriginHealth(e.poolOf("us"), "127.0.0.2")
+		require.True(t, ok)
+		assert.True(t, st.Up || st.Checks == 0, "the monitor does not see it failing")
+		got := e.shares(t, "app.example.com", cffake.Client{Country: "DE"}, 2000)
+		assert.Zero(t, got["127.0.0.2"], "a disabled origin gets nothing, whatever the monitor says")
+	})
+	t.Run("Meridian has the endpoint up while the monitor fails: it is out", func(t *testing.T) {
+		bs["127.0.0.2"].stop()
+		e.checkHealth(t, 2)
+		require.Empty(t, e.pass(t, []providers.ServiceView{checked(port)}).failed(), "Meridian runs and syncs the endpoint as up")
+		pool := e.srv.Pools()
+		for _, p := range pool {
+			for _, o := range p.Origins {
+				assert.True(t, o.Enabled, "Meridian enabled %s", o.Name)
+			}
+		}
+		e.checkHealth(t, 2)
+		st, _ := e.srv.OriginHealth(e.poolOf("us"), "127.0.0.2")
+		assert.False(t, st.Up, st.LastError)
+		got := e.shares(t, "app.example.com", cffake.Client{Country: "DE"}, 2000)
+		assert.Zero(t, got["127.0.0.2"], "the failing cloud check takes it out (ADR 0011): Meridian cannot override it")
+	})
 }
