@@ -2,14 +2,17 @@ package cloudflare
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -336,4 +339,196 @@ func TestBackstopAndMeridianDisagree(t *testing.T) {
 		got := e.shares(t, "app.example.com", cffake.Client{Country: "DE"}, 2000)
 		assert.Zero(t, got["127.0.0.2"], "the failing cloud check takes it out (ADR 0011): Meridian cannot override it")
 	})
+}
+
+func TestTwoThousandServicesStayWithinTheRequestBudget(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{})
+	e.srv.RateLimit(1200, 5*time.Minute) // Cloudflare's per-user limit: 429 past it
+	views := make([]providers.ServiceView, 0, 2000)
+	for i := range 2000 {
+		views = append(views, weighted(fmt.Sprintf("s%04d.example.com.", i), up(fmt.Sprintf("10.%d.%d.1", i/250, i%250), "eu", 70), up(fmt.Sprintf("10.%d.%d.2", i/250, i%250), "us", 30)))
+	}
+	ps := e.pass(t, views)
+	require.Empty(t, ps.failed())
+	assert.Len(t, e.srv.LoadBalancers(e.zone), 2000)
+	assert.Len(t, e.srv.Pools(), 4000)
+	assert.Empty(t, e.contents())
+
+	times := e.srv.CallTimes()
+	most := 0
+	for i := range times {
+		n := 0
+		for _, u := range times[i:] {
+			if u.Sub(times[i]) < 5*time.Minute {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	t.Logf("2000 services: %d requests (%d writes), at most %d in any 5 minutes, %v of virtual time, %v throttled",
+		len(times), ps.writes(), most, e.clock.Now().Sub(times[0]).Round(time.Second), e.counter("throttles"))
+	assert.LessOrEqual(t, most, 1200)
+	assert.Equal(t, 6000, ps.writes(), "2 pools and a load balancer per service")
+	assert.Equal(t, float64(0), e.counter("throttles"), "no 429")
+
+	before := len(e.srv.CallTimes())
+	again := e.pass(t, views)
+	assert.Zero(t, again.writes())
+	assert.Empty(t, again.prepare.Changes)
+	assert.Empty(t, again.collect.Changes)
+	t.Logf("second sync: %d requests, %d writes", len(e.srv.CallTimes())-before, again.writes())
+}
+
+func TestForeignObjectsAreNeverChanged(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: true})
+	mon, err := e.srv.PutMonitor(cffake.Monitor{Type: "http", Description: "team B's monitor", Path: "/", Interval: 60, Timeout: 5, ExpectedCodes: "200"})
+	require.NoError(t, err)
+	pool, err := e.srv.PutPool(cffake.Pool{Name: "team-b", Description: "managed by meridian owner=other zone=example.com", Enabled: true, MinimumOrigins: 1, Monitor: mon.ID,
+		Origins: []cffake.Origin{{Name: "b1", Address: "192.0.2.1", Enabled: true, Weight: 1}}})
+	require.NoError(t, err)
+	lbs := map[string]cffake.LoadBalancer{}
+	for _, name := range []string{"other.example.com", "taken.example.com"} {
+		lb, err := e.srv.PutLoadBalancer(e.zone, cffake.LoadBalancer{Name: name, Enabled: true, TTL: 30, DefaultPools: []string{pool.ID}, FallbackPool: pool.ID})
+		require.NoError(t, err)
+		lbs[name] = lb
+	}
+	raw := func() []string {
+		return []string{string(e.srv.RawMonitor(mon.ID)), string(e.srv.RawPool(pool.ID)),
+			string(e.srv.RawLoadBalancer(lbs["other.example.com"].ID)), string(e.srv.RawLoadBalancer(lbs["taken.example.com"].ID))}
+	}
+	before := raw()
+	require.NotEmpty(t, before[0])
+
+	app := checked(8080)
+	taken := weighted("taken.example.com.", up("10.0.5.1", "eu", 100))
+	for i := range 2 {
+		ps := e.pass(t, []providers.ServiceView{app, taken})
+		failed := ps.failed()
+		require.Len(t, failed, 1, "pass %d", i+1)
+		assert.Equal(t, providers.KindLoadBalancer, failed[0].Kind)
+		assert.Equal(t, "taken.example.com", failed[0].Name)
+		assert.ErrorContains(t, failed[0].Err, "not ours")
+	}
+	assert.Equal(t, before, raw(), "foreign monitor, pool and load balancers byte-identical after two passes")
+	assert.Len(t, e.srv.LoadBalancers(e.zone), 3, "ours for app, theirs for other and taken")
+	assert.Contains(t, e.contents(), "taken.example.com A 10.0.5.1 60", "the service whose name is taken keeps its plain records")
+
+	// Everything of ours goes when the services go; theirs stays.
+	ps := e.pass(t, nil)
+	require.Empty(t, ps.failed())
+	assert.Equal(t, before, raw())
+	assert.Len(t, e.srv.LoadBalancers(e.zone), 2)
+	assert.Len(t, e.srv.Pools(), 1)
+	assert.Len(t, e.srv.Monitors(), 1)
+}
+
+func TestARestartMidSyncConverges(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: true, MaxAttempts: 2})
+	views := func(n int) []providers.ServiceView {
+		var out []providers.ServiceView
+		for i := range n {
+			v := checked(8080)
+			v.Name = fmt.Sprintf("s%d.example.com.", i)
+			out = append(out, v)
+		}
+		return out
+	}
+	// The first run dies after its monitor and pools: every load balancer
+	// create fails.
+	e.srv.Inject(cffake.Fault{Method: http.MethodPost, Path: "/zones/" + e.zone + "/load_balancers", Status: http.StatusServiceUnavailable})
+	_, err := e.tryPass(context.Background(), views(3), false)
+	require.ErrorIs(t, err, providers.ErrTransient)
+	require.Len(t, e.srv.Pools(), 6)
+	require.Empty(t, e.srv.LoadBalancers(e.zone))
+	e.srv.ClearFaults()
+
+	// A new process, with one service fewer in its config.
+	e.p = New(e.p.api, Options{LoadBalancing: model.LoadBalancingRequired, OwnerID: ownerID, Backstop: true, Now: e.clock.Now, Sleep: e.clock.Sleep, Metrics: e.p.metrics, Logger: e.p.log})
+	ps := e.pass(t, views(2))
+	require.Empty(t, ps.failed())
+	assert.Len(t, e.srv.LoadBalancers(e.zone), 2)
+	assert.Len(t, e.srv.Pools(), 4, "the third service's pools were collected, none duplicated")
+	assert.Len(t, e.srv.Monitors(), 1)
+	assert.Zero(t, e.pass(t, views(2)).writes())
+}
+
+func TestALostCreateAnswerIsAdopted(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{})
+	// The first pool POST is stored, but its answer comes too late.
+	e.srv.Inject(cffake.Fault{Method: http.MethodPost, Path: "/pools", Delay: 700 * time.Millisecond, Times: 1})
+	e.p = New(NewAPI(testToken, APIOptions{BaseURL: e.srv.URL, HTTPClient: e.hc, RequestTimeout: 200 * time.Millisecond}),
+		Options{LoadBalancing: model.LoadBalancingRequired, OwnerID: ownerID, Now: e.clock.Now, Sleep: e.clock.Sleep, Metrics: e.p.metrics, Logger: e.p.log})
+	ps := e.pass(t, []providers.ServiceView{weighted("app.example.com.", up("10.0.0.1", "eu", 70), up("10.0.1.1", "us", 30))})
+	require.Empty(t, ps.failed())
+	assert.Len(t, e.srv.Pools(), 2)
+	assert.Len(t, e.srv.LoadBalancers(e.zone), 1)
+	assert.Contains(t, e.logs.String(), "pool adopted")
+	assert.NotContains(t, e.logs.String(), "change refused")
+}
+
+func TestWithoutLoadBalancingEntitlement(t *testing.T) {
+	views := []providers.ServiceView{weighted("app.example.com.", up("10.0.0.1", "eu", 70), up("10.0.1.1", "us", 30))}
+	gauge := func(e *env) float64 { return testutil.ToFloat64(e.p.lbGauge.WithLabelValues(zoneName)) }
+
+	t.Run("required fails the sync naming the zone, the setting and the way out", func(t *testing.T) {
+		e := newLBEnv(t, model.LoadBalancingRequired, Options{})
+		e.srv.DisableLoadBalancing()
+		_, err := e.tryPass(context.Background(), views, false)
+		require.Error(t, err)
+		for _, s := range []string{"example.com.", "load_balancing is required", "no Load Balancing", "load_balancing: preferred"} {
+			assert.Contains(t, err.Error(), s)
+		}
+		assert.False(t, errors.Is(err, providers.ErrTransient))
+		assert.Equal(t, 0.0, gauge(e))
+		assert.Empty(t, e.contents())
+		assert.Equal(t, 1, strings.Count(e.logs.String(), "the account has no Load Balancing"))
+		_, err = e.tryPass(context.Background(), views, false)
+		require.Error(t, err)
+		assert.Equal(t, 1, strings.Count(e.logs.String(), "the account has no Load Balancing"), "warned once per change of state")
+	})
+	t.Run("preferred writes plain records with a notice until Load Balancing is bought", func(t *testing.T) {
+		e := newLBEnv(t, model.LoadBalancingPreferred, Options{})
+		e.srv.DisableLoadBalancing()
+		ps := e.pass(t, views)
+		assert.Contains(t, ps.prepare.Notice, "plain DNS records")
+		assert.Equal(t, 0.0, gauge(e))
+		assert.Contains(t, e.contents(), "app.example.com A 10.0.0.1 60")
+		assert.Contains(t, e.contents(), "app.example.com A 10.0.1.1 60")
+
+		e.srv.EnableLoadBalancing()
+		ps = e.pass(t, views)
+		require.Empty(t, ps.failed())
+		assert.Empty(t, ps.prepare.Notice)
+		assert.Equal(t, 1.0, gauge(e))
+		assert.Len(t, e.srv.LoadBalancers(e.zone), 1)
+		assert.Empty(t, e.contents(), "the load balancer replaced the plain records in the same pass")
+		assert.Empty(t, e.srv.Gaps())
+		assert.Contains(t, e.logs.String(), "Load Balancing is available again")
+	})
+}
+
+func TestDryRunPlansLoadBalancingWithoutWriting(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: true})
+	e.put(t, "app.example.com", "A", "10.0.0.1", 60)
+	e.put(t, "_meridian-owner.app.example.com", "TXT", `"heritage=meridian,owner=m1,types=A"`, 300)
+	views := []providers.ServiceView{checked(8080)}
+	ps, err := e.tryPass(context.Background(), views, true)
+	require.NoError(t, err)
+	assert.Zero(t, e.srv.WriteCalls())
+	var got []string
+	for _, c := range ps.prepare.Changes {
+		got = append(got, c.Op+" "+c.Kind)
+		assert.NotEmpty(t, c.Detail)
+	}
+	assert.Equal(t, []string{"create monitor", "create pool", "create pool", "create load_balancer"}, got)
+	assert.Len(t, ps.plan.Changes.Deletes, 2, "the plain records and their ownership record would go")
+
+	e.pass(t, views)
+	v := checked(8080)
+	v.Endpoints[0].Weight, v.Endpoints[0].Effective = 150, 150
+	ps, err = e.tryPass(context.Background(), []providers.ServiceView{v}, true)
+	require.NoError(t, err)
+	require.Len(t, ps.prepare.Changes, 1)
+	assert.Equal(t, "update", ps.prepare.Changes[0].Op)
+	assert.Contains(t, ps.prepare.Changes[0].Detail, "0.50 → 0.75")
 }

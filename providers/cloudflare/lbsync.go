@@ -263,8 +263,14 @@ func (s *lbSync) write(ctx context.Context, op string, c providers.ObjectChange,
 	}
 	c.Err = fmt.Errorf("%s %s: %w", op, c.Name, err)
 	s.res.Changes = append(s.res.Changes, c)
-	s.p.log.Warn("cloudflare: load balancing change refused", "zone", s.zone, "kind", c.Kind, "object", c.Name, "op", c.Op, "err", err)
+	if n == 1 || c.Op != "create" { // a retried create may have met its own first attempt: the caller looks
+		s.refused(c)
+	}
 	return false, nil
+}
+
+func (s *lbSync) refused(c providers.ObjectChange) {
+	s.p.log.Warn("cloudflare: load balancing change refused", "zone", s.zone, "kind", c.Kind, "object", c.Name, "op", c.Op, "err", c.Err)
 }
 
 func (s *lbSync) placeholder(kind string) string {
@@ -448,8 +454,10 @@ func (s *lbSync) pool(ctx context.Context, want Pool, byName map[string]int) (bo
 				s.res.Changes[len(s.res.Changes)-1] = c
 				s.st.pools = append(s.st.pools, *found)
 				byName[want.Name] = len(s.st.pools) - 1
+				s.p.log.Info("cloudflare: a retried create met its own first attempt: pool adopted", "zone", s.zone, "pool", want.Name)
 				return s.pool(ctx, want, byName)
 			}
+			s.refused(s.res.Changes[len(s.res.Changes)-1])
 		}
 		if !ok {
 			return false, nil
@@ -561,8 +569,10 @@ func (s *lbSync) loadBalancer(ctx context.Context, sp LBSpec, byName, poolByName
 				s.res.Changes[len(s.res.Changes)-1] = c // the refusal met our own earlier attempt
 				s.st.lbs = append(s.st.lbs, *found)
 				byName[want.Name] = len(s.st.lbs) - 1
+				s.p.log.Info("cloudflare: a retried create met its own first attempt: load balancer adopted", "zone", s.zone, "load_balancer", want.Name)
 				return s.loadBalancer(ctx, sp, byName, poolByName, failedPools)
 			}
+			s.refused(s.res.Changes[len(s.res.Changes)-1])
 		}
 		if !ok {
 			return nil
