@@ -242,6 +242,8 @@ type lbSync struct {
 	dry  bool
 	res  *providers.ObjectResult
 	seq  int // placeholder ids of dry-run creates
+
+	names map[string]string // pool id -> name (details of load balancer changes)
 }
 
 // write makes one write request. A refusal is reported as a failed change
@@ -331,6 +333,10 @@ func (s *lbSync) prepare(ctx context.Context, specs []LBSpec) error {
 				failedPools[want.Name] = true
 			}
 		}
+	}
+	s.names = map[string]string{} // pool id -> name, for details
+	for _, pl := range s.st.pools {
+		s.names[pl.ID] = pl.Name
 	}
 	for _, sp := range todo {
 		if err := s.loadBalancer(ctx, sp, lbByName, poolByName, failedPools); err != nil {
@@ -543,10 +549,7 @@ func (s *lbSync) loadBalancer(ctx context.Context, sp LBSpec, byName, poolByName
 		}
 		want.PoolWeights = w
 	}
-	names := map[string]string{} // pool id -> name, for details
-	for _, pl := range s.st.pools {
-		names[pl.ID] = pl.Name
-	}
+	names := s.names
 	if !exists {
 		c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: "create", Detail: lbSummary(want, names)}
 		var got LoadBalancer
