@@ -496,9 +496,3 @@ func ours(desc, owner, cz string) bool {
 	m := mark(desc)
 	return m != nil && m["owner"] == owner && m["zone"] == cz
 }
-
-// ownedBy reports whether desc marks an object of owner (any zone).
-func ownedBy(desc, owner string) bool {
-	m := mark(desc)
-	return m != nil && m["owner"] == owner
-}
