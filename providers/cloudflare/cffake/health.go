@@ -121,7 +121,7 @@ func (s *Server) recordHealth(k healthKey, err error, up, down int) {
 
 // StartHealthChecks runs CheckHealth now and then every interval (default
 // 1s) until ctx ends, stop is called or the Server is closed. stop waits
-// for the loop to end.
+// for the loop to end. Start loops before Close, not after.
 func (s *Server) StartHealthChecks(ctx context.Context, every time.Duration) (stop func()) {
 	if every <= 0 {
 		every = time.Second

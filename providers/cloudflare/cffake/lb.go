@@ -23,7 +23,7 @@ type Monitor struct {
 	Method          string              `json:"method"` // http(s): GET (default) or HEAD; tcp: connection_established
 	Path            string              `json:"path"`   // http(s): default "/"
 	Header          map[string][]string `json:"header"`
-	Port            int                 `json:"port"`     // 0: 80/443 for http/https (the fake then tries the origin's port); required for tcp, udp_icmp, smtp
+	Port            int                 `json:"port"`     // required for tcp, udp_icmp, smtp; 0 for http(s): the origin's port in the fake, else 80/443
 	Timeout         int                 `json:"timeout"`  // seconds (default 5)
 	Retries         int                 `json:"retries"`  // immediate retries after a timeout (default 2)
 	Interval        int                 `json:"interval"` // seconds between checks (default 60)
