@@ -18,6 +18,9 @@ type ServiceView struct {
 	Endpoints []EndpointView // config order
 	Geo       *model.GeoPolicy
 	Failover  [][]int // failover groups in order, as indexes into Endpoints (failover only)
+	// HealthCheck is the service's health_check, defaults applied (nil: not
+	// probed), for providers' own checks (health_checks: backstop).
+	HealthCheck *model.Check
 }
 
 // EndpointView is one endpoint of a ServiceView.
@@ -49,7 +52,7 @@ func Services(d *model.Desired, h engine.Health) []ServiceView {
 	}
 	out := make([]ServiceView, 0, len(d.Services))
 	for _, s := range d.Services {
-		v := ServiceView{Name: s.Name, Strategy: s.Strategy, TTL: uint32(s.TTL), Geo: s.Geo}
+		v := ServiceView{Name: s.Name, Strategy: s.Strategy, TTL: uint32(s.TTL), Geo: s.Geo, HealthCheck: s.HealthCheck}
 		for _, e := range s.Endpoints {
 			c := clusters[e.Cluster]
 			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: c.Country, Continent: c.Continent, Region: c.Region, Weight: *e.Weight}

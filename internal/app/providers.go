@@ -160,7 +160,7 @@ func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone
 		zones = append(zones, pz)
 	}
 	for _, z := range d.Providers.Cloudflare {
-		pz, err := newCloudflareZone(ctx, z, a)
+		pz, err := newCloudflareZone(ctx, z, d.Providers.OwnerID, a)
 		if err != nil {
 			return nil, fmt.Errorf("providers.cloudflare zone %s: %w", z.Zone, err)
 		}
@@ -177,8 +177,9 @@ func newRoute53Zone(ctx context.Context, z model.Route53Zone, a *App) (providers
 	return providers.Zone{Provider: p, Zone: z.Zone, Mode: z.Mode, Translate: route53.Translate}, nil
 }
 
-func newCloudflareZone(ctx context.Context, z model.CloudflareZone, a *App) (providers.Zone, error) {
-	p, err := cloudflare.NewFromConfig(ctx, z, cloudflare.Options{Logger: a.log, Metrics: apicall.NewMetrics(a.reg)})
+func newCloudflareZone(ctx context.Context, z model.CloudflareZone, owner string, a *App) (providers.Zone, error) {
+	p, err := cloudflare.NewFromConfig(ctx, z, cloudflare.Options{Logger: a.log, Metrics: apicall.NewMetrics(a.reg),
+		OwnerID: owner, Registerer: a.reg})
 	if err != nil {
 		return providers.Zone{}, err
 	}

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/cloudflare/cloudflare-go/v6/dns"
+	"github.com/cloudflare/cloudflare-go/v6/load_balancers"
 	"github.com/cloudflare/cloudflare-go/v6/option"
 	"github.com/cloudflare/cloudflare-go/v6/zones"
 )
 
 // API is the part of the Cloudflare v4 API the adapter uses: the zone
-// lookup and the DNS record calls. Each method is one HTTP request, so the
+// lookup, the DNS record calls and the Load Balancing calls (LBAPI). Each
+// method is one HTTP request, so the
 // Provider can count, budget and retry every request itself. Implementations
 // must be safe for concurrent use.
 type API interface {
@@ -33,6 +35,7 @@ type API interface {
 	EditDNSRecord(ctx context.Context, zoneID string, r DNSRecord) (DNSRecord, error)
 	// DeleteDNSRecord deletes one record.
 	DeleteDNSRecord(ctx context.Context, zoneID, id string) error
+	LBAPI
 }
 
 // DNSRecord is one Cloudflare DNS record: one value of a record set.
@@ -85,6 +88,7 @@ const (
 	CodeRecordNotFound = 81044 // the record does not exist
 	CodeHostConflict   = 81053 // an A, AAAA or CNAME record with that host already exists
 	CodeIdentical      = 81057 // an identical record already exists
+	CodeLBNotEntitled  = 1002  // with HTTP 403: Load Balancing is not enabled for the zone or account (with 400: a validation error)
 )
 
 // APIOptions configures NewAPI.
@@ -115,7 +119,7 @@ func NewAPI(token string, o APIOptions) API {
 	}
 	// The services are built directly rather than through cloudflare.NewClient:
 	// the SDK root links every Cloudflare product into the binary.
-	return &sdkAPI{zones: zones.NewZoneService(opts...), records: dns.NewRecordService(opts...)}
+	return &sdkAPI{zones: zones.NewZoneService(opts...), records: dns.NewRecordService(opts...), lb: load_balancers.NewLoadBalancerService(opts...)}
 }
 
 // baseURL adds the v4 path to a bare host URL (http://127.0.0.1:8080).
@@ -132,6 +136,7 @@ func baseURL(s string) string {
 type sdkAPI struct {
 	zones   *zones.ZoneService
 	records *dns.RecordService
+	lb      *load_balancers.LoadBalancerService
 }
 
 var _ API = (*sdkAPI)(nil)

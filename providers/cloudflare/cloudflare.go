@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/providers"
@@ -39,6 +41,13 @@ type Options struct {
 	PageSize      int           // records per list request, 1..5000 (default 5000)
 	Logger        *slog.Logger  // (default slog.Default())
 	Metrics       *Metrics      // (default: apicall.apicall.NewMetrics(nil), registered nowhere)
+
+	// Load Balancing (the zone's load_balancing, account_id, health_checks).
+	LoadBalancing string                // off (default: plain records), required or preferred (see PrepareObjects)
+	AccountID     string                // account of the pools and monitors (default: the zone's, looked up once)
+	Backstop      bool                  // health_checks: backstop: monitors on the pools (default false)
+	OwnerID       string                // providers.owner_id: marks load balancers, pools and monitors as ours (required with LoadBalancing)
+	Registerer    prometheus.Registerer // where meridian_provider_load_balancing is registered (default: nowhere)
 
 	// Retries of one request after a 429, a 5xx or a timeout (zero fields:
 	// the apicall defaults: 5 attempts, backoff 1s doubling up to 30s, 30s
@@ -67,8 +76,14 @@ type Provider struct {
 	budget  *apicall.Window
 	caller  *apicall.Caller
 
-	mu      sync.Mutex
-	zoneIDs map[string]string // zone name (no trailing dot) -> id
+	lbGauge *prometheus.GaugeVec
+
+	mu         sync.Mutex
+	zoneIDs    map[string]string  // zone name (no trailing dot) -> id
+	accounts   map[string]string  // zone id -> account id
+	lbZones    map[string]*lbZone // canonical zone -> the last PrepareObjects
+	lbEntitled map[string]bool    // canonical zone -> the account had Load Balancing at the last check
+	warned     map[string]bool    // translation warnings already logged
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -99,7 +114,8 @@ func New(api API, opts Options) *Provider {
 	p := &Provider{
 		api: api, opts: opts, log: opts.Logger, metrics: opts.Metrics,
 		budget:  apicall.NewWindow(opts.RequestBudget, opts.BudgetWindow, opts.Now, opts.Sleep),
-		zoneIDs: map[string]string{},
+		zoneIDs: map[string]string{}, accounts: map[string]string{}, lbZones: map[string]*lbZone{}, lbEntitled: map[string]bool{}, warned: map[string]bool{},
+		lbGauge: newLBGauge(opts.Registerer),
 	}
 	p.caller = &apicall.Caller{
 		Provider: providerLabel, Budget: p.budget, Classify: classify, Metrics: opts.Metrics, Logger: opts.Logger, Sleep: opts.Sleep,
@@ -114,13 +130,17 @@ func New(api API, opts Options) *Provider {
 // z.ZoneID is empty the zone id is looked up now, within ctx, so a wrong
 // token or zone name fails here (an outage fails with an error wrapping
 // providers.ErrTransient).
-//
-// load_balancing is refused (model validation refuses it first): Load
-// Balancing pools are not implemented, and writing plain records instead
-// would silently drop the weights.
+// With load_balancing required or preferred, opts.OwnerID must be set (the
+// mark of the objects Meridian owns).
 func NewFromConfig(ctx context.Context, z model.CloudflareZone, opts Options) (*Provider, error) {
-	if z.LoadBalancing == model.LoadBalancingRequired || z.LoadBalancing == model.LoadBalancingPreferred {
-		return nil, fmt.Errorf("cloudflare zone %s: load_balancing %s is not implemented in this build", z.Zone, z.LoadBalancing)
+	opts.LoadBalancing, opts.AccountID, opts.Backstop = z.LoadBalancing, z.AccountID, z.HealthChecks == model.HealthChecksBackstop
+	if lb := z.LoadBalancing; lb != "" && lb != model.LoadBalancingOff {
+		if lb != model.LoadBalancingRequired && lb != model.LoadBalancingPreferred {
+			return nil, fmt.Errorf("cloudflare zone %s: load_balancing %q is not allowed (allowed: off, required, preferred)", z.Zone, lb)
+		}
+		if opts.OwnerID == "" {
+			return nil, fmt.Errorf("cloudflare zone %s: load_balancing %s needs providers.owner_id (it marks the load balancers, pools and monitors Meridian owns)", z.Zone, lb)
+		}
 	}
 	token, err := readToken(z)
 	if err != nil {
@@ -187,8 +207,21 @@ func readToken(z model.CloudflareZone) (string, error) {
 func (p *Provider) Name() string { return "cloudflare" }
 
 // Desired translates views into the records of zone with the provider's TTL
-// and proxied settings (see Translate).
+// and proxied settings (see Translate), leaving out the services a load
+// balancer of ours serves after the last PrepareObjects (their old plain
+// records are then deleted by the records plan: a load balancer takes
+// precedence over records of its name, so the name never goes empty).
 func (p *Provider) Desired(views []providers.ServiceView, zone string) []plan.Record {
+	served := p.served(zone)
+	if len(served) > 0 {
+		rest := make([]providers.ServiceView, 0, len(views))
+		for _, v := range views {
+			if !served[v.Name] {
+				rest = append(rest, v)
+			}
+		}
+		views = rest
+	}
 	return Translate(views, zone, p.opts.TTL, p.opts.Proxied)
 }
 

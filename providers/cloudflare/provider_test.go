@@ -481,10 +481,20 @@ func TestNewFromConfig(t *testing.T) {
 		assert.Contains(t, err.Error(), "api_token_file")
 		assert.Contains(t, err.Error(), TokenEnv)
 	})
-	t.Run("load balancing is refused rather than silently ignored", func(t *testing.T) {
+	t.Run("load balancing needs the owner id that marks its objects", func(t *testing.T) {
 		t.Setenv(TokenEnv, testToken)
-		_, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "example.com", Endpoint: srv.URL, LoadBalancing: true}, Options{})
-		require.ErrorContains(t, err, "load_balancing is not supported yet")
+		_, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "example.com", Endpoint: srv.URL, LoadBalancing: model.LoadBalancingPreferred}, Options{})
+		require.ErrorContains(t, err, "providers.owner_id")
+		p, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "example.com", Endpoint: srv.URL, LoadBalancing: model.LoadBalancingRequired,
+			HealthChecks: model.HealthChecksBackstop}, Options{OwnerID: ownerID})
+		require.NoError(t, err)
+		assert.Equal(t, model.LoadBalancingRequired, p.opts.LoadBalancing)
+		assert.True(t, p.opts.Backstop)
+	})
+	t.Run("an unknown load_balancing value is refused", func(t *testing.T) {
+		t.Setenv(TokenEnv, testToken)
+		_, err := NewFromConfig(ctx, model.CloudflareZone{Zone: "example.com", Endpoint: srv.URL, LoadBalancing: "yes"}, Options{OwnerID: ownerID})
+		require.ErrorContains(t, err, `load_balancing "yes" is not allowed`)
 	})
 	t.Run("an unknown zone fails at once", func(t *testing.T) {
 		t.Setenv(TokenEnv, testToken)
