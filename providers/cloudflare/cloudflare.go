@@ -84,6 +84,7 @@ type Provider struct {
 	lbZones    map[string]*lbZone // canonical zone -> the last PrepareObjects
 	lbEntitled map[string]bool    // canonical zone -> the account had Load Balancing at the last check
 	warned     map[string]bool    // translation warnings already logged
+	lbCleaned  map[string]bool    // load_balancing off: zones already checked for our leftover objects
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -114,7 +115,7 @@ func New(api API, opts Options) *Provider {
 	p := &Provider{
 		api: api, opts: opts, log: opts.Logger, metrics: opts.Metrics,
 		budget:  apicall.NewWindow(opts.RequestBudget, opts.BudgetWindow, opts.Now, opts.Sleep),
-		zoneIDs: map[string]string{}, accounts: map[string]string{}, lbZones: map[string]*lbZone{}, lbEntitled: map[string]bool{}, warned: map[string]bool{},
+		zoneIDs: map[string]string{}, accounts: map[string]string{}, lbZones: map[string]*lbZone{}, lbEntitled: map[string]bool{}, lbCleaned: map[string]bool{}, warned: map[string]bool{},
 		lbGauge: newLBGauge(opts.Registerer),
 	}
 	p.caller = &apicall.Caller{

@@ -532,3 +532,34 @@ func TestDryRunPlansLoadBalancingWithoutWriting(t *testing.T) {
 	assert.Equal(t, "update", ps.prepare.Changes[0].Op)
 	assert.Contains(t, ps.prepare.Changes[0].Detail, "0.50 → 0.75")
 }
+
+func TestSwitchingLoadBalancingOffLeavesPlainRecordsAndNothingOfOurs(t *testing.T) {
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: true})
+	theirs, err := e.srv.PutPool(cffake.Pool{Name: "team-b", Description: "team B", Enabled: true, MinimumOrigins: 1,
+		Origins: []cffake.Origin{{Name: "b1", Address: "192.0.2.1", Enabled: true, Weight: 1}}})
+	require.NoError(t, err)
+	app := checked(8080)
+	e.pass(t, []providers.ServiceView{app})
+	require.Len(t, e.srv.LoadBalancers(e.zone), 1)
+	require.NotEmpty(t, e.srv.Monitors())
+
+	// The same installation restarted with load_balancing: off.
+	off := *e
+	off.p = New(NewAPI(testToken, APIOptions{BaseURL: e.srv.URL, HTTPClient: e.hc}),
+		Options{OwnerID: ownerID, LoadBalancing: model.LoadBalancingOff, Now: e.clock.Now, Sleep: e.clock.Sleep})
+	ps := off.pass(t, []providers.ServiceView{app})
+	require.Empty(t, ps.failed())
+	assert.Empty(t, e.srv.LoadBalancers(e.zone), "our load balancer would hide the plain records: it goes")
+	assert.Equal(t, []cffake.Pool{e.srv.Pools()[0]}, e.srv.Pools())
+	assert.Equal(t, theirs.ID, e.srv.Pools()[0].ID, "only the foreign pool is left")
+	assert.Empty(t, e.srv.Monitors())
+	ans, err := e.srv.Resolve("app.example.com", cffake.Client{Country: "DE"}, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	assert.Empty(t, ans.LoadBalancer, "answered from the plain records")
+	assert.NotEmpty(t, ans.Addresses)
+
+	calls := e.srv.WriteCalls()
+	ps = off.pass(t, []providers.ServiceView{app})
+	assert.Equal(t, 0, ps.writes())
+	assert.Equal(t, calls, e.srv.WriteCalls(), "later passes make no Load Balancing request")
+}

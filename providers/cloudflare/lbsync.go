@@ -62,18 +62,28 @@ func (p *Provider) served(zone string) map[string]bool {
 }
 
 // PrepareObjects creates and updates, in that order, the monitors, pools and
-// load balancers the views need (load_balancing required or preferred; with
-// off it does nothing). Only objects marked with the owner id are changed;
-// a load balancer name or pool name held by someone else's object is a
-// failed change and that service keeps its plain records. When Cloudflare
-// answers that the account has no Load Balancing, required fails the sync
-// and preferred carries on with plain records (ObjectResult.Notice).
+// load balancers the views need (load_balancing required or preferred).
+// Only objects marked with the owner id are changed; a load balancer name
+// or pool name held by someone else's object is a failed change and that
+// service keeps its plain records. When Cloudflare answers that the
+// account has no Load Balancing, required fails the sync and preferred
+// carries on with plain records (ObjectResult.Notice).
+//
+// With load_balancing off, the first pass of the process looks for our
+// objects left from an earlier setting: a load balancer of ours would hide
+// the plain records of its name, so they are written first and
+// CollectObjects then deletes every object of ours in the zone. Later
+// passes make no request.
 func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []providers.ServiceView, dryRun bool) (providers.ObjectResult, error) {
 	var res providers.ObjectResult
-	if !p.lbEnabled() {
+	zone = model.CanonicalName(zone)
+	cleanup := !p.lbEnabled()
+	p.mu.Lock()
+	done := p.lbCleaned[zone]
+	p.mu.Unlock()
+	if cleanup && done {
 		return res, nil
 	}
-	zone = model.CanonicalName(zone)
 	st := &lbZone{served: map[string]bool{}, wantLB: map[string]bool{}, wantPool: map[string]bool{}, monitor: map[string]string{}}
 	p.mu.Lock()
 	p.lbZones[zone] = st // inactive until the lists succeed
@@ -101,17 +111,25 @@ func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []prov
 			return err
 		})
 	}
-	if notEntitled(err) {
+	switch {
+	case cleanup && notEntitled(err):
+		p.mu.Lock()
+		p.lbCleaned[zone] = true // no Load Balancing: nothing of ours can be left
+		p.mu.Unlock()
+		return res, nil
+	case notEntitled(err):
 		return p.unentitled(zone, err)
-	}
-	if err != nil {
+	case err != nil:
 		return res, fmt.Errorf("zone %s: list load balancing objects: %w", zone, err)
 	}
-	p.entitled(zone, true, nil)
-
-	specs, warnings := TranslateLB(views, zone, LBOptions{Owner: p.opts.OwnerID, TTL: p.opts.TTL, Proxied: p.opts.Proxied, Backstop: p.opts.Backstop})
-	for _, w := range warnings {
-		p.warnOnce(w)
+	var specs []LBSpec
+	if !cleanup {
+		p.entitled(zone, true, nil)
+		var warnings []string
+		specs, warnings = TranslateLB(views, zone, LBOptions{Owner: p.opts.OwnerID, TTL: p.opts.TTL, Proxied: p.opts.Proxied, Backstop: p.opts.Backstop})
+		for _, w := range warnings {
+			p.warnOnce(w)
+		}
 	}
 	s := &lbSync{p: p, st: st, zone: zone, cz: cfName(zone), dry: dryRun, res: &res}
 	err = s.prepare(ctx, specs)
@@ -135,7 +153,14 @@ func (p *Provider) CollectObjects(ctx context.Context, zone string, dryRun bool)
 		return res, nil
 	}
 	s := &lbSync{p: p, st: st, zone: zone, cz: cfName(zone), dry: dryRun, res: &res}
-	return res, s.collect(ctx)
+	err := s.collect(ctx)
+	if err == nil && !dryRun && !p.lbEnabled() && res.Failed() == 0 {
+		p.mu.Lock()
+		p.lbCleaned[zone] = true
+		delete(p.lbZones, zone)
+		p.mu.Unlock()
+	}
+	return res, err
 }
 
 // accountID returns the account of the zone's pools and monitors: the
