@@ -35,6 +35,8 @@ type Options struct {
 	MaxAttempts       int           // attempts of one API call before giving up with providers.ErrTransient (default 5, apicall.DefaultMaxAttempts)
 	Backoff           time.Duration // first retry delay, doubled per attempt, with jitter (default 1s, apicall.DefaultBackoff)
 	MaxBackoff        time.Duration // cap of the retry delay (default 30s, apicall.DefaultMaxBackoff)
+	Owner             string        // the installation's owner id (providers.owner_id): tags and names of the health checks and CIDR collection
+	HealthChecks      string        // off (default) or backstop: Route 53 health checks on the record sets (model.HealthChecks*)
 	Logger            *slog.Logger  // (default slog.Default())
 	Metrics           *Metrics      // (default: apicall.apicall.NewMetrics(nil), unregistered)
 	Now               func() time.Time
@@ -88,6 +90,15 @@ type Provider struct {
 	mu      sync.Mutex
 	zoneIDs map[string]string                               // zone name → hosted zone id
 	live    map[string]map[plan.Key]types.ResourceRecordSet // zone name → sets as last listed
+
+	// Objects (objects.go, checks.go, cidrsync.go), under mu.
+	objects   map[string]*zoneObjects      // zone → what the last PrepareObjects settled
+	tags      map[string]map[string]string // health check id → its tags (read once per process)
+	gens      map[string]int               // spec hash → next CallerReference generation to try
+	refused   map[string]time.Time         // spec hash → when Route 53 refused to create it
+	warned    map[string]bool              // "service reason" logged once
+	swept     map[string]bool              // zone → no check of ours is left (health_checks off)
+	cidrSwept map[string]bool              // zone → no collection of ours is left (no geo.networks)
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -102,6 +113,8 @@ func New(api API, opts Options) *Provider {
 			Classify: classify, Metrics: opts.Metrics, Logger: opts.Logger, Sleep: opts.Sleep,
 		},
 		zoneIDs: map[string]string{}, live: map[string]map[plan.Key]types.ResourceRecordSet{},
+		objects: map[string]*zoneObjects{}, tags: map[string]map[string]string{}, gens: map[string]int{},
+		refused: map[string]time.Time{}, warned: map[string]bool{}, swept: map[string]bool{}, cidrSwept: map[string]bool{},
 	}
 }
 
@@ -147,6 +160,9 @@ func NewFromConfig(ctx context.Context, z model.Route53Zone, opts Options, load 
 	opts.MaxAttempts, opts.Backoff, opts.MaxBackoff, opts.RequestTimeout = pol.MaxAttempts, pol.Backoff, pol.MaxBackoff, pol.RequestTimeout
 	if z.SyncTimeout > 0 {
 		opts.SyncTimeout = z.SyncTimeout.D()
+	}
+	if z.HealthChecks != "" {
+		opts.HealthChecks = z.HealthChecks
 	}
 	return New(client, opts), nil
 }
