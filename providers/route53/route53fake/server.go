@@ -1,21 +1,52 @@
 // Package route53fake is an in-process Amazon Route 53 for tests: an HTTP
-// server that speaks the REST/XML wire protocol of the four calls Meridian's
-// adapter makes (ListHostedZonesByName, ListResourceRecordSets,
-// ChangeResourceRecordSets, GetChange), so the real AWS SDK client can be
-// pointed at it with BaseEndpoint.
+// server that speaks the REST/XML wire protocol (paths, element names and
+// error codes of aws-sdk-go-v2/service/route53), so the real AWS SDK client
+// can be pointed at it with BaseEndpoint.
 //
-// It keeps record sets per hosted zone and enforces Route 53's rules: atomic
-// batches, CREATE of an existing set and DELETE of anything but the exact
-// live set fail, one routing policy per name and type, equal TTLs in a
-// weighted set, CNAME alone at its name, SetIdentifier with (and only with)
-// a routing policy, weights 0..255, the 1,000-record and 32,000-character
-// limits of a batch (UPSERT counted twice), and paginated listing. Refused
-// batches answer InvalidChangeBatch listing every failing change. Faults
-// (throttling, 5xx, delays, slow INSYNC) can be injected; calls are counted
-// and write batches logged.
+// Record sets (ListHostedZonesByName, ListResourceRecordSets,
+// ChangeResourceRecordSets, GetChange): kept per hosted zone with Route 53's
+// rules: atomic batches, CREATE of an existing set and DELETE of anything but
+// the exact live set fail, one routing policy per name and type, equal TTLs
+// in a weighted set, CNAME alone at its name, SetIdentifier with (and only
+// with) a routing policy, weights 0..255, the 1,000-record and
+// 32,000-character limits of a batch (UPSERT counted twice), paginated
+// listing; a HealthCheckId must name an existing health check, a
+// CidrRoutingConfig an existing collection and location ("*" is the
+// default), the IP-based sets of a name and type one collection, and an
+// alias into the same zone an existing target. Refused batches answer
+// InvalidChangeBatch listing every failing change.
+//
+// Health checks (Create/Get/List/Update/DeleteHealthCheck,
+// GetHealthCheckStatus): CallerReference idempotency (same reference and
+// settings: the existing check; other settings, or a deleted check's
+// reference: HealthCheckAlreadyExists), the HealthCheckConfig constraints of
+// the API model, special-use addresses refused (Options.AllowPrivateIPs
+// lifts it for loopback backends), HealthCheckVersion on update, the
+// account quota (Options.MaxHealthChecks, 200), and deletion refused while a
+// record set references the check (stricter than AWS; see
+// Options.AllowDeleteInUse). Tags (ChangeTagsForResource,
+// ListTagsForResource, ListTagsForResources): at most 10 a health check or
+// hosted zone.
+//
+// CIDR collections (Create/List/Change/DeleteCidrCollection,
+// ListCidrBlocks, ListCidrLocations): versioned changes
+// (CidrCollectionVersionMismatchException), PUT and DELETE_IF_EXISTS of
+// IPv4 /1-/24 and IPv6 /1-/48 blocks, at most 1,000 a request, a block in
+// one location, a location records route by keeps a block
+// (CidrBlockInUseException), a collection records route by or that is not
+// empty stays (CidrCollectionInUseException).
+//
+// A health checker probes for real (CheckHealth, StartHealthChecks; see
+// checker.go), SetHealth sets a status without sockets, and Resolve answers
+// a simulated client as Route 53's routing policies would, honouring health
+// (see Resolve). Faults (throttling, 5xx, delays, slow INSYNC) can be
+// injected; calls are counted per operation and write batches logged.
+// HealthChecks, CidrCollections and Records show the state; AddZone, Put,
+// PutHealthCheck and PutCidrCollection seed it as another tool would have.
 package route53fake
 
 import (
+	"context"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -37,6 +68,24 @@ const (
 	OpListResourceRecordSets   = "ListResourceRecordSets"
 	OpChangeResourceRecordSets = "ChangeResourceRecordSets"
 	OpGetChange                = "GetChange"
+
+	OpCreateHealthCheck    = "CreateHealthCheck"
+	OpGetHealthCheck       = "GetHealthCheck"
+	OpListHealthChecks     = "ListHealthChecks"
+	OpUpdateHealthCheck    = "UpdateHealthCheck"
+	OpDeleteHealthCheck    = "DeleteHealthCheck"
+	OpGetHealthCheckStatus = "GetHealthCheckStatus"
+
+	OpChangeTagsForResource = "ChangeTagsForResource"
+	OpListTagsForResource   = "ListTagsForResource"
+	OpListTagsForResources  = "ListTagsForResources"
+
+	OpCreateCidrCollection = "CreateCidrCollection"
+	OpListCidrCollections  = "ListCidrCollections"
+	OpChangeCidrCollection = "ChangeCidrCollection"
+	OpListCidrBlocks       = "ListCidrBlocks"
+	OpListCidrLocations    = "ListCidrLocations"
+	OpDeleteCidrCollection = "DeleteCidrCollection"
 )
 
 // Route 53's limits on one ChangeResourceRecordSets request.
@@ -50,6 +99,28 @@ type Options struct {
 	Faults     Faults        // injected faults (default none); SetFaults changes them later
 	PendingFor time.Duration // a change reports PENDING this long after it is accepted (default 0: INSYNC at once)
 	Seed       uint64        // seed of the fault dice (default 1), so runs repeat
+
+	// AllowPrivateIPs accepts health checks of addresses Route 53 refuses:
+	// private, loopback, link-local, shared, documentation, multicast and
+	// other special-use ranges (RFC 5735, RFC 6598, RFC 5156). Default
+	// false: refused with InvalidInput, as AWS does. Tests whose health
+	// checks probe backends on loopback set it.
+	AllowPrivateIPs bool
+	// MaxHealthChecks is the account's quota of health checks (default
+	// 200, Route 53's default); CreateHealthCheck beyond it answers
+	// TooManyHealthChecks. Seeded (PutHealthCheck) checks count.
+	MaxHealthChecks int
+	// AllowDeleteInUse lets DeleteHealthCheck delete a check that record
+	// sets still reference, as real Route 53 does (its API reference: it
+	// "does not prevent you from deleting a health check even if the health
+	// check is associated with one or more resource record sets"). Default
+	// false: refused with HealthCheckInUse, stricter than AWS, so that an
+	// adapter deleting a check before the records using it is caught.
+	AllowDeleteInUse bool
+	// ProbeTimeout bounds one probe of the fake's health checker: connect,
+	// request and response (default 4s, the time Route 53 gives an
+	// endpoint to accept the TCP connection).
+	ProbeTimeout time.Duration
 }
 
 // Faults are injected before a call is served. A throttled or failed call
@@ -89,6 +160,15 @@ type Server struct {
 	writing    int // ChangeResourceRecordSets in flight
 	maxWriting int
 	seq        int
+
+	checks      map[string]*healthCheck
+	deletedRefs map[string]bool // caller references of deleted health checks
+	collections map[string]*cidrCollection
+
+	rounds   sync.Mutex         // one CheckHealth round at a time
+	life     context.Context    // ends at Close, ending the StartHealthChecks loops
+	end      context.CancelFunc //
+	checkers sync.WaitGroup     // StartHealthChecks loops
 }
 
 // New starts a server; Close it when done.
@@ -100,12 +180,29 @@ func New(opts Options) *Server {
 	s := &Server{
 		opts: opts, faults: opts.Faults, dice: rand.New(rand.NewPCG(seed, seed)),
 		zones: map[string]*zone{}, changes: map[string]time.Time{}, calls: map[string]int{},
+		checks: map[string]*healthCheck{}, deletedRefs: map[string]bool{}, collections: map[string]*cidrCollection{},
 	}
+	s.life, s.end = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /2013-04-01/hostedzonesbyname", s.serve(OpListHostedZonesByName, s.listZones))
 	mux.HandleFunc("GET /2013-04-01/hostedzone/{id}/rrset", s.serve(OpListResourceRecordSets, s.listSets))
 	mux.HandleFunc("POST /2013-04-01/hostedzone/{id}/rrset", s.serve(OpChangeResourceRecordSets, s.change))
 	mux.HandleFunc("GET /2013-04-01/change/{id}", s.serve(OpGetChange, s.getChange))
+	mux.HandleFunc("POST /2013-04-01/healthcheck", s.serve(OpCreateHealthCheck, s.createHealthCheck))
+	mux.HandleFunc("GET /2013-04-01/healthcheck", s.serve(OpListHealthChecks, s.listHealthChecks))
+	mux.HandleFunc("GET /2013-04-01/healthcheck/{id}", s.serve(OpGetHealthCheck, s.getHealthCheck))
+	mux.HandleFunc("POST /2013-04-01/healthcheck/{id}", s.serve(OpUpdateHealthCheck, s.updateHealthCheck))
+	mux.HandleFunc("DELETE /2013-04-01/healthcheck/{id}", s.serve(OpDeleteHealthCheck, s.deleteHealthCheck))
+	mux.HandleFunc("GET /2013-04-01/healthcheck/{id}/status", s.serve(OpGetHealthCheckStatus, s.healthCheckStatus))
+	mux.HandleFunc("POST /2013-04-01/tags/{type}/{id}", s.serve(OpChangeTagsForResource, s.changeTags))
+	mux.HandleFunc("GET /2013-04-01/tags/{type}/{id}", s.serve(OpListTagsForResource, s.listTags))
+	mux.HandleFunc("POST /2013-04-01/tags/{type}", s.serve(OpListTagsForResources, s.listTagsForResources))
+	mux.HandleFunc("POST /2013-04-01/cidrcollection", s.serve(OpCreateCidrCollection, s.createCollection))
+	mux.HandleFunc("GET /2013-04-01/cidrcollection", s.serve(OpListCidrCollections, s.listCollections))
+	mux.HandleFunc("POST /2013-04-01/cidrcollection/{id}", s.serve(OpChangeCidrCollection, s.changeCollection))
+	mux.HandleFunc("GET /2013-04-01/cidrcollection/{id}", s.serve(OpListCidrLocations, s.listLocations))
+	mux.HandleFunc("GET /2013-04-01/cidrcollection/{id}/cidrblocks", s.serve(OpListCidrBlocks, s.listBlocks))
+	mux.HandleFunc("DELETE /2013-04-01/cidrcollection/{id}", s.serve(OpDeleteCidrCollection, s.deleteCollection))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, "", &apiError{http.StatusBadRequest, "InvalidAction", fmt.Sprintf("the fake does not serve %s %s", r.Method, r.URL.Path)})
 	})
@@ -116,8 +213,13 @@ func New(opts Options) *Server {
 // URL is the endpoint to give the SDK (BaseEndpoint).
 func (s *Server) URL() string { return s.srv.URL }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the health checker loops (StartHealthChecks), waits for
+// them, and stops the server.
+func (s *Server) Close() {
+	s.end()
+	s.checkers.Wait()
+	s.srv.Close()
+}
 
 // SetFaults replaces the injected faults.
 func (s *Server) SetFaults(f Faults) {
@@ -267,6 +369,11 @@ func (s *Server) serve(op string, h handler) http.HandlerFunc {
 			writeError(w, reqID, err)
 			return
 		}
+		if c, ok := out.(created); ok {
+			w.Header().Set("Location", c.location)
+			writeXML(w, reqID, http.StatusCreated, c.body)
+			return
+		}
 		writeXML(w, reqID, http.StatusOK, out)
 	}
 }
@@ -398,7 +505,7 @@ func (s *Server) change(r *http.Request, _ string) (any, *apiError) {
 	case chars > MaxBatchChars:
 		aerr = invalidChangeBatch([]string{fmt.Sprintf("Number of characters in Value elements limit of %d exceeded (%d, UPSERT counted twice)", MaxBatchChars, chars)})
 	default:
-		aerr = z.apply(changes)
+		aerr = z.apply(changes, lookups{checks: s.checks, collections: s.collections})
 	}
 	var info xmlChangeInfo
 	if aerr == nil {

@@ -11,21 +11,21 @@ import (
 // the element names the SDK's serializers and deserializers use.
 
 type xmlRRSet struct {
-	Name             string       `xml:"Name"`
-	Type             string       `xml:"Type"`
-	SetIdentifier    string       `xml:"SetIdentifier,omitempty"`
-	Weight           *int64       `xml:"Weight,omitempty"`
-	Region           string       `xml:"Region,omitempty"`
-	GeoLocation      *xmlGeo      `xml:"GeoLocation,omitempty"`
-	Failover         string       `xml:"Failover,omitempty"`
-	MultiValueAnswer *bool        `xml:"MultiValueAnswer,omitempty"`
-	TTL              *int64       `xml:"TTL,omitempty"`
-	ResourceRecords  *xmlRRs      `xml:"ResourceRecords,omitempty"`
-	AliasTarget      *xmlAlias    `xml:"AliasTarget,omitempty"`
-	HealthCheckID    string       `xml:"HealthCheckId,omitempty"`
-	TrafficPolicy    string       `xml:"TrafficPolicyInstanceId,omitempty"`
-	CidrRouting      *xmlNotEmpty `xml:"CidrRoutingConfig,omitempty"`
-	GeoProximity     *xmlNotEmpty `xml:"GeoProximityLocation,omitempty"`
+	Name             string          `xml:"Name"`
+	Type             string          `xml:"Type"`
+	SetIdentifier    string          `xml:"SetIdentifier,omitempty"`
+	Weight           *int64          `xml:"Weight,omitempty"`
+	Region           string          `xml:"Region,omitempty"`
+	GeoLocation      *xmlGeo         `xml:"GeoLocation,omitempty"`
+	Failover         string          `xml:"Failover,omitempty"`
+	MultiValueAnswer *bool           `xml:"MultiValueAnswer,omitempty"`
+	TTL              *int64          `xml:"TTL,omitempty"`
+	ResourceRecords  *xmlRRs         `xml:"ResourceRecords,omitempty"`
+	AliasTarget      *xmlAlias       `xml:"AliasTarget,omitempty"`
+	HealthCheckID    string          `xml:"HealthCheckId,omitempty"`
+	TrafficPolicy    string          `xml:"TrafficPolicyInstanceId,omitempty"`
+	CidrRouting      *xmlCidrRouting `xml:"CidrRoutingConfig,omitempty"`
+	GeoProximity     *xmlNotEmpty    `xml:"GeoProximityLocation,omitempty"`
 }
 
 // xmlNotEmpty stands for elements the fake does not support; their presence
@@ -183,6 +183,9 @@ func (s RecordSet) toXML() xmlRRSet {
 	if s.Geo != nil {
 		x.GeoLocation = &xmlGeo{ContinentCode: s.Geo.Continent, CountryCode: s.Geo.Country, SubdivisionCode: s.Geo.Subdivision}
 	}
+	if s.Cidr != nil {
+		x.CidrRouting = &xmlCidrRouting{CollectionID: s.Cidr.CollectionID, LocationName: s.Cidr.LocationName}
+	}
 	return x
 }
 
@@ -204,6 +207,9 @@ func (x xmlRRSet) toSet() RecordSet {
 	}
 	if x.AliasTarget != nil {
 		s.Alias = &AliasTarget{HostedZoneID: x.AliasTarget.HostedZoneID, DNSName: canonicalName(x.AliasTarget.DNSName), EvaluateTargetHealth: x.AliasTarget.EvaluateTargetHealth}
+	}
+	if x.CidrRouting != nil {
+		s.Cidr = &CidrRoutingConfig{CollectionID: x.CidrRouting.CollectionID, LocationName: x.CidrRouting.LocationName}
 	}
 	return s
 }

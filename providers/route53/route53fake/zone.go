@@ -25,6 +25,7 @@ type RecordSet struct {
 	MultiValue    *bool
 	HealthCheckID string
 	Alias         *AliasTarget
+	Cidr          *CidrRoutingConfig // IP-based routing
 }
 
 // GeoLocation of a geolocation record set; Country "*" is the default.
@@ -55,6 +56,8 @@ func (s RecordSet) policy() string {
 		return "latency"
 	case s.MultiValue != nil && *s.MultiValue:
 		return "multivalue"
+	case s.Cidr != nil:
+		return "IP-based"
 	}
 	return "simple"
 }
@@ -74,7 +77,7 @@ func (s RecordSet) same(d RecordSet) bool {
 	slices.Sort(b)
 	return s.key() == d.key() && s.TTL == d.TTL && slices.Equal(a, b) && eqPtr(s.Weight, d.Weight) &&
 		s.Failover == d.Failover && eqPtr(s.Geo, d.Geo) && s.Region == d.Region && eqPtr(s.MultiValue, d.MultiValue) &&
-		s.HealthCheckID == d.HealthCheckID && eqPtr(s.Alias, d.Alias)
+		s.HealthCheckID == d.HealthCheckID && eqPtr(s.Alias, d.Alias) && eqPtr(s.Cidr, d.Cidr)
 }
 
 func eqPtr[T comparable](a, b *T) bool {
@@ -87,6 +90,7 @@ func eqPtr[T comparable](a, b *T) bool {
 type zone struct {
 	id, name, caller string
 	sets             map[setKey]RecordSet
+	tags             map[string]string
 }
 
 // canonicalName lower-cases name, resolves \DDD and \X escapes and adds the
@@ -189,14 +193,18 @@ func validate(i int, c xmlChange) *apiError {
 		return invalidInput("1 validation error detected: Value '%d' at '%s' failed to satisfy constraint: Member must have value between 0 and 2147483647", *s.TTL, at("tTL"))
 	case s.Failover != "" && s.Failover != "PRIMARY" && s.Failover != "SECONDARY":
 		return invalidInput("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy enum value set: [PRIMARY, SECONDARY]", s.Failover, at("failover"))
-	case s.CidrRouting != nil || s.GeoProximity != nil || s.TrafficPolicy != "":
-		return invalidInput("Invalid request: the fake does not support CIDR, geoproximity or traffic policy record sets %s", where)
+	case s.GeoProximity != nil || s.TrafficPolicy != "":
+		return invalidInput("Invalid request: the fake does not support geoproximity or traffic policy record sets %s", where)
+	case s.CidrRouting != nil && s.CidrRouting.CollectionID == "":
+		return invalidInput("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", at("cidrRoutingConfig.collectionId"))
+	case s.CidrRouting != nil && !recordLocationRE.MatchString(s.CidrRouting.LocationName):
+		return invalidInput("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length between 1 and 16 and satisfy regular expression pattern: [0-9A-Za-z_\\-\\*]+", s.CidrRouting.LocationName, at("cidrRoutingConfig.locationName"))
 	case (s.AliasTarget == nil) == (s.TTL == nil || s.ResourceRecords == nil || len(s.ResourceRecords.RR) == 0):
 		return invalidInput("Invalid request: Expected exactly one of [AliasTarget, all of [TTL, and ResourceRecords], or TrafficPolicyInstanceId], but found none %s", where)
 	}
 	set := s.toSet()
 	policies := 0
-	for _, on := range []bool{s.Weight != nil, s.Failover != "", s.GeoLocation != nil, s.Region != "", s.MultiValueAnswer != nil} {
+	for _, on := range []bool{s.Weight != nil, s.Failover != "", s.GeoLocation != nil, s.Region != "", s.MultiValueAnswer != nil, s.CidrRouting != nil} {
 		if on {
 			policies++
 		}
@@ -305,9 +313,15 @@ func checkCharacterStrings(v string) string {
 	return ""
 }
 
+// lookups are the account's objects a record set may reference.
+type lookups struct {
+	checks      map[string]*healthCheck
+	collections map[string]*cidrCollection
+}
+
 // apply runs a change batch against z: all or nothing. It returns Route 53's
 // error for the batch, or nil once every change is applied.
-func (z *zone) apply(changes []xmlChange) *apiError {
+func (z *zone) apply(changes []xmlChange, refs lookups) *apiError {
 	for i, c := range changes {
 		if err := validate(i, c); err != nil {
 			return err
@@ -325,7 +339,9 @@ func (z *zone) apply(changes []xmlChange) *apiError {
 			continue
 		}
 		if c.Action != "DELETE" {
-			if m := checkValues(s); len(m) > 0 {
+			m := checkValues(s)
+			m = append(m, refs.check(s)...)
+			if len(m) > 0 {
 				msgs = append(msgs, m...)
 				continue
 			}
@@ -354,6 +370,7 @@ func (z *zone) apply(changes []xmlChange) *apiError {
 		}
 	}
 	msgs = append(msgs, z.checkResult(work, written, touched)...)
+	msgs = append(msgs, z.checkAliases(work, written)...)
 	if len(msgs) > 0 {
 		return invalidChangeBatch(slices.Compact(msgs))
 	}
@@ -408,6 +425,10 @@ func (z *zone) checkResult(work map[setKey]RecordSet, written []RecordSet, touch
 				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another %s failover set exists with the same name and type", w.Name, w.Type, w.SetID, w.Failover))
 			case w.Geo != nil && s.Geo != nil && *w.Geo == *s.Geo:
 				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another set exists with the same name, type and geolocation", w.Name, w.Type, w.SetID))
+			case w.Cidr != nil && s.Cidr != nil && w.Cidr.CollectionID != s.Cidr.CollectionID:
+				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot use CIDR collection %s as the other IP-based sets with the same name and type use collection %s", w.Name, w.Type, w.SetID, w.Cidr.CollectionID, s.Cidr.CollectionID))
+			case w.Cidr != nil && s.Cidr != nil && w.Cidr.LocationName == s.Cidr.LocationName:
+				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another set exists with the same name, type and CIDR location %s", w.Name, w.Type, w.SetID, w.Cidr.LocationName))
 			default:
 				continue
 			}
@@ -452,4 +473,56 @@ func batchSize(changes []xmlChange) (records, chars int) {
 		chars += m
 	}
 	return records, chars
+}
+
+// check returns Route 53's messages for references of a created or
+// upserted set that do not resolve: its health check, its CIDR collection
+// and location.
+func (refs lookups) check(s RecordSet) []string {
+	var msgs []string
+	if s.HealthCheckID != "" {
+		if _, ok := refs.checks[s.HealthCheckID]; !ok {
+			msgs = append(msgs, fmt.Sprintf("Invalid request: health check '%s' of RRSet %s does not exist", s.HealthCheckID, s.describe()))
+		}
+	}
+	if s.Cidr != nil {
+		c, ok := refs.collections[s.Cidr.CollectionID]
+		switch {
+		case !ok:
+			msgs = append(msgs, fmt.Sprintf("Invalid request: CIDR collection '%s' of RRSet %s does not exist", s.Cidr.CollectionID, s.describe()))
+		case s.Cidr.LocationName != "*" && len(c.locations[s.Cidr.LocationName]) == 0:
+			msgs = append(msgs, fmt.Sprintf("Invalid request: CIDR location '%s' of RRSet %s does not exist in collection '%s'", s.Cidr.LocationName, s.describe(), s.Cidr.CollectionID))
+		}
+	}
+	return msgs
+}
+
+// checkAliases checks the written alias sets that target this zone: the
+// target must lie in the zone and exist with the alias's type.
+func (z *zone) checkAliases(work map[setKey]RecordSet, written []RecordSet) []string {
+	var msgs []string
+	for _, w := range written {
+		if w.Alias == nil || strings.TrimPrefix(w.Alias.HostedZoneID, "/hostedzone/") != z.id {
+			continue
+		}
+		if _, still := work[w.key()]; !still {
+			continue
+		}
+		target := w.Alias.DNSName
+		if target != z.name && !strings.HasSuffix(target, "."+z.name) {
+			msgs = append(msgs, fmt.Sprintf("Tried to create an alias that targets %s, type %s in zone %s, but the alias target name does not lie within the target zone", target, w.Type, z.id))
+			continue
+		}
+		found := false
+		for k := range work {
+			if k.name == target && k.typ == w.Type {
+				found = true
+				break
+			}
+		}
+		if !found {
+			msgs = append(msgs, fmt.Sprintf("Tried to create an alias that targets %s, type %s in zone %s, but that target was not found", target, w.Type, z.id))
+		}
+	}
+	return msgs
 }
