@@ -120,6 +120,7 @@ func (t typed) attach(r *plan.Record) {
 		return
 	}
 	var ids []string
+	complete := true
 	for _, val := range r.Values {
 		e, ok := t.endpoint(val)
 		if !ok {
@@ -129,12 +130,13 @@ func (t typed) attach(r *plan.Record) {
 		if reason != "" {
 			return
 		}
-		t.tr.needs[spec.key()] = spec
+		t.tr.needs[spec.key()] = spec // every endpoint's, also after one is missing
 		id := t.tr.objs.Checks[spec.key()]
-		if id == "" {
-			return
-		}
+		complete = complete && id != ""
 		ids = append(ids, id)
+	}
+	if !complete {
+		return
 	}
 	if len(ids) == 1 {
 		r.HealthCheckID = ids[0]
