@@ -254,20 +254,22 @@ func (p *Provider) changeBlocks(ctx context.Context, zone string, c *cidrState, 
 			}
 			switch {
 			case err == nil:
-				for _, chg := range batch {
-					for _, b := range chg.CidrList {
-						if chg.Action == types.CidrCollectionChangeActionPut {
-							c.live[b] = aws.ToString(chg.LocationName)
-						} else if c.live[b] == aws.ToString(chg.LocationName) {
-							delete(c.live, b)
-						}
-					}
-				}
 			case fatal(err):
 				return fmt.Errorf("route53 zone %s: change CIDR collection %s: %w", zone, c.name, err)
 			default:
 				ch.Err = err
 				p.log.Warn("route53 refused a CIDR collection change", "zone", zone, "collection", c.name, "err", err)
+			}
+		}
+		if ch.Err == nil { // done, or planned in a dry run: the blocks as they are (or would be) now
+			for _, chg := range batch {
+				for _, b := range chg.CidrList {
+					if chg.Action == types.CidrCollectionChangeActionPut {
+						c.live[b] = aws.ToString(chg.LocationName)
+					} else if c.live[b] == aws.ToString(chg.LocationName) {
+						delete(c.live, b)
+					}
+				}
 			}
 		}
 		res.Changes = append(res.Changes, ch)

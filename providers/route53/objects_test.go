@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -488,4 +489,82 @@ func TestIPBasedRoutingFromGeoNetworks(t *testing.T) {
 	for _, s := range e.fake.Records(e.zoneID) {
 		assert.NotContains(t, s.Name, "_geo.", "the _geo. sets are gone")
 	}
+}
+
+func TestWeightedAAAAAndCNAMEWithAndWithoutChecks(t *testing.T) {
+	for _, mode := range []string{model.HealthChecksOff, model.HealthChecksBackstop} {
+		t.Run("health_checks "+mode, func(t *testing.T) {
+			e := newEnv(t, route53fake.Options{}, Options{Owner: testOwner, HealthChecks: mode})
+			views := []providers.ServiceView{
+				{Name: "v6.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: httpCheck(80), Endpoints: []providers.EndpointView{
+					ep("2600:1f00::1", "AAAA", "us", 700, true), ep("2600:1f00::2", "AAAA", "eu", 300, true),
+				}},
+				{Name: "cn.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: &model.Check{Kind: model.CheckHTTPS, Port: 443, Path: "/", Host: "cn.example.com", Fall: 3}, Endpoints: []providers.EndpointView{
+					ep("a.cdn.example.net.", "CNAME", "us", 700, true), ep("b.cdn.example.net.", "CNAME", "eu", 300, true),
+				}},
+			}
+			e.pass(t, views)
+			rnd := rand.New(rand.NewPCG(6, 7))
+			count := map[string]int{}
+			for range 20000 {
+				count[e.resolve(t, "v6.example.com.", "AAAA", route53fake.Client{}, rnd)[0]]++
+				count[e.resolve(t, "cn.example.com.", "CNAME", route53fake.Client{}, rnd)[0]]++
+			}
+			v6 := 100 * float64(count["2600:1f00::1"]) / 20000
+			cn := 100 * float64(count["a.cdn.example.net."]) / 20000
+			t.Logf("AAAA 70/30: %.2f%%, CNAME 70/30: %.2f%%", v6, cn)
+			assert.InDelta(t, 70, v6, 1.5)
+			assert.InDelta(t, 70, cn, 1.5)
+			if mode == model.HealthChecksOff {
+				assert.Empty(t, e.fake.HealthChecks())
+				return
+			}
+			require.Len(t, e.ours(), 4)
+			var cnameCheck route53fake.HealthCheck
+			for _, hc := range e.ours() {
+				if hc.Config.FullyQualifiedDomainName == "a.cdn.example.net" {
+					cnameCheck = hc
+				}
+			}
+			assert.Equal(t, "HTTPS", cnameCheck.Config.Type)
+			assert.Empty(t, cnameCheck.Config.IPAddress, "a CNAME target is checked by name")
+			e.fake.SetHealth(cnameCheck.ID, false)
+			e.setHealth(t, "2600:1f00::1", false)
+			for range 100 {
+				assert.Equal(t, []string{"b.cdn.example.net."}, e.resolve(t, "cn.example.com.", "CNAME", route53fake.Client{}, rnd))
+				assert.Equal(t, []string{"2600:1f00::2"}, e.resolve(t, "v6.example.com.", "AAAA", route53fake.Client{}, rnd))
+			}
+		})
+	}
+}
+
+func TestDryRunPlansObjectsWithoutWriting(t *testing.T) {
+	e := newEnv(t, route53fake.Options{}, backstop)
+	geo := providers.ServiceView{Name: "geo.example.com.", Strategy: model.StrategyGeo, TTL: 30, HealthCheck: httpCheck(80),
+		Networks:  []model.GeoNetwork{{CIDR: "10.1.0.0/16", Region: "office"}},
+		Endpoints: []providers.EndpointView{ep("198.51.99.1", "A", "us", 100, true), ep("198.51.99.2", "A", "eu", 100, true)}}
+	views := []providers.ServiceView{weighted7030(httpCheck(80), "198.51.99.1", "198.51.99.2"), geo}
+	ctx := context.Background()
+	o, err := e.p.PrepareObjects(ctx, testZone, views, true)
+	require.NoError(t, err)
+	var kinds []string
+	for _, c := range o.Changes {
+		kinds = append(kinds, c.Kind+" "+c.Op)
+	}
+	assert.Equal(t, []string{"cidr_collection create", "cidr_collection update", "health_check create", "health_check create", "health_check create"}, kinds,
+		"the collection, its blocks, two endpoint checks and the CALCULATED one of the default set")
+	assert.Zero(t, e.writes())
+	recs := e.p.Desired(views, testZone)
+	var withCheck int
+	for _, r := range recs {
+		if strings.HasPrefix(r.HealthCheckID, "new-") {
+			withCheck++
+		}
+	}
+	assert.Positive(t, withCheck, "the planned records show the checks to be")
+	assert.Contains(t, strings_(recs), "geo.example.com. 30 A 198.51.99.1,198.51.99.2 set=ip-office cidr=new-"+collectionName(testOwner, testZone)+"/office health-check="+recs[len(recs)-1].HealthCheckID,
+		"and the IP-based sets to be")
+	_, err = e.p.CollectObjects(ctx, testZone, true)
+	require.NoError(t, err)
+	assert.Zero(t, e.writes())
 }
