@@ -69,6 +69,9 @@ func (p *Provider) prepareCIDR(ctx context.Context, zone string, views []provide
 	if err != nil {
 		if len(locs) == 0 {
 			p.log.Info("route53 CIDR collections not listed (no geo.networks; needed only to delete an earlier one)", "zone", zone, "err", err)
+			p.mu.Lock()
+			p.cidrSwept[zone] = true // tried once per process
+			p.mu.Unlock()
 			return nil
 		}
 		return fmt.Errorf("route53 zone %s: CIDR collection %s: %w", zone, c.name, err)

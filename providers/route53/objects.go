@@ -93,7 +93,12 @@ func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []prov
 			if backstop {
 				return res, fmt.Errorf("route53 zone %s: health checks: %w", zone, err)
 			}
+			// Tried once per process: a role without the health check
+			// permissions (not needed with backstop off) is not an error.
 			p.log.Info("route53 health checks not listed (health_checks is off; needed only to delete those of an earlier backstop)", "zone", zone, "err", err)
+			p.mu.Lock()
+			p.swept[zone] = true
+			p.mu.Unlock()
 		}
 	}
 	if backstop {

@@ -1,9 +1,11 @@
 // Package route53 publishes Meridian's decisions to an Amazon Route 53
 // hosted zone: Translate maps the service views to Route 53 record sets
-// (weighted, failover, geolocation, simple), and Provider reads and writes
-// them through the four API calls of API, under a request budget, in atomic
-// batches within Route 53's limits, retrying throttles and isolating the
-// changes Route 53 refuses. See README.md.
+// (weighted, failover, geolocation, IP-based, simple), and Provider reads
+// and writes them through the calls of API, under a request budget, in
+// atomic batches within Route 53's limits, retrying throttles and isolating
+// the changes Route 53 refuses. As a providers.ObjectSyncer it keeps the
+// backstop health checks and the geo.networks CIDR collection the sets
+// refer to. See README.md.
 package route53
 
 import (
