@@ -55,6 +55,9 @@ func (p *Provider) prepareCIDR(ctx context.Context, zone string, views []provide
 	locs := networksOf(zone, views)
 	p.mu.Lock()
 	swept := p.cidrSwept[zone]
+	if len(locs) > 0 {
+		p.cidrSwept[zone] = false // a collection made now is looked for once networks go
+	}
 	p.mu.Unlock()
 	if len(locs) == 0 && swept {
 		return nil

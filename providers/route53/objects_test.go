@@ -460,6 +460,10 @@ func TestIPBasedRoutingFromGeoNetworks(t *testing.T) {
 			tagged(ep("198.51.99.12", "A", "eu", 100, true), "DE", "EU", "eu-central"),
 			ep("198.51.99.13", "A", "onprem", 100, true),
 		}}
+	plain := geo
+	plain.Networks = nil
+	e.pass(t, []providers.ServiceView{plain}) // geolocation at the name first, then networks configured
+	assert.Empty(t, e.fake.CidrCollections())
 	e.pass(t, []providers.ServiceView{geo})
 	colls := e.fake.CidrCollections()
 	require.Len(t, colls, 1)
