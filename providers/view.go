@@ -18,9 +18,12 @@ type ServiceView struct {
 	Endpoints []EndpointView // config order
 	Geo       *model.GeoPolicy
 	Failover  [][]int // failover groups in order, as indexes into Endpoints (failover only)
-	// HealthCheck is the service's health_check, defaults applied (nil: not
-	// probed), for providers' own checks (health_checks: backstop).
+	// HealthCheck is the service's health_check with its defaults filled
+	// (nil: not probed), for the providers' own checks (backstop).
 	HealthCheck *model.Check
+	// Networks are geo.networks, the custom client map (geo services only;
+	// nil otherwise), for the providers' IP-based routing.
+	Networks []model.GeoNetwork
 }
 
 // EndpointView is one endpoint of a ServiceView.
@@ -53,6 +56,9 @@ func Services(d *model.Desired, h engine.Health) []ServiceView {
 	out := make([]ServiceView, 0, len(d.Services))
 	for _, s := range d.Services {
 		v := ServiceView{Name: s.Name, Strategy: s.Strategy, TTL: uint32(s.TTL), Geo: s.Geo, HealthCheck: s.HealthCheck}
+		if s.Strategy == model.StrategyGeo {
+			v.Networks = d.Geo.Networks
+		}
 		for _, e := range s.Endpoints {
 			c := clusters[e.Cluster]
 			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: c.Country, Continent: c.Continent, Region: c.Region, Weight: *e.Weight}

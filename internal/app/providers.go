@@ -153,7 +153,7 @@ func (a *App) providerState() providers.State {
 func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone, error) {
 	var zones []providers.Zone
 	for _, z := range d.Providers.Route53 {
-		pz, err := newRoute53Zone(ctx, z, a)
+		pz, err := newRoute53Zone(ctx, z, d.Providers.OwnerID, a)
 		if err != nil {
 			return nil, fmt.Errorf("providers.route53 zone %s: %w", z.Zone, err)
 		}
@@ -169,12 +169,12 @@ func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone
 	return zones, nil
 }
 
-func newRoute53Zone(ctx context.Context, z model.Route53Zone, a *App) (providers.Zone, error) {
-	p, err := route53.NewFromConfig(ctx, z, route53.Options{Logger: a.log, Metrics: apicall.NewMetrics(a.reg)})
+func newRoute53Zone(ctx context.Context, z model.Route53Zone, owner string, a *App) (providers.Zone, error) {
+	p, err := route53.NewFromConfig(ctx, z, route53.Options{Owner: owner, Logger: a.log, Metrics: apicall.NewMetrics(a.reg)})
 	if err != nil {
 		return providers.Zone{}, err
 	}
-	return providers.Zone{Provider: p, Zone: z.Zone, Mode: z.Mode, Translate: route53.Translate}, nil
+	return providers.Zone{Provider: p, Zone: z.Zone, Mode: z.Mode, Translate: p.Desired}, nil
 }
 
 func newCloudflareZone(ctx context.Context, z model.CloudflareZone, owner string, a *App) (providers.Zone, error) {

@@ -169,3 +169,36 @@ func TestOwnerValueRoundTrips(t *testing.T) {
 	_, _, ok = ParseOwner("v=spf1 -all")
 	assert.False(t, ok)
 }
+
+func TestRecordRoutingFields(t *testing.T) {
+	base := Record{Name: "app.example.com.", Type: "A", TTL: 30, Values: []string{"192.0.2.1"}, SetID: "ip-office", CIDR: &CIDRLocation{CollectionID: "c1", Location: "office"}}
+	tests := []struct {
+		name  string
+		other func(r Record) Record
+		equal bool
+	}{
+		{name: "a copy is equal", other: func(r Record) Record { c := *r.CIDR; r.CIDR = &c; return r }, equal: true},
+		{name: "another health check id differs", other: func(r Record) Record { r.HealthCheckID = "hc-1"; return r }},
+		{name: "another CIDR location differs", other: func(r Record) Record { r.CIDR = &CIDRLocation{CollectionID: "c1", Location: "lab"}; return r }},
+		{name: "no CIDR location differs", other: func(r Record) Record { r.CIDR = nil; return r }},
+		{name: "an alias differs from values", other: func(r Record) Record {
+			r.Values, r.TTL, r.Alias = nil, 0, &Alias{ZoneID: "Z1", DNSName: "_geo.app.example.com."}
+			return r
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.equal, base.Equal(tc.other(base)))
+			assert.Equal(t, tc.equal, tc.other(base).Equal(base))
+		})
+	}
+	assert.Equal(t, "ip", base.Policy())
+	r := base
+	r.HealthCheckID = "hc-1"
+	assert.Equal(t, "app.example.com. 30 A 192.0.2.1 set=ip-office cidr=c1/office health-check=hc-1", r.String())
+	al := Record{Name: "app.example.com.", Type: "A", SetID: "ip-default", CIDR: &CIDRLocation{CollectionID: "c1", Location: "*"},
+		Alias: &Alias{ZoneID: "Z1", DNSName: "_geo.app.example.com.", EvaluateTargetHealth: true}}
+	assert.Equal(t, "app.example.com. 0 A  set=ip-default cidr=c1/* alias=Z1/_geo.app.example.com. evaluate-health", al.String())
+	plain := Record{Name: "app.example.com.", Type: "A", TTL: 30, Values: []string{"192.0.2.1"}}
+	assert.Equal(t, "app.example.com. 30 A 192.0.2.1", plain.String(), "records without the new fields print as before")
+}

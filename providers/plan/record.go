@@ -19,10 +19,18 @@ type Record struct {
 	Values []string // sorted; addresses, target names, TXT strings without quotes
 
 	// Route53 routing policy. An empty SetID is a simple record set.
-	SetID    string       // set identifier of a weighted/failover/geolocation member
-	Weight   *int64       // weighted: 0..255
-	Failover string       // PRIMARY or SECONDARY
-	Geo      *GeoLocation // geolocation
+	SetID    string        // set identifier of a weighted/failover/geolocation member
+	Weight   *int64        // weighted: 0..255
+	Failover string        // PRIMARY or SECONDARY
+	Geo      *GeoLocation  // geolocation
+	CIDR     *CIDRLocation // IP-based: a location of a CIDR collection
+
+	// HealthCheckID is the Route 53 health check of a routing-policy set
+	// (empty: none); Route 53 leaves an unhealthy set out of its answers.
+	HealthCheckID string
+	// Alias makes the set an alias of another name (Route 53); an alias
+	// set has no TTL and no Values.
+	Alias *Alias
 
 	Proxied *bool // Cloudflare: proxied through Cloudflare
 
@@ -36,6 +44,20 @@ type GeoLocation struct {
 	Continent   string // AF AN AS EU NA OC SA
 	Country     string // ISO 3166-1 alpha-2, or "*"
 	Subdivision string
+}
+
+// CIDRLocation is a Route 53 IP-based routing location: a named group of
+// CIDR blocks of a CIDR collection. Location "*" is the default record.
+type CIDRLocation struct {
+	CollectionID string
+	Location     string
+}
+
+// Alias is a Route 53 alias target.
+type Alias struct {
+	ZoneID               string // hosted zone id of the target
+	DNSName              string // target name, lower case, trailing dot
+	EvaluateTargetHealth bool   // the alias is healthy only while its target is
 }
 
 // Key identifies a record set in a zone.
@@ -53,7 +75,8 @@ func (k Key) String() string {
 // Key returns r's identity.
 func (r Record) Key() Key { return Key{Name: r.Name, Type: r.Type, SetID: r.SetID} }
 
-// Policy names r's routing policy: simple, weighted, failover or geolocation.
+// Policy names r's routing policy: simple, weighted, failover,
+// geolocation or ip.
 func (r Record) Policy() string {
 	switch {
 	case r.Weight != nil:
@@ -62,6 +85,8 @@ func (r Record) Policy() string {
 		return "failover"
 	case r.Geo != nil:
 		return "geolocation"
+	case r.CIDR != nil:
+		return "ip"
 	}
 	return "simple"
 }
@@ -69,7 +94,8 @@ func (r Record) Policy() string {
 // Equal reports whether two records have the same content (IDs aside).
 func (r Record) Equal(o Record) bool {
 	return r.Key() == o.Key() && r.TTL == o.TTL && slices.Equal(r.Values, o.Values) &&
-		ptrEqual(r.Weight, o.Weight) && r.Failover == o.Failover && geoEqual(r.Geo, o.Geo) && ptrEqual(r.Proxied, o.Proxied)
+		ptrEqual(r.Weight, o.Weight) && r.Failover == o.Failover && ptrEqual(r.Geo, o.Geo) && ptrEqual(r.Proxied, o.Proxied) &&
+		ptrEqual(r.CIDR, o.CIDR) && r.HealthCheckID == o.HealthCheckID && ptrEqual(r.Alias, o.Alias)
 }
 
 func (r Record) String() string {
@@ -86,6 +112,18 @@ func (r Record) String() string {
 	}
 	if r.Geo != nil {
 		fmt.Fprintf(&b, " geo=%s/%s/%s", r.Geo.Continent, r.Geo.Country, r.Geo.Subdivision)
+	}
+	if r.CIDR != nil {
+		fmt.Fprintf(&b, " cidr=%s/%s", r.CIDR.CollectionID, r.CIDR.Location)
+	}
+	if r.Alias != nil {
+		fmt.Fprintf(&b, " alias=%s/%s", r.Alias.ZoneID, r.Alias.DNSName)
+		if r.Alias.EvaluateTargetHealth {
+			b.WriteString(" evaluate-health")
+		}
+	}
+	if r.HealthCheckID != "" {
+		fmt.Fprintf(&b, " health-check=%s", r.HealthCheckID)
 	}
 	if r.Proxied != nil {
 		fmt.Fprintf(&b, " proxied=%v", *r.Proxied)
@@ -116,13 +154,6 @@ func (r *Record) Normalize() {
 }
 
 func ptrEqual[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func geoEqual(a, b *GeoLocation) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

@@ -14,8 +14,8 @@ import (
 )
 
 // Records implements providers.Provider: every record set of the zone, in
-// pages of 300 (Route 53's maximum). Alias record sets come back with no
-// values (Meridian never writes them; they still make their name taken).
+// pages of 300 (Route 53's maximum). Alias record sets come back with their
+// target and no values.
 func (p *Provider) Records(ctx context.Context, zone string) ([]plan.Record, error) {
 	zone = canonicalName(zone)
 	id, err := p.zoneID(ctx, zone)
@@ -59,8 +59,8 @@ func (p *Provider) Records(ctx context.Context, zone string) ([]plan.Record, err
 }
 
 // liveSet is the set to DELETE for r: the set as Route 53 listed it when it
-// still matches r (so fields plan.Record does not carry — health check ids,
-// alias targets, multivalue flags — match too), else r's own translation.
+// still matches r (so fields plan.Record does not carry — multivalue
+// flags, regions — match too), else r's own translation.
 func (p *Provider) liveSet(zone string, r plan.Record) types.ResourceRecordSet {
 	p.mu.Lock()
 	s, ok := p.live[zone][r.Key()]
@@ -91,13 +91,25 @@ func fromSet(s types.ResourceRecordSet) plan.Record {
 	if g := s.GeoLocation; g != nil {
 		r.Geo = &plan.GeoLocation{Continent: aws.ToString(g.ContinentCode), Country: aws.ToString(g.CountryCode), Subdivision: aws.ToString(g.SubdivisionCode)}
 	}
+	if c := s.CidrRoutingConfig; c != nil {
+		r.CIDR = &plan.CIDRLocation{CollectionID: aws.ToString(c.CollectionId), Location: aws.ToString(c.LocationName)}
+	}
+	r.HealthCheckID = aws.ToString(s.HealthCheckId)
+	if al := s.AliasTarget; al != nil {
+		r.Alias = &plan.Alias{ZoneID: hostedZoneID(aws.ToString(al.HostedZoneId)), DNSName: canonicalName(aws.ToString(al.DNSName)), EvaluateTargetHealth: al.EvaluateTargetHealth}
+	}
 	r.Normalize()
 	return r
 }
 
-// toSet converts a record to the Route 53 set that creates it.
+// toSet converts a record to the Route 53 set that creates it. An alias
+// set has no TTL and no records.
 func toSet(r plan.Record) types.ResourceRecordSet {
 	s := types.ResourceRecordSet{Name: aws.String(r.Name), Type: types.RRType(r.Type), TTL: aws.Int64(int64(r.TTL))}
+	if al := r.Alias; al != nil {
+		s.TTL = nil
+		s.AliasTarget = &types.AliasTarget{HostedZoneId: aws.String(al.ZoneID), DNSName: aws.String(al.DNSName), EvaluateTargetHealth: al.EvaluateTargetHealth}
+	}
 	for _, v := range r.Values {
 		s.ResourceRecords = append(s.ResourceRecords, types.ResourceRecord{Value: aws.String(toValue(r.Type, v))})
 	}
@@ -113,6 +125,10 @@ func toSet(r plan.Record) types.ResourceRecordSet {
 	if g := r.Geo; g != nil {
 		s.GeoLocation = &types.GeoLocation{ContinentCode: nonEmpty(g.Continent), CountryCode: nonEmpty(g.Country), SubdivisionCode: nonEmpty(g.Subdivision)}
 	}
+	if c := r.CIDR; c != nil {
+		s.CidrRoutingConfig = &types.CidrRoutingConfig{CollectionId: aws.String(c.CollectionID), LocationName: aws.String(c.Location)}
+	}
+	s.HealthCheckId = nonEmpty(r.HealthCheckID)
 	return s
 }
 

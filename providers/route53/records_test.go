@@ -53,6 +53,10 @@ func TestSetConversion(t *testing.T) {
 		{"a failover set", plan.Record{Name: "a.example.com.", Type: "A", TTL: 5, Values: []string{"192.0.2.1"}, SetID: "primary", Failover: "PRIMARY"}},
 		{"a geolocation default set", plan.Record{Name: "a.example.com.", Type: "A", TTL: 5, Values: []string{"192.0.2.1"}, SetID: "geo-default", Geo: &plan.GeoLocation{Country: "*"}}},
 		{"a TXT set", plan.Record{Name: "_meridian-owner.a.example.com.", Type: "TXT", TTL: 300, Values: []string{"heritage=meridian,owner=x,types=A"}}},
+		{"a weighted set with a health check", plan.Record{Name: "a.example.com.", Type: "CNAME", TTL: 60, Values: []string{"lb.example.net."}, SetID: "us/lb.example.net.", Weight: &w, HealthCheckID: "hc-1"}},
+		{"an IP-based set", plan.Record{Name: "a.example.com.", Type: "A", TTL: 60, Values: []string{"192.0.2.1"}, SetID: "ip-office", CIDR: &plan.CIDRLocation{CollectionID: "c-1", Location: "office"}, HealthCheckID: "hc-2"}},
+		{"an IP-based default alias", plan.Record{Name: "a.example.com.", Type: "A", SetID: "ip-default", CIDR: &plan.CIDRLocation{CollectionID: "c-1", Location: "*"},
+			Alias: &plan.Alias{ZoneID: "Z1", DNSName: "_geo.a.example.com.", EvaluateTargetHealth: true}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +64,19 @@ func TestSetConversion(t *testing.T) {
 			assert.True(t, tc.rec.Equal(got), "want %s, got %s", tc.rec, got)
 		})
 	}
+	t.Run("an alias set has no TTL and no records", func(t *testing.T) {
+		s := toSet(plan.Record{Name: "a.example.com.", Type: "A", SetID: "ip-default", CIDR: &plan.CIDRLocation{CollectionID: "c-1", Location: "*"},
+			Alias: &plan.Alias{ZoneID: "Z1", DNSName: "_geo.a.example.com."}})
+		assert.Nil(t, s.TTL)
+		assert.Empty(t, s.ResourceRecords)
+		assert.Equal(t, "Z1", aws.ToString(s.AliasTarget.HostedZoneId))
+	})
+	t.Run("a set without the new fields sends none of them", func(t *testing.T) {
+		s := toSet(plan.Record{Name: "a.example.com.", Type: "A", TTL: 60, Values: []string{"192.0.2.1"}, SetID: "us/192.0.2.1", Weight: &w})
+		assert.Nil(t, s.HealthCheckId)
+		assert.Nil(t, s.CidrRoutingConfig)
+		assert.Nil(t, s.AliasTarget)
+	})
 	t.Run("values come back sorted", func(t *testing.T) {
 		s := types.ResourceRecordSet{Name: aws.String(`\052.Example.com`), Type: "A", TTL: aws.Int64(1),
 			ResourceRecords: []types.ResourceRecord{{Value: aws.String("192.0.2.9")}, {Value: aws.String("192.0.2.1")}}}

@@ -1,9 +1,11 @@
 // Package route53 publishes Meridian's decisions to an Amazon Route 53
 // hosted zone: Translate maps the service views to Route 53 record sets
-// (weighted, failover, geolocation, simple), and Provider reads and writes
-// them through the four API calls of API, under a request budget, in atomic
-// batches within Route 53's limits, retrying throttles and isolating the
-// changes Route 53 refuses. See README.md.
+// (weighted, failover, geolocation, IP-based, simple), and Provider reads
+// and writes them through the calls of API, under a request budget, in
+// atomic batches within Route 53's limits, retrying throttles and isolating
+// the changes Route 53 refuses. As a providers.ObjectSyncer it keeps the
+// backstop health checks and the geo.networks CIDR collection the sets
+// refer to. See README.md.
 package route53
 
 import (
@@ -35,6 +37,8 @@ type Options struct {
 	MaxAttempts       int           // attempts of one API call before giving up with providers.ErrTransient (default 5, apicall.DefaultMaxAttempts)
 	Backoff           time.Duration // first retry delay, doubled per attempt, with jitter (default 1s, apicall.DefaultBackoff)
 	MaxBackoff        time.Duration // cap of the retry delay (default 30s, apicall.DefaultMaxBackoff)
+	Owner             string        // the installation's owner id (providers.owner_id): tags and names of the health checks and CIDR collection
+	HealthChecks      string        // off (default) or backstop: Route 53 health checks on the record sets (model.HealthChecks*)
 	Logger            *slog.Logger  // (default slog.Default())
 	Metrics           *Metrics      // (default: apicall.apicall.NewMetrics(nil), unregistered)
 	Now               func() time.Time
@@ -88,6 +92,15 @@ type Provider struct {
 	mu      sync.Mutex
 	zoneIDs map[string]string                               // zone name → hosted zone id
 	live    map[string]map[plan.Key]types.ResourceRecordSet // zone name → sets as last listed
+
+	// Objects (objects.go, checks.go, cidrsync.go), under mu.
+	objects   map[string]*zoneObjects      // zone → what the last PrepareObjects settled
+	tags      map[string]map[string]string // health check id → its tags (read once per process)
+	gens      map[string]int               // spec hash → next CallerReference generation to try
+	refused   map[string]time.Time         // spec hash → when Route 53 refused to create it
+	warned    map[string]bool              // "service reason" logged once
+	swept     map[string]bool              // zone → no check of ours is left (health_checks off)
+	cidrSwept map[string]bool              // zone → no collection of ours is left (no geo.networks)
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -102,6 +115,8 @@ func New(api API, opts Options) *Provider {
 			Classify: classify, Metrics: opts.Metrics, Logger: opts.Logger, Sleep: opts.Sleep,
 		},
 		zoneIDs: map[string]string{}, live: map[string]map[plan.Key]types.ResourceRecordSet{},
+		objects: map[string]*zoneObjects{}, tags: map[string]map[string]string{}, gens: map[string]int{},
+		refused: map[string]time.Time{}, warned: map[string]bool{}, swept: map[string]bool{}, cidrSwept: map[string]bool{},
 	}
 }
 
@@ -147,6 +162,9 @@ func NewFromConfig(ctx context.Context, z model.Route53Zone, opts Options, load 
 	opts.MaxAttempts, opts.Backoff, opts.MaxBackoff, opts.RequestTimeout = pol.MaxAttempts, pol.Backoff, pol.MaxBackoff, pol.RequestTimeout
 	if z.SyncTimeout > 0 {
 		opts.SyncTimeout = z.SyncTimeout.D()
+	}
+	if z.HealthChecks != "" {
+		opts.HealthChecks = z.HealthChecks
 	}
 	return New(client, opts), nil
 }

@@ -1,6 +1,7 @@
 package route53
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -20,8 +21,48 @@ const (
 // Translate maps the services inside zone to Route 53 record sets (direct
 // mode), one kind of record set per strategy and address family; see
 // README.md for the table. Every set of a service carries its TTL. The
-// result is sorted by key and deterministic. Pure.
+// result is sorted by key and deterministic. No health checks and no
+// IP-based sets: TranslateWith adds them. Pure.
 func Translate(views []providers.ServiceView, zone string) []plan.Record {
+	return TranslateWith(views, zone, Objects{})
+}
+
+// Objects are the provider objects record sets refer to, as
+// Provider.PrepareObjects settled them.
+type Objects struct {
+	ZoneID string // hosted zone id, the target zone of the IP-based default aliases
+	// Checks maps a health check's identity (checkSpec.key) to its id. A
+	// set whose endpoints all have a check gets it (one endpoint) or the
+	// CALCULATED check over them (several); nil: no checks (backstop off).
+	Checks map[string]string
+	CIDR   *CIDRObjects // nil: geolocation only, no IP-based sets
+}
+
+// CIDRObjects is the zone's CIDR collection.
+type CIDRObjects struct {
+	CollectionID string
+	Locations    map[string]bool // locations the collection holds now
+}
+
+// TranslateWith is Translate with the health checks and CIDR collection of
+// objs attached. Pure.
+func TranslateWith(views []providers.ServiceView, zone string, objs Objects) []plan.Record {
+	out, _ := translate(views, zone, objs)
+	return out
+}
+
+// translator is one translation: the objects it reads and the health
+// checks the sets would carry (needs), by key, including those objs lacks.
+type translator struct {
+	objs  Objects
+	needs map[string]checkSpec
+}
+
+// translate is TranslateWith that also returns the checks the sets need,
+// sorted by key: every endpoint check, and the CALCULATED checks whose
+// children objs has. Pure.
+func translate(views []providers.ServiceView, zone string, objs Objects) ([]plan.Record, []checkSpec) {
+	tr := &translator{objs: objs, needs: map[string]checkSpec{}}
 	zone = canonicalName(zone)
 	var out []plan.Record
 	for _, v := range views {
@@ -30,7 +71,7 @@ func Translate(views []providers.ServiceView, zone string) []plan.Record {
 			continue
 		}
 		for _, typ := range []string{"A", "AAAA", "CNAME"} {
-			t := typed{v: v, name: name, typ: typ}
+			t := typed{v: v, name: name, typ: typ, tr: tr}
 			for i, e := range v.Endpoints {
 				if e.Type == typ {
 					t.idx = append(t.idx, i)
@@ -39,27 +80,84 @@ func Translate(views []providers.ServiceView, zone string) []plan.Record {
 			if len(t.idx) == 0 {
 				continue
 			}
+			var sets []plan.Record
 			switch {
 			case v.Strategy == model.StrategyWeighted || v.Strategy == "":
-				out = append(out, t.weighted()...)
+				sets = t.weighted()
 			case typ == "CNAME":
-				out = append(out, t.cname())
+				sets = []plan.Record{t.cname()}
 			case v.Strategy == model.StrategyFailover:
-				out = append(out, t.failover()...)
+				sets = t.failover()
 			case v.Strategy == model.StrategyGeo:
-				out = append(out, t.geo()...)
+				sets = t.geoOrIP()
 			default: // roundrobin
-				out = append(out, t.simple(t.targets(func(e providers.EndpointView) bool { return e.Effective > 0 })))
+				sets = []plan.Record{t.simple(t.targets(func(e providers.EndpointView) bool { return e.Effective > 0 }))}
 			}
+			for i := range sets {
+				sets[i].Values = slices.Compact(sets[i].Values)
+				t.attach(&sets[i])
+			}
+			out = append(out, sets...)
 		}
-	}
-	for i := range out {
-		out[i].Values = slices.Compact(out[i].Values)
 	}
 	slices.SortFunc(out, func(a, b plan.Record) int {
 		return strings.Compare(a.Name+" "+a.Type+" "+a.SetID, b.Name+" "+b.Type+" "+b.SetID)
 	})
-	return out
+	needs := make([]checkSpec, 0, len(tr.needs))
+	for _, k := range slices.Sorted(maps.Keys(tr.needs)) {
+		needs = append(needs, tr.needs[k])
+	}
+	return out, needs
+}
+
+// attach gives a routing-policy set its health check when checks are on
+// and every endpoint of the set has one: the endpoint's check for a set of
+// one, else the CALCULATED check over them (healthy while one is). A set
+// with an endpoint Route 53 cannot check gets none: a check over the others
+// would take it out when only they fail. Simple sets and aliases get none.
+func (t typed) attach(r *plan.Record) {
+	if t.tr.objs.Checks == nil || r.SetID == "" || r.Alias != nil || len(r.Values) == 0 {
+		return
+	}
+	var ids []string
+	complete := true
+	for _, val := range r.Values {
+		e, ok := t.endpoint(val)
+		if !ok {
+			return
+		}
+		spec, reason := endpointCheck(t.v, e)
+		if reason != "" {
+			return
+		}
+		t.tr.needs[spec.key()] = spec // every endpoint's, also after one is missing
+		id := t.tr.objs.Checks[spec.key()]
+		complete = complete && id != ""
+		ids = append(ids, id)
+	}
+	if !complete {
+		return
+	}
+	if len(ids) == 1 {
+		r.HealthCheckID = ids[0]
+		return
+	}
+	if len(ids) > maxChildChecks {
+		return
+	}
+	calc := calculatedCheck(ids, r.Values)
+	t.tr.needs[calc.key()] = calc
+	r.HealthCheckID = t.tr.objs.Checks[calc.key()]
+}
+
+// endpoint returns the first endpoint of t with target val.
+func (t typed) endpoint(val string) (providers.EndpointView, bool) {
+	for _, i := range t.idx {
+		if e := t.v.Endpoints[i]; e.Target == val {
+			return e, true
+		}
+	}
+	return providers.EndpointView{}, false
 }
 
 // typed is one service's endpoints of one type (A, AAAA or CNAME).
@@ -68,6 +166,7 @@ type typed struct {
 	name string
 	typ  string
 	idx  []int // indexes into v.Endpoints, config order
+	tr   *translator
 }
 
 // record is a record set of the service with its TTL and sorted values.
@@ -241,28 +340,6 @@ func (t typed) geo() []plan.Record {
 	if t.v.Geo != nil {
 		def, rules = t.v.Geo.Default, t.v.Geo.Rules
 	}
-	available := func(clusters []string) []string {
-		var out []string
-		for _, i := range t.idx {
-			if e := t.v.Endpoints[i]; e.Available && (clusters == nil || slices.Contains(clusters, e.Cluster)) {
-				out = append(out, e.Target)
-			}
-		}
-		return out
-	}
-	pick := func(clusters []string) []string {
-		for _, cs := range [][]string{clusters, def} {
-			if cs != nil {
-				if vals := available(cs); len(vals) > 0 {
-					return vals
-				}
-			}
-		}
-		if vals := available(nil); len(vals) > 0 {
-			return vals
-		}
-		return t.targets(func(e providers.EndpointView) bool { return e.Effective > 0 })
-	}
 	var out []plan.Record
 	done := map[plan.GeoLocation]bool{}
 	add := func(loc plan.GeoLocation, id string, clusters []string) {
@@ -270,7 +347,7 @@ func (t typed) geo() []plan.Record {
 			return
 		}
 		done[loc] = true
-		r := t.record(pick(clusters))
+		r := t.record(t.pickGeo(clusters))
 		r.SetID, r.Geo = id, &loc
 		out = append(out, r)
 	}
@@ -312,4 +389,34 @@ func (t typed) geo() []plan.Record {
 	}
 	add(plan.GeoLocation{Country: "*"}, setGeoDef, def)
 	return out
+}
+
+// pickGeo is what a geo set for clusters carries: their available
+// endpoints, else geo.default's, else every available one, else
+// (fail-open) every one with Effective > 0.
+func (t typed) pickGeo(clusters []string) []string {
+	var def []string
+	if t.v.Geo != nil {
+		def = t.v.Geo.Default
+	}
+	available := func(clusters []string) []string {
+		var out []string
+		for _, i := range t.idx {
+			if e := t.v.Endpoints[i]; e.Available && (clusters == nil || slices.Contains(clusters, e.Cluster)) {
+				out = append(out, e.Target)
+			}
+		}
+		return out
+	}
+	for _, cs := range [][]string{clusters, def} {
+		if cs != nil {
+			if vals := available(cs); len(vals) > 0 {
+				return vals
+			}
+		}
+	}
+	if vals := available(nil); len(vals) > 0 {
+		return vals
+	}
+	return t.targets(func(e providers.EndpointView) bool { return e.Effective > 0 })
 }

@@ -153,7 +153,7 @@ func (s *Server) Healthy(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.checks[id]
-	return ok && h.healthy()
+	return ok && s.statusOf(h, 0)
 }
 
 // record counts one probe result.

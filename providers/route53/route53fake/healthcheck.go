@@ -258,7 +258,9 @@ func checkConfig(c HealthCheckConfig, at string, allowPrivate bool) *apiError {
 		}
 	}
 	switch {
-	case c.Type == "CALCULATED" || c.Type == "CLOUDWATCH_METRIC" || c.Type == "RECOVERY_CONTROL":
+	case c.Type == "CALCULATED":
+		return checkCalculated(c)
+	case c.Type == "CLOUDWATCH_METRIC" || c.Type == "RECOVERY_CONTROL":
 		return invalidInput("Invalid parameter: the fake does not create health checks of type %s (seed them with PutHealthCheck)", c.Type)
 	case ip.IsValid() && !allowPrivate && isSpecial(ip.Unmap()):
 		return invalidInput("Invalid parameter: IPAddress '%s' is in a local, private, non-routable, or multicast range, which Route 53 can't check (RFC 5735, RFC 6598, RFC 5156)", c.IPAddress)

@@ -64,7 +64,7 @@ func TestCreateHealthCheckValidation(t *testing.T) {
 			c.IPAddress, c.FullyQualifiedDomainName = nil, aws.String("www.example.com")
 		}},
 		{name: "two model violations are reported together", edit: func(c *types.HealthCheckConfig) { c.FailureThreshold, c.Port = aws.Int32(0), aws.Int32(70000) }, msg: "2 validation errors detected"},
-		{name: "types the fake does not create are refused plainly", edit: func(c *types.HealthCheckConfig) { c.Type = types.HealthCheckTypeCalculated }, msg: "the fake does not create health checks of type CALCULATED"},
+		{name: "types the fake does not create are refused plainly", edit: func(c *types.HealthCheckConfig) { c.Type = types.HealthCheckTypeCloudwatchMetric }, msg: "the fake does not create health checks of type CLOUDWATCH_METRIC"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

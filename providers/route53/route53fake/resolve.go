@@ -270,7 +270,7 @@ func (r *resolver) sameZone(a *AliasTarget) bool {
 func (r *resolver) healthy(rs RecordSet, depth int) bool {
 	if rs.HealthCheckID != "" {
 		h, ok := r.s.checks[rs.HealthCheckID]
-		if !ok || !h.healthy() {
+		if !ok || !r.s.statusOf(h, 0) {
 			return false
 		}
 	}
