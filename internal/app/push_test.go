@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,6 +74,14 @@ func TestEveryProviderSettingThatValidatesAlsoSyncs(t *testing.T) {
 		{name: "cloudflare load balancers with backstop monitors and the account named",
 			zone: `cloudflare: [{zone: example.net, endpoint: "%[1]s", load_balancing: required, health_checks: backstop, account_id: "%[2]s"}]`},
 		{name: "cloudflare preferred load balancing, proxied", zone: `cloudflare: [{zone: example.net, endpoint: "%[1]s", load_balancing: preferred, proxied: true}]`},
+		{name: "route53 native policies", zone: `route53: [{zone: example.net, endpoint: "%[1]s", request_budget: 50}]`},
+		{name: "route53 with backstop health checks", zone: `route53: [{zone: example.net, endpoint: "%[1]s", request_budget: 50, health_checks: backstop}]`},
+		{name: "route53 with backstop health checks and IP-based routing from geo.networks",
+			zone: `route53: [{zone: example.net, endpoint: "%[1]s", request_budget: 50, health_checks: backstop}]
+geo:
+  networks:
+    - {cidr: 203.0.114.0/24, country: DE, continent: EU}
+    - {cidr: 100.100.0.0/16, region: us-east}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cf := cffake.New(token)
@@ -82,7 +91,7 @@ func TestEveryProviderSettingThatValidatesAlsoSyncs(t *testing.T) {
 			defer r53.Close()
 			r53.AddZone("example.net")
 			url := cf.URL
-			if tc.zone[:7] == "route53" {
+			if strings.HasPrefix(tc.zone, "route53") {
 				url = r53.URL()
 			}
 			cfg := fmt.Sprintf(pushConfig, fmt.Sprintf(tc.zone, url, cf.AccountID()))

@@ -99,6 +99,7 @@ func Validate(d *Desired) error {
 	v.ring(d.Ring)
 	v.decision(d.Decision)
 	v.providers(d.Providers, zones)
+	v.backstopAddresses(d)
 	v.kubernetes(d.Kubernetes, zones)
 	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 {
 		v.add("providers.writers", "is required in a multi-node ring: list the ring node names that may push (a strict majority of them must agree on the one writer)")

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -337,5 +338,55 @@ func (v *validator) providerAPI(path string, c ProviderAPI, budget int, window t
 	}
 	if t := c.RequestTimeout.D(); t != 0 && (t < 100*time.Millisecond || t > 10*time.Minute) {
 		v.add(path+".request_timeout", "%s is out of range (allowed 100ms..10m; 0 = default %s)", c.RequestTimeout, Duration(DefaultProviderRequestTimeout))
+	}
+}
+
+// nonPublic are the ranges Route 53 health checkers cannot probe ("local,
+// private, non-routable, or multicast ranges": RFC 5735, RFC 6598, RFC 5156).
+var nonPublic = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
+		"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "::ffff:0:0/96", "fc00::/7", "fe80::/10", "ff00::/8", "2001:db8::/32", "2001::/32", "2002::/16",
+	} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}()
+
+// backstopAddresses refuses what Route 53 would refuse at sync time: a
+// backstop health check on an endpoint address its checkers cannot reach
+// (private, loopback, documentation, ...). A zone with an endpoint override
+// (a fake, a proxy) leaves the rule to that endpoint. Endpoints from
+// Kubernetes are checked by the adapter, which reports the refusal.
+func (v *validator) backstopAddresses(d *Desired) {
+	for zi, z := range d.Providers.Route53 {
+		if z.HealthChecks != HealthChecksBackstop || z.Endpoint != "" {
+			continue
+		}
+		apex := CanonicalName(z.Zone)
+		for si, s := range d.Services {
+			if s.HealthCheck == nil || (s.HealthCheck.Kind != "http" && s.HealthCheck.Kind != "https" && s.HealthCheck.Kind != "tcp") {
+				continue
+			}
+			if name := CanonicalName(s.Name); name != apex && !strings.HasSuffix(name, "."+apex) {
+				continue
+			}
+			for ei, e := range s.Endpoints {
+				a, err := netip.ParseAddr(e.Address)
+				if err != nil {
+					continue
+				}
+				for _, p := range nonPublic {
+					if p.Contains(a.Unmap()) || p.Contains(a) {
+						v.add(fmt.Sprintf("services[%d].endpoints[%d].address", si, ei),
+							"%s is in %s, which Route 53 health checkers cannot reach: providers.route53[%d].health_checks: backstop needs public endpoint addresses (or set it to off for this zone)", e.Address, p, zi)
+						break
+					}
+				}
+			}
+		}
 	}
 }

@@ -138,3 +138,34 @@ func requireFieldError(t *testing.T, err error, path, msg string) {
 	assert.Equal(t, path, verr.Fields[0].Path)
 	assert.Contains(t, verr.Fields[0].Msg, msg)
 }
+
+func TestRoute53BackstopNeedsAddressesItsCheckersCanReach(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		address  string
+		kind     string
+		endpoint string
+		path     string
+		message  string
+	}{
+		{name: "a public address is accepted", address: "93.184.216.34", kind: "http"},
+		{name: "a documentation address is refused naming the endpoint and the zone's setting", address: "2001:db8::1", kind: "http",
+			path: "services[0].endpoints[0].address", message: "2001:db8::1 is in 2001:db8::/32, which Route 53 health checkers cannot reach: providers.route53[0].health_checks: backstop needs public endpoint addresses"},
+		{name: "a private address is refused", address: "10.1.2.3", kind: "tcp",
+			path: "services[0].endpoints[0].address", message: "10.1.2.3 is in 10.0.0.0/8"},
+		{name: "a service without a check has no backstop to refuse", address: "10.1.2.3", kind: ""},
+		{name: "a DNS check has no Route 53 form, so nothing is refused", address: "10.1.2.3", kind: "dns"},
+		{name: "an endpoint override (a fake) leaves the rule to it", address: "127.0.0.1", kind: "http", endpoint: "http://127.0.0.1:9000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := minimal()
+			d.Services[0].Endpoints[0].Address = tc.address
+			if tc.kind != "" {
+				d.Services[0].HealthCheck = &Check{Kind: tc.kind, Port: 80}
+			}
+			d.Providers.OwnerID = "meridian-test"
+			d.Providers.Route53 = []Route53Zone{{Zone: "example.test", HealthChecks: HealthChecksBackstop, Endpoint: tc.endpoint}}
+			requireFieldError(t, Validate(d), tc.path, tc.message)
+		})
+	}
+}
