@@ -563,3 +563,16 @@ func TestSwitchingLoadBalancingOffLeavesPlainRecordsAndNothingOfOurs(t *testing.
 	assert.Equal(t, 0, ps.writes())
 	assert.Equal(t, calls, e.srv.WriteCalls(), "later passes make no Load Balancing request")
 }
+
+func TestPlainRecordsSyncWithATokenThatCannotSeeLoadBalancing(t *testing.T) {
+	e := newEnv(t, Options{OwnerID: ownerID, LoadBalancing: model.LoadBalancingOff})
+	e.srv.Inject(cffake.Fault{Path: "/load_balancers", Status: http.StatusForbidden})
+	ps := e.pass(t, []providers.ServiceView{weighted("app.example.com.", up("10.0.0.1", "eu", 100))})
+	assert.Empty(t, ps.failed())
+	assert.Contains(t, e.contents(), "app.example.com A 10.0.0.1 60", "the plain records are written")
+	e.srv.ClearFaults()
+	before := e.srv.Calls("GET", "/zones/{zone}/load_balancers")
+	require.Positive(t, before, "the first pass looked")
+	e.pass(t, []providers.ServiceView{weighted("app.example.com.", up("10.0.0.1", "eu", 100))})
+	assert.Equal(t, before, e.srv.Calls("GET", "/zones/{zone}/load_balancers"), "a refusal is final: no second look")
+}

@@ -112,10 +112,20 @@ func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []prov
 		})
 	}
 	switch {
-	case cleanup && notEntitled(err):
-		p.mu.Lock()
-		p.lbCleaned[zone] = true // no Load Balancing: nothing of ours can be left
-		p.mu.Unlock()
+	case cleanup && err != nil:
+		// The look for leftovers never fails a plain-records sync. An
+		// account without Load Balancing has nothing of ours; a token
+		// without the Load Balancing permissions cannot see (nor have
+		// made) any: both are final. An outage is tried on the next pass.
+		var ae *APIError
+		if notEntitled(err) || (errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusTooManyRequests) {
+			p.mu.Lock()
+			p.lbCleaned[zone] = true
+			p.mu.Unlock()
+			p.log.Info("cloudflare: no load balancing objects to look for leftovers in", "zone", zone, "reason", err)
+		} else {
+			p.log.Warn("cloudflare: could not look for leftover load balancers; trying again on the next sync", "zone", zone, "err", err)
+		}
 		return res, nil
 	case notEntitled(err):
 		return p.unentitled(zone, err)
