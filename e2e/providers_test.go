@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -161,16 +160,7 @@ func TestProvidersFollowAFailover(t *testing.T) {
 	assert.Contains(t, metrics, `meridian_provider_syncs_total{provider="route53",result="success",zone="example.com."}`)
 
 	// The status page lists both zones with their last sync.
-	resp, err := http.Get(m.http + "/v1/overview")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var ov struct {
-		Providers []struct {
-			Provider, Zone, Error, Notice string
-			LastSync                      *time.Time `json:"last_sync"`
-		} `json:"providers"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ov))
+	ov := providersOf(t, m)
 	require.Len(t, ov.Providers, 2, "both provider zones are on the status page")
 	for _, z := range ov.Providers {
 		assert.NotNil(t, z.LastSync, "%s %s has synced", z.Provider, z.Zone)
