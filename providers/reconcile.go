@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -199,6 +200,16 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 		return res
 	}
 	defer func() { r.record(res) }()
+	defer func() {
+		// A panic on an odd provider answer ends this zone's pass, not the
+		// process: it is counted, logged and retried like any failure.
+		if p := recover(); p != nil {
+			r.Metrics.Panics.WithLabelValues(labels...).Inc()
+			res.Err = fmt.Errorf("%s zone %s: sync panicked: %v", res.Provider, z.Zone, p)
+			r.Logger.Error("provider sync panicked: recovered", "provider", res.Provider, "zone", z.Zone, "panic", p, "stack", string(debug.Stack()))
+			r.Metrics.Syncs.WithLabelValues(res.Provider, z.Zone, "failure").Inc()
+		}
+	}()
 	objects, _ := z.Provider.(ObjectSyncer)
 	if z.Mode == model.ModeDelegate {
 		objects = nil
@@ -257,7 +268,12 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 		r.Logger.Info("provider synced", "provider", res.Provider, "zone", z.Zone, "creates", len(res.Plan.Changes.Creates),
 			"updates", len(res.Plan.Changes.Updates), "deletes", len(res.Plan.Changes.Deletes), "failed", len(res.Applied.Failed), "calls", res.Applied.Calls)
 	}
-	if objects != nil {
+	if objects != nil && len(res.Applied.Failed) > 0 {
+		// A refused record change may leave a record that still refers to
+		// an object Collect would delete (real Route 53 deletes a health
+		// check a record set still uses): collect on a clean pass only.
+		r.Logger.Warn("provider objects not collected: some record changes were refused", "provider", res.Provider, "zone", z.Zone, "refused", len(res.Applied.Failed))
+	} else if objects != nil {
 		o, err := objects.CollectObjects(ctx, z.Zone, false)
 		r.objectsDone(&res, o, false)
 		if err != nil {
@@ -379,6 +395,7 @@ type ReconcileMetrics struct {
 	DecisionToApplied *prometheus.HistogramVec // meridian_provider_decision_to_applied_seconds{provider}
 	Writer            prometheus.Gauge         // meridian_provider_writer
 	ObjectChanges     *prometheus.CounterVec   // meridian_provider_object_changes_total{provider,zone,kind,result}
+	Panics            *prometheus.CounterVec   // meridian_provider_panics_total{provider,zone}
 }
 
 // NewReconcileMetrics creates the metrics and registers them on reg (nil: not registered).
@@ -401,9 +418,12 @@ func NewReconcileMetrics(reg prometheus.Registerer) *ReconcileMetrics {
 		ObjectChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "meridian_provider_object_changes_total",
 			Help: "Changes to provider objects other than records (kind: load_balancer, pool, monitor, health_check, cidr_collection) by result (applied, failed)."},
 			[]string{"provider", "zone", "kind", "result"}),
+		Panics: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "meridian_provider_panics_total",
+			Help: "Provider zone syncs that panicked (on an unexpected provider answer) and were recovered; the pass counts as failed and is retried."},
+			[]string{"provider", "zone"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Syncs, m.LastSync, m.Changes, m.Drift, m.Conflicts, m.DecisionToApplied, m.Writer, m.ObjectChanges)
+		reg.MustRegister(m.Syncs, m.LastSync, m.Changes, m.Drift, m.Conflicts, m.DecisionToApplied, m.Writer, m.ObjectChanges, m.Panics)
 	}
 	return m
 }

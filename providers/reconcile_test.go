@@ -236,6 +236,8 @@ type objectProvider struct {
 	memProvider
 	calls    []string
 	applyErr error
+	refuse   bool // Apply refuses every change (a nil error)
+	panics   bool // Apply panics
 	notice   string
 }
 
@@ -251,8 +253,19 @@ func (o *objectProvider) CollectObjects(_ context.Context, _ string, dryRun bool
 
 func (o *objectProvider) Apply(ctx context.Context, zone string, cs plan.Changes) (Result, error) {
 	o.calls = append(o.calls, "apply")
+	if o.panics {
+		var m map[string]int
+		m["odd answer"]++ // a nil map: what an unexpected provider answer can lead to
+	}
 	if o.applyErr != nil {
 		return Result{}, o.applyErr
+	}
+	if o.refuse {
+		var res Result
+		for _, r := range cs.Creates {
+			res.Failed = append(res.Failed, FailedChange{Key: r.Key(), Op: "create", Err: fmt.Errorf("refused")})
+		}
+		return res, nil
 	}
 	return o.memProvider.Apply(ctx, zone, cs)
 }
@@ -312,4 +325,39 @@ func TestDelegatedZonesHaveNoObjects(t *testing.T) {
 	res := r.Sync(context.Background(), false, false)
 	require.NoError(t, res[0].Err)
 	assert.Equal(t, []string{"apply"}, p.calls)
+}
+
+func TestObjectsAreNotCollectedAfterARefusedRecordChange(t *testing.T) {
+	p := &objectProvider{memProvider: memProvider{records: map[plan.Key]plan.Record{}}, refuse: true}
+	d := desired(t)
+	r := &Reconciler{
+		Zones:  []Zone{{Provider: p, Zone: "example.com.", Mode: model.ModeDirect, Translate: simple}},
+		Owner:  "me",
+		State:  func() State { return State{Desired: d} },
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	res := r.Sync(context.Background(), false, false)
+	require.NoError(t, res[0].Err)
+	require.NotEmpty(t, res[0].Applied.Failed)
+	assert.Equal(t, []string{"prepare dry=false views=1", "apply"}, p.calls, "a refused record may still refer to an object Collect would delete")
+}
+
+func TestAPanickingProviderFailsTheZoneNotTheProcess(t *testing.T) {
+	p := &objectProvider{memProvider: memProvider{records: map[plan.Key]plan.Record{}}, panics: true}
+	d := desired(t)
+	r := &Reconciler{
+		Zones:  []Zone{{Provider: p, Zone: "example.com.", Mode: model.ModeDirect, Translate: simple}},
+		Owner:  "me",
+		State:  func() State { return State{Desired: d} },
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	res := r.Sync(context.Background(), false, false)
+	require.Error(t, res[0].Err)
+	assert.Contains(t, res[0].Err.Error(), "sync panicked")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.Metrics.Panics.WithLabelValues("mem", "example.com.")))
+	assert.Contains(t, r.Status()[0].Error, "panicked", "the status page shows it")
+
+	p.panics = false
+	res = r.Sync(context.Background(), false, false)
+	require.NoError(t, res[0].Err, "the next pass works")
 }

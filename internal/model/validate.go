@@ -84,8 +84,13 @@ func (v *validator) checkOneOf(path, value string, allowed []string) {
 }
 
 func (v *validator) checkCountry(path, c string) {
-	if len(c) != 2 || strings.ToUpper(c) != c || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z' {
+	switch {
+	case len(c) != 2 || strings.ToUpper(c) != c || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z':
 		v.add(path, "%q is not an ISO 3166-1 alpha-2 country code (two upper-case letters, e.g. DE)", c)
+	case countryHints[c] != "":
+		v.add(path, "%q is not an ISO 3166-1 alpha-2 country code: did you mean %s?", c, countryHints[c])
+	case !IsCountry(c):
+		v.add(path, "%q is not an ISO 3166-1 alpha-2 country code in use (e.g. DE, US, JP; continents go under continents)", c)
 	}
 }
 

@@ -356,22 +356,33 @@ var nonPublic = func() []netip.Prefix {
 	return out
 }()
 
-// backstopAddresses refuses what Route 53 would refuse at sync time: a
-// backstop health check on an endpoint address its checkers cannot reach
-// (private, loopback, documentation, ...). A zone with an endpoint override
-// (a fake, a proxy) leaves the rule to that endpoint. Endpoints from
-// Kubernetes are checked by the adapter, which reports the refusal.
+// backstopAddresses refuses what would fail at sync time or never pass: a
+// backstop check (Route 53 health check, Cloudflare monitor) on an endpoint
+// address the cloud's checkers cannot reach (private, loopback,
+// documentation, ...). Route 53 refuses to create such a check; a
+// Cloudflare monitor would fail for ever and, since a failing cloud check
+// wins (ADR 0011), take the pool out. A zone with an endpoint override (a
+// fake, a proxy) leaves the rule to that endpoint. Endpoints from
+// Kubernetes are checked by the adapters, which report the refusal.
 func (v *validator) backstopAddresses(d *Desired) {
-	for zi, z := range d.Providers.Route53 {
-		if z.HealthChecks != HealthChecksBackstop || z.Endpoint != "" {
-			continue
+	type zone struct{ path, apex, cloud string }
+	var zones []zone
+	for i, z := range d.Providers.Route53 {
+		if z.HealthChecks == HealthChecksBackstop && z.Endpoint == "" {
+			zones = append(zones, zone{fmt.Sprintf("providers.route53[%d]", i), CanonicalName(z.Zone), "Route 53 health checkers"})
 		}
-		apex := CanonicalName(z.Zone)
+	}
+	for i, z := range d.Providers.Cloudflare {
+		if z.HealthChecks == HealthChecksBackstop && z.Endpoint == "" {
+			zones = append(zones, zone{fmt.Sprintf("providers.cloudflare[%d]", i), CanonicalName(z.Zone), "Cloudflare monitors"})
+		}
+	}
+	for _, z := range zones {
 		for si, s := range d.Services {
 			if s.HealthCheck == nil || (s.HealthCheck.Kind != "http" && s.HealthCheck.Kind != "https" && s.HealthCheck.Kind != "tcp") {
 				continue
 			}
-			if name := CanonicalName(s.Name); name != apex && !strings.HasSuffix(name, "."+apex) {
+			if name := CanonicalName(s.Name); name != z.apex && !strings.HasSuffix(name, "."+z.apex) {
 				continue
 			}
 			for ei, e := range s.Endpoints {
@@ -382,7 +393,7 @@ func (v *validator) backstopAddresses(d *Desired) {
 				for _, p := range nonPublic {
 					if p.Contains(a.Unmap()) || p.Contains(a) {
 						v.add(fmt.Sprintf("services[%d].endpoints[%d].address", si, ei),
-							"%s is in %s, which Route 53 health checkers cannot reach: providers.route53[%d].health_checks: backstop needs public endpoint addresses (or set it to off for this zone)", e.Address, p, zi)
+							"%s is in %s, which %s cannot reach: %s.health_checks: backstop needs public endpoint addresses (or set it to off for this zone)", e.Address, p, z.cloud, z.path)
 						break
 					}
 				}

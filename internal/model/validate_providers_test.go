@@ -141,16 +141,19 @@ func requireFieldError(t *testing.T, err error, path, msg string) {
 
 func TestRoute53BackstopNeedsAddressesItsCheckersCanReach(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		address  string
-		kind     string
-		endpoint string
-		path     string
-		message  string
+		name       string
+		address    string
+		kind       string
+		endpoint   string
+		cloudflare bool
+		path       string
+		message    string
 	}{
 		{name: "a public address is accepted", address: "93.184.216.34", kind: "http"},
 		{name: "a documentation address is refused naming the endpoint and the zone's setting", address: "2001:db8::1", kind: "http",
 			path: "services[0].endpoints[0].address", message: "2001:db8::1 is in 2001:db8::/32, which Route 53 health checkers cannot reach: providers.route53[0].health_checks: backstop needs public endpoint addresses"},
+		{name: "Cloudflare backstop monitors cannot reach a private address either", address: "192.168.1.10", kind: "https", cloudflare: true,
+			path: "services[0].endpoints[0].address", message: "192.168.1.10 is in 192.168.0.0/16, which Cloudflare monitors cannot reach: providers.cloudflare[0].health_checks: backstop"},
 		{name: "a private address is refused", address: "10.1.2.3", kind: "tcp",
 			path: "services[0].endpoints[0].address", message: "10.1.2.3 is in 10.0.0.0/8"},
 		{name: "a service without a check has no backstop to refuse", address: "10.1.2.3", kind: ""},
@@ -164,8 +167,34 @@ func TestRoute53BackstopNeedsAddressesItsCheckersCanReach(t *testing.T) {
 				d.Services[0].HealthCheck = &Check{Kind: tc.kind, Port: 80}
 			}
 			d.Providers.OwnerID = "meridian-test"
-			d.Providers.Route53 = []Route53Zone{{Zone: "example.test", HealthChecks: HealthChecksBackstop, Endpoint: tc.endpoint}}
+			if tc.cloudflare {
+				d.Providers.Cloudflare = []CloudflareZone{{Zone: "example.test", LoadBalancing: LoadBalancingRequired, HealthChecks: HealthChecksBackstop, Endpoint: tc.endpoint}}
+			} else {
+				d.Providers.Route53 = []Route53Zone{{Zone: "example.test", HealthChecks: HealthChecksBackstop, Endpoint: tc.endpoint}}
+			}
 			requireFieldError(t, Validate(d), tc.path, tc.message)
+		})
+	}
+}
+
+func TestCountryCodesAreCheckedAgainstTheCodesInUse(t *testing.T) {
+	for _, tc := range []struct {
+		name, code, message string
+	}{
+		{name: "a code in use is accepted", code: "DE"},
+		{name: "Kosovo's XK, used by GeoIP and the clouds, is accepted", code: "XK"},
+		{name: "UK gets a hint to GB", code: "UK", message: `"UK" is not an ISO 3166-1 alpha-2 country code: did you mean GB?`},
+		{name: "a code not in use is refused, as Route 53 and Cloudflare would", code: "ZZ", message: `"ZZ" is not an ISO 3166-1 alpha-2 country code in use`},
+		{name: "a continent code in the countries list is refused", code: "EU", message: `"EU" is not an ISO 3166-1 alpha-2 country code in use`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := minimal()
+			d.Clusters[0].Country = tc.code
+			path := ""
+			if tc.message != "" {
+				path = "clusters[0].country"
+			}
+			requireFieldError(t, Validate(d), path, tc.message)
 		})
 	}
 }
