@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,7 +144,11 @@ func (p *Provider) readCollection(ctx context.Context, c *cidrState) (bool, erro
 			return false, fmt.Errorf("list CIDR blocks of %s: %w", c.id, err)
 		}
 		for _, b := range out.CidrBlocks {
-			c.live[aws.ToString(b.CidrBlock)] = aws.ToString(b.LocationName)
+			block := aws.ToString(b.CidrBlock)
+			if pfx, err := netip.ParsePrefix(block); err == nil {
+				block = pfx.Masked().String() // as the wanted blocks are written, whatever AWS's spelling
+			}
+			c.live[block] = aws.ToString(b.LocationName)
 		}
 		if aws.ToString(out.NextToken) == "" {
 			break
