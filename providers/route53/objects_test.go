@@ -306,9 +306,21 @@ func TestMeridianAndRoute53Disagree(t *testing.T) {
 	e.pass(t, []providers.ServiceView{w, f})
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for range 200 {
-		require.Equal(t, []string{"198.51.99.2"}, e.resolve(t, "app.example.com.", "A", route53fake.Client{}, rnd), "Meridian's down stays out (weight 0)")
+		require.Equal(t, []string{"198.51.99.2"}, e.resolve(t, "app.example.com.", "A", route53fake.Client{}, rnd), "Meridian's down stays out")
 	}
 	assert.Equal(t, []string{"198.51.99.22"}, e.resolve(t, "api.example.com.", "A", route53fake.Client{}, nil), "and out of PRIMARY")
+	// Then the check of the endpoint Meridian has up fails: Route 53 falls
+	// open over what Meridian left in, never onto what it took out.
+	e.setHealth(t, "198.51.99.2", false)
+	e.setHealth(t, "198.51.99.22", false)
+	e.setHealth(t, "198.51.99.23", false)
+	for range 200 {
+		require.Equal(t, []string{"198.51.99.2"}, e.resolve(t, "app.example.com.", "A", route53fake.Client{}, rnd), "the decided-down endpoint is never answered")
+		require.NotContains(t, e.resolve(t, "api.example.com.", "A", route53fake.Client{}, rnd), "198.51.99.21", "nor the decided-down PRIMARY")
+	}
+	e.setHealth(t, "198.51.99.2", true)
+	e.setHealth(t, "198.51.99.22", true)
+	e.setHealth(t, "198.51.99.23", true)
 
 	// Meridian says up, the check fails: out (ADR 0011: either one takes it out).
 	e.pass(t, []providers.ServiceView{weighted7030(httpCheck(80), "198.51.99.1", "198.51.99.2"), failover3(httpCheck(80), "198.51.99.21", "198.51.99.22", "198.51.99.23")})
