@@ -212,7 +212,8 @@ func (p *Provider) forgetCheck(c ownedCheck) {
 }
 
 // warnUnchecked logs once per service and reason why its endpoints get no
-// health check.
+// health check, and once per service whose CNAME endpoints Route 53 checks
+// with another Host than Meridian's probers do.
 func (p *Provider) warnUnchecked(zone string, views []providers.ServiceView) {
 	for _, v := range views {
 		name := canonicalName(v.Name)
@@ -220,19 +221,43 @@ func (p *Provider) warnUnchecked(zone string, views []providers.ServiceView) {
 			continue
 		}
 		_, reason := endpointCheck(v, v.Endpoints[0])
-		if reason == "" {
+		if reason != "" {
+			if p.firstWarning(name + " " + reason) {
+				p.log.Warn("route53 backstop: no health check for this service; Route 53 answers its sets while Meridian's last push stands",
+					"zone", zone, "service", name, "reason", reason)
+			}
 			continue
 		}
-		key := name + " " + reason
-		p.mu.Lock()
-		seen := p.warned[key]
-		p.warned[key] = true
-		p.mu.Unlock()
-		if !seen {
-			p.log.Warn("route53 backstop: no health check for this service; Route 53 answers its sets while Meridian's last push stands",
-				"zone", zone, "service", name, "reason", reason)
+		if host := cnameHostMismatch(v); host != "" && p.firstWarning(name+" cname host") {
+			p.log.Warn("route53 backstop: CNAME endpoints are checked with their target as Host (and SNI), not health_check.host; Route 53 may fail where Meridian's probers pass",
+				"zone", zone, "service", name, "host", host)
 		}
 	}
+}
+
+// firstWarning reports whether key is warned about for the first time.
+func (p *Provider) firstWarning(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := p.warned[key]
+	p.warned[key] = true
+	return !seen
+}
+
+// cnameHostMismatch returns the service's HTTP(S) health_check host when a
+// CNAME endpoint is checked by Route 53 with another Host (its target).
+func cnameHostMismatch(v providers.ServiceView) string {
+	c := v.HealthCheck
+	if c == nil || c.Host == "" || c.Kind != model.CheckHTTP && c.Kind != model.CheckHTTPS {
+		return ""
+	}
+	host := strings.TrimSuffix(strings.ToLower(c.Host), ".")
+	for _, e := range v.Endpoints {
+		if e.Type == "CNAME" && strings.TrimSuffix(strings.ToLower(e.Target), ".") != host {
+			return host
+		}
+	}
+	return ""
 }
 
 // errorCode is the API error code of err ("" if none).

@@ -214,6 +214,21 @@ func TestEndpointCheck(t *testing.T) {
 		{name: "no health_check, no check", e: a, reason: "no health_check"},
 		{name: "a body_contains longer than 255 characters cannot be expressed",
 			check: &model.Check{Kind: "http", Port: 80, Path: "/", BodyContains: strings.Repeat("x", 256)}, e: a, reason: "255"},
+		{name: "an expect_status accepting 401 gets no check, since Route 53 fails on it",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{"200-299", "401"}}, e: a, reason: "expect_status 401 accepts codes outside 200-399"},
+		{name: "an expect_status range reaching 404 gets no check",
+			check: &model.Check{Kind: "https", Port: 443, Path: "/", ExpectStatus: []string{"200-404"}}, e: a, reason: "outside 200-399"},
+		{name: "an expect_status accepting 100 gets no check",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{"100-299"}}, e: a, reason: "outside 200-399"},
+		{name: "an expect_status within 200-399 keeps its check",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{"200", "301-302"}, Fall: 1}, e: a,
+			want: `HTTP ip=198.51.99.1 fqdn= port=80 path=/ search="" every=30`, failN: 1},
+		{name: "the default expect_status 200-399 keeps its check",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{model.DefaultExpectStatus}, Fall: 1}, e: a,
+			want: `HTTP ip=198.51.99.1 fqdn= port=80 path=/ search="" every=30`, failN: 1},
+		{name: "expect_status does not concern tcp checks",
+			check: &model.Check{Kind: "tcp", Port: 5432, ExpectStatus: []string{"401"}, Fall: 1}, e: a,
+			want: `TCP ip=198.51.99.1 fqdn= port=5432 path= search="" every=30`, failN: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
