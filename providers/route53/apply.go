@@ -220,7 +220,7 @@ func (a *applier) submit(ctx context.Context, groups []group) error {
 		a.res.Calls++
 		sent = a.p.opts.Now()
 		out, err = a.p.api.ChangeResourceRecordSets(ctx, in)
-		return err
+		return answered(opChange, out, err)
 	})
 	if err == nil {
 		a.res.Applied += units
@@ -376,7 +376,7 @@ func (a *applier) waitInSync(ctx context.Context) bool {
 			var out *r53.GetChangeOutput
 			err := a.p.call(ctx, opGetChange, func(ctx context.Context) (err error) {
 				out, err = a.p.api.GetChange(ctx, &r53.GetChangeInput{Id: aws.String(c.id)})
-				return err
+				return answered(opGetChange, out, err)
 			})
 			if err != nil {
 				a.p.log.Warn("route53 change status unknown", "zone", a.zone, "change", c.id, "err", err)

@@ -270,9 +270,10 @@ func errorCode(err error) string {
 }
 
 // fatal reports whether err ends the pass (transient past the retries, the
-// context ended) rather than refusing one object.
+// context ended, a malformed answer) rather than refusing one object.
 func fatal(err error) bool {
-	return errors.Is(err, providers.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, providers.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, errMalformed)
 }
 
 // placeholder stands for the id of a check a dry run would create.
