@@ -12,6 +12,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/providers"
+	"github.com/meridian-gslb/meridian/providers/plan"
 	"github.com/meridian-gslb/meridian/providers/route53/route53fake"
 )
 
@@ -194,5 +195,69 @@ func TestACheckListedWithoutItsSettingsIsReplacedNotUpdated(t *testing.T) {
 		if s.Type == "A" {
 			assert.NotContains(t, before, s.HealthCheckID, "%s [%s] uses a new check", s.Name, s.SetID)
 		}
+	}
+}
+
+// refusingAPI refuses every record change, as Route 53 does a batch it
+// finds invalid.
+type refusingAPI struct{ API }
+
+func (refusingAPI) ChangeResourceRecordSets(context.Context, *r53.ChangeResourceRecordSetsInput, ...func(*r53.Options)) (*r53.ChangeResourceRecordSetsOutput, error) {
+	return nil, &types.InvalidChangeBatch{Message: aws.String("[injected refusal]")}
+}
+
+func TestACheckARecordSetStillUsesIsNeverDeleted(t *testing.T) {
+	// The fake deletes checks in use, as real Route 53 does.
+	e := newEnv(t, route53fake.Options{AllowDeleteInUse: true}, backstop)
+	views := []providers.ServiceView{
+		weighted7030(httpCheck(80), "198.51.99.1", "198.51.99.2"),
+		failover3(httpCheck(80), "198.51.99.21", "198.51.99.22", "198.51.99.23"),
+	}
+	e.pass(t, views)
+	old := map[string]bool{}
+	for _, hc := range e.ours() {
+		old[hc.ID] = true
+	}
+	require.Len(t, old, 4, "2 weighted endpoints, PRIMARY's and SECONDARY's")
+
+	// Every check changes (other port), and Route 53 refuses the record
+	// changes that would move the sets to the new ones.
+	views = []providers.ServiceView{
+		weighted7030(httpCheck(81), "198.51.99.1", "198.51.99.2"),
+		failover3(httpCheck(81), "198.51.99.21", "198.51.99.22", "198.51.99.23"),
+	}
+	orig := e.p.api
+	e.p.api = refusingAPI{orig}
+	ctx := context.Background()
+	_, err := e.p.PrepareObjects(ctx, testZone, views, false)
+	require.NoError(t, err)
+	cur, err := e.p.Records(ctx, testZone)
+	require.NoError(t, err)
+	pl := plan.Compute(plan.Input{Owner: testOwner, Desired: e.p.Desired(views, testZone), Current: cur})
+	res, err := e.p.Apply(ctx, testZone, pl.Changes)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Failed, "the record changes were refused")
+	collected, err := e.p.CollectObjects(ctx, testZone, false) // as the reconciler does after refusals
+	require.NoError(t, err)
+
+	left := map[string]bool{}
+	for _, hc := range e.fake.HealthChecks() {
+		left[hc.ID] = true
+	}
+	for _, s := range e.fake.Records(e.zoneID) {
+		if s.HealthCheckID != "" {
+			assert.True(t, left[s.HealthCheckID], "%s %s [%s] still has its check %s", s.Name, s.Type, s.SetID, s.HealthCheckID)
+		}
+	}
+	for id := range old {
+		assert.True(t, left[id], "old check %s survives while its sets use it", id)
+	}
+	assert.Equal(t, collected.Failed(), len(old), "each kept check is reported, to be tried again")
+
+	// Route 53 takes the changes again: the sets move, then the old checks go.
+	e.p.api = orig
+	e.pass(t, views)
+	for _, hc := range e.ours() {
+		assert.False(t, old[hc.ID], "old check %s deleted once no set uses it", hc.ID)
 	}
 }

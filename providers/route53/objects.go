@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
 
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -155,8 +156,13 @@ func (p *Provider) CollectObjects(ctx context.Context, zone string, dryRun bool)
 	return res, nil
 }
 
-// collectChecks deletes the owned checks not wanted (see CollectObjects).
+// collectChecks deletes the owned checks not wanted (see CollectObjects),
+// but never one a record set still uses as far as the zone's last listing
+// and the batches accepted since tell (a set whose change Route 53 refused
+// keeps its old check): real Route 53 deletes a check in use, and the set
+// would then count as unhealthy.
 func (p *Provider) collectChecks(ctx context.Context, zone string, st *zoneObjects, dryRun bool, res *providers.ObjectResult) error {
+	inUse := p.checksInUse(zone, st)
 	var doomed []ownedCheck
 	for i, c := range st.owned {
 		if keep, ok := st.byHash[c.hash]; ok && keep == i && st.wanted[c.hash] {
@@ -176,6 +182,11 @@ func (p *Provider) collectChecks(ctx context.Context, zone string, st *zoneObjec
 	left := len(doomed)
 	for _, c := range doomed {
 		ch := providers.ObjectChange{Kind: providers.KindHealthCheck, Name: c.name, Op: "delete", Detail: c.id}
+		if by, used := inUse[c.id]; used && !dryRun {
+			ch.Err = fmt.Errorf("health check %s is still used by %s: kept until that set lets go of it", c.id, by)
+			res.Changes = append(res.Changes, ch)
+			continue
+		}
 		if !dryRun {
 			err := p.call(ctx, opDeleteCheck, func(ctx context.Context) error {
 				res.Calls++
@@ -200,6 +211,30 @@ func (p *Provider) collectChecks(ctx context.Context, zone string, st *zoneObjec
 		p.mu.Unlock()
 	}
 	return nil
+}
+
+// checksInUse maps the health check ids the zone's record sets use (as
+// last listed, with the accepted batches since) to a set using each;
+// the children of a CALCULATED check in use are in use too.
+func (p *Provider) checksInUse(zone string, st *zoneObjects) map[string]string {
+	out := map[string]string{}
+	p.mu.Lock()
+	for key, s := range p.live[zone] {
+		if id := aws.ToString(s.HealthCheckId); id != "" {
+			out[id] = key.String()
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range st.owned {
+		if by, ok := out[c.id]; ok && c.cfg != nil {
+			for _, kid := range c.cfg.ChildHealthChecks {
+				if _, seen := out[kid]; !seen {
+					out[kid] = by + " (through " + c.id + ")"
+				}
+			}
+		}
+	}
+	return out
 }
 
 // forgetCheck drops a deleted check from the caches; its CallerReference
