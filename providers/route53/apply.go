@@ -220,10 +220,11 @@ func (a *applier) submit(ctx context.Context, groups []group) error {
 		a.res.Calls++
 		sent = a.p.opts.Now()
 		out, err = a.p.api.ChangeResourceRecordSets(ctx, in)
-		return err
+		return answered(opChange, out, err)
 	})
 	if err == nil {
 		a.res.Applied += units
+		a.p.noteApplied(a.zone, groups)
 		info := out.ChangeInfo
 		if info == nil || info.Status == types.ChangeStatusInsync {
 			a.p.m.Propagation.WithLabelValues(providerLabel).Observe(a.p.opts.Now().Sub(sent).Seconds())
@@ -258,6 +259,32 @@ func (a *applier) submit(ctx context.Context, groups []group) error {
 		return err
 	}
 	return a.submit(ctx, groups[mid:])
+}
+
+// noteApplied brings the zone's last listing up to date with an accepted
+// batch, so that it holds what Route 53 holds now: DELETE drops a set,
+// CREATE and UPSERT put it. CollectObjects reads it to keep the checks
+// record sets still use.
+func (p *Provider) noteApplied(zone string, groups []group) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := p.live[zone]
+	if live == nil {
+		live = map[plan.Key]types.ResourceRecordSet{}
+		p.live[zone] = live
+	}
+	for _, g := range groups {
+		for _, u := range g.units {
+			for _, c := range u.changes {
+				s := *c.ResourceRecordSet
+				if c.Action == types.ChangeActionDelete {
+					delete(live, fromSet(s).Key())
+				} else {
+					live[fromSet(s).Key()] = s
+				}
+			}
+		}
+	}
 }
 
 // refusal returns Route 53's refusal of a batch, or nil for other errors.
@@ -376,7 +403,7 @@ func (a *applier) waitInSync(ctx context.Context) bool {
 			var out *r53.GetChangeOutput
 			err := a.p.call(ctx, opGetChange, func(ctx context.Context) (err error) {
 				out, err = a.p.api.GetChange(ctx, &r53.GetChangeInput{Id: aws.String(c.id)})
-				return err
+				return answered(opGetChange, out, err)
 			})
 			if err != nil {
 				a.p.log.Warn("route53 change status unknown", "zone", a.zone, "change", c.id, "err", err)

@@ -3,6 +3,7 @@ package route53
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 
@@ -52,4 +53,23 @@ func classify(_ context.Context, err error) apicall.Verdict {
 		return apicall.Verdict{Class: apicall.Retryable}
 	}
 	return apicall.Verdict{Class: apicall.Refused}
+}
+
+// errMalformed marks a successful answer without what the adapter reads
+// from it (no body, no id): Route 53 never sends one, a proxy or a broken
+// fake might. It is an error that ends the pass, never a panic.
+var errMalformed = errors.New("malformed answer")
+
+// malformed is the error of op's answer lacking what.
+func malformed(op, what string) error {
+	return fmt.Errorf("%s: the answer has no %s: %w", op, what, errMalformed)
+}
+
+// answered is err, or, when the call of op succeeded without an answer, a
+// malformed one.
+func answered[T any](op string, out *T, err error) error {
+	if err == nil && out == nil {
+		return malformed(op, "body")
+	}
+	return err
 }

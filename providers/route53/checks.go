@@ -28,7 +28,7 @@ func (p *Provider) listChecks(ctx context.Context, zone string, st *zoneObjects)
 		var out *r53.ListHealthChecksOutput
 		err := p.call(ctx, opListChecks, func(ctx context.Context) (err error) {
 			out, err = p.api.ListHealthChecks(ctx, in)
-			return err
+			return answered(opListChecks, out, err)
 		})
 		if err != nil {
 			return fmt.Errorf("list health checks: %w", err)
@@ -37,6 +37,9 @@ func (p *Provider) listChecks(ctx context.Context, zone string, st *zoneObjects)
 			hash, gen, ok := parseRef(prefix, aws.ToString(hc.CallerReference))
 			if !ok {
 				continue
+			}
+			if aws.ToString(hc.Id) == "" {
+				return fmt.Errorf("list health checks: %w", malformed(opListChecks, "id of check "+aws.ToString(hc.CallerReference)))
 			}
 			cfg := hc.HealthCheckConfig
 			cands = append(cands, ownedCheck{id: aws.ToString(hc.Id), hash: hash, gen: gen, version: aws.ToInt64(hc.HealthCheckVersion), cfg: cfg,
@@ -63,6 +66,13 @@ func (p *Provider) listChecks(ctx context.Context, zone string, st *zoneObjects)
 			c.name = c.id
 		}
 		st.owned = append(st.owned, c)
+		if c.cfg == nil {
+			// Listed without its settings: nothing to compare or update.
+			// Not used; a new check (next generation) is made if one is
+			// needed, and this one deleted once no set uses it.
+			p.gens[c.hash] = max(p.gens[c.hash], c.gen+1)
+			continue
+		}
 		if i, ok := st.byHash[c.hash]; !ok || c.gen < st.owned[i].gen {
 			st.byHash[c.hash] = len(st.owned) - 1
 		}
@@ -88,7 +98,7 @@ func (p *Provider) readTags(ctx context.Context, cands []ownedCheck) error {
 		var out *r53.ListTagsForResourcesOutput
 		err := p.call(ctx, opListTags, func(ctx context.Context) (err error) {
 			out, err = p.api.ListTagsForResources(ctx, &r53.ListTagsForResourcesInput{ResourceType: types.TagResourceTypeHealthcheck, ResourceIds: batch})
-			return err
+			return answered(opListTags, out, err)
 		})
 		if err != nil {
 			return fmt.Errorf("read health check tags: %w", err)
@@ -147,7 +157,7 @@ func (p *Provider) ensureCheck(ctx context.Context, zone string, st *zoneObjects
 		err = p.call(ctx, opCreateCheck, func(ctx context.Context) (err error) {
 			res.Calls++
 			out, err = p.api.CreateHealthCheck(ctx, in)
-			return err
+			return answered(opCreateCheck, out, err)
 		})
 		if errorCode(err) != "HealthCheckAlreadyExists" {
 			break
@@ -168,6 +178,10 @@ func (p *Provider) ensureCheck(ctx context.Context, zone string, st *zoneObjects
 	}
 	res.Changes = append(res.Changes, ch)
 	hc := out.HealthCheck
+	if hc == nil || aws.ToString(hc.Id) == "" {
+		// Made or not, the next pass's create of the same reference tells.
+		return "", fmt.Errorf("route53 zone %s: create health check %s: %w", zone, spec.Name, malformed(opCreateCheck, "health check id"))
+	}
 	p.mu.Lock()
 	p.gens[spec.hash()] = gen + 1
 	delete(p.refused, spec.hash())
@@ -234,6 +248,10 @@ func (p *Provider) updateCheck(ctx context.Context, zone string, st *zoneObjects
 		return nil
 	}
 	cfg := spec.config()
+	live := c.cfg
+	if live == nil {
+		live = &checkConfig{}
+	}
 	in := &r53.UpdateHealthCheckInput{HealthCheckId: aws.String(c.id), HealthCheckVersion: aws.Int64(c.version),
 		Disabled: aws.Bool(false), Inverted: aws.Bool(false)}
 	if spec.Type == types.HealthCheckTypeCalculated {
@@ -242,8 +260,8 @@ func (p *Provider) updateCheck(ctx context.Context, zone string, st *zoneObjects
 		in.Port, in.FailureThreshold, in.ResourcePath, in.SearchString = cfg.Port, cfg.FailureThreshold, cfg.ResourcePath, cfg.SearchString
 		in.IPAddress, in.FullyQualifiedDomainName, in.EnableSNI = cfg.IPAddress, cfg.FullyQualifiedDomainName, cfg.EnableSNI
 		for what, unset := range map[types.ResettableElementName]bool{
-			types.ResettableElementNameResourcePath:             cfg.ResourcePath == nil && aws.ToString(c.cfg.ResourcePath) != "",
-			types.ResettableElementNameFullyQualifiedDomainName: cfg.FullyQualifiedDomainName == nil && aws.ToString(c.cfg.FullyQualifiedDomainName) != "",
+			types.ResettableElementNameResourcePath:             cfg.ResourcePath == nil && aws.ToString(live.ResourcePath) != "",
+			types.ResettableElementNameFullyQualifiedDomainName: cfg.FullyQualifiedDomainName == nil && aws.ToString(live.FullyQualifiedDomainName) != "",
 		} {
 			if unset {
 				in.ResetElements = append(in.ResetElements, what)
@@ -254,8 +272,11 @@ func (p *Provider) updateCheck(ctx context.Context, zone string, st *zoneObjects
 	err := p.call(ctx, opUpdateCheck, func(ctx context.Context) (err error) {
 		res.Calls++
 		out, err = p.api.UpdateHealthCheck(ctx, in)
-		return err
+		return answered(opUpdateCheck, out, err)
 	})
+	if err == nil && out.HealthCheck == nil {
+		err = malformed(opUpdateCheck, "health check")
+	}
 	switch {
 	case err == nil:
 		c.cfg, c.version = out.HealthCheck.HealthCheckConfig, aws.ToInt64(out.HealthCheck.HealthCheckVersion)

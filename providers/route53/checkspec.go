@@ -122,6 +122,9 @@ func endpointCheck(v providers.ServiceView, e providers.EndpointView) (spec chec
 	}
 	switch c.Kind {
 	case model.CheckHTTP, model.CheckHTTPS:
+		if reason := outsidePassing(c.ExpectStatus); reason != "" {
+			return checkSpec{}, reason
+		}
 		s.Type, s.Path, s.Search = types.HealthCheckTypeHttp, c.Path, c.BodyContains
 		if c.Kind == model.CheckHTTPS {
 			s.Type = types.HealthCheckTypeHttps
@@ -164,6 +167,32 @@ func endpointCheck(v providers.ServiceView, e providers.EndpointView) (spec chec
 	}
 	s.Name = fmt.Sprintf("meridian %s %s port %d%s", strings.ToLower(string(s.Type)), target, s.Port, s.Path)
 	return s, ""
+}
+
+// Route 53 HTTP(S) checks pass on these status codes and no others.
+const (
+	passingFrom = 200
+	passingTo   = 399
+)
+
+// outsidePassing says why a service whose expect_status accepts a code
+// Route 53's HTTP(S) checks fail on (outside 200..399: 401 for a login
+// page, 404 for a catch-all) gets no check: Route 53 would take out an
+// endpoint Meridian counts healthy, on every node's outage and while
+// Meridian runs ("" when every accepted code is in 200..399; empty
+// expect_status is the default 200-399). A check narrower than 200-399 is
+// kept: Route 53 is only more lenient there. Pure.
+func outsidePassing(expect []string) string {
+	for _, st := range expect {
+		lo, hi, ok := model.ParseStatusRange(st)
+		if !ok {
+			return fmt.Sprintf("expect_status %q is not a status code or range", st)
+		}
+		if lo < passingFrom || hi > passingTo {
+			return fmt.Sprintf("expect_status %s accepts codes outside 200-399, on which Route 53's HTTP(S) checks fail", st)
+		}
+	}
+	return ""
 }
 
 // calculatedCheck is the CALCULATED check of a record set holding several

@@ -114,13 +114,16 @@ func (p *Provider) readCollection(ctx context.Context, c *cidrState) (bool, erro
 		var out *r53.ListCidrCollectionsOutput
 		err := p.call(ctx, opListColls, func(ctx context.Context) (err error) {
 			out, err = p.api.ListCidrCollections(ctx, in)
-			return err
+			return answered(opListColls, out, err)
 		})
 		if err != nil {
 			return false, fmt.Errorf("list CIDR collections: %w", err)
 		}
 		for _, s := range out.CidrCollections {
 			if aws.ToString(s.Name) == c.name {
+				if aws.ToString(s.Id) == "" {
+					return false, malformed(opListColls, "collection id")
+				}
 				c.id, c.version = aws.ToString(s.Id), aws.ToInt64(s.Version)
 			}
 		}
@@ -138,7 +141,7 @@ func (p *Provider) readCollection(ctx context.Context, c *cidrState) (bool, erro
 		var out *r53.ListCidrBlocksOutput
 		err := p.call(ctx, opListBlocks, func(ctx context.Context) (err error) {
 			out, err = p.api.ListCidrBlocks(ctx, bin)
-			return err
+			return answered(opListBlocks, out, err)
 		})
 		if err != nil {
 			return false, fmt.Errorf("list CIDR blocks of %s: %w", c.id, err)
@@ -173,6 +176,9 @@ func (p *Provider) createCollection(ctx context.Context, zone string, c *cidrSta
 	err := p.call(ctx, opCreateColl, func(ctx context.Context) (err error) {
 		res.Calls++
 		out, err = p.api.CreateCidrCollection(ctx, in)
+		if err == nil && (out == nil || out.Collection == nil || aws.ToString(out.Collection.Id) == "") {
+			err = malformed(opCreateColl, "collection id")
+		}
 		return err
 	})
 	switch {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
 
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -155,8 +156,13 @@ func (p *Provider) CollectObjects(ctx context.Context, zone string, dryRun bool)
 	return res, nil
 }
 
-// collectChecks deletes the owned checks not wanted (see CollectObjects).
+// collectChecks deletes the owned checks not wanted (see CollectObjects),
+// but never one a record set still uses as far as the zone's last listing
+// and the batches accepted since tell (a set whose change Route 53 refused
+// keeps its old check): real Route 53 deletes a check in use, and the set
+// would then count as unhealthy.
 func (p *Provider) collectChecks(ctx context.Context, zone string, st *zoneObjects, dryRun bool, res *providers.ObjectResult) error {
+	inUse := p.checksInUse(zone, st)
 	var doomed []ownedCheck
 	for i, c := range st.owned {
 		if keep, ok := st.byHash[c.hash]; ok && keep == i && st.wanted[c.hash] {
@@ -176,6 +182,11 @@ func (p *Provider) collectChecks(ctx context.Context, zone string, st *zoneObjec
 	left := len(doomed)
 	for _, c := range doomed {
 		ch := providers.ObjectChange{Kind: providers.KindHealthCheck, Name: c.name, Op: "delete", Detail: c.id}
+		if by, used := inUse[c.id]; used && !dryRun {
+			ch.Err = fmt.Errorf("health check %s is still used by %s: kept until that set lets go of it", c.id, by)
+			res.Changes = append(res.Changes, ch)
+			continue
+		}
 		if !dryRun {
 			err := p.call(ctx, opDeleteCheck, func(ctx context.Context) error {
 				res.Calls++
@@ -202,6 +213,30 @@ func (p *Provider) collectChecks(ctx context.Context, zone string, st *zoneObjec
 	return nil
 }
 
+// checksInUse maps the health check ids the zone's record sets use (as
+// last listed, with the accepted batches since) to a set using each;
+// the children of a CALCULATED check in use are in use too.
+func (p *Provider) checksInUse(zone string, st *zoneObjects) map[string]string {
+	out := map[string]string{}
+	p.mu.Lock()
+	for key, s := range p.live[zone] {
+		if id := aws.ToString(s.HealthCheckId); id != "" {
+			out[id] = key.String()
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range st.owned {
+		if by, ok := out[c.id]; ok && c.cfg != nil {
+			for _, kid := range c.cfg.ChildHealthChecks {
+				if _, seen := out[kid]; !seen {
+					out[kid] = by + " (through " + c.id + ")"
+				}
+			}
+		}
+	}
+	return out
+}
+
 // forgetCheck drops a deleted check from the caches; its CallerReference
 // is spent, so the next create of the same spec starts past its generation.
 func (p *Provider) forgetCheck(c ownedCheck) {
@@ -212,7 +247,8 @@ func (p *Provider) forgetCheck(c ownedCheck) {
 }
 
 // warnUnchecked logs once per service and reason why its endpoints get no
-// health check.
+// health check, and once per service whose CNAME endpoints Route 53 checks
+// with another Host than Meridian's probers do.
 func (p *Provider) warnUnchecked(zone string, views []providers.ServiceView) {
 	for _, v := range views {
 		name := canonicalName(v.Name)
@@ -220,19 +256,43 @@ func (p *Provider) warnUnchecked(zone string, views []providers.ServiceView) {
 			continue
 		}
 		_, reason := endpointCheck(v, v.Endpoints[0])
-		if reason == "" {
+		if reason != "" {
+			if p.firstWarning(name + " " + reason) {
+				p.log.Warn("route53 backstop: no health check for this service; Route 53 answers its sets while Meridian's last push stands",
+					"zone", zone, "service", name, "reason", reason)
+			}
 			continue
 		}
-		key := name + " " + reason
-		p.mu.Lock()
-		seen := p.warned[key]
-		p.warned[key] = true
-		p.mu.Unlock()
-		if !seen {
-			p.log.Warn("route53 backstop: no health check for this service; Route 53 answers its sets while Meridian's last push stands",
-				"zone", zone, "service", name, "reason", reason)
+		if host := cnameHostMismatch(v); host != "" && p.firstWarning(name+" cname host") {
+			p.log.Warn("route53 backstop: CNAME endpoints are checked with their target as Host (and SNI), not health_check.host; Route 53 may fail where Meridian's probers pass",
+				"zone", zone, "service", name, "host", host)
 		}
 	}
+}
+
+// firstWarning reports whether key is warned about for the first time.
+func (p *Provider) firstWarning(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := p.warned[key]
+	p.warned[key] = true
+	return !seen
+}
+
+// cnameHostMismatch returns the service's HTTP(S) health_check host when a
+// CNAME endpoint is checked by Route 53 with another Host (its target).
+func cnameHostMismatch(v providers.ServiceView) string {
+	c := v.HealthCheck
+	if c == nil || c.Host == "" || c.Kind != model.CheckHTTP && c.Kind != model.CheckHTTPS {
+		return ""
+	}
+	host := strings.TrimSuffix(strings.ToLower(c.Host), ".")
+	for _, e := range v.Endpoints {
+		if e.Type == "CNAME" && strings.TrimSuffix(strings.ToLower(e.Target), ".") != host {
+			return host
+		}
+	}
+	return ""
 }
 
 // errorCode is the API error code of err ("" if none).
@@ -245,9 +305,10 @@ func errorCode(err error) string {
 }
 
 // fatal reports whether err ends the pass (transient past the retries, the
-// context ended) rather than refusing one object.
+// context ended, a malformed answer) rather than refusing one object.
 func fatal(err error) bool {
-	return errors.Is(err, providers.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, providers.ErrTransient) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, errMalformed)
 }
 
 // placeholder stands for the id of a check a dry run would create.

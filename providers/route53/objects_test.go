@@ -306,9 +306,21 @@ func TestMeridianAndRoute53Disagree(t *testing.T) {
 	e.pass(t, []providers.ServiceView{w, f})
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for range 200 {
-		require.Equal(t, []string{"198.51.99.2"}, e.resolve(t, "app.example.com.", "A", route53fake.Client{}, rnd), "Meridian's down stays out (weight 0)")
+		require.Equal(t, []string{"198.51.99.2"}, e.resolve(t, "app.example.com.", "A", route53fake.Client{}, rnd), "Meridian's down stays out")
 	}
 	assert.Equal(t, []string{"198.51.99.22"}, e.resolve(t, "api.example.com.", "A", route53fake.Client{}, nil), "and out of PRIMARY")
+	// Then the check of the endpoint Meridian has up fails: Route 53 falls
+	// open over what Meridian left in, never onto what it took out.
+	e.setHealth(t, "198.51.99.2", false)
+	e.setHealth(t, "198.51.99.22", false)
+	e.setHealth(t, "198.51.99.23", false)
+	for range 200 {
+		require.Equal(t, []string{"198.51.99.2"}, e.resolve(t, "app.example.com.", "A", route53fake.Client{}, rnd), "the decided-down endpoint is never answered")
+		require.NotContains(t, e.resolve(t, "api.example.com.", "A", route53fake.Client{}, rnd), "198.51.99.21", "nor the decided-down PRIMARY")
+	}
+	e.setHealth(t, "198.51.99.2", true)
+	e.setHealth(t, "198.51.99.22", true)
+	e.setHealth(t, "198.51.99.23", true)
 
 	// Meridian says up, the check fails: out (ADR 0011: either one takes it out).
 	e.pass(t, []providers.ServiceView{weighted7030(httpCheck(80), "198.51.99.1", "198.51.99.2"), failover3(httpCheck(80), "198.51.99.21", "198.51.99.22", "198.51.99.23")})
@@ -571,4 +583,32 @@ func TestDryRunPlansObjectsWithoutWriting(t *testing.T) {
 	_, err = e.p.CollectObjects(ctx, testZone, true)
 	require.NoError(t, err)
 	assert.Zero(t, e.writes())
+}
+
+func TestServicesRoute53WouldJudgeOtherwiseAreWarnedOnce(t *testing.T) {
+	e := newEnv(t, route53fake.Options{}, backstop)
+	login := &model.Check{Kind: model.CheckHTTP, Port: 80, Path: "/", ExpectStatus: []string{"200-299", "401"}, Fall: 1}
+	views := []providers.ServiceView{
+		weighted7030(login, "198.51.99.1", "198.51.99.2"),
+		{Name: "cn.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: httpCheck(80), Endpoints: []providers.EndpointView{
+			ep("a.cdn.example.net.", "CNAME", "us", 100, true), ep("b.cdn.example.net.", "CNAME", "eu", 100, true),
+		}},
+	}
+	e.pass(t, views)
+	e.pass(t, views)
+	for _, s := range e.fake.Records(e.zoneID) {
+		if s.Name == "app.example.com." && s.Type == "A" {
+			assert.Empty(t, s.HealthCheckID, "%s [%s]: Route 53 would fail on the 401 Meridian accepts", s.Name, s.SetID)
+		}
+		if s.Name == "cn.example.com." && s.Type == "CNAME" {
+			assert.NotEmpty(t, s.HealthCheckID, "%s [%s]: a CNAME endpoint keeps its check", s.Name, s.SetID)
+		}
+	}
+	for _, hc := range e.ours() {
+		assert.NotContains(t, []string{"198.51.99.1", "198.51.99.2"}, hc.Config.IPAddress)
+	}
+	logs := e.logs.String()
+	assert.Equal(t, 1, strings.Count(logs, "accepts codes outside 200-399"), "the expect_status warning, once")
+	assert.Equal(t, 1, strings.Count(logs, "not health_check.host"), "the CNAME Host warning, once")
+	assert.Contains(t, logs, "service=cn.example.com.")
 }

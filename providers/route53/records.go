@@ -29,7 +29,7 @@ func (p *Provider) Records(ctx context.Context, zone string) ([]plan.Record, err
 		var page *r53.ListResourceRecordSetsOutput
 		err := p.call(ctx, opList, func(ctx context.Context) (err error) {
 			page, err = p.api.ListResourceRecordSets(ctx, in)
-			return err
+			return answered(opList, page, err)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("route53 zone %s: list records: %w", zone, err)

@@ -194,7 +194,7 @@ func (p *Provider) zoneID(ctx context.Context, zone string) (string, error) {
 		var out *r53.ListHostedZonesByNameOutput
 		err := p.call(ctx, opListZones, func(ctx context.Context) (err error) {
 			out, err = p.api.ListHostedZonesByName(ctx, in)
-			return err
+			return answered(opListZones, out, err)
 		})
 		if err != nil {
 			return "", fmt.Errorf("route53 zone %s: find hosted zone: %w", zone, err)
@@ -203,6 +203,9 @@ func (p *Provider) zoneID(ctx context.Context, zone string) (string, error) {
 		for _, hz := range out.HostedZones {
 			last = canonicalName(aws.ToString(hz.Name))
 			if last == zone {
+				if aws.ToString(hz.Id) == "" {
+					return "", fmt.Errorf("route53 zone %s: find hosted zone: %w", zone, malformed(opListZones, "hosted zone id"))
+				}
 				ids = append(ids, hostedZoneID(aws.ToString(hz.Id)))
 			}
 		}

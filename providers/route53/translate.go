@@ -199,21 +199,43 @@ func (t typed) targets(keep func(providers.EndpointView) bool) []string {
 // weighted is one weighted set per endpoint, SetIdentifier
 // "<cluster>/<target>", Weight the Effective weight scaled to 0..255.
 //
-// An endpoint that is failed over (Effective 0) keeps its set with weight 0
-// instead of losing it: Route 53 answers a weight-0 member only when every
-// member is 0, which is exactly Meridian's fail-open; bringing it back is
-// one UPSERT of its weight, not a CREATE after a DELETE; and the name never
-// churns between weighted and empty.
+// Without backstop checks, an endpoint that is failed over (Effective 0)
+// keeps its set with weight 0 instead of losing it: Route 53 answers a
+// weight-0 member only when every member is 0, which is exactly Meridian's
+// fail-open; bringing it back is one UPSERT of its weight, not a CREATE
+// after a DELETE; and the name never churns between weighted and empty.
+//
+// With backstop checks, Route 53 also answers weight-0 members when every
+// non-zero member's check fails: a weight-0 set of an endpoint Meridian
+// decided down or drained would then get all the traffic (ADR 0011: what
+// Meridian took out stays out). Such an endpoint loses its set, unless
+// Meridian fails open for the type (it then carries its weight) or no
+// endpoint of the type is left at all (a name is never emptied). Available
+// weight-0 standbys keep their weight-0 set: Route 53 answering them once
+// every weighted one fails is what a standby is for.
 func (t typed) weighted() []plan.Record {
 	eff := make([]int, len(t.idx))
 	for j, i := range t.idx {
 		eff[j] = t.v.Endpoints[i].Effective
 	}
 	weights := scaleWeights(eff)
+	keep := func(providers.EndpointView) bool { return true }
+	if t.tr.objs.Checks != nil {
+		in := func(e providers.EndpointView) bool { return e.Available || e.Effective > 0 }
+		for _, i := range t.idx {
+			if in(t.v.Endpoints[i]) {
+				keep = in
+				break
+			}
+		}
+	}
 	var out []plan.Record
 	seen := map[string]bool{}
 	for j, i := range t.idx {
 		e := t.v.Endpoints[i]
+		if !keep(e) {
+			continue // decided down or drained, with backstop checks: out
+		}
 		id := e.Cluster + "/" + e.Target
 		if seen[id] {
 			continue // the same target twice in a cluster: the first one stands

@@ -48,13 +48,50 @@ func TestTranslateWithObjects(t *testing.T) {
 		want []string
 	}{
 		{
-			name: "weighted A sets carry their endpoint's check",
+			name: "weighted A sets carry their endpoint's check, an available standby at weight 0 too",
 			view: providers.ServiceView{Name: "app.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: check, Endpoints: []providers.EndpointView{
-				ep("198.51.99.1", "A", "us", 700, true), ep("198.51.99.2", "A", "eu", 0, false),
+				ep("198.51.99.1", "A", "us", 700, true), ep("198.51.99.2", "A", "eu", 0, true),
 			}},
 			want: []string{
 				"app.example.com. 30 A 198.51.99.2 set=eu/198.51.99.2 weight=0 health-check=hc-198.51.99.2",
 				"app.example.com. 30 A 198.51.99.1 set=us/198.51.99.1 weight=255 health-check=hc-198.51.99.1",
+			},
+		},
+		{
+			name: "with checks an endpoint Meridian decided down or drained loses its weighted set, so Route 53 cannot fall back to it",
+			view: providers.ServiceView{Name: "app.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: check, Endpoints: []providers.EndpointView{
+				ep("198.51.99.1", "A", "us", 700, true), ep("198.51.99.2", "A", "eu", 0, false), ep("198.51.99.3", "A", "ap", 0, false),
+			}},
+			want: []string{"app.example.com. 30 A 198.51.99.1 set=us/198.51.99.1 weight=255 health-check=hc-198.51.99.1"},
+		},
+		{
+			name: "with checks and Meridian failing open every non-drained endpoint keeps its weighted set and the drained one is out",
+			view: providers.ServiceView{Name: "app.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: check, FailOpen: true, Endpoints: []providers.EndpointView{
+				ep("198.51.99.1", "A", "us", 700, false), ep("198.51.99.2", "A", "eu", 300, false), ep("198.51.99.3", "A", "ap", 0, false),
+			}},
+			want: []string{
+				"app.example.com. 30 A 198.51.99.2 set=eu/198.51.99.2 weight=109 health-check=hc-198.51.99.2",
+				"app.example.com. 30 A 198.51.99.1 set=us/198.51.99.1 weight=255 health-check=hc-198.51.99.1",
+			},
+		},
+		{
+			name: "with checks and every endpoint drained the weighted sets stay at weight 0 rather than emptying the name",
+			view: providers.ServiceView{Name: "app.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: check, FailOpen: true, Endpoints: []providers.EndpointView{
+				ep("198.51.99.1", "A", "us", 0, false), ep("198.51.99.2", "A", "eu", 0, false),
+			}},
+			want: []string{
+				"app.example.com. 30 A 198.51.99.2 set=eu/198.51.99.2 weight=0 health-check=hc-198.51.99.2",
+				"app.example.com. 30 A 198.51.99.1 set=us/198.51.99.1 weight=0 health-check=hc-198.51.99.1",
+			},
+		},
+		{
+			name: "the fail-open of one address family keeps only that family's decided-down sets",
+			view: providers.ServiceView{Name: "app.example.com.", Strategy: model.StrategyWeighted, TTL: 30, HealthCheck: check, FailOpen: true, Endpoints: []providers.EndpointView{
+				ep("198.51.99.1", "A", "us", 100, true), ep("198.51.99.2", "A", "eu", 0, false), ep("2001:db7::1", "AAAA", "us", 100, false),
+			}},
+			want: []string{
+				"app.example.com. 30 A 198.51.99.1 set=us/198.51.99.1 weight=255 health-check=hc-198.51.99.1",
+				"app.example.com. 30 AAAA 2001:db7::1 set=us/2001:db7::1 weight=255 health-check=hc-2001:db7::1",
 			},
 		},
 		{
@@ -177,6 +214,21 @@ func TestEndpointCheck(t *testing.T) {
 		{name: "no health_check, no check", e: a, reason: "no health_check"},
 		{name: "a body_contains longer than 255 characters cannot be expressed",
 			check: &model.Check{Kind: "http", Port: 80, Path: "/", BodyContains: strings.Repeat("x", 256)}, e: a, reason: "255"},
+		{name: "an expect_status accepting 401 gets no check, since Route 53 fails on it",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{"200-299", "401"}}, e: a, reason: "expect_status 401 accepts codes outside 200-399"},
+		{name: "an expect_status range reaching 404 gets no check",
+			check: &model.Check{Kind: "https", Port: 443, Path: "/", ExpectStatus: []string{"200-404"}}, e: a, reason: "outside 200-399"},
+		{name: "an expect_status accepting 100 gets no check",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{"100-299"}}, e: a, reason: "outside 200-399"},
+		{name: "an expect_status within 200-399 keeps its check",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{"200", "301-302"}, Fall: 1}, e: a,
+			want: `HTTP ip=198.51.99.1 fqdn= port=80 path=/ search="" every=30`, failN: 1},
+		{name: "the default expect_status 200-399 keeps its check",
+			check: &model.Check{Kind: "http", Port: 80, Path: "/", ExpectStatus: []string{model.DefaultExpectStatus}, Fall: 1}, e: a,
+			want: `HTTP ip=198.51.99.1 fqdn= port=80 path=/ search="" every=30`, failN: 1},
+		{name: "expect_status does not concern tcp checks",
+			check: &model.Check{Kind: "tcp", Port: 5432, ExpectStatus: []string{"401"}, Fall: 1}, e: a,
+			want: `TCP ip=198.51.99.1 fqdn= port=5432 path= search="" every=30`, failN: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,5 +313,44 @@ func TestPlaceClusters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, placeClusters(v, tc.at)) })
+	}
+}
+
+func TestWithChecksNoRoutingSetCarriesAnEndpointMeridianDecidedDown(t *testing.T) {
+	check := &model.Check{Kind: model.CheckHTTP, Port: 80, Path: "/", Interval: model.Duration(5 * time.Second), Fall: 3}
+	down := ep("198.51.99.1", "A", "eu", 0, false)
+	geo := &model.GeoPolicy{Rules: []model.GeoRule{{Continents: []string{"EU"}, Clusters: []string{"eu"}}}, Default: []string{"us"}}
+	endpoints := []providers.EndpointView{
+		tagged(down, "DE", "EU", "eu-central"),
+		tagged(ep("198.51.99.2", "A", "us", 100, true), "US", "NA", "us-east"),
+		tagged(ep("198.51.99.3", "A", "ap", 100, true), "JP", "AS", "ap-northeast"),
+	}
+	cases := []struct {
+		name string
+		view providers.ServiceView
+		objs Objects
+	}{
+		{name: "weighted", view: providers.ServiceView{Strategy: model.StrategyWeighted}},
+		{name: "failover with the decided-down endpoint first", view: providers.ServiceView{Strategy: model.StrategyFailover, Failover: [][]int{{0}, {1}, {2}}}},
+		{name: "failover with the decided-down endpoint sharing a group", view: providers.ServiceView{Strategy: model.StrategyFailover, Failover: [][]int{{0, 1}, {2}}}},
+		{name: "geolocation with a rule and a tag naming its cluster", view: providers.ServiceView{Strategy: model.StrategyGeo, Geo: geo}},
+		{name: "IP-based with a network placed on its continent", view: providers.ServiceView{Strategy: model.StrategyGeo, Geo: geo,
+			Networks: []model.GeoNetwork{{CIDR: "203.0.113.0/24", Country: "DE", Continent: "EU"}}},
+			objs: Objects{ZoneID: "Z1", CIDR: &CIDRObjects{CollectionID: "c-1", Locations: map[string]bool{"DE_EU": true}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.view
+			v.Name, v.TTL, v.HealthCheck, v.Endpoints = "app.example.com.", 30, check, endpoints
+			views := []providers.ServiceView{v}
+			recs := TranslateWith(views, testZone, idsFor(views, tc.objs))
+			require.NotEmpty(t, recs)
+			for _, r := range recs {
+				assert.NotContains(t, r.Values, down.Target, "%s", r)
+				if r.SetID != "" && r.Alias == nil {
+					assert.NotEmpty(t, r.HealthCheckID, "%s carries a check", r)
+				}
+			}
+		})
 	}
 }
