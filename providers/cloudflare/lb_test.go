@@ -129,6 +129,26 @@ func TestLoadBalancingKeepsAWeightedSplit(t *testing.T) {
 	assert.Equal(t, 0, e.srv.Calls(http.MethodGet, "/zones/{zone}")-1, "the account is looked up once")
 }
 
+func TestLoadBalancingAnswersAPromotedStandby(t *testing.T) {
+	w := func(n int) *int { return &n }
+	d := &model.Desired{
+		Clusters: []model.Cluster{{Name: "a", Region: "eu"}, {Name: "b", Region: "us"}},
+		Services: []model.Service{{Name: "app.example.com.", Strategy: model.StrategyWeighted, TTL: 60, Endpoints: []model.Endpoint{
+			{Address: "10.0.0.1", Cluster: "a", Weight: w(70), State: model.StateDown},
+			{Address: "10.0.0.2", Cluster: "a", Weight: w(0)},
+			{Address: "10.0.1.1", Cluster: "b", Weight: w(30), State: model.StateDown},
+		}}},
+	}
+	views := providers.Services(d, nil)
+	require.Equal(t, 1, views[0].Endpoints[1].Effective, "precondition: Meridian answers the standby, every weighted endpoint being down")
+	require.False(t, views[0].FailOpen)
+
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{})
+	require.Empty(t, e.pass(t, views).failed())
+	got := e.shares(t, "app.example.com", cffake.Client{Country: "DE"}, 500)
+	assert.Equal(t, map[string]float64{"10.0.0.2": 1}, got, "Cloudflare answers the standby Meridian answers")
+}
+
 // poolOf is the name of the pool of cluster in the fake ("" when none).
 func (e *env) poolOf(cluster string) string {
 	for _, p := range e.srv.Pools() {

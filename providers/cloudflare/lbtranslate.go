@@ -123,21 +123,9 @@ func translateService(v providers.ServiceView, zone string, o LBOptions) (LBSpec
 			MinimumOrigins: 1,
 			Monitor:        monitorKey,
 		}
-		maxW := 0
-		for _, i := range u.endpoints {
-			maxW = max(maxW, v.Endpoints[i].Weight)
-		}
-		for _, i := range u.endpoints {
-			e := v.Endpoints[i]
-			org := Origin{Name: e.Target, Address: originAddress(e), Enabled: e.Available || e.Effective > 0}
-			switch {
-			case maxW == 0: // a pool of standbys: evenly
-				org.Weight = 1
-			case e.Weight > 0:
-				org.Weight = max(round2(float64(e.Weight)/float64(maxW)), 0.01)
-			}
-			p.Enabled = p.Enabled || org.Enabled
-			p.Origins = append(p.Origins, org)
+		p.Origins = originsOf(v, u.endpoints)
+		for _, o := range p.Origins {
+			p.Enabled = p.Enabled || o.Enabled
 		}
 		names[u.key] = p.Name
 		spec.Pools = append(spec.Pools, p)
@@ -194,6 +182,37 @@ func translateService(v providers.ServiceView, zone string, o LBOptions) (LBSpec
 	lb.FallbackPool = lb.DefaultPools[len(lb.DefaultPools)-1]
 	spec.LoadBalancer = lb
 	return spec, warnings
+}
+
+// originsOf makes the origins of a pool. An origin weighs the endpoint's
+// effective weight (what it should carry now: a standby promoted because
+// every weighted endpoint is out carries 1) over the largest of the pool's
+// enabled origins, since Cloudflare sends nothing to an origin of weight 0.
+// When every enabled origin would weigh 0 (standbys not promoted, in a
+// pool of their own, whose pool weight is 0), they weigh 1 each, so the
+// pool can answer when steering falls back to it; disabled origins weigh 0.
+func originsOf(v providers.ServiceView, endpoints []int) []Origin {
+	out := make([]Origin, 0, len(endpoints))
+	maxW := 0
+	for _, i := range endpoints {
+		e := v.Endpoints[i]
+		o := Origin{Name: e.Target, Address: originAddress(e), Enabled: e.Available || e.Effective > 0}
+		if o.Enabled {
+			maxW = max(maxW, e.Effective)
+		}
+		out = append(out, o)
+	}
+	for j, i := range endpoints {
+		e, o := v.Endpoints[i], &out[j]
+		switch {
+		case !o.Enabled:
+		case maxW == 0:
+			o.Weight = 1
+		case e.Effective > 0:
+			o.Weight = max(round2(float64(e.Effective)/float64(maxW)), 0.01)
+		}
+	}
+	return out
 }
 
 // poolUnits groups the endpoints into pools: one per cluster, in the order

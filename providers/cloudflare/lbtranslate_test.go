@@ -82,6 +82,7 @@ func viewOf(t *testing.T, sp LBSpec) lbView {
 func TestTranslateLB(t *testing.T) {
 	down := func(e providers.EndpointView) providers.EndpointView { e.Available, e.Effective = false, 0; return e }
 	standby := func(e providers.EndpointView) providers.EndpointView { e.Weight, e.Effective = 0, 0; return e }
+	promoted := func(e providers.EndpointView) providers.EndpointView { e.Weight, e.Effective = 0, 1; return e }
 	tagged := func(e providers.EndpointView, country, continent string) providers.EndpointView {
 		e.Country, e.Continent = country, continent
 		return e
@@ -129,8 +130,37 @@ func TestTranslateLB(t *testing.T) {
 			want: lbView{steering: "random", defaults: []string{"eu", "us"}, fallback: "us", ttl: 60,
 				weights: map[string]float64{"eu": 1, "us": 0},
 				pools: map[string]poolView{
-					"eu": {true, []string{"10.0.0.1 1", "10.0.0.2 1 off"}},
-					"us": {false, []string{"10.0.1.1 1 off"}},
+					"eu": {true, []string{"10.0.0.1 1", "10.0.0.2 0 off"}},
+					"us": {false, []string{"10.0.1.1 0 off"}},
+				}},
+		},
+		{
+			name: "a standby promoted because every weighted endpoint is down carries its pool's traffic",
+			view: weighted("app.example.com.", down(up("10.0.0.1", "a", 70)), promoted(up("10.0.0.2", "a", 0)), down(up("10.0.1.1", "b", 30))),
+			want: lbView{steering: "random", defaults: []string{"a", "b"}, fallback: "b", ttl: 60,
+				weights: map[string]float64{"a": 1, "b": 0},
+				pools: map[string]poolView{
+					"a": {true, []string{"10.0.0.1 0 off", "10.0.0.2 1"}},
+					"b": {false, []string{"10.0.1.1 0 off"}},
+				}},
+		},
+		{
+			name: "a standby beside a weighted endpoint that is up weighs 0 until it is promoted",
+			view: weighted("app.example.com.", up("10.0.0.1", "a", 70), standby(up("10.0.0.2", "a", 0)), up("10.0.1.1", "b", 30)),
+			want: lbView{steering: "random", defaults: []string{"a", "b"}, fallback: "b", ttl: 60,
+				weights: map[string]float64{"a": 0.7, "b": 0.3},
+				pools: map[string]poolView{
+					"a": {true, []string{"10.0.0.1 1", "10.0.0.2 0"}},
+					"b": {true, []string{"10.0.1.1 1"}},
+				}},
+		},
+		{
+			name: "origin weights follow the effective weights of the enabled origins, not the configured ones",
+			view: weighted("app.example.com.", down(up("10.0.0.1", "eu", 100)), up("10.0.0.2", "eu", 50), up("10.0.0.3", "eu", 25)),
+			want: lbView{steering: "random", defaults: []string{"eu"}, fallback: "eu", ttl: 60,
+				weights: map[string]float64{"eu": 1},
+				pools: map[string]poolView{
+					"eu": {true, []string{"10.0.0.1 0 off", "10.0.0.2 1", "10.0.0.3 0.5"}},
 				}},
 		},
 		{
@@ -148,7 +178,7 @@ func TestTranslateLB(t *testing.T) {
 				weights: map[string]float64{"eu": 0.7, "us": 0.3},
 				pools: map[string]poolView{
 					"eu": {true, []string{"10.0.0.1 1"}},
-					"us": {true, []string{"10.0.1.1 1", "10.0.1.2 1 off"}},
+					"us": {true, []string{"10.0.1.1 1", "10.0.1.2 0 off"}},
 				}},
 		},
 		{
