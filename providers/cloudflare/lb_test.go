@@ -596,3 +596,31 @@ func TestPlainRecordsSyncWithATokenThatCannotSeeLoadBalancing(t *testing.T) {
 	e.pass(t, []providers.ServiceView{weighted("app.example.com.", up("10.0.0.1", "eu", 100))})
 	assert.Equal(t, before, e.srv.Calls("GET", "/zones/{zone}/load_balancers"), "a refusal is final: no second look")
 }
+
+func TestABackstopMonitorPassesTheRedirectMeridianAccepts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/login", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/login", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	b := &backend{addr: "127.0.0.1", ln: ln, done: make(chan struct{}), srv: &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}}
+	go func() { defer close(b.done); _ = b.srv.Serve(ln) }()
+	t.Cleanup(b.stop)
+
+	for _, expect := range [][]string{{"301"}, {"300-399"}} {
+		t.Run(strings.Join(expect, ","), func(t *testing.T) {
+			v := checked(ln.Addr().(*net.TCPAddr).Port)
+			v.Endpoints = v.Endpoints[:1]
+			v.HealthCheck.ExpectStatus = expect
+			e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: true})
+			require.Empty(t, e.pass(t, []providers.ServiceView{v}).failed())
+			require.Len(t, e.srv.Monitors(), 1)
+			e.checkHealth(t, 2)
+			st, ok := e.srv.OriginHealth(e.poolOf("eu"), "127.0.0.1")
+			require.True(t, ok)
+			assert.True(t, st.Up, "Meridian's checker accepts the 301 without following it, so must the monitor: %s", st.LastError)
+		})
+	}
+}

@@ -387,21 +387,47 @@ func TestExpectedCodes(t *testing.T) {
 		expect []string
 		codes  string
 		follow bool
+		ok     bool
 	}{
-		{"a single code stays that code", []string{"204"}, "204", false},
-		{"a range within one class is that class", []string{"200-299"}, "2xx", false},
-		{"the default 200-399 is 2xx following redirects", []string{"200-399"}, "2xx", true},
-		{"several codes take the class of the lowest", []string{"302", "200"}, "2xx", true},
-		{"a single redirect code is kept and followed", []string{"301"}, "301", true},
-		{"nothing given is 2xx following redirects", nil, "2xx", true},
+		{"a single code stays that code", []string{"204"}, "204", false, true},
+		{"a single redirect code is kept and not followed, as Meridian's checker does not follow it", []string{"301"}, "301", false, true},
+		{"a range of one code is that code", []string{"200-200"}, "200", false, true},
+		{"a range within one class is that class, not following redirects", []string{"200-299"}, "2xx", false, true},
+		{"the 3xx class is matched on the redirect itself, not followed", []string{"300-399"}, "3xx", false, true},
+		{"a class given in pieces is that class", []string{"200-249", "250-299"}, "2xx", false, true},
+		{"the default 200-399 is 2xx following redirects", []string{"200-399"}, "2xx", true, true},
+		{"the 2xx class with some redirect codes is 2xx following redirects", []string{"200-299", "301", "302"}, "2xx", true, true},
+		{"nothing given is the default 200-399", nil, "2xx", true, true},
+		{"two codes of different classes cannot be expressed", []string{"200", "404"}, "", false, false},
+		{"two codes of one class cannot be expressed", []string{"200", "204"}, "", false, false},
+		{"a part of a class cannot be expressed", []string{"200-250"}, "", false, false},
+		{"a code with redirects but without the whole 2xx class cannot be expressed", []string{"302", "200"}, "", false, false},
+		{"2xx with 4xx cannot be expressed", []string{"200-499"}, "", false, false},
+		{"an unparsable entry cannot be expressed", []string{"2xx"}, "", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			codes, follow := expectedCodes(tt.expect)
+			codes, follow, ok := expectedCodes(tt.expect)
 			assert.Equal(t, tt.codes, codes)
 			assert.Equal(t, tt.follow, follow)
+			assert.Equal(t, tt.ok, ok)
 		})
 	}
+}
+
+func TestAnExpectStatusCloudflareCannotExpressGetsNoMonitor(t *testing.T) {
+	v := weighted("app.example.com.", up("10.0.0.1", "eu", 100), up("10.0.1.1", "us", 100))
+	v.HealthCheck = &model.Check{Kind: model.CheckHTTP, Port: 8080, Method: "GET", Path: "/healthz", ExpectStatus: []string{"200", "404"},
+		Interval: model.Duration(5 * time.Second), Timeout: model.Duration(3 * time.Second), Fall: 3, Rise: 2}
+	specs, warn := TranslateLB([]providers.ServiceView{v}, zoneName, LBOptions{Owner: ownerID, Backstop: true})
+	require.Len(t, specs, 1)
+	assert.Nil(t, specs[0].Monitor, "a monitor failing a 404 Meridian accepts would take healthy endpoints out")
+	for _, p := range specs[0].Pools {
+		assert.Empty(t, p.Monitor)
+	}
+	require.Len(t, warn, 1)
+	assert.Contains(t, warn[0], "app.example.com.")
+	assert.Contains(t, warn[0], "[200 404]")
 }
 
 func TestOwnershipMarks(t *testing.T) {
