@@ -152,6 +152,9 @@ func (a *sdkAPI) ZoneID(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", apiError(err, raw)
 	}
+	if page == nil {
+		return "", noResult("list zones named " + name)
+	}
 	for _, z := range page.Result {
 		if strings.EqualFold(z.Name, name) {
 			return z.ID, nil
@@ -169,6 +172,9 @@ func (a *sdkAPI) ListDNSRecords(ctx context.Context, zoneID string, page, perPag
 	res, err := a.records.List(ctx, p, option.WithResponseInto(&raw))
 	if err != nil {
 		return nil, 0, apiError(err, raw)
+	}
+	if res == nil || res.JSON.Result.IsNull() {
+		return nil, 0, noResult("list records of zone " + zoneID)
 	}
 	out := make([]DNSRecord, 0, len(res.Result))
 	for _, r := range res.Result {

@@ -129,6 +129,26 @@ func TestLoadBalancingKeepsAWeightedSplit(t *testing.T) {
 	assert.Equal(t, 0, e.srv.Calls(http.MethodGet, "/zones/{zone}")-1, "the account is looked up once")
 }
 
+func TestLoadBalancingAnswersAPromotedStandby(t *testing.T) {
+	w := func(n int) *int { return &n }
+	d := &model.Desired{
+		Clusters: []model.Cluster{{Name: "a", Region: "eu"}, {Name: "b", Region: "us"}},
+		Services: []model.Service{{Name: "app.example.com.", Strategy: model.StrategyWeighted, TTL: 60, Endpoints: []model.Endpoint{
+			{Address: "10.0.0.1", Cluster: "a", Weight: w(70), State: model.StateDown},
+			{Address: "10.0.0.2", Cluster: "a", Weight: w(0)},
+			{Address: "10.0.1.1", Cluster: "b", Weight: w(30), State: model.StateDown},
+		}}},
+	}
+	views := providers.Services(d, nil)
+	require.Equal(t, 1, views[0].Endpoints[1].Effective, "precondition: Meridian answers the standby, every weighted endpoint being down")
+	require.False(t, views[0].FailOpen)
+
+	e := newLBEnv(t, model.LoadBalancingRequired, Options{})
+	require.Empty(t, e.pass(t, views).failed())
+	got := e.shares(t, "app.example.com", cffake.Client{Country: "DE"}, 500)
+	assert.Equal(t, map[string]float64{"10.0.0.2": 1}, got, "Cloudflare answers the standby Meridian answers")
+}
+
 // poolOf is the name of the pool of cluster in the fake ("" when none).
 func (e *env) poolOf(cluster string) string {
 	for _, p := range e.srv.Pools() {
@@ -575,4 +595,32 @@ func TestPlainRecordsSyncWithATokenThatCannotSeeLoadBalancing(t *testing.T) {
 	require.Positive(t, before, "the first pass looked")
 	e.pass(t, []providers.ServiceView{weighted("app.example.com.", up("10.0.0.1", "eu", 100))})
 	assert.Equal(t, before, e.srv.Calls("GET", "/zones/{zone}/load_balancers"), "a refusal is final: no second look")
+}
+
+func TestABackstopMonitorPassesTheRedirectMeridianAccepts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/login", http.StatusMovedPermanently)
+	})
+	mux.HandleFunc("/login", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	b := &backend{addr: "127.0.0.1", ln: ln, done: make(chan struct{}), srv: &http.Server{Handler: mux, ReadHeaderTimeout: time.Second}}
+	go func() { defer close(b.done); _ = b.srv.Serve(ln) }()
+	t.Cleanup(b.stop)
+
+	for _, expect := range [][]string{{"301"}, {"300-399"}} {
+		t.Run(strings.Join(expect, ","), func(t *testing.T) {
+			v := checked(ln.Addr().(*net.TCPAddr).Port)
+			v.Endpoints = v.Endpoints[:1]
+			v.HealthCheck.ExpectStatus = expect
+			e := newLBEnv(t, model.LoadBalancingRequired, Options{Backstop: true})
+			require.Empty(t, e.pass(t, []providers.ServiceView{v}).failed())
+			require.Len(t, e.srv.Monitors(), 1)
+			e.checkHealth(t, 2)
+			st, ok := e.srv.OriginHealth(e.poolOf("eu"), "127.0.0.1")
+			require.True(t, ok)
+			assert.True(t, st.Up, "Meridian's checker accepts the 301 without following it, so must the monitor: %s", st.LastError)
+		})
+	}
 }

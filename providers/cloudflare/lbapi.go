@@ -2,6 +2,8 @@ package cloudflare
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/cloudflare/cloudflare-go/v6/load_balancers"
@@ -111,6 +113,9 @@ func (a *sdkAPI) ListMonitors(ctx context.Context, accountID string) ([]Monitor,
 	if err != nil {
 		return nil, apiError(err, raw)
 	}
+	if page == nil || page.JSON.Result.IsNull() {
+		return nil, noResult("list monitors of account " + accountID)
+	}
 	out := make([]Monitor, 0, len(page.Result))
 	for i := range page.Result {
 		out = append(out, monitorFromSDK(&page.Result[i]))
@@ -162,6 +167,9 @@ func (a *sdkAPI) CreateMonitor(ctx context.Context, accountID string, m Monitor)
 	if err != nil {
 		return Monitor{}, apiError(err, raw)
 	}
+	if res == nil || res.ID == "" {
+		return Monitor{}, noResult("create monitor")
+	}
 	return monitorFromSDK(res), nil
 }
 
@@ -191,6 +199,9 @@ func (a *sdkAPI) UpdateMonitor(ctx context.Context, accountID string, m Monitor)
 	if err != nil {
 		return Monitor{}, apiError(err, raw)
 	}
+	if res == nil || res.ID == "" {
+		return Monitor{}, noResult("update monitor " + m.ID)
+	}
 	return monitorFromSDK(res), nil
 }
 
@@ -218,6 +229,9 @@ func (a *sdkAPI) ListPools(ctx context.Context, accountID string) ([]Pool, error
 	page, err := a.lb.Pools.List(ctx, p, option.WithResponseInto(&raw))
 	if err != nil {
 		return nil, apiError(err, raw)
+	}
+	if page == nil || page.JSON.Result.IsNull() {
+		return nil, noResult("list pools of account " + accountID)
 	}
 	out := make([]Pool, 0, len(page.Result))
 	for i := range page.Result {
@@ -253,6 +267,9 @@ func (a *sdkAPI) CreatePool(ctx context.Context, accountID string, pl Pool) (Poo
 	if err != nil {
 		return Pool{}, apiError(err, raw)
 	}
+	if res == nil || res.ID == "" {
+		return Pool{}, noResult("create pool " + pl.Name)
+	}
 	return poolFromSDK(res), nil
 }
 
@@ -269,6 +286,9 @@ func (a *sdkAPI) UpdatePool(ctx context.Context, accountID string, pl Pool) (Poo
 	res, err := a.lb.Pools.Update(ctx, pl.ID, p, option.WithResponseInto(&raw))
 	if err != nil {
 		return Pool{}, apiError(err, raw)
+	}
+	if res == nil || res.ID == "" {
+		return Pool{}, noResult("update pool " + pl.Name)
 	}
 	return poolFromSDK(res), nil
 }
@@ -298,6 +318,9 @@ func (a *sdkAPI) ListLoadBalancers(ctx context.Context, zoneID string) ([]LoadBa
 	page, err := a.lb.List(ctx, p, option.WithResponseInto(&raw))
 	if err != nil {
 		return nil, apiError(err, raw)
+	}
+	if page == nil || page.JSON.Result.IsNull() {
+		return nil, noResult("list load balancers of zone " + zoneID)
 	}
 	out := make([]LoadBalancer, 0, len(page.Result))
 	for i := range page.Result {
@@ -335,6 +358,9 @@ func (a *sdkAPI) CreateLoadBalancer(ctx context.Context, zoneID string, lb LoadB
 	if err != nil {
 		return LoadBalancer{}, apiError(err, raw)
 	}
+	if res == nil || res.ID == "" {
+		return LoadBalancer{}, noResult("create load balancer " + lb.Name)
+	}
 	return lbFromSDK(res), nil
 }
 
@@ -356,6 +382,9 @@ func (a *sdkAPI) UpdateLoadBalancer(ctx context.Context, zoneID string, lb LoadB
 	res, err := a.lb.Update(ctx, lb.ID, p, option.WithResponseInto(&raw))
 	if err != nil {
 		return LoadBalancer{}, apiError(err, raw)
+	}
+	if res == nil || res.ID == "" {
+		return LoadBalancer{}, noResult("update load balancer " + lb.Name)
 	}
 	return lbFromSDK(res), nil
 }
@@ -383,3 +412,10 @@ func orEmptyMap(m map[string][]string) map[string][]string {
 	}
 	return m
 }
+
+// errNoResult is a success answer that lacks what the call returns (a
+// result of null, an object without an id): an error naming the call, so
+// that the pass stops instead of writing references to nothing.
+var errNoResult = errors.New("a success answer without a result")
+
+func noResult(call string) error { return fmt.Errorf("%s: %w", call, errNoResult) }

@@ -566,23 +566,34 @@ func (s *lbSync) loadBalancer(ctx context.Context, sp LBSpec, byName, poolByName
 			return nil
 		}
 	}
+	var missing []string
+	id := func(n string) string {
+		if i, ok := poolByName[n]; ok && i < len(s.st.pools) && s.st.pools[i].ID != "" {
+			return s.st.pools[i].ID
+		}
+		missing = append(missing, n)
+		return ""
+	}
 	ids := func(names []string) []string {
 		out := make([]string, len(names))
 		for j, n := range names {
-			out[j] = s.st.pools[poolByName[n]].ID
+			out[j] = id(n)
 		}
 		return out
 	}
 	want.DefaultPools = ids(want.DefaultPools)
-	want.FallbackPool = ids([]string{want.FallbackPool})[0]
+	want.FallbackPool = id(want.FallbackPool)
 	want.CountryPools = idMap(want.CountryPools, ids)
 	want.RegionPools = idMap(want.RegionPools, ids)
 	if want.PoolWeights != nil {
 		w := map[string]float64{}
 		for n, v := range want.PoolWeights {
-			w[s.st.pools[poolByName[n]].ID] = v
+			w[id(n)] = v
 		}
 		want.PoolWeights = w
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("load balancer %s: no pool id known for %v (pools listed and written this pass: %d)", want.Name, missing, len(s.st.pools))
 	}
 	names := s.names
 	if !exists {

@@ -123,21 +123,9 @@ func translateService(v providers.ServiceView, zone string, o LBOptions) (LBSpec
 			MinimumOrigins: 1,
 			Monitor:        monitorKey,
 		}
-		maxW := 0
-		for _, i := range u.endpoints {
-			maxW = max(maxW, v.Endpoints[i].Weight)
-		}
-		for _, i := range u.endpoints {
-			e := v.Endpoints[i]
-			org := Origin{Name: e.Target, Address: originAddress(e), Enabled: e.Available || e.Effective > 0}
-			switch {
-			case maxW == 0: // a pool of standbys: evenly
-				org.Weight = 1
-			case e.Weight > 0:
-				org.Weight = max(round2(float64(e.Weight)/float64(maxW)), 0.01)
-			}
-			p.Enabled = p.Enabled || org.Enabled
-			p.Origins = append(p.Origins, org)
+		p.Origins = originsOf(v, u.endpoints)
+		for _, o := range p.Origins {
+			p.Enabled = p.Enabled || o.Enabled
 		}
 		names[u.key] = p.Name
 		spec.Pools = append(spec.Pools, p)
@@ -194,6 +182,37 @@ func translateService(v providers.ServiceView, zone string, o LBOptions) (LBSpec
 	lb.FallbackPool = lb.DefaultPools[len(lb.DefaultPools)-1]
 	spec.LoadBalancer = lb
 	return spec, warnings
+}
+
+// originsOf makes the origins of a pool. An origin weighs the endpoint's
+// effective weight (what it should carry now: a standby promoted because
+// every weighted endpoint is out carries 1) over the largest of the pool's
+// enabled origins, since Cloudflare sends nothing to an origin of weight 0.
+// When every enabled origin would weigh 0 (standbys not promoted, in a
+// pool of their own, whose pool weight is 0), they weigh 1 each, so the
+// pool can answer when steering falls back to it; disabled origins weigh 0.
+func originsOf(v providers.ServiceView, endpoints []int) []Origin {
+	out := make([]Origin, 0, len(endpoints))
+	maxW := 0
+	for _, i := range endpoints {
+		e := v.Endpoints[i]
+		o := Origin{Name: e.Target, Address: originAddress(e), Enabled: e.Available || e.Effective > 0}
+		if o.Enabled {
+			maxW = max(maxW, e.Effective)
+		}
+		out = append(out, o)
+	}
+	for j, i := range endpoints {
+		e, o := v.Endpoints[i], &out[j]
+		switch {
+		case !o.Enabled:
+		case maxW == 0:
+			o.Weight = 1
+		case e.Effective > 0:
+			o.Weight = max(round2(float64(e.Effective)/float64(maxW)), 0.01)
+		}
+	}
+	return out
 }
 
 // poolUnits groups the endpoints into pools: one per cluster, in the order
@@ -378,7 +397,11 @@ func monitorFor(service string, c model.Check) (*Monitor, []string) {
 	if c.Host != "" {
 		m.Header = map[string][]string{"Host": {c.Host}}
 	}
-	m.ExpectedCodes, m.FollowRedirects = expectedCodes(c.ExpectStatus)
+	codes, follow, ok := expectedCodes(c.ExpectStatus)
+	if !ok {
+		return nil, append(warnings, fmt.Sprintf("service %s: expect_status %v cannot be expressed as one Cloudflare expected_codes value (a code, a class such as 2xx, or 2xx with 3xx codes): its pools get no Cloudflare monitor, since a monitor failing what Meridian passes would take healthy endpoints out", service, c.ExpectStatus))
+	}
+	m.ExpectedCodes, m.FollowRedirects = codes, follow
 	m.ExpectedBody = c.BodyContains
 	// Cloudflare cannot be given a CA: with a private one its probe would
 	// fail verification and take healthy endpoints out.
@@ -387,35 +410,48 @@ func monitorFor(service string, c model.Check) (*Monitor, []string) {
 }
 
 // expectedCodes maps expect_status (codes and ranges) to Cloudflare's one
-// code or class ("200", "2xx"): a single code stays a code; otherwise the
-// class of the lowest accepted code. When a 3xx is accepted the monitor
-// follows redirects, so that a redirecting endpoint Meridian passes is
-// judged by where it leads rather than failed outright.
-func expectedCodes(expect []string) (string, bool) {
-	lo, follow := 0, false
-	single := ""
+// expected_codes value, a code ("200") or a class ("2xx"), and
+// follow_redirects. Meridian's checker does not follow redirects, so
+// neither does the monitor (a followed 301 ends on the target's status,
+// which "301" never matches), with one exception: the accepted codes are
+// the whole 2xx class plus 3xx codes (the default 200-399), which becomes
+// "2xx" following redirects, so a redirect is judged by where it leads.
+// That monitor fails only a redirect whose target does not answer 2xx.
+// Anything else (["200", "404"], 200-499, a part of a class) cannot be
+// expressed: ok is false, and the service gets no monitor, since a failing
+// monitor takes an endpoint out even where Meridian passes it (ADR 0011).
+func expectedCodes(expect []string) (codes string, follow, ok bool) {
+	if len(expect) == 0 {
+		expect = []string{model.DefaultExpectStatus}
+	}
+	var accepted [600]bool
 	for _, s := range expect {
-		a, b, ok := model.ParseStatusRange(s)
-		if !ok {
-			continue
+		a, b, valid := model.ParseStatusRange(s)
+		if !valid {
+			return "", false, false
 		}
-		if lo == 0 || a < lo {
-			lo = a
+		for c := a; c <= b; c++ {
+			accepted[c] = true
 		}
-		if a <= 399 && b >= 300 {
-			follow = true
-		}
-		if a == b && len(expect) == 1 {
-			single = strconv.Itoa(a)
+	}
+	var classes [6]int // accepted codes per class (1xx..5xx)
+	n, one := 0, 0
+	for c := 100; c < 600; c++ {
+		if accepted[c] {
+			classes[c/100]++
+			n++
+			one = c
 		}
 	}
 	switch {
-	case single != "":
-		return single, follow
-	case lo == 0:
-		return "2xx", true
+	case n == 1:
+		return strconv.Itoa(one), false, true
+	case n == 100 && classes[one/100] == 100:
+		return strconv.Itoa(one/100) + "xx", false, true
+	case classes[2] == 100 && classes[3] > 0 && n == 100+classes[3]:
+		return "2xx", true, true
 	}
-	return strconv.Itoa(lo/100) + "xx", follow
+	return "", false, false
 }
 
 // monitorIdentity is what distinguishes two monitors (every setting but the

@@ -82,6 +82,7 @@ func viewOf(t *testing.T, sp LBSpec) lbView {
 func TestTranslateLB(t *testing.T) {
 	down := func(e providers.EndpointView) providers.EndpointView { e.Available, e.Effective = false, 0; return e }
 	standby := func(e providers.EndpointView) providers.EndpointView { e.Weight, e.Effective = 0, 0; return e }
+	promoted := func(e providers.EndpointView) providers.EndpointView { e.Weight, e.Effective = 0, 1; return e }
 	tagged := func(e providers.EndpointView, country, continent string) providers.EndpointView {
 		e.Country, e.Continent = country, continent
 		return e
@@ -129,8 +130,37 @@ func TestTranslateLB(t *testing.T) {
 			want: lbView{steering: "random", defaults: []string{"eu", "us"}, fallback: "us", ttl: 60,
 				weights: map[string]float64{"eu": 1, "us": 0},
 				pools: map[string]poolView{
-					"eu": {true, []string{"10.0.0.1 1", "10.0.0.2 1 off"}},
-					"us": {false, []string{"10.0.1.1 1 off"}},
+					"eu": {true, []string{"10.0.0.1 1", "10.0.0.2 0 off"}},
+					"us": {false, []string{"10.0.1.1 0 off"}},
+				}},
+		},
+		{
+			name: "a standby promoted because every weighted endpoint is down carries its pool's traffic",
+			view: weighted("app.example.com.", down(up("10.0.0.1", "a", 70)), promoted(up("10.0.0.2", "a", 0)), down(up("10.0.1.1", "b", 30))),
+			want: lbView{steering: "random", defaults: []string{"a", "b"}, fallback: "b", ttl: 60,
+				weights: map[string]float64{"a": 1, "b": 0},
+				pools: map[string]poolView{
+					"a": {true, []string{"10.0.0.1 0 off", "10.0.0.2 1"}},
+					"b": {false, []string{"10.0.1.1 0 off"}},
+				}},
+		},
+		{
+			name: "a standby beside a weighted endpoint that is up weighs 0 until it is promoted",
+			view: weighted("app.example.com.", up("10.0.0.1", "a", 70), standby(up("10.0.0.2", "a", 0)), up("10.0.1.1", "b", 30)),
+			want: lbView{steering: "random", defaults: []string{"a", "b"}, fallback: "b", ttl: 60,
+				weights: map[string]float64{"a": 0.7, "b": 0.3},
+				pools: map[string]poolView{
+					"a": {true, []string{"10.0.0.1 1", "10.0.0.2 0"}},
+					"b": {true, []string{"10.0.1.1 1"}},
+				}},
+		},
+		{
+			name: "origin weights follow the effective weights of the enabled origins, not the configured ones",
+			view: weighted("app.example.com.", down(up("10.0.0.1", "eu", 100)), up("10.0.0.2", "eu", 50), up("10.0.0.3", "eu", 25)),
+			want: lbView{steering: "random", defaults: []string{"eu"}, fallback: "eu", ttl: 60,
+				weights: map[string]float64{"eu": 1},
+				pools: map[string]poolView{
+					"eu": {true, []string{"10.0.0.1 0 off", "10.0.0.2 1", "10.0.0.3 0.5"}},
 				}},
 		},
 		{
@@ -148,7 +178,7 @@ func TestTranslateLB(t *testing.T) {
 				weights: map[string]float64{"eu": 0.7, "us": 0.3},
 				pools: map[string]poolView{
 					"eu": {true, []string{"10.0.0.1 1"}},
-					"us": {true, []string{"10.0.1.1 1", "10.0.1.2 1 off"}},
+					"us": {true, []string{"10.0.1.1 1", "10.0.1.2 0 off"}},
 				}},
 		},
 		{
@@ -357,21 +387,47 @@ func TestExpectedCodes(t *testing.T) {
 		expect []string
 		codes  string
 		follow bool
+		ok     bool
 	}{
-		{"a single code stays that code", []string{"204"}, "204", false},
-		{"a range within one class is that class", []string{"200-299"}, "2xx", false},
-		{"the default 200-399 is 2xx following redirects", []string{"200-399"}, "2xx", true},
-		{"several codes take the class of the lowest", []string{"302", "200"}, "2xx", true},
-		{"a single redirect code is kept and followed", []string{"301"}, "301", true},
-		{"nothing given is 2xx following redirects", nil, "2xx", true},
+		{"a single code stays that code", []string{"204"}, "204", false, true},
+		{"a single redirect code is kept and not followed, as Meridian's checker does not follow it", []string{"301"}, "301", false, true},
+		{"a range of one code is that code", []string{"200-200"}, "200", false, true},
+		{"a range within one class is that class, not following redirects", []string{"200-299"}, "2xx", false, true},
+		{"the 3xx class is matched on the redirect itself, not followed", []string{"300-399"}, "3xx", false, true},
+		{"a class given in pieces is that class", []string{"200-249", "250-299"}, "2xx", false, true},
+		{"the default 200-399 is 2xx following redirects", []string{"200-399"}, "2xx", true, true},
+		{"the 2xx class with some redirect codes is 2xx following redirects", []string{"200-299", "301", "302"}, "2xx", true, true},
+		{"nothing given is the default 200-399", nil, "2xx", true, true},
+		{"two codes of different classes cannot be expressed", []string{"200", "404"}, "", false, false},
+		{"two codes of one class cannot be expressed", []string{"200", "204"}, "", false, false},
+		{"a part of a class cannot be expressed", []string{"200-250"}, "", false, false},
+		{"a code with redirects but without the whole 2xx class cannot be expressed", []string{"302", "200"}, "", false, false},
+		{"2xx with 4xx cannot be expressed", []string{"200-499"}, "", false, false},
+		{"an unparsable entry cannot be expressed", []string{"2xx"}, "", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			codes, follow := expectedCodes(tt.expect)
+			codes, follow, ok := expectedCodes(tt.expect)
 			assert.Equal(t, tt.codes, codes)
 			assert.Equal(t, tt.follow, follow)
+			assert.Equal(t, tt.ok, ok)
 		})
 	}
+}
+
+func TestAnExpectStatusCloudflareCannotExpressGetsNoMonitor(t *testing.T) {
+	v := weighted("app.example.com.", up("10.0.0.1", "eu", 100), up("10.0.1.1", "us", 100))
+	v.HealthCheck = &model.Check{Kind: model.CheckHTTP, Port: 8080, Method: "GET", Path: "/healthz", ExpectStatus: []string{"200", "404"},
+		Interval: model.Duration(5 * time.Second), Timeout: model.Duration(3 * time.Second), Fall: 3, Rise: 2}
+	specs, warn := TranslateLB([]providers.ServiceView{v}, zoneName, LBOptions{Owner: ownerID, Backstop: true})
+	require.Len(t, specs, 1)
+	assert.Nil(t, specs[0].Monitor, "a monitor failing a 404 Meridian accepts would take healthy endpoints out")
+	for _, p := range specs[0].Pools {
+		assert.Empty(t, p.Monitor)
+	}
+	require.Len(t, warn, 1)
+	assert.Contains(t, warn[0], "app.example.com.")
+	assert.Contains(t, warn[0], "[200 404]")
 }
 
 func TestOwnershipMarks(t *testing.T) {

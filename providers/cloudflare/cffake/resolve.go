@@ -40,9 +40,16 @@ import (
 // enabled origins are healthy (see health.go). With no healthy pool the
 // fallback_pool answers whatever its health (FromFallback). Within the
 // pool an origin is drawn with probability proportional to its weight
-// among the enabled healthy origins (all weighing 0: evenly); the fallback
-// pool falls back to its enabled origins, then to all, when none is
-// healthy. A host-name origin is answered as its name (the fake does not
+// among the enabled healthy origins; the fallback pool falls back to its
+// enabled origins, then to all, when none is healthy.
+//
+// An origin of weight 0 gets no traffic (Cloudflare: "An endpoint with a
+// weight of 0 should not receive any traffic sent to that pool", endpoint
+// steering, Weights). What Cloudflare does with a pool whose enabled
+// healthy origins all weigh 0 is not documented; the fake's choice: such a
+// pool is not healthy (steering moves on, as it would for a pool with
+// nothing to answer), and as the fallback pool it answers from its other
+// tiers' weighted origins, else Resolve fails (no answer). A host-name origin is answered as its name (the fake does not
 // flatten CNAMEs).
 
 // ErrNXDomain is returned (wrapped) by Resolve when nothing answers a name.
@@ -173,18 +180,19 @@ func (s *Server) originUp(p *Pool, o Origin) bool {
 }
 
 // poolHealthy: enabled, with at least minimum_origins healthy enabled
-// origins. Callers hold s.mu.
+// origins, one of which weighs more than 0. Callers hold s.mu.
 func (s *Server) poolHealthy(p *Pool) bool {
 	if p == nil || !p.Enabled {
 		return false
 	}
-	n := 0
+	n, weighted := 0, false
 	for _, o := range p.Origins {
 		if o.Enabled && s.originUp(p, o) {
 			n++
+			weighted = weighted || o.Weight > 0
 		}
 	}
-	return n >= max(1, p.MinimumOrigins)
+	return weighted && n >= max(1, p.MinimumOrigins)
 }
 
 func (s *Server) firstHealthy(ids []string) *Pool {
@@ -224,6 +232,7 @@ func (s *Server) randomPool(lb *LoadBalancer, rnd *rand.Rand) *Pool {
 
 // pickOrigin draws an origin of p by weight among its enabled healthy
 // origins; for the fallback pool, then among the enabled ones, then all.
+// Origins of weight 0 are never drawn.
 func (s *Server) pickOrigin(p *Pool, fallback bool, rnd *rand.Rand) (Origin, error) {
 	tiers := []func(Origin) bool{func(o Origin) bool { return o.Enabled && s.originUp(p, o) }}
 	if fallback {
@@ -233,19 +242,15 @@ func (s *Server) pickOrigin(p *Pool, fallback bool, rnd *rand.Rand) (Origin, err
 		var cands []Origin
 		var weights []float64
 		for _, o := range p.Origins {
-			if keep(o) {
+			if keep(o) && o.Weight > 0 {
 				cands, weights = append(cands, o), append(weights, o.Weight)
 			}
-		}
-		if len(cands) == 0 {
-			continue
 		}
 		if i := weighted(weights, rnd); i >= 0 {
 			return cands[i], nil
 		}
-		return cands[intN(rnd, len(cands))], nil
 	}
-	return Origin{}, fmt.Errorf("pool %s has no healthy enabled origin", p.Name)
+	return Origin{}, fmt.Errorf("pool %s has no healthy enabled origin of weight above 0", p.Name)
 }
 
 // weighted draws an index with probability proportional to its weight; -1

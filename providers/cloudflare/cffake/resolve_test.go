@@ -107,6 +107,38 @@ func TestResolveOriginWeightsWithinAPool(t *testing.T) {
 	assert.Zero(t, counts["192.0.2.3"], "an origin weighing 0 gets no traffic")
 }
 
+func TestResolveNeverAnswersAnOriginOfWeightZero(t *testing.T) {
+	t.Run("a pool whose healthy origins all weigh 0 is passed over", func(t *testing.T) {
+		e := newSteerEnv(t)
+		zero := e.pool("zero", 1, []string{"192.0.2.1", "192.0.2.2"}, 0, 0)
+		next := e.pool("next", 1, []string{"192.0.2.3"})
+		e.lb(LoadBalancer{Name: "app.example.com", SteeringPolicy: "off", DefaultPools: []string{zero, next}, FallbackPool: next})
+		rnd := rand.New(rand.NewPCG(9, 9))
+		for range 200 {
+			a := e.resolve("app.example.com", Client{}, rnd)
+			assert.Equal(t, "next", a.Pool)
+			assert.False(t, a.FromFallback)
+		}
+	})
+	t.Run("a pool whose only weighted origin is down is passed over", func(t *testing.T) {
+		e := newSteerEnv(t)
+		mixed := e.pool("mixed", 1, []string{"192.0.2.1", "192.0.2.2"}, 1, 0)
+		next := e.pool("next", 1, []string{"192.0.2.3"})
+		e.lb(LoadBalancer{Name: "app.example.com", SteeringPolicy: "off", DefaultPools: []string{mixed, next}, FallbackPool: next})
+		e.down("mixed", "192.0.2.1")
+		assert.Equal(t, "next", e.resolve("app.example.com", Client{}, rand.New(rand.NewPCG(9, 9))).Pool,
+			"the weight-0 origin left in the pool gets nothing")
+	})
+	t.Run("a fallback pool of weight-0 origins gives no answer", func(t *testing.T) {
+		e := newSteerEnv(t)
+		zero := e.pool("zero", 1, []string{"192.0.2.1"}, 0)
+		e.lb(LoadBalancer{Name: "app.example.com", SteeringPolicy: "off", DefaultPools: []string{zero}, FallbackPool: zero})
+		_, err := e.srv.Resolve("app.example.com", Client{}, rand.New(rand.NewPCG(9, 9)))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "weight above 0")
+	})
+}
+
 func TestResolveSteering(t *testing.T) {
 	tests := []struct {
 		name     string
