@@ -254,8 +254,7 @@ func (o *objectProvider) CollectObjects(_ context.Context, _ string, dryRun bool
 func (o *objectProvider) Apply(ctx context.Context, zone string, cs plan.Changes) (Result, error) {
 	o.calls = append(o.calls, "apply")
 	if o.panics {
-		var m map[string]int
-		m["odd answer"]++ // a nil map: what an unexpected provider answer can lead to
+		panic("runtime error: invalid memory address or nil pointer dereference") // what an unexpected provider answer can lead to
 	}
 	if o.applyErr != nil {
 		return Result{}, o.applyErr
