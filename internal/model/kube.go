@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 )
@@ -89,6 +90,11 @@ func normalizeKubernetes(k Kubernetes) Kubernetes {
 	k.Resync = orDefaultDuration(k.Resync, DefaultKubeResync)
 	k.ConnectTimeout = orDefaultDuration(k.ConnectTimeout, DefaultKubeConnectTimeout)
 	k.RetryInterval = orDefaultDuration(k.RetryInterval, DefaultKubeRetryInterval)
+	le := &k.LeaderElection
+	le.LeaseName = orDefaultString(le.LeaseName, DefaultLeaseName)
+	le.LeaseDuration = orDefaultDuration(le.LeaseDuration, DefaultLeaseDuration)
+	le.RenewDeadline = orDefaultDuration(le.RenewDeadline, DefaultRenewDeadline)
+	le.RetryPeriod = orDefaultDuration(le.RetryPeriod, DefaultRetryPeriod)
 	if k.Propagation != nil {
 		pr := *k.Propagation
 		pr.Namespaces = slices.Clone(pr.Namespaces)
@@ -110,4 +116,79 @@ func (d *Desired) KubeEnabled() bool {
 		}
 	}
 	return false
+}
+
+// Leader election defaults.
+const (
+	DefaultLeaseName      = "meridian-writer"
+	DefaultLeaseNamespace = "meridian" // when POD_NAMESPACE is not set
+	DefaultLeaseDuration  = 15 * time.Second
+	DefaultRenewDeadline  = 10 * time.Second
+	DefaultRetryPeriod    = 2 * time.Second
+)
+
+// leaseJitter is client-go's leaderelection.JitterFactor: the renew
+// deadline must exceed it times the retry period.
+const leaseJitter = 1.2
+
+func (v *validator) leaderElection(p string, d *Desired) {
+	le := d.Kubernetes.LeaderElection
+	if le.Cluster != "" && d.Kubernetes.MemberSecrets == nil {
+		ok := false
+		for i := range d.Clusters {
+			ok = ok || (d.Clusters[i].Name == le.Cluster && d.Clusters[i].Kubernetes != nil)
+		}
+		if !ok {
+			v.add(p+".cluster", "%q is not a cluster with a kubernetes section (without member_secrets it must be one)", le.Cluster)
+		}
+	}
+	if le.LeaseName != "" && (len(le.LeaseName) > 253 || !dnsSubdomain.MatchString(le.LeaseName)) {
+		v.add(p+".lease_name", "%q is not a Kubernetes object name (lowercase letters, digits, '-' and '.', at most 253)", le.LeaseName)
+	}
+	if le.LeaseNamespace != "" && !isNamespace(le.LeaseNamespace) {
+		v.add(p+".lease_namespace", "%q is not a namespace name (lowercase letters, digits and '-', at most 63)", le.LeaseNamespace)
+	}
+	ld, rd, rp := orDefaultDuration(le.LeaseDuration, DefaultLeaseDuration).D(), orDefaultDuration(le.RenewDeadline, DefaultRenewDeadline).D(), orDefaultDuration(le.RetryPeriod, DefaultRetryPeriod).D()
+	switch {
+	case rp < 100*time.Millisecond:
+		v.add(p+".retry_period", "%s is too short (at least 100ms)", rp)
+	case float64(rd) <= leaseJitter*float64(rp):
+		v.add(p+".renew_deadline", "%s must be longer than 1.2 × retry_period (%s)", rd, rp)
+	case ld <= rd:
+		v.add(p+".lease_duration", "%s must be longer than renew_deadline (%s)", ld, rd)
+	case ld > 5*time.Minute:
+		v.add(p+".lease_duration", "%s is too long (at most 5m)", ld)
+	}
+}
+
+var (
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+// LeaderElectionEnabled reports whether the writer election runs: by
+// default when anything writes (status write-back or propagation).
+func (k *Kubernetes) LeaderElectionEnabled() bool {
+	if e := k.LeaderElection.Enabled; e != nil {
+		return *e
+	}
+	return k.StatusWritebackEnabled() || k.Propagation != nil
+}
+
+// LeaseCluster is the member cluster holding the Lease: leader_election.cluster,
+// else propagation.hub, else the first cluster of the file with a kubernetes
+// section; "" means the member_secrets hub.
+func (d *Desired) LeaseCluster() string {
+	k := &d.Kubernetes
+	if k.LeaderElection.Cluster != "" {
+		return k.LeaderElection.Cluster
+	}
+	if k.Propagation != nil && k.Propagation.Hub != "" {
+		return k.Propagation.Hub
+	}
+	for i := range d.Clusters {
+		if d.Clusters[i].Kubernetes != nil {
+			return d.Clusters[i].Name
+		}
+	}
+	return ""
 }

@@ -138,6 +138,22 @@ type Kubernetes struct {
 	// namespace whose object claimed the name first owns it) or "refuse"
 	// (default oldest).
 	UnclaimedNames string `yaml:"unclaimed_names"`
+	// LeaderElection elects the one node that writes status and
+	// propagates, with a coordination.k8s.io Lease in the hub cluster.
+	LeaderElection LeaderElection `yaml:"leader_election"`
+}
+
+// LeaderElection configures the Kubernetes writer election: only the
+// node holding the Lease writes status (Events, meridian.io/status) and
+// runs propagation; every node keeps watching and answering.
+type LeaderElection struct {
+	Enabled        *bool    `yaml:"enabled"`         // default true when status_writeback or propagation is on
+	Cluster        string   `yaml:"cluster"`         // member cluster holding the Lease (default: propagation.hub, else the first cluster with kubernetes, else the member_secrets hub)
+	LeaseName      string   `yaml:"lease_name"`      // default meridian-writer
+	LeaseNamespace string   `yaml:"lease_namespace"` // default $POD_NAMESPACE, else meridian
+	LeaseDuration  Duration `yaml:"lease_duration"`  // a lost leader's Lease is taken over after this long (default 15s)
+	RenewDeadline  Duration `yaml:"renew_deadline"`  // the leader stops writing when it could not renew for this long (default 10s)
+	RetryPeriod    Duration `yaml:"retry_period"`    // renew and acquire attempts (default 2s)
 }
 
 // Propagation configures the workload propagation controller.
