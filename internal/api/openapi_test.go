@@ -338,6 +338,7 @@ var goSchemas = map[string]reflect.Type{
 	"ChangeOverview":   reflect.TypeFor[ChangeOverview](),
 	"ProviderOverview": reflect.TypeFor[ProviderOverview](),
 	"MemberStatus":     reflect.TypeFor[kube.MemberStatus](),
+	"KubeWriter":       reflect.TypeFor[kube.ElectionStatus](),
 	"PlacementStatus":  reflect.TypeFor[propagation.Status](),
 	"ClusterPlacement": reflect.TypeFor[propagation.ClusterStatus](),
 	"KeyRequest":       reflect.TypeFor[KeyRequest](),

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -19,6 +20,7 @@ type kubeParts struct {
 	mgr    *kube.Manager
 	src    *serving.Kube           // the pipeline's Kubernetes stage
 	prop   *propagation.Controller // nil without kubernetes.propagation
+	lead   *kube.Elector           // nil without kubernetes.leader_election: every node writes
 	dirty  chan struct{}           // a merge is wanted (objects or members changed)
 	status chan struct{}           // a status write-back is wanted
 }
@@ -54,6 +56,10 @@ func (a *App) startKube(l *serving.Loaded) error {
 		k.prop = propagation.New(propEnv{a}, propagation.Options{Hub: pr.Hub, Namespaces: pr.Namespaces,
 			Interval: pr.Interval.D(), Toleration: pr.Toleration.D(), Score: scoreWeights(pr.Score), Logger: a.log, Registry: a.reg})
 	}
+	if kc := l.File.Kubernetes; kc.LeaderElectionEnabled() {
+		k.lead = a.newElector(&l.File.Desired, k)
+		k.src.Election = k.lead
+	}
 	srcs := serving.MemberSources(&l.File.Desired, k.src.Secrets.Members())
 	k.mgr.Configure(l.File.Kubernetes, srcs)
 	a.kube = k
@@ -70,8 +76,14 @@ func (a *App) startKubeLoops(l *serving.Loaded) error {
 		return nil
 	}
 	if k.prop != nil {
-		a.goBackground(k.prop.Run)
-		a.log.Info("workload propagation enabled", "hub", l.File.Kubernetes.Propagation.Hub, "toleration", l.File.Kubernetes.Propagation.Toleration.D())
+		if k.lead == nil {
+			a.goBackground(k.prop.Run)
+		} // else the elector runs it while this node leads
+		a.log.Info("workload propagation enabled", "hub", l.File.Kubernetes.Propagation.Hub, "toleration", l.File.Kubernetes.Propagation.Toleration.D(), "elected", k.lead != nil)
+	}
+	if k.lead != nil {
+		a.goBackground(k.lead.Run)
+		a.log.Info("kubernetes writer election enabled: only the Lease holder writes status and propagates", "lease", k.lead.Status().Lease, "identity", a.node)
 	}
 	// Debounce: a burst of informer events (start-up lists every object)
 	// becomes one merge.
@@ -101,6 +113,9 @@ func (a *App) startKubeLoops(l *serving.Loaded) error {
 				return
 			case <-k.status:
 			}
+			if !k.lead.Leading() {
+				continue // the leader writes; a new leader starts with a write-back
+			}
 			st, problems := k.src.Statuses(a.pipe.State())
 			if failed := k.mgr.WriteStatus(st, problems); failed > 0 {
 				time.AfterFunc(2*time.Second, k.statusSoon)
@@ -109,6 +124,27 @@ func (a *App) startKubeLoops(l *serving.Loaded) error {
 	})
 	k.statusSoon()
 	return nil
+}
+
+// newElector makes the writer election of the hub d names (the Lease's
+// cluster); its leader writes status and runs propagation.
+func (a *App) newElector(d *model.Desired, k *kubeParts) *kube.Elector {
+	le, kc := d.Kubernetes.LeaderElection, d.Kubernetes
+	opts := kube.ElectionOptions{Cluster: d.LeaseCluster(),
+		Namespace: kube.LeaseNamespace(le.LeaseNamespace, os.Getenv("POD_NAMESPACE")), Name: le.LeaseName, Identity: a.node,
+		LeaseDuration: le.LeaseDuration.D(), RenewDeadline: le.RenewDeadline.D(), RetryPeriod: le.RetryPeriod.D(),
+		ConnectTimeout: kc.ConnectTimeout.D(), Logger: a.log,
+		OnLead: func(ctx context.Context) {
+			k.statusSoon()
+			if k.prop != nil {
+				k.prop.Run(ctx)
+			}
+		}}
+	if opts.Cluster == "" && kc.MemberSecrets != nil {
+		ms := kc.MemberSecrets
+		opts.Hub = kube.MemberSource{Cluster: "member_secrets", Config: model.KubeMember{Kubeconfig: ms.Kubeconfig, Context: ms.Context, InCluster: ms.Kubeconfig == ""}, Origin: "kubernetes.member_secrets"}
+	}
+	return k.mgr.NewElector(opts, a.reg)
 }
 
 func (a *App) kubeReport() any { return a.kube.src.Report(a.pipe.State().Decision) }

@@ -20,7 +20,10 @@ import (
 type Kube struct {
 	Manager *kube.Manager
 	Secrets *kube.SecretWatcher // nil without kubernetes.member_secrets
-	Logger  *slog.Logger
+	// Election is the writer election (nil without
+	// kubernetes.leader_election: every node writes).
+	Election *kube.Elector
+	Logger   *slog.Logger
 
 	mu      sync.Mutex
 	objs    []kube.Object
@@ -178,6 +181,7 @@ type KubeReport struct {
 	Services map[string][]string `json:"services"`          // Kubernetes-sourced service -> objects behind it
 	Dropped  map[string]string   `json:"dropped,omitempty"` // names not served, and why
 	Problems map[string][]string `json:"problems,omitempty"`
+	Writer   kube.ElectionStatus `json:"writer"` // who writes status and propagates
 }
 
 // Report builds GET /v1/kube: members (offline when the ring decided their
@@ -206,6 +210,7 @@ func (k *Kube) Report(d *failover.Decision) KubeReport {
 		}
 	}
 	rep.Dropped = res.Dropped
+	rep.Writer = k.Election.Status()
 	for ref, ps := range res.Problems {
 		rep.Problems[ref.String()] = ps
 	}
