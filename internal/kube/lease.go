@@ -283,3 +283,21 @@ func (l *reportingLock) report(op string, err error) error {
 	}
 	return err
 }
+
+// maxFieldManager is the API server's limit on a field manager's length.
+const maxFieldManager = 128
+
+// StatusFieldManager is the field manager of one node's meridian.io/status
+// patches, "meridian/NODE", so managedFields shows which node wrote (with
+// the writer election, the leader). Server-side applies of propagation
+// keep the one manager "meridian": their ownership must not move.
+func StatusFieldManager(node string) string {
+	m := "meridian/" + node
+	if node == "" {
+		m = "meridian"
+	}
+	if len(m) > maxFieldManager {
+		m = m[:maxFieldManager]
+	}
+	return m
+}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,4 +106,19 @@ func TestAnElectorThatCannotReachTheHubSaysWhyAndDoesNotLead(t *testing.T) {
 	require.Eventually(t, func() bool { return e.Status().Reason != "" }, 10*time.Second, 20*time.Millisecond)
 	assert.Equal(t, "cluster hub holding the Lease is not Ready", e.Status().Reason)
 	assert.False(t, e.Leading())
+}
+
+func TestStatusFieldManager(t *testing.T) {
+	tests := []struct {
+		name, node, want string
+	}{
+		{"a node's patches carry its name", "p1", "meridian/p1"},
+		{"without a name it is meridian", "", "meridian"},
+		{"a long name is cut to the API server's 128 bytes", strings.Repeat("n", 200), "meridian/" + strings.Repeat("n", 119)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, StatusFieldManager(tt.node))
+		})
+	}
 }

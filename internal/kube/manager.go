@@ -33,6 +33,9 @@ type Options struct {
 	// OnChange is called (from any goroutine, never blocking the caller for
 	// long) when watched objects or member states changed.
 	OnChange func()
+	// FieldManager names this node's meridian.io/status patches in
+	// managedFields (default "meridian"; see StatusFieldManager).
+	FieldManager string
 }
 
 // MemberStatus is one member's connection state.
@@ -65,6 +68,9 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 	}
 	if opts.OnChange == nil {
 		opts.OnChange = func() {}
+	}
+	if opts.FieldManager == "" {
+		opts.FieldManager = "meridian"
 	}
 	mg := &Manager{opts: opts, log: opts.Logger, ctx: ctx, members: map[string]*member{}}
 	mg.m = newMetrics(opts.Registry, mg)

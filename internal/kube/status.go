@@ -155,7 +155,7 @@ func (m *member) recordEvents(ew *eventWriter, j statusJob) {
 // patch writes one object's meridian.io/status; it returns 1 when the
 // write failed and is worth retrying.
 func (m *member) patch(cs kubernetes.Interface, j statusJob) int {
-	err := patchStatus(context.Background(), cs, j.ref, j.text)
+	err := patchStatus(context.Background(), cs, j.ref, j.text, m.mg.opts.FieldManager)
 	if err != nil {
 		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "failure").Inc()
 		if apierrors.IsForbidden(err) {
@@ -183,7 +183,7 @@ func (m *member) patch(cs kubernetes.Interface, j statusJob) int {
 	return 0
 }
 
-func patchStatus(ctx context.Context, cs kubernetes.Interface, ref ObjectRef, text string) error {
+func patchStatus(ctx context.Context, cs kubernetes.Interface, ref ObjectRef, text, manager string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnoStatus: text}}})
 	if err != nil {
 		return err
@@ -192,9 +192,9 @@ func patchStatus(ctx context.Context, cs kubernetes.Interface, ref ObjectRef, te
 	defer cancel()
 	switch ref.Kind {
 	case KindService:
-		_, err = cs.CoreV1().Services(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "meridian"})
+		_, err = cs.CoreV1().Services(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager})
 	case KindIngress:
-		_, err = cs.NetworkingV1().Ingresses(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "meridian"})
+		_, err = cs.NetworkingV1().Ingresses(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager})
 	default:
 		err = fmt.Errorf("unknown kind %q", ref.Kind)
 	}
