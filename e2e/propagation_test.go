@@ -108,6 +108,7 @@ func placementOf(t *testing.T, m *instance, ref string) (propagation.Status, boo
 func TestPropagation(t *testing.T) {
 	lab := kubelab.Start(t, kubelab.Bins(t), "hub", "east", "west")
 	hub, east, west := lab.Member("hub"), lab.Member("east"), lab.Member("west")
+	hub.EnsureNamespace(t, "meridian") // the writer Lease lives where Meridian runs
 	m := startMeridian(t, fmt.Sprintf(propagationConfig, freePort(t),
 		hub.Kubeconfig(t, kubelab.AdminUser), east.Kubeconfig(t, kubelab.AdminUser), west.Kubeconfig(t, kubelab.AdminUser)))
 	ctx := context.Background()
