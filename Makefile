@@ -3,22 +3,33 @@ GO       ?= go
 BIN      := bin/meridian
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/meridian-gslb/meridian/internal/app.Version=$(VERSION)
+# Static (no cgo), no build paths, no symbol table or DWARF: the binary that
+# goes into the image, and the one the e2e tests run. Panics still print
+# stack traces with function names and lines.
+GOBUILD  := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
+IMAGE    ?= ghcr.io/meridian-gslb/meridian
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+# The image's mtimes and created date: the commit time, for the same digest
+# on every run (set SOURCE_DATE_EPOCH to override).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+MKIMAGE  := bin/mkimage
 FUZZTIME ?= 60s
 STATICCHECK := bin/staticcheck
 E2E_DEPS := dig=dnsutils kdig=knot-dnsutils dnsperf=dnsperf ip=iproute2 tc=iproute2 curl=curl chromium=chromium unbound=unbound named=bind9 knotd=knot
 
-.PHONY: help run build test unit e2e kube-bins bench fuzz lint coredns clean
+.PHONY: help run build test unit e2e image image-test kube-bins bench fuzz lint coredns clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
-build: ## build bin/meridian
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/meridian
+build: ## build bin/meridian (static, -trimpath, stripped)
+	$(GOBUILD) -o $(BIN) ./cmd/meridian
 
 run: build ## serve the demo config: DNS on 127.0.0.1:5353, HTTP on 127.0.0.1:8080
 	./$(BIN) serve --config deploy/examples/demo.yaml --demo-backends
 
-test: lint unit e2e ## vet + unit tests with -race + end-to-end tests with dig/kdig
+test: lint unit e2e image-test ## vet + unit tests with -race + end-to-end tests with dig/kdig + the image test
 
 lint: $(STATICCHECK) ## gofmt, go vet, go mod tidy check (module and tools/), staticcheck (e2e files included)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -26,6 +37,7 @@ lint: $(STATICCHECK) ## gofmt, go vet, go mod tidy check (module and tools/), st
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
+	cd tools/mkimage && $(GO) mod tidy -diff && $(GO) vet ./... && $(CURDIR)/$(STATICCHECK) ./...
 	$(STATICCHECK) -tags e2e ./...
 
 # staticcheck is pinned in tools/go.mod, a module of its own, so its
@@ -41,6 +53,18 @@ e2e: build coredns ## end-to-end tests: the real binaries queried with dig and k
 	@kube_bins=$$(GO=$(GO) scripts/kube-bins.sh | tail -n 1) && [ -n "$$kube_bins" ] && \
 	echo "KUBE_BINS=$$kube_bins" && \
 	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
+
+# tools/mkimage is a module of its own too: go-containerregistry never
+# changes the versions the binaries are built with.
+$(MKIMAGE): tools/mkimage/go.mod tools/mkimage/go.sum tools/mkimage/main.go
+	cd tools/mkimage && $(GO) build -o $(CURDIR)/$(MKIMAGE) .
+
+image: build $(MKIMAGE) ## OCI image without a daemon: bin/meridian-image.tar (docker load) and bin/oci/ (OCI layout); prints the digest
+	$(MKIMAGE) -binary $(BIN) -ca-bundle $(CA_BUNDLE) -repo $(IMAGE) -version $(VERSION) \
+	  -revision "$(REVISION)" -created "$(SOURCE_DATE_EPOCH)" -tar bin/meridian-image.tar -oci bin/oci
+
+image-test: build ## the image test (tools/mkimage): layout, config, same digest twice, the binary in it runs `version`
+	cd tools/mkimage && MERIDIAN_BIN=$(CURDIR)/$(BIN) MERIDIAN_VERSION=$(VERSION) $(GO) test -count=1 ./...
 
 kube-bins: ## build kube-apiserver + etcd (e2e/kubebins) into a cache dir outside the repo; prints the dir
 	@GO=$(GO) scripts/kube-bins.sh
@@ -61,7 +85,7 @@ fuzz: ## fuzz the request path, the config loader, the Kubernetes annotations an
 	$(GO) test -run '^$$' -fuzz '^FuzzInlineKubeconfig$$' -fuzztime $(FUZZTIME) ./internal/kube/
 
 coredns: ## build bin/coredns-meridian: CoreDNS with the meridian plugin
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/coredns-meridian ./cmd/coredns-meridian
+	$(GOBUILD) -o bin/coredns-meridian ./cmd/coredns-meridian
 
 clean: ## remove build output
 	rm -rf bin
