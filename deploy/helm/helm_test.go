@@ -157,6 +157,8 @@ func TestChartValues(t *testing.T) {
 				assert.Equal(t, "gslb", get(objs["Deployment/meridian"], "spec", "template", "spec", "serviceAccountName"))
 				assert.Equal(t, "gslb", get(objs["RoleBinding/meridian"], "subjects", 0, "name"))
 			}},
+		{"a parent chart's global values are accepted", "meridian", "global: {imageRegistry: example.com}",
+			func(t *testing.T, objs map[string]map[string]any) { assert.Contains(t, objs, "Deployment/meridian") }},
 		{"a ClusterIP DNS Service has no externalTrafficPolicy", "meridian", "service: {dns: {type: ClusterIP}}",
 			func(t *testing.T, objs map[string]map[string]any) {
 				assert.Equal(t, "ClusterIP", get(objs["Service/meridian-dns"], "spec", "type"))
