@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,14 +86,14 @@ func discoverGateway(cs kubernetes.Interface) (map[string]schema.GroupVersionRes
 	return out, nil
 }
 
-// tryGateway starts the Gateway API informers once the member serves the
-// CRDs; it is called on every heartbeat until it succeeds. It logs the
-// absence of the CRDs once.
+// tryGateway starts the Gateway API informers of the kinds the member
+// serves; it is called on every heartbeat until all of them run, so CRDs
+// installed later are picked up. It logs the absence of the CRDs once.
 func (m *member) tryGateway(ctx context.Context, cs kubernetes.Interface) {
 	m.mu.Lock()
-	started, cfg := m.gwStarted, m.cfg
+	cfg, running := m.cfg, len(m.gvrs)
 	m.mu.Unlock()
-	if started || cfg == nil {
+	if running == len(gatewayResources) || cfg == nil {
 		return
 	}
 	gvrs, err := discoverGateway(cs)
@@ -107,41 +108,55 @@ func (m *member) tryGateway(ctx context.Context, cs kubernetes.Interface) {
 		}
 		return
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		m.mg.log.Error("kubernetes: Gateway API client", "cluster", m.src.Cluster, "err", err)
-		return
-	}
 	m.mu.Lock()
-	m.gwStarted, m.dyn, m.gvrs = true, dyn, gvrs
-	m.mu.Unlock()
-	nss := m.kcfg.Namespaces
-	if len(nss) == 0 {
-		nss = []string{metav1.NamespaceAll}
+	if m.dyn == nil {
+		m.dyn, err = dynamic.NewForConfig(cfg)
+		if err != nil {
+			m.mu.Unlock()
+			m.mg.log.Error("kubernetes: Gateway API client", "cluster", m.src.Cluster, "err", err)
+			return
+		}
+		nss := m.kcfg.Namespaces
+		if len(nss) == 0 {
+			nss = []string{metav1.NamespaceAll}
+		}
+		for _, ns := range nss {
+			m.gwFactories = append(m.gwFactories, dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.dyn, m.kcfg.Resync.D(), ns, nil))
+		}
 	}
 	var kinds []string
-	for k := range gvrs {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	for _, ns := range nss {
-		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, m.kcfg.Resync.D(), ns, nil)
-		h := cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { m.safely(o, m.upsert) },
-			UpdateFunc: func(_, o any) { m.safely(o, m.upsert) },
-			DeleteFunc: func(o any) { m.safely(o, m.remove) },
+	for _, r := range gatewayResources { // Gateways first
+		if gvr, ok := gvrs[r.kind]; ok {
+			if _, running := m.gvrs[r.kind]; !running {
+				m.gvrs[r.kind] = gvr
+				kinds = append(kinds, r.kind)
+			}
 		}
+	}
+	factories := m.gwFactories
+	m.mu.Unlock()
+	if len(kinds) == 0 {
+		return
+	}
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { m.safely(o, m.upsert) },
+		UpdateFunc: func(_, o any) { m.safely(o, m.upsert) },
+		DeleteFunc: func(o any) { m.safely(o, m.remove) },
+	}
+	for _, f := range factories {
 		for _, k := range kinds {
 			if _, err := f.ForResource(gvrs[k]).Informer().AddEventHandler(h); err != nil {
 				m.mg.log.Error("kubernetes: Gateway API informer", "cluster", m.src.Cluster, "kind", k, "err", err)
 			}
 		}
 		f.Start(ctx.Done())
-		go func() {
-			f.WaitForCacheSync(ctx.Done())
-			m.mg.log.Info("kubernetes: watching annotated Gateway API routes", "cluster", m.src.Cluster, "namespace", orAll(ns), "kinds", kinds)
-		}()
 	}
+	go func() {
+		for _, f := range factories {
+			f.WaitForCacheSync(ctx.Done())
+		}
+		m.mg.log.Info("kubernetes: watching annotated Gateway API routes", "cluster", m.src.Cluster, "namespaces", orAll(strings.Join(m.kcfg.Namespaces, ",")), "kinds", kinds)
+	}()
 }
 
 // isRouteKind reports whether kind is a watched Gateway API route.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -244,9 +245,9 @@ type member struct {
 	forbidden bool                   // a status patch was forbidden (logged once)
 
 	// Gateway API (gatewaywatch.go): started once the member serves the CRDs.
-	routeMu        sync.Mutex // serialises route and Gateway events (before mu)
-	gwStarted      bool
-	gwAbsentLogged bool // run's goroutine only
+	routeMu        sync.Mutex                                     // serialises route and Gateway events (before mu)
+	gwFactories    []dynamicinformer.DynamicSharedInformerFactory // one per watched namespace
+	gwAbsentLogged bool                                           // run's goroutine only
 	dyn            dynamic.Interface
 	gvrs           map[string]schema.GroupVersionResource // kind -> watched resource
 	gateways       map[string]*gwv1.Gateway               // NAMESPACE/NAME -> last seen
@@ -263,7 +264,8 @@ type objState struct {
 
 func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
 	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(),
-		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, gateways: map[string]*gwv1.Gateway{}}
+		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, gateways: map[string]*gwv1.Gateway{},
+		gvrs: map[string]schema.GroupVersionResource{}}
 }
 
 func (m *member) start(parent context.Context) {
