@@ -121,6 +121,13 @@ func setGatewayAddress(t *testing.T, m *kubelab.Member, ns, name, ip string) {
 // reason) as the Gateway's controller would.
 func httpRoute(t *testing.T, m *kubelab.Member, ns, name, gw string, anno map[string]string, hostnames []string, accepted bool, reason string) {
 	t.Helper()
+	gwRoute(t, m, "HTTPRoute", ns, name, gw, anno, hostnames, accepted, reason)
+}
+
+// gwRoute is httpRoute for any route kind (HTTPRoute, GRPCRoute, TLSRoute).
+func gwRoute(t *testing.T, m *kubelab.Member, kind, ns, name, gw string, anno map[string]string, hostnames []string, accepted bool, reason string) {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: strings.ToLower(kind) + "s"}
 	annos := map[string]any{}
 	for k, v := range anno {
 		annos[k] = v
@@ -130,12 +137,15 @@ func httpRoute(t *testing.T, m *kubelab.Member, ns, name, gw string, anno map[st
 		hs = append(hs, h)
 	}
 	r := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": kind,
 		"metadata": map[string]any{"name": name, "namespace": ns, "annotations": annos},
 		"spec":     map[string]any{"parentRefs": []any{map[string]any{"name": gw}}, "hostnames": hs},
 	}}
+	if kind == "TLSRoute" {
+		r.Object["spec"].(map[string]any)["rules"] = []any{map[string]any{"backendRefs": []any{map[string]any{"name": name, "port": int64(443)}}}}
+	}
 	dyn := dynClient(t, m)
-	_, err := dyn.Resource(httpGVR).Namespace(ns).Create(context.Background(), r, metav1.CreateOptions{})
+	_, err := dyn.Resource(gvr).Namespace(ns).Create(context.Background(), r, metav1.CreateOptions{})
 	require.NoError(t, err)
 	status := "False"
 	if accepted {
@@ -146,7 +156,7 @@ func httpRoute(t *testing.T, m *kubelab.Member, ns, name, gw string, anno map[st
 		"conditions": []any{map[string]any{"type": "Accepted", "status": status, "reason": reason, "message": "set by the e2e test",
 			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
 	}}}})
-	_, err = dyn.Resource(httpGVR).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	require.NoError(t, err)
 }
 
@@ -199,6 +209,9 @@ func TestKubernetesGatewayAPI(t *testing.T) {
 	assert.Equal(t, 1, noCRDs(), "the absence is logged once")
 	st, _ := memberOf(kubeReport(t, m), "west")
 	assert.Equal(t, "Ready", st, "a member without the CRDs keeps working")
+	metrics := m.metrics(t)
+	assert.Equal(t, 1.0, metricValue(t, metrics, `meridian_kube_gateway_api_kinds{cluster="east",kind="HTTPRoute"}`))
+	assert.NotContains(t, metrics, `meridian_kube_gateway_api_kinds{cluster="west"`, "west has no Gateway API kinds")
 
 	// West gets the CRDs; its route takes its name from spec.hostnames.
 	installGatewayCRDs(t, west)
@@ -215,6 +228,16 @@ func TestKubernetesGatewayAPI(t *testing.T) {
 	assert.InDelta(t, 70, shares["127.0.0.81"], 1.5)
 	assert.InDelta(t, 30, shares["127.0.0.82"], 1.5)
 	assert.ElementsMatch(t, []string{"east/httproute/shop/web", "west/httproute/shop/web"}, kubeReport(t, m).Services[name])
+
+	// GRPCRoute and TLSRoute take the same path.
+	gwRoute(t, east, "GRPCRoute", "shop", "api", "gw", map[string]string{"meridian.io/hostname": "grpc.gslb.example.com"}, nil, true, "Accepted")
+	gwRoute(t, west, "TLSRoute", "shop", "tls", "gw", map[string]string{"meridian.io/hostnames-from-spec": "true"}, []string{"tls.gslb.example.com"}, true, "Accepted")
+	for host, ip := range map[string]string{"grpc.gslb.example.com.": "127.0.0.81", "tls.gslb.example.com.": "127.0.0.82"} {
+		require.Eventually(t, func() bool {
+			s, err := quickShare(m, host, ip, 10)
+			return err == nil && s == 100
+		}, 10*time.Second, 50*time.Millisecond, "%s is served from %s:\n%s", host, ip, m.log())
+	}
 
 	// The route its Gateway did not accept is not served, and says why.
 	q := new(dns.Msg)

@@ -245,3 +245,15 @@ func (m *member) patchRouteStatus(ctx context.Context, ref ObjectRef, text strin
 	_, err = dyn.Resource(gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "meridian"})
 	return err
 }
+
+// gatewayKinds lists the Gateway API kinds watched now, sorted.
+func (m *member) gatewayKinds() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.gvrs))
+	for k := range m.gvrs {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
