@@ -233,3 +233,21 @@ func TestARouteAndAServiceShareANameLikeTwoServices(t *testing.T) {
 	assert.Len(t, r.Services[0].Endpoints, 2)
 	assert.Equal(t, []ObjectRef{svc.Ref, route.Ref}, r.Sources["app.gslb.example.com."])
 }
+
+func TestSameAddress(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b gwv1.GatewayStatusAddress
+		want bool
+	}{
+		{"an address without a type is the same as one typed IPAddress", addr("", "198.51.100.1"), addr(gwv1.IPAddressType, "198.51.100.1"), true},
+		{"equal types and values held in different pointers are the same", addr(gwv1.HostnameAddressType, "lb.example.net"), addr(gwv1.HostnameAddressType, "lb.example.net"), true},
+		{"another value is a change", addr(gwv1.IPAddressType, "198.51.100.1"), addr(gwv1.IPAddressType, "198.51.100.2"), false},
+		{"another type is a change", addr(gwv1.IPAddressType, "lb.example.net"), addr(gwv1.HostnameAddressType, "lb.example.net"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, sameAddress(tt.a, tt.b))
+		})
+	}
+}

@@ -177,8 +177,10 @@ func readRoute(u *unstructured.Unstructured) (Route, *routeShape, error) {
 	return r, &s, nil
 }
 
-// gatewayChanged records a Gateway (nil: deleted) and re-reads every
-// watched route, so an address change is served at once. m.routeMu is held.
+// gatewayChanged records a Gateway (nil: deleted) and, when its addresses
+// changed, re-reads every watched route, so an address change is served at
+// once (a Gateway's other changes, and resyncs, cost nothing). m.routeMu is
+// held.
 func (m *member) gatewayChanged(key string, u *unstructured.Unstructured) {
 	var gw *gwv1.Gateway
 	if u != nil {
@@ -191,6 +193,11 @@ func (m *member) gatewayChanged(key string, u *unstructured.Unstructured) {
 		}
 	}
 	m.mu.Lock()
+	old, had := m.gateways[key]
+	if had == (gw != nil) && (gw == nil || slices.EqualFunc(old.Status.Addresses, gw.Status.Addresses, sameAddress)) {
+		m.mu.Unlock()
+		return
+	}
 	if gw == nil {
 		delete(m.gateways, key)
 	} else {
@@ -256,4 +263,15 @@ func (m *member) gatewayKinds() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sameAddress compares two Gateway status addresses by type and value.
+func sameAddress(a, b gwv1.GatewayStatusAddress) bool {
+	typ := func(t *gwv1.AddressType) gwv1.AddressType {
+		if t == nil {
+			return gwv1.IPAddressType
+		}
+		return *t
+	}
+	return typ(a.Type) == typ(b.Type) && a.Value == b.Value
 }
