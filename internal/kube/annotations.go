@@ -23,6 +23,9 @@ const (
 	AnnoGeo           = "meridian.io/geo"            // places this cluster serves: regions, countries, continents
 	AnnoDrain         = "meridian.io/drain"          // true takes this cluster's endpoints out of the answers
 	AnnoStatus        = "meridian.io/status"         // written by Meridian: what it serves for this object
+	// AnnoHostnamesFromSpec "true" on a Gateway API route without
+	// meridian.io/hostname serves its spec.hostnames.
+	AnnoHostnamesFromSpec = "meridian.io/hostnames-from-spec"
 )
 
 // InputAnnotations lists the annotations Meridian reads, in documentation order.

@@ -34,7 +34,10 @@ type Object struct {
 	Created  time.Time // creationTimestamp: the older object wins a disagreement
 	Settings Settings  // the last valid settings
 	Valid    bool      // false: no valid settings yet, the object contributes nothing
-	Targets  []string  // status.loadBalancer.ingress: IP addresses or host names
+	Targets  []string  // status.loadBalancer.ingress (routes: accepting Gateways' status.addresses): IP addresses or host names
+	// Problems are the object's own reasons not to be (fully) served, e.g.
+	// a route no parent Gateway accepted; reported like conflicts.
+	Problems []string `json:",omitempty"`
 }
 
 // Result is the desired state the watched objects add to the config file's.
@@ -161,7 +164,7 @@ func Build(objs []Object, base *model.Desired) Result {
 			r.Settings[o.Ref] = SettingsOf{Strategy: svc.Strategy}
 		}
 		if len(svc.Endpoints) == 0 {
-			r.Dropped[name] = "no load-balancer address yet (status.loadBalancer.ingress is empty)"
+			r.Dropped[name] = noAddress(g)
 			continue
 		}
 		if err := validateOne(base, svc); err != nil {
@@ -173,6 +176,11 @@ func Build(objs []Object, base *model.Desired) Result {
 			continue
 		}
 		r.Services = append(r.Services, svc)
+	}
+	for _, o := range sorted {
+		for _, p := range o.Problems {
+			r.problem(o.Ref, p)
+		}
 	}
 	for ref := range r.Problems {
 		slices.Sort(r.Problems[ref])
@@ -338,6 +346,16 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 		}
 	}
 	return svc, owner
+}
+
+// noAddress says why a name has no endpoints yet.
+func noAddress(g []*Object) string {
+	for _, o := range g {
+		if o.Ref.Kind == KindService || o.Ref.Kind == KindIngress {
+			return "no load-balancer address yet (status.loadBalancer.ingress is empty)"
+		}
+	}
+	return "no address yet (no accepting parent Gateway has status.addresses)"
 }
 
 func checkString(c *model.Check) string {

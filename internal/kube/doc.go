@@ -5,7 +5,9 @@
 //     pod's service account, or a Secret labelled meridian.io/member=true on
 //     the hub: WatchSecrets), checks it (reachable, TLS verified, credentials
 //     accepted), watches its Services and Ingresses that carry
-//     meridian.io/hostname with informers, and polls its /readyz for the
+//     meridian.io/hostname with informers, and its Gateway API routes and
+//     Gateways where the CRDs exist (gatewaywatch.go; RouteTargets maps a
+//     route and its accepting Gateways to addresses), and polls its /readyz for the
 //     cluster heartbeat (Poller). A member that fails is NotReady with a
 //     Reason and retried; the others keep serving.
 //   - ParseAnnotations validates every meridian.io/ annotation of an object

@@ -23,6 +23,7 @@ const (
 	ReasonConflict            = "MeridianConflict"    // a setting or service problem
 	ReasonStatus              = "MeridianStatus"      // served or not (when the status annotation is off)
 	ReasonInvalidMemberSecret = "InvalidMemberSecret" // a member Secret is refused
+	ReasonRouteNotAccepted    = "RouteNotAccepted"    // a Gateway API route's parent Gateway did not accept it
 )
 
 // Event budget per involved object: a burst, then one per refill period.

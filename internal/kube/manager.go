@@ -16,12 +16,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 )
@@ -244,6 +249,14 @@ type member struct {
 	evented   map[ObjectRef][]string // errors and problems last reported as Events per object
 	served    map[ObjectRef]string   // serving last reported as an Event per object
 	forbidden bool                   // a status patch was forbidden (logged once)
+
+	// Gateway API (gatewaywatch.go): started once the member serves the CRDs.
+	routeMu        sync.Mutex                                     // serialises route and Gateway events (before mu)
+	gwFactories    []dynamicinformer.DynamicSharedInformerFactory // one per watched namespace
+	gwAbsentLogged bool                                           // run's goroutine only
+	dyn            dynamic.Interface
+	gvrs           map[string]schema.GroupVersionResource // kind -> watched resource
+	gateways       map[string]*gwv1.Gateway               // NAMESPACE/NAME -> last seen
 }
 
 // objState is one watched object with its last valid settings.
@@ -257,7 +270,8 @@ type objState struct {
 
 func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
 	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(),
-		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}}
+		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, gateways: map[string]*gwv1.Gateway{},
+		gvrs: map[string]schema.GroupVersionResource{}}
 }
 
 func (m *member) start(parent context.Context) {
@@ -332,6 +346,7 @@ func (m *member) run(ctx context.Context) {
 		}
 	}
 	m.startInformers(ctx, cs)
+	m.tryGateway(ctx, cs)
 	t := time.NewTicker(retry)
 	defer t.Stop()
 	for {
@@ -350,6 +365,7 @@ func (m *member) run(ctx context.Context) {
 			m.setState(StateNotReady, Reason(err))
 		} else {
 			m.setState(StateReady, "")
+			m.tryGateway(ctx, cs)
 		}
 	}
 }
@@ -461,7 +477,39 @@ func (m *member) toObject(o any) (ref ObjectRef, meta metav1.Object, targets []s
 }
 
 func (m *member) upsert(o any) {
-	ref, meta, targets, ok := m.toObject(o)
+	if _, isU := o.(*unstructured.Unstructured); isU {
+		// Routes and Gateways one at a time: a Gateway's change re-reads
+		// the routes, and must not bring back an older or deleted one.
+		m.routeMu.Lock()
+		defer m.routeMu.Unlock()
+	}
+	m.upsertLocked(o)
+}
+
+// upsertLocked is upsert; for Gateway API objects m.routeMu is held.
+func (m *member) upsertLocked(o any) {
+	var (
+		ref      ObjectRef
+		meta     metav1.Object
+		anno     map[string]string
+		targets  []string
+		problems []string
+		annoErr  *FieldError
+		ok       bool
+	)
+	if u, isU := o.(*unstructured.Unstructured); isU {
+		if u.GetKind() == KindGateway {
+			m.gatewayChanged(GatewayKey(u.GetNamespace(), u.GetName()), u)
+			return
+		}
+		meta = u
+		ref, anno, targets, problems, annoErr, ok = m.routeObject(u)
+	} else {
+		ref, meta, targets, ok = m.toObject(o)
+		if meta != nil {
+			anno = meta.GetAnnotations()
+		}
+	}
 	if meta == nil {
 		return
 	}
@@ -470,7 +518,8 @@ func (m *member) upsert(o any) {
 		m.removeRef(ObjectRef{m.src.Cluster, kindOf(o), meta.GetNamespace(), meta.GetName()})
 		return
 	}
-	settings, errs := ParseAnnotations(meta.GetAnnotations())
+	settings, errs := ParseAnnotations(anno)
+	errs = routeErrors(anno, meta.GetAnnotations(), annoErr, errs)
 	m.mu.Lock()
 	st := m.objs[ref]
 	if st == nil || st.uid != meta.GetUID() {
@@ -478,7 +527,7 @@ func (m *member) upsert(o any) {
 		m.objs[ref] = st
 	}
 	before, beforeErrs := st.obj, joinErrs(st.errs)
-	st.obj.Ref, st.obj.Created, st.obj.Targets = ref, meta.GetCreationTimestamp().Time, targets
+	st.obj.Ref, st.obj.Created, st.obj.Targets, st.obj.Problems = ref, meta.GetCreationTimestamp().Time, targets, problems
 	if len(errs) == 0 {
 		st.obj.Settings, st.obj.Valid = settings, true
 	}
@@ -500,6 +549,9 @@ func (m *member) upsert(o any) {
 }
 
 func kindOf(o any) string {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return u.GetKind()
+	}
 	if _, ok := o.(*networkingv1.Ingress); ok {
 		return KindIngress
 	}
@@ -509,6 +561,14 @@ func kindOf(o any) string {
 func (m *member) remove(o any) {
 	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
+	}
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		m.routeMu.Lock()
+		defer m.routeMu.Unlock()
+		if u.GetKind() == KindGateway {
+			m.gatewayChanged(GatewayKey(u.GetNamespace(), u.GetName()), nil)
+			return
+		}
 	}
 	if meta, ok := o.(metav1.Object); ok {
 		m.removeRef(ObjectRef{m.src.Cluster, kindOf(o), meta.GetNamespace(), meta.GetName()})

@@ -55,10 +55,11 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 		return m
 	}
 	members := prometheus.NewDesc("meridian_kube_member_ready", "1 when the member cluster is Ready (reachable, TLS verified, credentials accepted), else 0.", []string{"cluster"}, nil)
-	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services and Ingresses watched, by cluster.", []string{"cluster"}, nil)
+	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services, Ingresses and Gateway API routes watched, by cluster.", []string{"cluster"}, nil)
 	invalid := prometheus.NewDesc("meridian_kube_invalid_objects", "Watched objects whose current annotations are rejected (they serve their last valid settings), by cluster.", []string{"cluster"}, nil)
+	gwKinds := prometheus.NewDesc("meridian_kube_gateway_api_kinds", "1 for each Gateway API kind (Gateway, HTTPRoute, GRPCRoute, TLSRoute) watched in the member cluster (its CRD is served), by cluster and kind.", []string{"cluster", "kind"}, nil)
 	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, m.panics, collector{
-		descs: []*prometheus.Desc{members, objects, invalid},
+		descs: []*prometheus.Desc{members, objects, invalid, gwKinds},
 		collect: func(ch chan<- prometheus.Metric) {
 			for _, mem := range mg.list() {
 				st := mem.status()
@@ -69,6 +70,9 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 				ch <- prometheus.MustNewConstMetric(members, prometheus.GaugeValue, ready, st.Cluster)
 				ch <- prometheus.MustNewConstMetric(objects, prometheus.GaugeValue, float64(st.Objects), st.Cluster)
 				ch <- prometheus.MustNewConstMetric(invalid, prometheus.GaugeValue, float64(mem.invalid()), st.Cluster)
+				for _, k := range mem.gatewayKinds() {
+					ch <- prometheus.MustNewConstMetric(gwKinds, prometheus.GaugeValue, 1, st.Cluster, k)
+				}
 			}
 		},
 	})

@@ -131,6 +131,8 @@ func eventReason(msg string) string {
 		return ReasonInvalidAnnotation
 	case strings.HasPrefix(msg, claims.ConflictPrefix):
 		return ReasonHostnameConflict
+	case strings.HasPrefix(msg, RouteNotAcceptedPrefix), strings.HasPrefix(msg, routeNotThroughPrefix):
+		return ReasonRouteNotAccepted
 	}
 	return ReasonConflict
 }
@@ -155,7 +157,12 @@ func (m *member) recordEvents(ew *eventWriter, j statusJob) {
 // patch writes one object's meridian.io/status; it returns 1 when the
 // write failed and is worth retrying.
 func (m *member) patch(cs kubernetes.Interface, j statusJob) int {
-	err := patchStatus(context.Background(), cs, j.ref, j.text, m.mg.opts.FieldManager)
+	var err error
+	if isRouteKind(j.ref.Kind) {
+		err = m.patchRouteStatus(context.Background(), j.ref, j.text, m.mg.opts.FieldManager)
+	} else {
+		err = patchStatus(context.Background(), cs, j.ref, j.text, m.mg.opts.FieldManager)
+	}
 	if err != nil {
 		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "failure").Inc()
 		if apierrors.IsForbidden(err) {
