@@ -35,13 +35,16 @@ var (
 )
 
 // installGatewayCRDs creates the standard-channel CRDs of the
-// sigs.k8s.io/gateway-api module in go.mod (read from the module cache)
-// and waits until they are Established.
+// sigs.k8s.io/gateway-api module in go.mod (read from the module cache,
+// downloaded there if missing) and waits until they are Established.
 func installGatewayCRDs(t *testing.T, m *kubelab.Member) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
-	require.NoError(t, err, "go list -m sigs.k8s.io/gateway-api")
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
+	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/gateway-api").Output()
+	require.NoError(t, err, "go mod download sigs.k8s.io/gateway-api")
+	var mod struct{ Dir string }
+	require.NoError(t, json.Unmarshal(out, &mod))
+	require.NotEmpty(t, mod.Dir, "the module's directory: %s", out)
+	dir := filepath.Join(mod.Dir, "config", "crd", "standard")
 	dyn := dynClient(t, m)
 	ctx := context.Background()
 	var names []string
@@ -144,9 +147,15 @@ func gwRoute(t *testing.T, m *kubelab.Member, kind, ns, name, gw string, anno ma
 	if kind == "TLSRoute" {
 		r.Object["spec"].(map[string]any)["rules"] = []any{map[string]any{"backendRefs": []any{map[string]any{"name": name, "port": int64(443)}}}}
 	}
-	dyn := dynClient(t, m)
-	_, err := dyn.Resource(gvr).Namespace(ns).Create(context.Background(), r, metav1.CreateOptions{})
+	_, err := dynClient(t, m).Resource(gvr).Namespace(ns).Create(context.Background(), r, metav1.CreateOptions{})
 	require.NoError(t, err)
+	setRouteAccepted(t, m, kind, ns, name, gw, accepted, reason)
+}
+
+// setRouteAccepted writes the route's status.parents for Gateway gw.
+func setRouteAccepted(t *testing.T, m *kubelab.Member, kind, ns, name, gw string, accepted bool, reason string) {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: strings.ToLower(kind) + "s"}
 	status := "False"
 	if accepted {
 		status = "True"
@@ -156,7 +165,7 @@ func gwRoute(t *testing.T, m *kubelab.Member, kind, ns, name, gw string, anno ma
 		"conditions": []any{map[string]any{"type": "Accepted", "status": status, "reason": reason, "message": "set by the e2e test",
 			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
 	}}}})
-	_, err = dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err := dynClient(t, m).Resource(gvr).Namespace(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	require.NoError(t, err)
 }
 
@@ -288,4 +297,11 @@ func TestKubernetesGatewayAPI(t *testing.T) {
 	require.NotZero(t, took, "the new Gateway address is served:\n%s", m.log())
 	t.Logf("FIGURE gateway api address change served in %s", took.Round(time.Millisecond))
 	assert.Less(t, took, time.Second, "a Gateway address change is served in under a second")
+
+	// The Gateway accepts the rejected route after all: it is served.
+	setRouteAccepted(t, east, "HTTPRoute", "shop", "rejected", "gw", true, "Accepted")
+	require.Eventually(t, func() bool {
+		s, err := quickShare(m, "rejected.gslb.example.com.", "127.0.0.83", 10)
+		return err == nil && s == 100
+	}, 10*time.Second, 50*time.Millisecond, "a route accepted later is served:\n%s", m.log())
 }
