@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -261,4 +262,72 @@ func annotateCtx(cs kubernetes.Interface, ns, name, key, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _ = cs.CoreV1().Services(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+}
+
+// Two nodes, each its own one-node ring, propagating from the hub east
+// into west under one Lease in east.
+const kubeLeasePropagationConfig = `
+server: {dns: {rrl: {responses_per_second: 1000000}}}
+zones:
+  - apex: gslb.example.com
+    nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
+health: {interval: 1s, timeout: 500ms}
+ring: {enabled: true, node_name: %[1]s, region: r1, bind: "127.0.0.1:%[2]d"}
+clusters:
+  - {name: east, region: us-east, kubernetes: {kubeconfig: "%[3]s"}, heartbeat: {interval: 500ms, grace: 2s}}
+  - {name: west, region: us-west, kubernetes: {kubeconfig: "%[4]s"}, heartbeat: {interval: 500ms, grace: 2s}}
+kubernetes:
+  retry_interval: 500ms
+  connect_timeout: 2s
+  propagation: {hub: east, interval: 500ms}
+  leader_election: {lease_duration: 4s, renew_deadline: 3s, retry_period: 500ms}
+`
+
+// TestKubernetesLeaderElectionPropagation: only the leader propagates; a
+// template changed after the leader is killed reaches the member through
+// the other node.
+func TestKubernetesLeaderElectionPropagation(t *testing.T) {
+	lab := kubelab.Start(t, kubelab.Bins(t), "east", "west")
+	east, west := lab.Member("east"), lab.Member("west")
+	east.EnsureNamespace(t, "meridian")
+	kcEast, kcWest := east.Kubeconfig(t, kubelab.AdminUser), west.Kubeconfig(t, kubelab.AdminUser)
+	nodes := map[string]*instance{
+		"p1": startMeridian(t, fmt.Sprintf(kubeLeasePropagationConfig, "p1", freePort(t), kcEast, kcWest)),
+		"p2": startMeridian(t, fmt.Sprintf(kubeLeasePropagationConfig, "p2", freePort(t), kcEast, kcWest)),
+	}
+	east.EnsureNamespace(t, "shop")
+	ctx := context.Background()
+	_, err := east.Client(t).AppsV1().Deployments("shop").Create(ctx, deployment("web", 2, "nginx:1.27", map[string]string{
+		"meridian.io/propagate": "true", "meridian.io/clusters": "west"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	image := func() string {
+		d, err := copyOf(west, "shop", "web")
+		if err != nil || len(d.Spec.Template.Spec.Containers) == 0 {
+			return ""
+		}
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+	require.Eventually(t, func() bool { return image() == "nginx:1.27" }, 30*time.Second, 100*time.Millisecond, "propagated:\n%s\n%s", nodes["p1"].log(), nodes["p2"].log())
+	var leader string
+	require.Eventually(t, func() bool {
+		leader = writerOf(t, nodes["p1"]).Leader
+		return leader != "" && writerOf(t, nodes["p2"]).Leader == leader
+	}, 10*time.Second, 100*time.Millisecond)
+	follower := map[string]string{"p1": "p2", "p2": "p1"}[leader]
+	applies := regexp.MustCompile(`meridian_propagation_applies_total\{cluster="west",result="success"\} [1-9]`)
+	assert.Regexp(t, applies, nodes[leader].metrics(t), "the leader applied")
+	assert.NotRegexp(t, applies, nodes[follower].metrics(t), "the follower never applied")
+
+	killed := time.Now()
+	require.NoError(t, nodes[leader].cmd.Process.Kill())
+	<-nodes[leader].exited
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.28"}]}}}}`)
+	_, err = east.Client(t).AppsV1().Deployments("shop").Patch(ctx, "web", types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return image() == "nginx:1.28" }, leaseDuration+15*time.Second, 50*time.Millisecond,
+		"the new leader propagates the change:\n%s", nodes[follower].log())
+	took := time.Since(killed)
+	t.Logf("FIGURE kube leader killed → template change propagated by the other node in %s (lease_duration %s)", took.Round(time.Millisecond), leaseDuration)
+	assert.Regexp(t, applies, nodes[follower].metrics(t), "the new leader applied")
+	assert.Less(t, took, leaseDuration+2*leaseRetry*6/5+2*time.Second, "within the lease duration, the retry jitter and a reconcile")
 }
