@@ -48,11 +48,13 @@ $(STATICCHECK): tools/go.mod tools/go.sum
 unit: ## unit tests with the race detector
 	$(GO) test -race -count=1 ./...
 
+# The e2e test binary is compiled like bin/meridian (CGO_ENABLED=0,
+# -trimpath), so the two share their compiled packages on a cold machine.
 e2e: build coredns ## end-to-end tests: the real binaries queried with dig and kdig, multi-node netns scenarios, kube-apiservers
 	@scripts/deps.sh $(E2E_DEPS)
 	@kube_bins=$$(GO=$(GO) scripts/kube-bins.sh | tail -n 1) && [ -n "$$kube_bins" ] && \
 	echo "KUBE_BINS=$$kube_bins" && \
-	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian $(GO) test -count=1 -tags e2e -timeout 25m ./e2e/...
+	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian CGO_ENABLED=0 $(GO) test -trimpath -count=1 -tags e2e -timeout 25m ./e2e/...
 
 # tools/mkimage is a module of its own too: go-containerregistry never
 # changes the versions the binaries are built with.

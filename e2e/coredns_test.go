@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,8 @@ import (
 	"github.com/miekg/dns"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/srcdir"
 )
 
 var (
@@ -40,9 +41,8 @@ func coredns(t testing.TB) string {
 			return
 		}
 		corednsBin = filepath.Join(dir, "coredns-meridian")
-		_, file, _, _ := runtime.Caller(0)
 		build := exec.Command("go", "build", "-o", corednsBin, "./cmd/coredns-meridian")
-		build.Dir = filepath.Join(filepath.Dir(file), "..")
+		build.Dir = srcdir.Root()
 		out, err := build.CombinedOutput()
 		if err != nil {
 			corednsErr = fmt.Errorf("build coredns-meridian: %v\n%s", err, out)

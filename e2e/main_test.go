@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/srcdir"
 )
 
 var meridianBin string
@@ -34,9 +35,8 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		meridianBin = filepath.Join(dir, "meridian")
-		_, file, _, _ := runtime.Caller(0)
 		build := exec.Command("go", "build", "-o", meridianBin, "./cmd/meridian")
-		build.Dir = filepath.Join(filepath.Dir(file), "..")
+		build.Dir = srcdir.Root()
 		build.Stdout, build.Stderr = os.Stdout, os.Stderr
 		if err := build.Run(); err != nil {
 			panic("build meridian: " + err.Error())

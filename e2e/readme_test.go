@@ -8,21 +8,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/srcdir"
 )
 
 // readmeBlocks returns the ```sh blocks of README.md under the heading
 // (a line "## X" or "### X").
 func readmeBlocks(t *testing.T, heading string) []string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	f, err := os.Open(filepath.Join(filepath.Dir(file), "..", "README.md"))
+	f, err := os.Open(filepath.Join(srcdir.Root(), "README.md"))
 	require.NoError(t, err)
 	defer f.Close()
 	var blocks []string
@@ -86,8 +86,7 @@ func TestReadmeWalkthroughs(t *testing.T) {
 	require.NoError(t, os.Symlink(meridianBin, filepath.Join(dir, "bin", "meridian")))
 	// make run: serve deploy/examples/demo.yaml with its backends; the
 	// ring's gossip port is moved to a free one too.
-	_, file, _, _ := runtime.Caller(0)
-	demo, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "deploy", "examples", "demo.yaml"))
+	demo, err := os.ReadFile(filepath.Join(srcdir.Root(), "deploy", "examples", "demo.yaml"))
 	require.NoError(t, err)
 	conf := strings.Replace(string(demo), "bind: 127.0.0.1:7946", fmt.Sprintf("bind: 127.0.0.1:%d", freePort(t)), 1)
 	t.Setenv("XDG_STATE_HOME", state)

@@ -8,23 +8,24 @@ package helm
 import (
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+
+	"github.com/meridian-gslb/meridian/internal/srcdir"
 )
 
 // Dir is the absolute path of deploy/helm in the source tree this package
 // was built from.
 func Dir() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
+	root := srcdir.Root()
+	if root == "" {
 		panic("helm: cannot find the source directory")
 	}
-	return filepath.Dir(file)
+	return filepath.Join(root, "deploy", "helm")
 }
 
 // ChartDir is the chart's directory, deploy/helm/meridian.

@@ -8,11 +8,12 @@ package kustomize
 import (
 	"fmt"
 	"path/filepath"
-	"runtime"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/meridian-gslb/meridian/internal/srcdir"
 )
 
 // RBACGroup is the API group of the objects RenderRBAC keeps.
@@ -21,11 +22,11 @@ const RBACGroup = "rbac.authorization.k8s.io"
 // Dir is the absolute path of deploy/kustomize in the source tree this
 // package was built from.
 func Dir() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
+	root := srcdir.Root()
+	if root == "" {
 		panic("kustomize: cannot find the source directory")
 	}
-	return filepath.Dir(file)
+	return filepath.Join(root, "deploy", "kustomize")
 }
 
 // Render builds the kustomization at path (a directory; relative paths are
