@@ -88,8 +88,10 @@ func TestOneOfTwoElectorsLeadsAndTheOtherTakesOverWhenItLeaves(t *testing.T) {
 		t.Fatal("b did not take over the released Lease")
 	}
 	assert.True(t, b.e.Leading())
-	assert.Equal(t, "node-b", b.e.Status().Leader)
-	assert.Equal(t, 2.0, testutil.ToFloat64(b.e.changes), "b saw a, then itself")
+	// client-go reports the new leader (OnNewLeader) on its own goroutine,
+	// after or before OnStartedLeading: wait for it rather than race it.
+	require.Eventually(t, func() bool { return b.e.Status().Leader == "node-b" }, 10*time.Second, 20*time.Millisecond, "b reports itself as the leader")
+	require.Eventually(t, func() bool { return testutil.ToFloat64(b.e.changes) == 2 }, 10*time.Second, 20*time.Millisecond, "b saw a, then itself")
 	lease, err := cs.CoordinationV1().Leases("meridian").Get(context.Background(), "meridian-writer", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "node-b", *lease.Spec.HolderIdentity)
