@@ -1,6 +1,10 @@
 package model
 
-import "strings"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // countries are the ISO 3166-1 alpha-2 codes in use, and XK (Kosovo),
 // which GeoIP databases, Route 53 geolocation and Cloudflare steering use.
@@ -26,3 +30,6 @@ func IsCountry(c string) bool { return countries[c] }
 
 // countryHints are codes people write for a country that are not its ISO code.
 var countryHints = map[string]string{"UK": "GB", "EN": "GB", "EL": "GR"}
+
+// Countries returns every code IsCountry accepts, sorted.
+func Countries() []string { return slices.Sorted(maps.Keys(countries)) }

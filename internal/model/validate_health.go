@@ -356,6 +356,17 @@ var nonPublic = func() []netip.Prefix {
 	return out
 }()
 
+// NonPublic reports the range of a when the clouds' health checkers cannot
+// reach it (Route 53: "local, private, non-routable, or multicast ranges").
+func NonPublic(a netip.Addr) (netip.Prefix, bool) {
+	for _, p := range nonPublic {
+		if p.Contains(a.Unmap()) || p.Contains(a) {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
 // backstopAddresses refuses what would fail at sync time or never pass: a
 // backstop check (Route 53 health check, Cloudflare monitor) on an endpoint
 // address the cloud's checkers cannot reach (private, loopback,
@@ -390,12 +401,9 @@ func (v *validator) backstopAddresses(d *Desired) {
 				if err != nil {
 					continue
 				}
-				for _, p := range nonPublic {
-					if p.Contains(a.Unmap()) || p.Contains(a) {
-						v.add(fmt.Sprintf("services[%d].endpoints[%d].address", si, ei),
-							"%s is in %s, which %s cannot reach: %s.health_checks: backstop needs public endpoint addresses (or set it to off for this zone)", e.Address, p, z.cloud, z.path)
-						break
-					}
+				if p, ok := NonPublic(a); ok {
+					v.add(fmt.Sprintf("services[%d].endpoints[%d].address", si, ei),
+						"%s is in %s, which %s cannot reach: %s.health_checks: backstop needs public endpoint addresses (or set it to off for this zone)", e.Address, p, z.cloud, z.path)
 				}
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // Load Balancing error codes. Cloudflare's Load Balancing API answers
@@ -324,7 +326,7 @@ func (s *Server) checkPoolMaps(lb *LoadBalancer) *apiErr {
 			case "region_pools":
 				ok = lbRegions[k]
 			case "country_pools":
-				ok = isoCountries[k]
+				ok = model.IsCountry(k)
 			default:
 				ok = popRE.MatchString(k)
 			}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // steerEnv seeds pools (one monitor for all, so health can be set) and
@@ -296,7 +298,7 @@ func TestRegionTable(t *testing.T) {
 	assert.Equal(t, "ENAM", RegionOf(Client{Country: "CA", Subdivision: "QC"}))
 	assert.Equal(t, "SAS", RegionOf(Client{Country: "DE", Region: "sas"}), "Region overrides the table")
 	assert.Empty(t, RegionOf(Client{Country: "ZZ"}))
-	for c := range isoCountries {
+	for _, c := range model.Countries() {
 		assert.NotEmpty(t, countryRegion[c], "every ISO country has a region: %s", c)
 	}
 }

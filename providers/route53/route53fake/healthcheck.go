@@ -13,6 +13,8 @@ import (
 	"time"
 
 	smithytime "github.com/aws/smithy-go/time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // HealthCheckConfig is a health check's configuration as Route 53 holds it,
@@ -110,28 +112,12 @@ var (
 	resettable       = []string{"FullyQualifiedDomainName", "Regions", "ResourcePath", "ChildHealthChecks"}
 )
 
-// special are the ranges Route 53 cannot check ("local, private,
-// non-routable, or multicast ranges": RFC 5735, RFC 6598, RFC 5156).
-var special = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-		"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "::ffff:0:0/96", "fc00::/7", "fe80::/10", "ff00::/8", "2001:db8::/32", "2001::/32", "2002::/16",
-	} {
-		out = append(out, netip.MustParsePrefix(p))
-	}
-	return out
-}()
-
+// isSpecial reports whether Route 53 refuses to check a ("local,
+// private, non-routable, or multicast ranges": RFC 5735, RFC 6598,
+// RFC 5156): the same ranges check-config refuses.
 func isSpecial(a netip.Addr) bool {
-	for _, p := range special {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	_, ok := model.NonPublic(a)
+	return ok
 }
 
 // config turns a request's HealthCheckConfig into the stored one, defaults
