@@ -130,7 +130,7 @@ func TestPropagation(t *testing.T) {
 		d, err := copyOf(east, "shop", "web")
 		require.NoError(t, err)
 		assert.Equal(t, "true", d.Labels["meridian.io/propagated"])
-		assert.Equal(t, "Deployment/shop/web", d.Annotations["meridian.io/template"])
+		assert.Equal(t, "Deployment.apps/shop/web", d.Annotations["meridian.io/template"])
 		for _, mf := range d.ManagedFields {
 			if mf.Operation == metav1.ManagedFieldsOperationApply {
 				assert.Equal(t, "meridian", mf.Manager, "server-side applied by field manager meridian")
@@ -177,7 +177,7 @@ func TestPropagation(t *testing.T) {
 		var st propagation.Status
 		require.Eventually(t, func() bool {
 			var ok bool
-			st, ok = placementOf(t, m, "Deployment/shop/web")
+			st, ok = placementOf(t, m, "Deployment.apps/shop/web")
 			return ok && strings.Contains(st.Clusters["east"].Error, "does not apply")
 		}, 20*time.Second, 50*time.Millisecond)
 		t.Logf("east's status: %+v", st.Clusters["east"])
@@ -221,7 +221,7 @@ func TestPropagation(t *testing.T) {
 			"meridian.io/propagate": "true", "meridian.io/clusters": "east,west"}), metav1.CreateOptions{})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
-			st, ok := placementOf(t, m, "Deployment/shop/legacy")
+			st, ok := placementOf(t, m, "Deployment.apps/shop/legacy")
 			return ok && strings.Contains(st.Clusters["west"].Error, "is not Meridian's") && replicasIn(east, "shop", "legacy") == 4
 		}, 20*time.Second, 50*time.Millisecond)
 		foreign, err := copyOf(west, "shop", "legacy")
@@ -298,7 +298,7 @@ func TestPropagation(t *testing.T) {
 		require.Eventually(t, func() bool { return replicasIn(west, "shop", "batch") == 2 }, 20*time.Second, 50*time.Millisecond)
 		_, err = copyOf(east, "shop", "batch")
 		assert.True(t, apierrors.IsNotFound(err), "only the best cluster")
-		st, _ := placementOf(t, m, "Deployment/shop/batch")
+		st, _ := placementOf(t, m, "Deployment.apps/shop/batch")
 		t.Logf("selector scores: %v", st.Scores)
 		assert.Greater(t, st.Scores["west"], st.Scores["east"])
 	})

@@ -148,12 +148,17 @@ func printPlacement(cmd *cobra.Command, ps []propagation.Status) {
 		slices.Sort(names)
 		for _, c := range names {
 			cs := p.Clusters[c]
-			state := "applied"
+			state := "healthy"
 			switch {
 			case cs.Error != "":
 				state = "error: " + cs.Error
 			case cs.Waiting != "":
 				state = cs.Waiting
+			case !cs.Healthy:
+				state = "not ready"
+			}
+			if len(cs.Conditions) > 0 && cs.Error == "" {
+				state += " (" + strings.Join(cs.Conditions, " ") + ")"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d/%d\t%s\n", p.Template, p.Mode, c, cs.Desired, cs.Ready, cs.Observed, cs.Generation, state)
 		}

@@ -2,10 +2,13 @@ package propagation
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,37 +18,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
+	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/placement"
 )
-
-// Kinds that can be templates, in apply order (what a Deployment needs first).
-var kinds = []struct {
-	Kind string
-	GVR  schema.GroupVersionResource
-}{
-	{"ConfigMap", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}},
-	{"Secret", schema.GroupVersionResource{Version: "v1", Resource: "secrets"}},
-	{"Service", schema.GroupVersionResource{Version: "v1", Resource: "services"}},
-	{"Deployment", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
-}
-
-func gvrOf(kind string) (schema.GroupVersionResource, bool) {
-	for _, k := range kinds {
-		if k.Kind == kind {
-			return k.GVR, true
-		}
-	}
-	return schema.GroupVersionResource{}, false
-}
 
 // Env is what the controller needs from the rest of Meridian.
 type Env interface {
@@ -74,13 +63,15 @@ type Options struct {
 
 // ClusterStatus is one cluster's part of a template's placement status.
 type ClusterStatus struct {
-	Desired    int64  `json:"desired"`              // replicas Meridian wants there (Deployments)
-	Ready      int64  `json:"ready"`                // status.readyReplicas reported by the member
-	Generation int64  `json:"generation,omitempty"` // metadata.generation of the copy
-	Observed   int64  `json:"observed,omitempty"`   // status.observedGeneration of the copy
-	SpecHash   string `json:"specHash,omitempty"`   // template content applied there
-	Waiting    string `json:"waiting,omitempty"`    // why this cluster has not got the current content yet
-	Error      string `json:"error,omitempty"`      // override or apply error; the last good object stays
+	Desired    int64    `json:"desired"`              // replicas Meridian wants there (kinds with a replica count)
+	Ready      int64    `json:"ready"`                // status.readyReplicas reported by the member
+	Generation int64    `json:"generation,omitempty"` // metadata.generation of the copy
+	Observed   int64    `json:"observed,omitempty"`   // status.observedGeneration of the copy
+	Conditions []string `json:"conditions,omitempty"` // the copy's status.conditions as Type=Status (Available=True)
+	Healthy    bool     `json:"healthy"`              // ready replicas reached, else Ready/Available conditions True, else applied
+	SpecHash   string   `json:"specHash,omitempty"`   // template content applied there
+	Waiting    string   `json:"waiting,omitempty"`    // why this cluster has not got the current content yet
+	Error      string   `json:"error,omitempty"`      // override or apply error; the last good object stays
 }
 
 // Status is a template's placement status (meridian.io/placement-status).
@@ -88,6 +79,9 @@ type Status struct {
 	Template string                   `json:"template"`
 	Mode     string                   `json:"mode,omitempty"`
 	Clusters map[string]ClusterStatus `json:"clusters"`
+	Desired  int64                    `json:"desired,omitempty"`  // replicas over every cluster (kinds with a replica count)
+	Ready    int64                    `json:"ready,omitempty"`    // ready replicas over every cluster
+	Healthy  int                      `json:"healthy"`            // clusters whose copy is healthy
 	Excluded []string                 `json:"excluded,omitempty"` // failed past the toleration: share moved
 	Scores   map[string]float64       `json:"scores,omitempty"`   // selector ranking
 	Errors   []string                 `json:"errors,omitempty"`   // annotation errors: nothing changed
@@ -100,11 +94,15 @@ type Controller struct {
 	log  *slog.Logger
 	wake chan struct{}
 
-	mu     sync.Mutex
-	status map[string]Status // template ref -> last status
-	res    map[string]resCache
+	mu      sync.Mutex
+	status  map[string]Status // template ref -> last status
+	res     map[string]resCache
+	clients map[string]*clients // cluster -> its clients, while its config is unchanged
+	denied  map[string]bool     // kinds the hub identity may not list (logged once)
+	kinds   [2]int              // kinds readable, forbidden in the last pass
 
 	applies *prometheus.CounterVec
+	panics  prometheus.Counter
 }
 
 type resCache struct {
@@ -120,11 +118,16 @@ func New(env Env, opts Options) *Controller {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{opts: opts, env: env, log: opts.Logger, wake: make(chan struct{}, 1), status: map[string]Status{}, res: map[string]resCache{}}
+	c := &Controller{opts: opts, env: env, log: opts.Logger, wake: make(chan struct{}, 1), status: map[string]Status{},
+		res: map[string]resCache{}, clients: map[string]*clients{}, denied: map[string]bool{}}
 	c.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "meridian_propagation_applies_total",
 		Help: "Server-side applies of template copies into members, by cluster and result (success, failure).",
 	}, []string{"cluster", "result"})
+	c.panics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_propagation_panics_total",
+		Help: "Templates whose reconcile panicked (an unexpected object shape); recovered, logged with the stack, retried next pass.",
+	})
 	if opts.Registry != nil {
 		templates := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "meridian_propagation_templates",
@@ -144,9 +147,29 @@ func New(env Env, opts Options) *Controller {
 			}
 			return float64(n)
 		})
-		opts.Registry.MustRegister(c.applies, templates, problems)
+		kinds := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "meridian_propagation_kinds",
+			Help: "Kinds the hub serves that can hold templates, by access (readable: scanned for templates; forbidden: Meridian's identity may not list them, so they are skipped).",
+		}, []string{"access"})
+		opts.Registry.MustRegister(c.applies, c.panics, templates, problems, kindsCollector{c, kinds})
 	}
 	return c
+}
+
+// kindsCollector reports the last pass's kind counts.
+type kindsCollector struct {
+	c *Controller
+	g *prometheus.GaugeVec
+}
+
+func (k kindsCollector) Describe(ch chan<- *prometheus.Desc) { k.g.Describe(ch) }
+func (k kindsCollector) Collect(ch chan<- prometheus.Metric) {
+	k.c.mu.Lock()
+	n := k.c.kinds
+	k.c.mu.Unlock()
+	k.g.WithLabelValues("readable").Set(float64(n[0]))
+	k.g.WithLabelValues("forbidden").Set(float64(n[1]))
+	k.g.Collect(ch)
 }
 
 // Poke asks for a reconcile soon (weights or health changed).
@@ -181,20 +204,103 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-func (c *Controller) dyn(cluster string) (dynamic.Interface, *rest.Config, bool) {
+// clients are one cluster's API clients: dynamic for objects, metadata for
+// cheap template scans, discovery and a RESTMapper for kinds found at run
+// time (a CRD installed after start is found on the next pass).
+type clients struct {
+	key    string
+	cfg    *rest.Config
+	dyn    dynamic.Interface
+	meta   metadata.Interface
+	disc   discovery.CachedDiscoveryInterface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+func (c *Controller) clientsFor(cluster string) (*clients, bool) {
 	cfg, ok := c.env.Config(cluster)
 	if !ok {
-		return nil, nil, false
+		return nil, false
 	}
-	d, err := dynamic.NewForConfig(cfg)
+	key := configKey(cfg)
+	c.mu.Lock()
+	cl := c.clients[cluster]
+	c.mu.Unlock()
+	if cl != nil && cl.key == key {
+		return cl, true
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, false
+		return nil, false
 	}
-	return d, cfg, true
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, false
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, false
+	}
+	disc := memory.NewMemCacheClient(dc)
+	cl = &clients{key: key, cfg: cfg, dyn: dyn, meta: meta, disc: disc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc)}
+	c.mu.Lock()
+	c.clients[cluster] = cl
+	c.mu.Unlock()
+	return cl, true
+}
+
+// configKey identifies a member's connection: clients are rebuilt when it
+// changes (a rotated token, a new endpoint).
+func configKey(cfg *rest.Config) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%s|%s|%s|%s|%s|%s|%v|%s|%v", cfg.Host, cfg.APIPath, cfg.BearerToken, cfg.BearerTokenFile, cfg.CertFile, cfg.KeyFile,
+		cfg.CAFile, cfg.Insecure, cfg.ServerName, cfg.ExecProvider != nil)
+	h.Write(cfg.CertData)
+	h.Write(cfg.KeyData)
+	h.Write(cfg.CAData)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// resource maps a template's kind to the member's resource; a kind the
+// member does not serve (its CRD is not installed there) is an error that
+// says so. A miss re-reads the member's discovery once.
+func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
+	m, err := cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if apimeta.IsNoMatchError(err) {
+		cl.mapper.Reset()
+		m, err = cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if apimeta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("the cluster does not serve %s %s (install its CRD or API there)", kindName(gvk.GroupKind()), gvk.GroupVersion())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s: %w", kindName(gvk.GroupKind()), err)
+	}
+	if m.Scope.Name() == apimeta.RESTScopeNameRoot {
+		return cl.dyn.Resource(m.Resource), nil
+	}
+	return cl.dyn.Resource(m.Resource).Namespace(ns), nil
+}
+
+// hubKinds discovers the kinds that can hold templates, afresh each pass.
+func (c *Controller) hubKinds(hub *clients) []Kind {
+	hub.disc.Invalidate()
+	lists, err := discovery.ServerPreferredResources(hub.disc)
+	if err != nil {
+		// Partial answers (an aggregated API down) still list the rest.
+		c.log.Debug("propagation: hub discovery incomplete", "err", err)
+	}
+	return Kinds(lists)
+}
+
+type templateMeta struct {
+	kind Kind
+	ns   string
+	name string
+	ref  string
 }
 
 func (c *Controller) reconcileAll(ctx context.Context) {
-	hub, _, ok := c.dyn(c.opts.Hub)
+	hub, ok := c.clientsFor(c.opts.Hub)
 	if !ok {
 		c.log.Debug("propagation: hub not ready", "hub", c.opts.Hub)
 		return
@@ -203,26 +309,69 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	if len(nss) == 0 {
 		nss = []string{metav1.NamespaceAll}
 	}
-	seen := map[string]bool{}
-	for _, k := range kinds {
-		for _, ns := range nss {
-			list, err := hub.Resource(k.GVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				c.log.Warn("propagation: listing templates failed", "kind", k.Kind, "namespace", ns, "err", err)
+	var found []templateMeta
+	readable, forbidden := 0, 0
+	for _, k := range c.hubKinds(hub) {
+		denied := false
+		scan := nss
+		if !k.Namespaced {
+			scan = []string{metav1.NamespaceAll}
+		}
+		for _, ns := range scan {
+			list, err := hub.meta.Resource(k.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if apierrors.IsForbidden(err) {
+				denied = true
 				continue
 			}
-			for i := range list.Items {
-				t := &list.Items[i]
-				if t.GetAnnotations()[AnnoPropagate] != "true" && !slices.Contains(t.GetFinalizers(), Finalizer) {
+			if err != nil {
+				c.log.Warn("propagation: listing templates failed", "kind", k.Name(), "namespace", ns, "err", err)
+				continue
+			}
+			for _, it := range list.Items {
+				if it.Annotations[AnnoPropagate] != "true" && !slices.Contains(it.Finalizers, Finalizer) {
 					continue
 				}
-				if t.GetKind() == "" {
-					t.SetKind(k.Kind)
+				if !k.Namespaced && len(c.opts.Namespaces) > 0 && !slices.Contains(c.opts.Namespaces, it.Name) {
+					continue // a Namespace template outside the configured namespaces
 				}
-				seen[TemplateRef(t)] = true
-				c.reconcile(ctx, hub, k.GVR, t)
+				u := &unstructured.Unstructured{}
+				u.SetGroupVersionKind(k.GVK)
+				u.SetNamespace(it.Namespace)
+				u.SetName(it.Name)
+				found = append(found, templateMeta{kind: k, ns: it.Namespace, name: it.Name, ref: TemplateRef(u)})
 			}
 		}
+		if denied {
+			forbidden++
+		} else {
+			readable++
+		}
+		c.noteDenied(k, denied)
+	}
+	c.mu.Lock()
+	c.kinds = [2]int{readable, forbidden}
+	c.mu.Unlock()
+	// Kinds come in apply order already; keep it stable within a kind.
+	sort.SliceStable(found, func(i, j int) bool {
+		oi, oj := Order(found[i].kind.GVK.GroupKind()), Order(found[j].kind.GVK.GroupKind())
+		if oi != oj {
+			return oi < oj
+		}
+		return found[i].ref < found[j].ref
+	})
+	seen := map[string]bool{}
+	for _, tm := range found {
+		seen[tm.ref] = true
+		t, err := hub.dyn.Resource(tm.kind.GVR()).Namespace(tm.ns).Get(ctx, tm.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			c.log.Warn("propagation: reading a template failed", "template", tm.ref, "err", err)
+			continue
+		}
+		t.SetGroupVersionKind(tm.kind.GVK)
+		c.safely(tm.ref, func() { c.reconcile(ctx, hub, tm.kind, t) })
 	}
 	c.mu.Lock()
 	for ref := range c.status {
@@ -233,10 +382,41 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	c.mu.Unlock()
 }
 
+// noteDenied logs once per kind when the hub identity may not list it, and
+// once when it may again.
+func (c *Controller) noteDenied(k Kind, denied bool) {
+	c.mu.Lock()
+	was := c.denied[k.Name()]
+	c.denied[k.Name()] = denied
+	c.mu.Unlock()
+	switch {
+	case denied && !was:
+		c.log.Info("propagation: kind skipped, Meridian's identity in the hub may not list it (grant get, list, watch, create, patch, update, delete on it in the hub and the members to propagate it)",
+			"kind", k.Name(), "resource", k.GVR().String())
+	case !denied && was:
+		c.log.Info("propagation: kind readable again", "kind", k.Name())
+	}
+}
+
+// safely runs one template's reconcile; a panic (an object shape nobody
+// expected) is recovered, counted and logged with its stack.
+func (c *Controller) safely(ref string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.panics.Inc()
+			c.log.Error("propagation: reconcile panicked; retried next pass", "template", ref, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
 // reconcile brings the members in line with one template.
-func (c *Controller) reconcile(ctx context.Context, hub dynamic.Interface, gvr schema.GroupVersionResource, t *unstructured.Unstructured) {
+func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *unstructured.Unstructured) {
 	ref := TemplateRef(t)
-	hubRes := hub.Resource(gvr).Namespace(t.GetNamespace())
+	var hubRes dynamic.ResourceInterface = hub.dyn.Resource(k.GVR())
+	if k.Namespaced {
+		hubRes = hub.dyn.Resource(k.GVR()).Namespace(t.GetNamespace())
+	}
 	if t.GetDeletionTimestamp() != nil || t.GetAnnotations()[AnnoPropagate] != "true" {
 		if c.removeCopies(ctx, t, nil) {
 			c.dropFinalizer(ctx, hubRes, t)
@@ -255,6 +435,9 @@ func (c *Controller) reconcile(ctx context.Context, hub dynamic.Interface, gvr s
 	}
 	st := Status{Template: ref, Clusters: map[string]ClusterStatus{}}
 	spec, errs := ParseSpec(t.GetAnnotations())
+	if len(errs) == 0 {
+		spec.ReplicasPath, errs = replicasPath(t, spec)
+	}
 	if len(errs) > 0 {
 		for _, e := range errs {
 			st.Errors = append(st.Errors, e.Error())
@@ -305,9 +488,14 @@ func (c *Controller) reconcile(ctx context.Context, hub dynamic.Interface, gvr s
 			st.Clusters[cl] = cs
 			continue
 		}
-		cs := c.applyTo(ctx, gvr, t, cl, replicas[cl], spec, prevReady)
+		cs := c.applyTo(ctx, t, cl, replicas[cl], spec, prevReady)
 		st.Clusters[cl] = cs
-		if spec.Rollout == RolloutOneByOne && (cs.Error != "" || cs.Waiting != "" || !copyReady(t.GetKind(), cs)) {
+		st.Desired += cs.Desired
+		st.Ready += cs.Ready
+		if cs.Healthy {
+			st.Healthy++
+		}
+		if spec.Rollout == RolloutOneByOne && (cs.Error != "" || cs.Waiting != "" || !cs.Healthy) {
 			prevReady = false
 		}
 	}
@@ -316,15 +504,43 @@ func (c *Controller) reconcile(ctx context.Context, hub dynamic.Interface, gvr s
 	c.finish(ctx, hubRes, t, st)
 }
 
-// replicas decides each cluster's replica count (Deployments).
+// replicasPath is where t keeps its replica count: meridian.io/replicas-path,
+// else spec.replicas for the kinds that have it (Deployment, StatefulSet,
+// ReplicaSet, ReplicationController) and for any kind whose template sets it
+// (custom resources); nil for kinds without one. Divided replicas need one.
+func replicasPath(t *unstructured.Unstructured, spec Spec) ([]string, []kube.FieldError) {
+	path := spec.ReplicasPath
+	if path != nil {
+		if _, ok := intAt(t.Object, path); !ok {
+			return nil, []kube.FieldError{{Annotation: AnnoReplicasPath, Value: t.GetAnnotations()[AnnoReplicasPath],
+				Msg: "does not name an integer field of the template (allowed: the path of its replica count, e.g. spec.workers.replicas)"}}
+		}
+		return path, nil
+	}
+	switch t.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
+		schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, schema.GroupKind{Kind: "ReplicationController"}:
+		return []string{"spec", "replicas"}, nil
+	}
+	if _, ok := intAt(t.Object, []string{"spec", "replicas"}); ok {
+		return []string{"spec", "replicas"}, nil
+	}
+	if spec.Mode == ModeDivided {
+		return nil, []kube.FieldError{{Annotation: AnnoReplicas, Value: ModeDivided,
+			Msg: fmt.Sprintf("needs a replica count, and %s has no spec.replicas (allowed: duplicated, or name the count with %s)", kindName(t.GroupVersionKind().GroupKind()), AnnoReplicasPath)}}
+	}
+	return nil, nil
+}
+
+// replicas decides each cluster's replica count (kinds with one).
 func (c *Controller) replicas(t *unstructured.Unstructured, spec Spec, keep []string, st *Status) map[string]*int64 {
 	out := map[string]*int64{}
-	if t.GetKind() != "Deployment" {
+	if spec.ReplicasPath == nil {
 		return out
 	}
-	total, ok, _ := unstructured.NestedInt64(t.Object, "spec", "replicas")
+	total, ok := intAt(t.Object, spec.ReplicasPath)
 	if !ok {
-		total = 1
+		total = 1 // the API server's default for the built-in kinds
 	}
 	if spec.Mode == ModeDuplicated {
 		for _, cl := range keep {
@@ -362,47 +578,53 @@ func (c *Controller) replicas(t *unstructured.Unstructured, spec Spec, keep []st
 // applyTo server-side applies the copy into one member. With a one-by-one
 // rollout, a cluster whose predecessor is not ready yet only gets its
 // replica count, not new content.
-func (c *Controller) applyTo(ctx context.Context, gvr schema.GroupVersionResource, t *unstructured.Unstructured, cl string, replicas *int64, spec Spec, prevReady bool) ClusterStatus {
+func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, cl string, replicas *int64, spec Spec, prevReady bool) ClusterStatus {
 	var cs ClusterStatus
 	if replicas != nil {
 		cs.Desired = *replicas
 	}
-	d, cfg, ok := c.dyn(cl)
+	mc, ok := c.clientsFor(cl)
 	if !ok {
 		cs.Waiting = "member not ready: nothing sent"
+		return cs
+	}
+	res, err := mc.resource(t.GroupVersionKind(), t.GetNamespace())
+	if err != nil {
+		cs.Error = err.Error() + "; nothing sent"
 		return cs
 	}
 	obj, hash, err := Render(t, cl, replicas, spec)
 	if err != nil {
 		cs.Error = err.Error() + "; the last good object stays"
-		c.fillLive(ctx, d.Resource(gvr).Namespace(t.GetNamespace()), t.GetName(), &cs)
+		c.fillLive(ctx, res, t.GetName(), spec, &cs)
 		return cs
 	}
-	res := d.Resource(gvr).Namespace(t.GetNamespace())
 	live, err := res.Get(ctx, t.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		live = nil
-		if err := ensureNamespace(ctx, cfg, t.GetNamespace()); err != nil {
-			cs.Error = err.Error()
-			return cs
+		if t.GetNamespace() != "" {
+			if err := ensureNamespace(ctx, mc, t.GetNamespace()); err != nil {
+				cs.Error = err.Error()
+				return cs
+			}
 		}
 	case err != nil:
 		cs.Error = fmt.Sprintf("reading the copy: %v", err)
 		return cs
-	case live.GetLabels()[LabelPropagated] != "true" || live.GetAnnotations()[AnnoTemplate] != TemplateRef(t):
-		cs.Error = fmt.Sprintf("%s %s/%s exists in %s and is not Meridian's (no %s label): not touched", t.GetKind(), t.GetNamespace(), t.GetName(), cl, LabelPropagated)
+	case !owned(live, t):
+		cs.Error = fmt.Sprintf("%s exists in %s and is not Meridian's (no %s label and template annotation): not touched", TemplateRef(t), cl, LabelPropagated)
 		return cs
 	}
 	if spec.Rollout == RolloutOneByOne && !prevReady && live != nil && live.GetAnnotations()[AnnoSpecHash] != hash {
 		cs.Waiting = "rollout: waiting for the previous cluster to be ready"
 		if replicas != nil {
-			patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, *replicas)
+			patch, _ := json.Marshal(nested(spec.ReplicasPath, *replicas))
 			if _, err := res.Patch(ctx, t.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 				cs.Error = fmt.Sprintf("setting replicas: %v", err)
 			}
 		}
-		c.fillLive(ctx, res, t.GetName(), &cs)
+		c.fillLive(ctx, res, t.GetName(), spec, &cs)
 		return cs
 	}
 	if spec.Rollout == RolloutOneByOne && !prevReady && live == nil {
@@ -419,42 +641,98 @@ func (c *Controller) applyTo(ctx context.Context, gvr schema.GroupVersionResourc
 	if err != nil {
 		c.applies.WithLabelValues(cl, "failure").Inc()
 		cs.Error = fmt.Sprintf("server-side apply: %v; the last good object stays", err)
-		c.fillLive(ctx, res, t.GetName(), &cs)
+		c.fillLive(ctx, res, t.GetName(), spec, &cs)
 		return cs
 	}
 	c.applies.WithLabelValues(cl, "success").Inc()
-	fillFrom(applied, &cs)
+	fillFrom(applied, spec, &cs)
 	return cs
 }
 
-func (c *Controller) fillLive(ctx context.Context, res dynamic.ResourceInterface, name string, cs *ClusterStatus) {
+// intAt reads a whole number at path (int64 from the API's decoder, a
+// whole float64 from plain JSON).
+func intAt(obj map[string]any, path []string) (int64, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	if !ok {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		if n == float64(int64(n)) {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
+
+// nested makes {"spec":{"replicas":n}} from a field path.
+func nested(path []string, v int64) map[string]any {
+	var out any = v
+	for i := len(path) - 1; i >= 0; i-- {
+		out = map[string]any{path[i]: out}
+	}
+	return out.(map[string]any)
+}
+
+func (c *Controller) fillLive(ctx context.Context, res dynamic.ResourceInterface, name string, spec Spec, cs *ClusterStatus) {
 	if live, err := res.Get(ctx, name, metav1.GetOptions{}); err == nil {
-		fillFrom(live, cs)
+		fillFrom(live, spec, cs)
 	}
 }
 
-func fillFrom(u *unstructured.Unstructured, cs *ClusterStatus) {
+// fillFrom reads a copy's status: generation, ready replicas, conditions,
+// and whether it is healthy — the desired replicas ready and the
+// generation observed for kinds with a replica count; else its Ready or
+// Available condition when it has one; else applied without error.
+func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 	cs.Generation = u.GetGeneration()
 	cs.SpecHash = u.GetAnnotations()[AnnoSpecHash]
-	cs.Ready, _, _ = unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-	cs.Observed, _, _ = unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-}
-
-// copyReady: a Deployment copy is ready when the member observed its
-// generation and has the desired replicas ready; other kinds once applied.
-func copyReady(kind string, cs ClusterStatus) bool {
-	if kind != "Deployment" {
-		return cs.Error == ""
+	cs.Ready, _ = intAt(u.Object, []string{"status", "readyReplicas"})
+	cs.Observed, _ = intAt(u.Object, []string{"status", "observedGeneration"})
+	cs.Conditions = nil
+	health := ""
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, x := range conds {
+		m, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		typ, _ := m["type"].(string)
+		stat, _ := m["status"].(string)
+		if typ == "" || len(cs.Conditions) == 8 {
+			continue
+		}
+		cs.Conditions = append(cs.Conditions, typ+"="+stat)
+		if typ == "Ready" || typ == "Available" && health == "" {
+			health = stat
+		}
 	}
-	return cs.Observed >= cs.Generation && cs.Ready >= cs.Desired
+	switch {
+	case cs.Error != "":
+		cs.Healthy = false
+	case spec.ReplicasPath != nil:
+		cs.Healthy = cs.Observed >= cs.Generation && cs.Ready >= cs.Desired
+	case health != "":
+		cs.Healthy = health == "True"
+	default:
+		cs.Healthy = true
+	}
 }
 
-func ensureNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
-	cs, err := kubernetes.NewForConfig(cfg)
+// ensureNamespace creates a copy's namespace in a member that lacks it,
+// labelled as Meridian's (a Namespace template for it later adopts it).
+func ensureNamespace(ctx context.Context, mc *clients, ns string) error {
+	cs, err := kubernetes.NewForConfig(mc.cfg)
 	if err != nil {
 		return err
 	}
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{FieldManager: FieldManager})
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{LabelPropagated: "true"}, Annotations: map[string]string{AnnoTemplate: "Namespace/" + ns}}},
+		metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
@@ -466,23 +744,22 @@ func ensureNamespace(ctx context.Context, cfg *rest.Config, ns string) error {
 // template's annotation. It reports whether every registered member was
 // reachable (so a finalizer can go).
 func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructured, keep []string) bool {
-	gvr, ok := gvrOf(t.GetKind())
-	if !ok {
-		return true
-	}
 	all := true
 	for cl := range c.env.Clusters() {
 		if cl == c.opts.Hub || keep != nil && slices.Contains(keep, cl) {
 			continue
 		}
-		d, _, ok := c.dyn(cl)
+		mc, ok := c.clientsFor(cl)
 		if !ok {
 			if keep == nil {
 				all = false
 			}
 			continue
 		}
-		res := d.Resource(gvr).Namespace(t.GetNamespace())
+		res, err := mc.resource(t.GroupVersionKind(), t.GetNamespace())
+		if err != nil {
+			continue // the member does not serve the kind: no copy there
+		}
 		live, err := res.Get(ctx, t.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -491,7 +768,7 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 			all = false
 			continue
 		}
-		if live.GetLabels()[LabelPropagated] != "true" || live.GetAnnotations()[AnnoTemplate] != TemplateRef(t) {
+		if !owned(live, t) {
 			continue // not ours: never deleted
 		}
 		if err := res.Delete(ctx, t.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

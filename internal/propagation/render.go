@@ -5,28 +5,30 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TemplateRef names a template: KIND/NAMESPACE/NAME.
-func TemplateRef(u *unstructured.Unstructured) string {
-	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
-}
-
-// Render makes the copy of tmpl for one cluster: hub-only metadata and
-// status removed, our ownership label and template annotation added, the
-// replica count set (Deployments, when replicas is not nil), then the
-// cluster's image-registry override and its RFC 6902 patch applied. The
-// hash covers everything but the replica count: a rollout compares it.
+// Render makes the copy of tmpl for one cluster: hub-only metadata, status
+// and the fields each member allocates itself removed, our ownership label
+// and template annotation added, the replica count set at
+// spec.ReplicasPath (when replicas is not nil), then the cluster's
+// image-registry override and its RFC 6902 patch applied. The hash covers
+// everything but the replica count: a rollout compares it.
 func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, spec Spec) (*unstructured.Unstructured, string, error) {
+	meta := map[string]any{"name": tmpl.GetName()}
+	if tmpl.GetNamespace() != "" {
+		meta["namespace"] = tmpl.GetNamespace()
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": tmpl.GetAPIVersion(),
 		"kind":       tmpl.GetKind(),
-		"metadata":   map[string]any{"name": tmpl.GetName(), "namespace": tmpl.GetNamespace()},
+		"metadata":   meta,
 	}}
 	for k, v := range tmpl.Object {
 		switch k {
@@ -43,41 +45,30 @@ func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, sp
 	obj.SetLabels(labels)
 	annos := map[string]string{}
 	for k, v := range tmpl.GetAnnotations() {
-		if strings.HasPrefix(k, "meridian.io/") && k != "meridian.io/hostname" || k == "kubectl.kubernetes.io/last-applied-configuration" || k == "deployment.kubernetes.io/revision" {
+		if strings.HasPrefix(k, "meridian.io/") && k != "meridian.io/hostname" || hubOnlyAnnotations[k] {
 			continue
 		}
 		annos[k] = v
 	}
 	annos[AnnoTemplate] = TemplateRef(tmpl)
 	obj.SetAnnotations(annos)
-	if tmpl.GetKind() == "Service" {
-		// Allocated by each member, never copied.
-		unstructured.RemoveNestedField(obj.Object, "spec", "clusterIP")
-		unstructured.RemoveNestedField(obj.Object, "spec", "clusterIPs")
-		unstructured.RemoveNestedField(obj.Object, "spec", "healthCheckNodePort")
-		if ports, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "ports"); ok {
-			for _, p := range ports {
-				if m, ok := p.(map[string]any); ok {
-					delete(m, "nodePort")
-				}
-			}
-			_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
-		}
-	}
+	dropAllocated(obj)
 	if reg := spec.Registry[cluster]; reg != "" {
-		for _, path := range [][]string{{"spec", "template", "spec", "containers"}, {"spec", "template", "spec", "initContainers"}} {
-			cs, ok, _ := unstructured.NestedSlice(obj.Object, path...)
-			if !ok {
-				continue
-			}
-			for _, c := range cs {
-				if m, ok := c.(map[string]any); ok {
-					if img, ok := m["image"].(string); ok {
-						m["image"] = WithRegistry(img, reg)
+		for _, path := range podSpecs {
+			for _, field := range []string{"containers", "initContainers"} {
+				cs, ok, _ := unstructured.NestedSlice(obj.Object, append(slices.Clone(path), field)...)
+				if !ok {
+					continue
+				}
+				for _, c := range cs {
+					if m, ok := c.(map[string]any); ok {
+						if img, ok := m["image"].(string); ok {
+							m["image"] = WithRegistry(img, reg)
+						}
 					}
 				}
+				_ = unstructured.SetNestedSlice(obj.Object, cs, append(slices.Clone(path), field)...)
 			}
-			_ = unstructured.SetNestedSlice(obj.Object, cs, path...)
 		}
 	}
 	if p, ok := spec.Overrides[cluster]; ok {
@@ -98,16 +89,16 @@ func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, sp
 			return nil, "", fmt.Errorf("override for %s: %w", cluster, err)
 		}
 		obj.Object = patched
-		if obj.GetName() != tmpl.GetName() || obj.GetNamespace() != tmpl.GetNamespace() || obj.GetKind() != tmpl.GetKind() {
-			return nil, "", fmt.Errorf("override for %s changes the kind, name or namespace (not allowed)", cluster)
+		if obj.GetName() != tmpl.GetName() || obj.GetNamespace() != tmpl.GetNamespace() || obj.GetKind() != tmpl.GetKind() || obj.GetAPIVersion() != tmpl.GetAPIVersion() {
+			return nil, "", fmt.Errorf("override for %s changes the apiVersion, kind, name or namespace (not allowed)", cluster)
 		}
 	}
-	if replicas != nil && tmpl.GetKind() == "Deployment" {
-		if err := unstructured.SetNestedField(obj.Object, *replicas, "spec", "replicas"); err != nil {
-			return nil, "", err
+	if replicas != nil && spec.ReplicasPath != nil {
+		if err := unstructured.SetNestedField(obj.Object, *replicas, spec.ReplicasPath...); err != nil {
+			return nil, "", fmt.Errorf("setting the replica count at %s: %w", strings.Join(spec.ReplicasPath, "."), err)
 		}
 	}
-	hash, err := specHash(obj)
+	hash, err := specHash(obj, spec.ReplicasPath)
 	if err != nil {
 		return nil, "", err
 	}
@@ -117,10 +108,61 @@ func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, sp
 	return obj, hash, nil
 }
 
+// hubOnlyAnnotations are written by the hub's own tools and controllers.
+var hubOnlyAnnotations = map[string]bool{
+	"kubectl.kubernetes.io/last-applied-configuration": true,
+	"deployment.kubernetes.io/revision":                true,
+	"pv.kubernetes.io/bind-completed":                  true,
+	"pv.kubernetes.io/bound-by-controller":             true,
+	"volume.beta.kubernetes.io/storage-provisioner":    true,
+	"volume.kubernetes.io/storage-provisioner":         true,
+	"volume.kubernetes.io/selected-node":               true,
+}
+
+// podSpecs are where kinds keep their pod spec (image registry rewrite).
+var podSpecs = [][]string{
+	{"spec", "template", "spec"},                        // Deployment, StatefulSet, ReplicaSet, DaemonSet, Job
+	{"spec", "jobTemplate", "spec", "template", "spec"}, // CronJob
+}
+
+// dropAllocated removes what each member allocates for itself and the hub
+// filled in: a copy carrying the hub's values would be refused or wrong.
+func dropAllocated(obj *unstructured.Unstructured) {
+	switch obj.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Kind: "Service"}:
+		unstructured.RemoveNestedField(obj.Object, "spec", "clusterIP")
+		unstructured.RemoveNestedField(obj.Object, "spec", "clusterIPs")
+		unstructured.RemoveNestedField(obj.Object, "spec", "healthCheckNodePort")
+		if ports, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "ports"); ok {
+			for _, p := range ports {
+				if m, ok := p.(map[string]any); ok {
+					delete(m, "nodePort")
+				}
+			}
+			_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
+		}
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		// The selector and its labels carry the hub Job's uid.
+		if manual, _, _ := unstructured.NestedBool(obj.Object, "spec", "manualSelector"); !manual {
+			unstructured.RemoveNestedField(obj.Object, "spec", "selector")
+			unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "labels", "controller-uid")
+			unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "labels", "batch.kubernetes.io/controller-uid")
+		}
+	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
+		unstructured.RemoveNestedField(obj.Object, "spec", "volumeName") // the hub's bound volume
+	case schema.GroupKind{Kind: "ServiceAccount"}:
+		unstructured.RemoveNestedField(obj.Object, "secrets") // the hub's token Secrets
+	case schema.GroupKind{Kind: "Namespace"}:
+		unstructured.RemoveNestedField(obj.Object, "spec") // finalizers, set by each cluster
+	}
+}
+
 // specHash hashes the copy without its replica count.
-func specHash(obj *unstructured.Unstructured) (string, error) {
+func specHash(obj *unstructured.Unstructured, replicasPath []string) (string, error) {
 	c := obj.DeepCopy()
-	unstructured.RemoveNestedField(c.Object, "spec", "replicas")
+	if replicasPath != nil {
+		unstructured.RemoveNestedField(c.Object, replicasPath...)
+	}
 	b, err := json.Marshal(c.Object)
 	if err != nil {
 		return "", err

@@ -1,7 +1,7 @@
 // Package propagation places workloads from a hub cluster into member
-// clusters: templates (Deployments and the ConfigMaps, Secrets and Services
-// they need) carry meridian.io/propagate: "true" and a placement in
-// annotations; copies are server-side applied into the members with field
+// clusters: templates (objects of any namespaced kind the hub serves, CRDs
+// included, and Namespaces) carry meridian.io/propagate: "true" and a
+// placement in annotations; copies are server-side applied into the members with field
 // manager "meridian" and an ownership label. The decisions (which clusters,
 // how many replicas, failover) are pure functions of internal/placement.
 package propagation
@@ -23,7 +23,8 @@ const (
 	AnnoClusters      = "meridian.io/clusters"         // explicit clusters, in rollout order: east,west
 	AnnoSelector      = "meridian.io/cluster-selector" // label selector over member cluster labels: tier=prod
 	AnnoMaxClusters   = "meridian.io/max-clusters"     // with a selector: keep the best N by score
-	AnnoReplicas      = "meridian.io/replicas"         // duplicated (default) or divided (Deployments)
+	AnnoReplicas      = "meridian.io/replicas"         // duplicated (default) or divided (kinds with a replica count)
+	AnnoReplicasPath  = "meridian.io/replicas-path"    // where a kind keeps its replica count: spec.workers.replicas (default spec.replicas)
 	AnnoWeights       = "meridian.io/weights"          // east=3,west=1 (default: the traffic weights of meridian.io/hostname, else equal)
 	AnnoReplicasMin   = "meridian.io/replicas-min"     // east=2
 	AnnoReplicasMax   = "meridian.io/replicas-max"     // west=5
@@ -63,6 +64,9 @@ type Spec struct {
 	Overrides   map[string]json.RawMessage // cluster -> JSON patch (array of operations)
 	Registry    map[string]string
 	Rollout     string
+	// ReplicasPath is where the replica count lives (meridian.io/replicas-path);
+	// reconcile fills in the kind's default (spec.replicas) when unset.
+	ReplicasPath []string
 }
 
 // ParseSpec reads the placement annotations; every error names the
@@ -166,6 +170,13 @@ func ParseSpec(a map[string]string) (Spec, []kube.FieldError) {
 			bad(AnnoRollout, "is not a rollout mode (allowed: all, one-by-one)")
 		}
 	}
+	if v, ok := a[AnnoReplicasPath]; ok {
+		if p, err := ParseFieldPath(v); err != nil {
+			bad(AnnoReplicasPath, "%v (allowed: a field path under spec, e.g. spec.workers.replicas or /spec/workers/replicas)", err)
+		} else {
+			s.ReplicasPath = p
+		}
+	}
 	if h, ok := a[kube.AnnoHostname]; ok {
 		s.Hostname = strings.TrimSpace(h)
 	}
@@ -201,4 +212,25 @@ func parseMap(v string, lo, hi int) (map[string]int, error) {
 		return nil, fmt.Errorf("is empty")
 	}
 	return m, nil
+}
+
+// ParseFieldPath reads a field path in dotted (spec.workers.replicas) or
+// JSON pointer (/spec/workers/replicas) form. It must lie under spec.
+func ParseFieldPath(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	var parts []string
+	if strings.HasPrefix(v, "/") {
+		for _, p := range strings.Split(v[1:], "/") {
+			parts = append(parts, strings.NewReplacer("~1", "/", "~0", "~").Replace(p))
+		}
+	} else {
+		parts = strings.Split(v, ".")
+	}
+	if len(parts) < 2 || parts[0] != "spec" {
+		return nil, fmt.Errorf("is not a field under spec")
+	}
+	if slices.Contains(parts, "") {
+		return nil, fmt.Errorf("has an empty field name")
+	}
+	return parts, nil
 }

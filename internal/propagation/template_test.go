@@ -86,11 +86,11 @@ func template(t *testing.T) *unstructured.Unstructured {
 
 func TestRenderMakesAnOwnedCopyWithoutHubState(t *testing.T) {
 	seven := int64(7)
-	obj, hash, err := Render(template(t), "east", &seven, Spec{})
+	obj, hash, err := Render(template(t), "east", &seven, Spec{ReplicasPath: []string{"spec", "replicas"}})
 	require.NoError(t, err)
 	assert.Equal(t, "true", obj.GetLabels()[LabelPropagated])
 	assert.Equal(t, "web", obj.GetLabels()["app"])
-	assert.Equal(t, "Deployment/shop/web", obj.GetAnnotations()[AnnoTemplate])
+	assert.Equal(t, "Deployment.apps/shop/web", obj.GetAnnotations()[AnnoTemplate])
 	assert.Equal(t, hash, obj.GetAnnotations()[AnnoSpecHash])
 	assert.Equal(t, "a", obj.GetAnnotations()["team"])
 	assert.Equal(t, "app.x.test", obj.GetAnnotations()["meridian.io/hostname"])
@@ -107,11 +107,12 @@ func TestRenderMakesAnOwnedCopyWithoutHubState(t *testing.T) {
 
 func TestTheSpecHashIgnoresReplicasButNotContent(t *testing.T) {
 	three, seven := int64(3), int64(7)
-	_, h1, err := Render(template(t), "east", &three, Spec{})
+	rp := []string{"spec", "replicas"}
+	_, h1, err := Render(template(t), "east", &three, Spec{ReplicasPath: rp})
 	require.NoError(t, err)
-	_, h2, _ := Render(template(t), "east", &seven, Spec{})
+	_, h2, _ := Render(template(t), "east", &seven, Spec{ReplicasPath: rp})
 	assert.Equal(t, h1, h2, "a replica change is not a rollout")
-	_, h3, _ := Render(template(t), "west", &seven, Spec{Registry: map[string]string{"west": "reg.example.com"}})
+	_, h3, _ := Render(template(t), "west", &seven, Spec{ReplicasPath: rp, Registry: map[string]string{"west": "reg.example.com"}})
 	assert.NotEqual(t, h1, h3)
 }
 
@@ -134,7 +135,7 @@ func TestABadOverrideIsAnError(t *testing.T) {
 	_, _, err := Render(template(t), "east", nil, Spec{Overrides: map[string]json.RawMessage{"east": json.RawMessage(`[{"op":"replace","path":"/spec/nope/x","value":1}]`)}})
 	assert.ErrorContains(t, err, "override for east does not apply")
 	_, _, err = Render(template(t), "east", nil, Spec{Overrides: map[string]json.RawMessage{"east": json.RawMessage(`[{"op":"replace","path":"/metadata/name","value":"other"}]`)}})
-	assert.ErrorContains(t, err, "changes the kind, name or namespace")
+	assert.ErrorContains(t, err, "changes the apiVersion, kind, name or namespace")
 }
 
 func TestWithRegistry(t *testing.T) {
