@@ -100,6 +100,7 @@ type Controller struct {
 	clients map[string]*clients // cluster -> its clients, while its config is unchanged
 	denied  map[string]bool     // kinds the hub identity may not list (logged once)
 	kinds   [2]int              // kinds readable, forbidden in the last pass
+	pass    map[string]*clients // the members Ready when this pass began (Run's goroutine only)
 
 	applies *prometheus.CounterVec
 	panics  prometheus.Counter
@@ -216,6 +217,14 @@ type clients struct {
 	mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
+// member is a member's clients as of the start of this pass: a member that
+// turns Ready mid-pass waits for the next one, so it gets every template in
+// dependency order.
+func (c *Controller) member(cluster string) (*clients, bool) {
+	mc, ok := c.pass[cluster]
+	return mc, ok
+}
+
 func (c *Controller) clientsFor(cluster string) (*clients, bool) {
 	cfg, ok := c.env.Config(cluster)
 	if !ok {
@@ -304,6 +313,12 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	if !ok {
 		c.log.Debug("propagation: hub not ready", "hub", c.opts.Hub)
 		return
+	}
+	c.pass = map[string]*clients{}
+	for cl := range c.env.Clusters() {
+		if mc, ok := c.clientsFor(cl); ok {
+			c.pass[cl] = mc
+		}
 	}
 	nss := c.opts.Namespaces
 	if len(nss) == 0 {
@@ -583,7 +598,7 @@ func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, 
 	if replicas != nil {
 		cs.Desired = *replicas
 	}
-	mc, ok := c.clientsFor(cl)
+	mc, ok := c.member(cl)
 	if !ok {
 		cs.Waiting = "member not ready: nothing sent"
 		return cs
@@ -749,7 +764,7 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		if cl == c.opts.Hub || keep != nil && slices.Contains(keep, cl) {
 			continue
 		}
-		mc, ok := c.clientsFor(cl)
+		mc, ok := c.member(cl)
 		if !ok {
 			if keep == nil {
 				all = false
