@@ -35,3 +35,43 @@ func TestEachComponentAddsItsRBACOnly(t *testing.T) {
 		})
 	}
 }
+
+// components/propagation grants exactly these rules: templates and copies
+// of the listed kinds, Namespaces (templates and a copy's missing
+// namespace), and nodes and pods for selector ranking.
+var wantPropagationRules = []rule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "serviceaccounts", "persistentvolumeclaims"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets", "daemonsets"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "grpcroutes", "tlsroutes"}, Verbs: propagationVerbs},
+	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list"}},
+}
+
+// The verbs propagation needs on every kind it propagates.
+var propagationVerbs = []string{"get", "list", "watch", "create", "patch", "update", "delete"}
+
+func TestThePropagationComponentGrantsExactlyTheDocumentedRules(t *testing.T) {
+	out, err := kustomize.RenderRBAC(overlayWith(t, "propagation"))
+	require.NoError(t, err)
+	golden(t, "rbac-propagation.golden.yaml", out)
+
+	objs := parse(t, out)
+	cr := find(t, objs, "ClusterRole", "meridian-propagation")
+	assert.Equal(t, normalize(wantPropagationRules), normalize(cr.Rules))
+	for _, r := range cr.Rules {
+		for _, l := range [][]string{r.APIGroups, r.Resources, r.Verbs} {
+			assert.NotContains(t, l, "*", "no wildcards")
+		}
+		assert.NotContains(t, r.APIGroups, kustomize.RBACGroup, "no Roles or bindings: granting them needs escalate and bind")
+		for _, v := range []string{"escalate", "bind", "impersonate"} {
+			assert.NotContains(t, r.Verbs, v)
+		}
+	}
+	crb := find(t, objs, "ClusterRoleBinding", "meridian-propagation")
+	assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "ClusterRole", Name: "meridian-propagation"}, crb.RoleRef)
+	assert.Equal(t, []ref{{Kind: "ServiceAccount", Name: "meridian", Namespace: namespace}}, crb.Subjects)
+}
