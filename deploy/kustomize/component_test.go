@@ -1,6 +1,7 @@
 package kustomize_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,4 +75,38 @@ func TestThePropagationComponentGrantsExactlyTheDocumentedRules(t *testing.T) {
 	crb := find(t, objs, "ClusterRoleBinding", "meridian-propagation")
 	assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "ClusterRole", Name: "meridian-propagation"}, crb.RoleRef)
 	assert.Equal(t, []ref{{Kind: "ServiceAccount", Name: "meridian", Namespace: namespace}}, crb.Subjects)
+}
+
+// extra-kinds.example.yaml is the shape users copy to grant a CRD: a
+// ClusterRole with the propagation verbs on one resource, bound to the
+// service account the component binds. It is not a resource of the
+// component.
+func TestThePropagationExtraKindsExampleGrantsACRDToMeridiansServiceAccount(t *testing.T) {
+	dir := filepath.Join(kustomize.Dir(), "components", "propagation")
+	data, err := os.ReadFile(filepath.Join(dir, "extra-kinds.example.yaml"))
+	require.NoError(t, err)
+	objs := parse(t, data)
+	require.Len(t, objs, 2, "a ClusterRole and its ClusterRoleBinding")
+
+	cr := find(t, objs, "ClusterRole", "meridian-propagation-widgets")
+	assert.Equal(t, kustomize.RBACGroup+"/v1", cr.APIVersion)
+	assert.Equal(t, normalize([]rule{{APIGroups: []string{"example.meridian.io"}, Resources: []string{"widgets"}, Verbs: propagationVerbs}}), normalize(cr.Rules))
+
+	crb := find(t, objs, "ClusterRoleBinding", "meridian-propagation-widgets")
+	assert.Equal(t, kustomize.RBACGroup+"/v1", crb.APIVersion)
+	assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "ClusterRole", Name: cr.Metadata.Name}, crb.RoleRef)
+	assert.Equal(t, []ref{{Kind: "ServiceAccount", Name: "meridian", Namespace: namespace}}, crb.Subjects)
+
+	// The same subject as the component's binding, and not one of its
+	// resources.
+	out, err := kustomize.RenderRBAC(overlayWith(t, "propagation"))
+	require.NoError(t, err)
+	rendered := parse(t, out)
+	assert.Equal(t, find(t, rendered, "ClusterRoleBinding", "meridian-propagation").Subjects, crb.Subjects)
+	for _, o := range rendered {
+		assert.NotEqual(t, "meridian-propagation-widgets", o.Metadata.Name, "the example is not part of the component")
+	}
+	k, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(k), "- extra-kinds.example.yaml")
 }
