@@ -1,6 +1,7 @@
 package kustomize_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,4 +35,78 @@ func TestEachComponentAddsItsRBACOnly(t *testing.T) {
 			assert.Equal(t, strings.Count(string(base), "apiVersion: ")+2, strings.Count(string(full), "apiVersion: "), "nothing but RBAC is added")
 		})
 	}
+}
+
+// components/propagation grants exactly these rules: templates and copies
+// of the listed kinds, Namespaces (templates and a copy's missing
+// namespace), and nodes and pods for selector ranking.
+var wantPropagationRules = []rule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "serviceaccounts", "persistentvolumeclaims"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets", "daemonsets"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}, Verbs: propagationVerbs},
+	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "grpcroutes", "tlsroutes"}, Verbs: propagationVerbs},
+	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list"}},
+}
+
+// The verbs propagation needs on every kind it propagates.
+var propagationVerbs = []string{"get", "list", "watch", "create", "patch", "update", "delete"}
+
+func TestThePropagationComponentGrantsExactlyTheDocumentedRules(t *testing.T) {
+	out, err := kustomize.RenderRBAC(overlayWith(t, "propagation"))
+	require.NoError(t, err)
+	golden(t, "rbac-propagation.golden.yaml", out)
+
+	objs := parse(t, out)
+	cr := find(t, objs, "ClusterRole", "meridian-propagation")
+	assert.Equal(t, normalize(wantPropagationRules), normalize(cr.Rules))
+	for _, r := range cr.Rules {
+		for _, l := range [][]string{r.APIGroups, r.Resources, r.Verbs} {
+			assert.NotContains(t, l, "*", "no wildcards")
+		}
+		assert.NotContains(t, r.APIGroups, kustomize.RBACGroup, "no Roles or bindings: granting them needs escalate and bind")
+		for _, v := range []string{"escalate", "bind", "impersonate"} {
+			assert.NotContains(t, r.Verbs, v)
+		}
+	}
+	crb := find(t, objs, "ClusterRoleBinding", "meridian-propagation")
+	assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "ClusterRole", Name: "meridian-propagation"}, crb.RoleRef)
+	assert.Equal(t, []ref{{Kind: "ServiceAccount", Name: "meridian", Namespace: namespace}}, crb.Subjects)
+}
+
+// extra-kinds.example.yaml is the shape users copy to grant a CRD: a
+// ClusterRole with the propagation verbs on one resource, bound to the
+// service account the component binds. It is not a resource of the
+// component.
+func TestThePropagationExtraKindsExampleGrantsACRDToMeridiansServiceAccount(t *testing.T) {
+	dir := filepath.Join(kustomize.Dir(), "components", "propagation")
+	data, err := os.ReadFile(filepath.Join(dir, "extra-kinds.example.yaml"))
+	require.NoError(t, err)
+	objs := parse(t, data)
+	require.Len(t, objs, 2, "a ClusterRole and its ClusterRoleBinding")
+
+	cr := find(t, objs, "ClusterRole", "meridian-propagation-widgets")
+	assert.Equal(t, kustomize.RBACGroup+"/v1", cr.APIVersion)
+	assert.Equal(t, normalize([]rule{{APIGroups: []string{"example.meridian.io"}, Resources: []string{"widgets"}, Verbs: propagationVerbs}}), normalize(cr.Rules))
+
+	crb := find(t, objs, "ClusterRoleBinding", "meridian-propagation-widgets")
+	assert.Equal(t, kustomize.RBACGroup+"/v1", crb.APIVersion)
+	assert.Equal(t, ref{APIGroup: kustomize.RBACGroup, Kind: "ClusterRole", Name: cr.Metadata.Name}, crb.RoleRef)
+	assert.Equal(t, []ref{{Kind: "ServiceAccount", Name: "meridian", Namespace: namespace}}, crb.Subjects)
+
+	// The same subject as the component's binding, and not one of its
+	// resources.
+	out, err := kustomize.RenderRBAC(overlayWith(t, "propagation"))
+	require.NoError(t, err)
+	rendered := parse(t, out)
+	assert.Equal(t, find(t, rendered, "ClusterRoleBinding", "meridian-propagation").Subjects, crb.Subjects)
+	for _, o := range rendered {
+		assert.NotEqual(t, "meridian-propagation-widgets", o.Metadata.Name, "the example is not part of the component")
+	}
+	k, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(k), "- extra-kinds.example.yaml")
 }
