@@ -293,7 +293,8 @@ func TestPropagationOfAnyKind(t *testing.T) {
 		}, 20*time.Second, 100*time.Millisecond, "west's missing CRD is reported")
 
 		installWidgetCRD(t, west)
-		require.Eventually(t, func() bool { s, n := spec(west); return s == "small" && n == 2 }, 30*time.Second, 100*time.Millisecond, "west catches up once it serves the kind")
+		require.Eventually(t, func() bool { s, n := spec(west); return s == "small" && n == 2 }, 30*time.Second, 100*time.Millisecond,
+			"west catches up once it serves the kind: %+v", func() any { st, _ := placementOf(t, m, "Widget.example.meridian.io/data/w1"); return st }())
 
 		u, err := dynOf(east).Resource(gvrWidget).Namespace("data").Get(ctx, "w1", metav1.GetOptions{})
 		require.NoError(t, err)
@@ -310,7 +311,7 @@ func TestPropagationOfAnyKind(t *testing.T) {
 		metrics := m.metrics(t)
 		assert.Regexp(t, `meridian_propagation_kinds\{access="forbidden"\} [1-9]`, metrics, "e.g. LimitRanges: not in the component")
 		assert.Regexp(t, `meridian_propagation_kinds\{access="readable"\} [1-9]`, metrics)
-		assert.Contains(t, m.log(), "propagation: kind skipped")
+		assert.Contains(t, m.log(), "propagation: kinds skipped")
 	})
 
 	t.Run("deleting the templates removes every copy; the Namespace goes last", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,9 +99,10 @@ type Controller struct {
 	status  map[string]Status // template ref -> last status
 	res     map[string]resCache
 	clients map[string]*clients // cluster -> its clients, while its config is unchanged
-	denied  map[string]bool     // kinds the hub identity may not list (logged once)
+	denied  []string            // kinds the hub identity may not list (logged when it changes)
 	kinds   [2]int              // kinds readable, forbidden in the last pass
 	pass    map[string]*clients // the members Ready when this pass began (Run's goroutine only)
+	discErr string              // the last hub discovery problem (Run's goroutine only)
 
 	applies *prometheus.CounterVec
 	panics  prometheus.Counter
@@ -120,7 +122,7 @@ func New(env Env, opts Options) *Controller {
 		opts.Now = time.Now
 	}
 	c := &Controller{opts: opts, env: env, log: opts.Logger, wake: make(chan struct{}, 1), status: map[string]Status{},
-		res: map[string]resCache{}, clients: map[string]*clients{}, denied: map[string]bool{}}
+		res: map[string]resCache{}, clients: map[string]*clients{}}
 	c.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "meridian_propagation_applies_total",
 		Help: "Server-side applies of template copies into members, by cluster and result (success, failure).",
@@ -294,10 +296,16 @@ func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.Res
 func (c *Controller) hubKinds(hub *clients) []Kind {
 	hub.disc.Invalidate()
 	lists, err := discovery.ServerPreferredResources(hub.disc)
+	// Partial answers (an aggregated API down) still list the rest; said
+	// once per distinct problem.
+	msg := ""
 	if err != nil {
-		// Partial answers (an aggregated API down) still list the rest.
-		c.log.Debug("propagation: hub discovery incomplete", "err", err)
+		msg = err.Error()
 	}
+	if msg != c.discErr && msg != "" {
+		c.log.Warn("propagation: hub discovery incomplete; kinds of the failed groups are not scanned", "err", err)
+	}
+	c.discErr = msg
 	return Kinds(lists)
 }
 
@@ -325,8 +333,13 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		nss = []string{metav1.NamespaceAll}
 	}
 	var found []templateMeta
+	var deniedKinds []string
 	readable, forbidden := 0, 0
-	for _, k := range c.hubKinds(hub) {
+	kinds := c.hubKinds(hub)
+	if len(kinds) == 0 {
+		return // discovery failed: keep the last statuses, try next pass
+	}
+	for _, k := range kinds {
 		denied := false
 		scan := nss
 		if !k.Namespaced {
@@ -358,11 +371,12 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		}
 		if denied {
 			forbidden++
+			deniedKinds = append(deniedKinds, k.Name())
 		} else {
 			readable++
 		}
-		c.noteDenied(k, denied)
 	}
+	c.noteDenied(deniedKinds)
 	c.mu.Lock()
 	c.kinds = [2]int{readable, forbidden}
 	c.mu.Unlock()
@@ -397,20 +411,22 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	c.mu.Unlock()
 }
 
-// noteDenied logs once per kind when the hub identity may not list it, and
-// once when it may again.
-func (c *Controller) noteDenied(k Kind, denied bool) {
+// noteDenied logs the kinds the hub identity may not list, once each time
+// that list changes.
+func (c *Controller) noteDenied(denied []string) {
 	c.mu.Lock()
-	was := c.denied[k.Name()]
-	c.denied[k.Name()] = denied
+	prev := c.denied
+	c.denied = denied
 	c.mu.Unlock()
-	switch {
-	case denied && !was:
-		c.log.Info("propagation: kind skipped, Meridian's identity in the hub may not list it (grant get, list, watch, create, patch, update, delete on it in the hub and the members to propagate it)",
-			"kind", k.Name(), "resource", k.GVR().String())
-	case !denied && was:
-		c.log.Info("propagation: kind readable again", "kind", k.Name())
+	if slices.Equal(prev, denied) {
+		return
 	}
+	if len(denied) == 0 {
+		c.log.Info("propagation: every kind the hub serves is readable")
+		return
+	}
+	c.log.Info("propagation: kinds skipped, Meridian's identity in the hub may not list them (to propagate one, grant get, list, watch, create, patch, update, delete on it in the hub and the members)",
+		"count", len(denied), "kinds", strings.Join(denied, ","))
 }
 
 // safely runs one template's reconcile; a panic (an object shape nobody
@@ -532,9 +548,7 @@ func replicasPath(t *unstructured.Unstructured, spec Spec) ([]string, []kube.Fie
 		}
 		return path, nil
 	}
-	switch t.GroupVersionKind().GroupKind() {
-	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
-		schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, schema.GroupKind{Kind: "ReplicationController"}:
+	if builtinReplicas(t.GroupVersionKind().GroupKind()) {
 		return []string{"spec", "replicas"}, nil
 	}
 	if _, ok := intAt(t.Object, []string{"spec", "replicas"}); ok {
@@ -545,6 +559,17 @@ func replicasPath(t *unstructured.Unstructured, spec Spec) ([]string, []kube.Fie
 			Msg: fmt.Sprintf("needs a replica count, and %s has no spec.replicas (allowed: duplicated, or name the count with %s)", kindName(t.GroupVersionKind().GroupKind()), AnnoReplicasPath)}}
 	}
 	return nil, nil
+}
+
+// builtinReplicas: the kinds with spec.replicas and status.readyReplicas
+// (readyReplicas is left out of their status while it is 0).
+func builtinReplicas(gk schema.GroupKind) bool {
+	switch gk {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
+		schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, schema.GroupKind{Kind: "ReplicationController"}:
+		return true
+	}
+	return false
 }
 
 // replicas decides each cluster's replica count (kinds with one).
@@ -701,8 +726,9 @@ func (c *Controller) fillLive(ctx context.Context, res dynamic.ResourceInterface
 
 // fillFrom reads a copy's status: generation, ready replicas, conditions,
 // and whether it is healthy — the desired replicas ready and the
-// generation observed for kinds with a replica count; else its Ready or
-// Available condition when it has one; else applied without error.
+// generation observed for the built-in kinds with replicas and any kind
+// reporting status.readyReplicas; else its Ready or Available condition
+// when it has one; else applied without error.
 func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 	cs.Generation = u.GetGeneration()
 	cs.SpecHash = u.GetAnnotations()[AnnoSpecHash]
@@ -726,10 +752,11 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 			health = stat
 		}
 	}
+	_, readyField, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "readyReplicas")
 	switch {
 	case cs.Error != "":
 		cs.Healthy = false
-	case spec.ReplicasPath != nil:
+	case spec.ReplicasPath != nil && (builtinReplicas(u.GroupVersionKind().GroupKind()) || readyField):
 		cs.Healthy = cs.Observed >= cs.Generation && cs.Ready >= cs.Desired
 	case health != "":
 		cs.Healthy = health == "True"

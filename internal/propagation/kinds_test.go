@@ -233,6 +233,12 @@ func TestACopysHealthComesFromReplicasElseConditions(t *testing.T) {
 		{"an Available=True condition is",
 			`{"status":{"conditions":[{"type":"Available","status":"True"}]}}`, Spec{}, 0, true},
 		{"a kind without status is healthy once applied", `{"data":{"a":"b"}}`, Spec{}, 0, true},
+		{"a custom resource with a replica path but no readyReplicas goes by its conditions",
+			`{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, Spec{ReplicasPath: []string{"spec", "workers"}}, 4, true},
+		{"a custom resource reporting readyReplicas goes by them",
+			`{"metadata":{"generation":1},"status":{"readyReplicas":3,"conditions":[{"type":"Ready","status":"True"}]}}`, Spec{ReplicasPath: []string{"spec", "workers"}}, 4, false},
+		{"a Deployment with no ready replicas yet (field left out) is not healthy",
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":1},"status":{"observedGeneration":1}}`, Spec{ReplicasPath: rp}, 2, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
