@@ -24,13 +24,19 @@ import (
 // reliable (TCP) channel, exactly as a peer's user message arrives.
 func sendRaw(t *testing.T, from, to *Ring, msg []byte) {
 	t.Helper()
-	for _, n := range from.nodeList() {
-		if n.Name == to.Name() {
-			require.NoError(t, from.ml.SendReliable(&n, msg))
-			return
+	// Under heavy load memberlist may briefly suspect a member and drop
+	// it from the sender's list: wait for it to be known again.
+	var node *memberlist.Node
+	eventually(t, from.Name()+" knows "+to.Name(), func() bool {
+		for _, n := range from.nodeList() {
+			if n.Name == to.Name() {
+				node = &n
+				return true
+			}
 		}
-	}
-	t.Fatalf("%s does not know %s", from.Name(), to.Name())
+		return false
+	})
+	require.NoError(t, from.ml.SendReliable(node, msg))
 }
 
 // rawEnvelope builds an envelope by hand: any origin, any signature.
