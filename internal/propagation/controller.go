@@ -310,10 +310,13 @@ func (c *Controller) hubKinds(hub *clients) []Kind {
 }
 
 type templateMeta struct {
-	kind Kind
-	ns   string
-	name string
-	ref  string
+	kind      Kind
+	ns        string
+	name      string
+	ref       string
+	owner     string // the ref of its controller in the hub, if any
+	finalized bool   // holds our finalizer
+	child     bool   // made by a hub controller from a template: not a template
 }
 
 func (c *Controller) reconcileAll(ctx context.Context) {
@@ -366,7 +369,8 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 				u.SetGroupVersionKind(k.GVK)
 				u.SetNamespace(it.Namespace)
 				u.SetName(it.Name)
-				found = append(found, templateMeta{kind: k, ns: it.Namespace, name: it.Name, ref: TemplateRef(u)})
+				found = append(found, templateMeta{kind: k, ns: it.Namespace, name: it.Name, ref: TemplateRef(u), owner: controllerRef(it.ObjectMeta),
+					finalized: slices.Contains(it.Finalizers, Finalizer)})
 			}
 		}
 		if denied {
@@ -376,6 +380,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 			readable++
 		}
 	}
+	found = withoutChildren(found)
 	c.noteDenied(deniedKinds)
 	c.mu.Lock()
 	c.kinds = [2]int{readable, forbidden}
@@ -400,7 +405,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 			continue
 		}
 		t.SetGroupVersionKind(tm.kind.GVK)
-		c.safely(tm.ref, func() { c.reconcile(ctx, hub, tm.kind, t) })
+		c.safely(tm.ref, func() { c.reconcile(ctx, hub, tm.kind, t, tm.child) })
 	}
 	c.mu.Lock()
 	for ref := range c.status {
@@ -409,6 +414,43 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		}
 	}
 	c.mu.Unlock()
+}
+
+// controllerRef is the template ref of an object's controller (same
+// namespace), "" without one.
+func controllerRef(m metav1.ObjectMeta) string {
+	ref := metav1.GetControllerOfNoCopy(&m)
+	if ref == nil {
+		return ""
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return ""
+	}
+	return kindName(gv.WithKind(ref.Kind).GroupKind()) + "/" + m.Namespace + "/" + ref.Name
+}
+
+// withoutChildren drops the objects a hub controller made from a template:
+// they inherit its annotations (a Deployment's ReplicaSets carry every one
+// of them) but the members' own controllers make them from the copy. One
+// that already holds our finalizer stays, marked, so its copies and the
+// finalizer are removed.
+func withoutChildren(found []templateMeta) []templateMeta {
+	refs := map[string]bool{}
+	for _, tm := range found {
+		refs[tm.ref] = true
+	}
+	out := found[:0]
+	for _, tm := range found {
+		if tm.owner != "" && refs[tm.owner] {
+			if !tm.finalized {
+				continue
+			}
+			tm.child = true
+		}
+		out = append(out, tm)
+	}
+	return out
 }
 
 // noteDenied logs the kinds the hub identity may not list, once each time
@@ -442,13 +484,13 @@ func (c *Controller) safely(ref string, f func()) {
 }
 
 // reconcile brings the members in line with one template.
-func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *unstructured.Unstructured) {
+func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *unstructured.Unstructured, child bool) {
 	ref := TemplateRef(t)
 	var hubRes dynamic.ResourceInterface = hub.dyn.Resource(k.GVR())
 	if k.Namespaced {
 		hubRes = hub.dyn.Resource(k.GVR()).Namespace(t.GetNamespace())
 	}
-	if t.GetDeletionTimestamp() != nil || t.GetAnnotations()[AnnoPropagate] != "true" {
+	if t.GetDeletionTimestamp() != nil || t.GetAnnotations()[AnnoPropagate] != "true" || child {
 		if c.removeCopies(ctx, t, nil) {
 			c.dropFinalizer(ctx, hubRes, t)
 			c.mu.Lock()
@@ -768,13 +810,13 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 // ensureNamespace creates a copy's namespace in a member that lacks it,
 // labelled as Meridian's (a Namespace template for it later adopts it).
 func ensureNamespace(ctx context.Context, mc *clients, ns string) error {
-	cs, err := kubernetes.NewForConfig(mc.cfg)
-	if err != nil {
-		return err
-	}
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{LabelPropagated: "true"}, Annotations: map[string]string{AnnoTemplate: "Namespace/" + ns}}},
-		metav1.CreateOptions{FieldManager: FieldManager})
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Namespace")
+	u.SetName(ns)
+	u.SetLabels(map[string]string{LabelPropagated: "true"})
+	u.SetAnnotations(map[string]string{AnnoTemplate: "Namespace/" + ns})
+	_, err := mc.dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
 	}

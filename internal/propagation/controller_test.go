@@ -1,0 +1,205 @@
+package propagation
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery/cached/memory"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/meridian-gslb/meridian/internal/placement"
+)
+
+// The fake clusters below stand in for the hub and the members: a dynamic
+// client over an object tracker (server-side apply creates or replaces), a
+// metadata client over the hub's templates and a discovery answer.
+
+var (
+	gvrNamespace  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	gvrConfigMap  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrDeployment = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvrReplicaSet = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	gvrWidget     = schema.GroupVersionResource{Group: "example.meridian.io", Version: "v1", Resource: "widgets"}
+)
+
+// servedKinds is the discovery answer of a fake cluster; widgetsScoped
+// says whether it serves widgets, and with which scope.
+func servedKinds(widgets string) []*metav1.APIResourceList {
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "namespaces", Kind: "Namespace", Namespaced: false, Verbs: all},
+			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: all},
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: all},
+			{Name: "replicasets", Kind: "ReplicaSet", Namespaced: true, Verbs: all},
+		}},
+	}
+	if widgets != "" {
+		lists = append(lists, &metav1.APIResourceList{GroupVersion: "example.meridian.io/v1", APIResources: []metav1.APIResource{
+			{Name: "widgets", Kind: "Widget", Namespaced: widgets == "namespaced", Verbs: all}}})
+	}
+	return lists
+}
+
+type fakeCluster struct {
+	dyn  *dynamicfake.FakeDynamicClient
+	meta *metadatafake.FakeMetadataClient
+	disc *discoveryfake.FakeDiscovery
+}
+
+func newFakeCluster(t *testing.T, widgets string, objs ...*unstructured.Unstructured) *fakeCluster {
+	t.Helper()
+	listKinds := map[schema.GroupVersionResource]string{gvrNamespace: "NamespaceList", gvrConfigMap: "ConfigMapList",
+		gvrDeployment: "DeploymentList", gvrReplicaSet: "ReplicaSetList", gvrWidget: "WidgetList"}
+	var robjs, mobjs []runtime.Object
+	for _, o := range objs {
+		robjs = append(robjs, o.DeepCopy())
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(o.GroupVersionKind())
+		m.ObjectMeta = metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), Labels: o.GetLabels(), Annotations: o.GetAnnotations(),
+			Finalizers: o.GetFinalizers(), OwnerReferences: o.GetOwnerReferences()}
+		mobjs = append(mobjs, m)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, robjs...)
+	dyn.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		pa := a.(clienttesting.PatchActionImpl)
+		if pa.GetPatchType() != types.ApplyPatchType {
+			return false, nil, nil
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(pa.GetPatch(), &u.Object); err != nil {
+			return true, nil, err
+		}
+		tr := dyn.Tracker()
+		_, err := tr.Get(pa.GetResource(), pa.GetNamespace(), pa.GetName())
+		switch {
+		case apierrors.IsNotFound(err):
+			err = tr.Create(pa.GetResource(), u, pa.GetNamespace())
+		case err == nil:
+			err = tr.Update(pa.GetResource(), u, pa.GetNamespace())
+		}
+		if err != nil {
+			return true, nil, err
+		}
+		got, err := tr.Get(pa.GetResource(), pa.GetNamespace(), pa.GetName())
+		return true, got, err
+	})
+	scheme := metadatafake.NewTestScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme, mobjs...)
+	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: servedKinds(widgets)}}
+	return &fakeCluster{dyn: dyn, meta: meta, disc: disc}
+}
+
+func (f *fakeCluster) get(gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, bool) {
+	u, err := f.dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, false
+	}
+	return u, true
+}
+
+type fakeEnv struct{ clusters map[string]map[string]string }
+
+func (e fakeEnv) Config(cl string) (*rest.Config, bool) {
+	if _, ok := e.clusters[cl]; !ok {
+		return nil, false
+	}
+	return &rest.Config{Host: "https://" + cl + ".invalid"}, true
+}
+func (e fakeEnv) Clusters() map[string]map[string]string { return e.clusters }
+func (e fakeEnv) Health() []placement.ClusterHealth      { return nil }
+func (e fakeEnv) TrafficWeights(string) map[string]int   { return nil }
+
+// newTestController runs against the fake clusters, "hub" among them.
+func newTestController(t *testing.T, cls map[string]*fakeCluster) *Controller {
+	t.Helper()
+	env := fakeEnv{clusters: map[string]map[string]string{}}
+	for name := range cls {
+		env.clusters[name] = map[string]string{}
+	}
+	c := New(env, Options{Hub: "hub", Interval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for name, f := range cls {
+		cfg, _ := env.Config(name)
+		disc := memory.NewMemCacheClient(f.disc)
+		c.clients[name] = &clients{key: configKey(cfg), cfg: cfg, dyn: f.dyn, meta: f.meta, disc: disc,
+			mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc)}
+	}
+	return c
+}
+
+func tmplWith(t *testing.T, text string, annos map[string]string) *unstructured.Unstructured {
+	u := obj(t, text)
+	a := map[string]string{AnnoPropagate: "true"}
+	for k, v := range annos {
+		a[k] = v
+	}
+	u.SetAnnotations(a)
+	return u
+}
+
+func TestAHubControllersChildrenThatInheritATemplatesAnnotationsAreNotTemplates(t *testing.T) {
+	annos := map[string]string{AnnoClusters: "east"}
+	// The hub's deployment controller copies the Deployment's annotations
+	// onto its ReplicaSets (k8s.io/kubernetes deployment_util.go,
+	// copyDeploymentAnnotationsToReplicaSet).
+	child := `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"web-5d8f","namespace":"shop",
+		"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"d-1","controller":true}]},"spec":{"replicas":2}}`
+	tests := []struct {
+		name      string
+		finalizer bool // the child holds our finalizer (copied by a version without this rule)
+		copied    bool // and its copy is in the member
+	}{
+		{"a ReplicaSet the hub's Deployment made is neither copied nor finalized", false, false},
+		{"a ReplicaSet copied before loses its copy and our finalizer", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			deploy := tmplWith(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop","uid":"d-1"},"spec":{"replicas":2}}`, annos)
+			rs := tmplWith(t, child, annos)
+			var memberObjs []*unstructured.Unstructured
+			if tt.finalizer {
+				rs.SetFinalizers([]string{Finalizer})
+			}
+			if tt.copied {
+				cp, _, err := Render(rs, "east", nil, Spec{})
+				require.NoError(t, err)
+				memberObjs = append(memberObjs, cp)
+			}
+			hub := newFakeCluster(t, "", deploy, rs)
+			east := newFakeCluster(t, "", memberObjs...)
+			c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": east})
+
+			c.reconcileAll(context.Background())
+
+			_, ok := east.get(gvrDeployment, "shop", "web")
+			assert.True(t, ok, "the Deployment is propagated")
+			_, ok = east.get(gvrReplicaSet, "shop", "web-5d8f")
+			assert.False(t, ok, "the member's own Deployment makes its ReplicaSets; the hub's are not copied")
+			got, ok := hub.get(gvrReplicaSet, "shop", "web-5d8f")
+			require.True(t, ok)
+			assert.NotContains(t, got.GetFinalizers(), Finalizer, "no finalizer on the hub's ReplicaSet")
+			for _, st := range c.Statuses() {
+				assert.NotEqual(t, "ReplicaSet.apps/shop/web-5d8f", st.Template)
+			}
+		})
+	}
+}
