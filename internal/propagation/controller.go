@@ -686,7 +686,7 @@ func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, 
 	case apierrors.IsNotFound(err):
 		live = nil
 		if t.GetNamespace() != "" {
-			if err := ensureNamespace(ctx, mc, t.GetNamespace()); err != nil {
+			if err := ensureNamespace(ctx, mc, t.GetNamespace(), TemplateRef(t)); err != nil {
 				cs.Error = err.Error()
 				return cs
 			}
@@ -694,7 +694,7 @@ func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, 
 	case err != nil:
 		cs.Error = fmt.Sprintf("reading the copy: %v", err)
 		return cs
-	case !owned(live, t):
+	case !owned(live, t) && !adoptable(live, t):
 		cs.Error = fmt.Sprintf("%s exists in %s and is not Meridian's (no %s label and template annotation): not touched", TemplateRef(t), cl, LabelPropagated)
 		return cs
 	}
@@ -808,14 +808,17 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 }
 
 // ensureNamespace creates a copy's namespace in a member that lacks it,
-// labelled as Meridian's (a Namespace template for it later adopts it).
-func ensureNamespace(ctx context.Context, mc *clients, ns string) error {
+// labelled as Meridian's and marked with the template that needed it but
+// with no template reference: it is no template's copy, so no template
+// deletes it (that would take every object in it), until a Namespace
+// template sent to that member adopts it.
+func ensureNamespace(ctx context.Context, mc *clients, ns, forRef string) error {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind("Namespace")
 	u.SetName(ns)
 	u.SetLabels(map[string]string{LabelPropagated: "true"})
-	u.SetAnnotations(map[string]string{AnnoTemplate: "Namespace/" + ns})
+	u.SetAnnotations(map[string]string{AnnoNamespaceFor: forRef})
 	_, err := mc.dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)

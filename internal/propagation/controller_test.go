@@ -203,3 +203,52 @@ func TestAHubControllersChildrenThatInheritATemplatesAnnotationsAreNotTemplates(
 		})
 	}
 }
+
+func TestANamespaceMadeForACopyIsNeverAnotherTemplatesToDelete(t *testing.T) {
+	nsTmpl := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","labels":{"team":"shop"}}}`
+	deploy := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":1}}`
+	plain := obj(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`)
+	tests := []struct {
+		name       string
+		nsTargets  string // the Namespace template's clusters
+		westBefore string // "made": the namespace Meridian made there for a copy; "plain": someone else's
+		passes     int
+		wantWest   bool   // shop still exists in west
+		wantRef    string // its meridian.io/template afterwards
+		wantErr    string // in the Namespace template's status for west
+	}{
+		{"a Namespace template kept to east leaves the namespace Meridian made in west for the Deployment's copy", "east", "", 3, true, "", ""},
+		{"a Namespace template targeting west adopts the namespace Meridian made there", "east,west", "made", 1, true, "Namespace/shop", ""},
+		{"a namespace someone else made is neither adopted nor deleted", "east,west", "plain", 2, true, "", "not Meridian's"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := newFakeCluster(t, "", tmplWith(t, nsTmpl, map[string]string{AnnoClusters: tt.nsTargets}),
+				tmplWith(t, deploy, map[string]string{AnnoClusters: "east,west"}))
+			east, west := newFakeCluster(t, ""), newFakeCluster(t, "")
+			if tt.westBefore == "plain" {
+				west = newFakeCluster(t, "", plain)
+			}
+			c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": east, "west": west})
+			if tt.westBefore == "made" {
+				require.NoError(t, ensureNamespace(context.Background(), c.clients["west"], "shop", "Deployment.apps/shop/web"))
+			}
+			for range tt.passes {
+				c.reconcileAll(context.Background())
+			}
+			_, ok := east.get(gvrNamespace, "", "shop")
+			assert.True(t, ok, "east has the Namespace template's copy")
+			ns, ok := west.get(gvrNamespace, "", "shop")
+			require.Equal(t, tt.wantWest, ok, "west's namespace shop")
+			assert.Equal(t, tt.wantRef, ns.GetAnnotations()[AnnoTemplate])
+			for _, st := range c.Statuses() {
+				if st.Template == "Namespace/shop" && tt.wantErr != "" {
+					assert.Contains(t, st.Clusters["west"].Error, tt.wantErr)
+				}
+				if st.Template == "Namespace/shop" && tt.wantErr == "" {
+					assert.Empty(t, st.Clusters["west"].Error)
+				}
+			}
+		})
+	}
+}
