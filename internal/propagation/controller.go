@@ -286,7 +286,17 @@ func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.Res
 	if err != nil {
 		return nil, fmt.Errorf("mapping %s: %w", kindName(gvk.GroupKind()), err)
 	}
-	if m.Scope.Name() == apimeta.RESTScopeNameRoot {
+	// The scope must be the hub's: a namespaced template sent to a member
+	// whose kind (another CRD of the same group and kind) is cluster-scoped
+	// would be written outside any namespace (the API server drops the
+	// namespace), out of reach of the rights that scoped the template.
+	root := m.Scope.Name() == apimeta.RESTScopeNameRoot
+	switch {
+	case root && ns != "":
+		return nil, fmt.Errorf("the cluster serves %s cluster-scoped, the hub namespaced: not sent", kindName(gvk.GroupKind()))
+	case !root && ns == "":
+		return nil, fmt.Errorf("the cluster serves %s namespaced, the hub cluster-scoped: not sent", kindName(gvk.GroupKind()))
+	case root:
 		return cl.dyn.Resource(m.Resource), nil
 	}
 	return cl.dyn.Resource(m.Resource).Namespace(ns), nil

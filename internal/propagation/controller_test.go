@@ -252,3 +252,42 @@ func TestANamespaceMadeForACopyIsNeverAnotherTemplatesToDelete(t *testing.T) {
 		})
 	}
 }
+
+func TestACopyIsSentOnlyWhereItsKindHasTheHubsScope(t *testing.T) {
+	widget := `{"apiVersion":"example.meridian.io/v1","kind":"Widget","metadata":{"name":"w1","namespace":"team-a"},"spec":{"size":"l"}}`
+	tests := []struct {
+		name    string
+		served  string // how west serves widgets: "namespaced", "cluster" or "" (not at all)
+		sent    bool
+		wantErr string
+	}{
+		{"a member serving the kind namespaced gets the copy", "namespaced", true, ""},
+		{"a member serving the kind cluster-scoped gets nothing: a namespace's tenant would write outside it", "cluster", false, "cluster-scoped"},
+		{"a member not serving the kind gets nothing", "", false, "does not serve"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := newFakeCluster(t, "namespaced", tmplWith(t, widget, map[string]string{AnnoClusters: "west"}))
+			west := newFakeCluster(t, tt.served)
+			c := newTestController(t, map[string]*fakeCluster{"hub": hub, "west": west})
+
+			c.reconcileAll(context.Background())
+
+			var writes []string
+			for _, a := range west.dyn.Actions() {
+				if a.GetVerb() != "get" && a.GetResource() == gvrWidget {
+					writes = append(writes, a.GetVerb()+" namespace="+a.GetNamespace())
+				}
+			}
+			st := c.Statuses()
+			require.Len(t, st, 1)
+			if tt.sent {
+				assert.Equal(t, []string{"patch namespace=team-a"}, writes)
+				assert.Empty(t, st[0].Clusters["west"].Error)
+				return
+			}
+			assert.Empty(t, writes, "nothing written to west")
+			assert.Contains(t, st[0].Clusters["west"].Error, tt.wantErr)
+		})
+	}
+}
