@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -271,6 +272,12 @@ func configKey(cfg *rest.Config) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// notServed: the member does not serve the template's kind as the hub
+// does, so it holds no copy of ours.
+type notServed struct{ msg string }
+
+func (e notServed) Error() string { return e.msg }
+
 // resource maps a template's kind to the member's resource; a kind the
 // member does not serve (its CRD is not installed there) is an error that
 // says so. A miss re-reads the member's discovery once.
@@ -281,7 +288,7 @@ func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.Res
 		m, err = cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	if apimeta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("the cluster does not serve %s %s (install its CRD or API there)", kindName(gvk.GroupKind()), gvk.GroupVersion())
+		return nil, notServed{fmt.Sprintf("the cluster does not serve %s %s (install its CRD or API there)", kindName(gvk.GroupKind()), gvk.GroupVersion())}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("mapping %s: %w", kindName(gvk.GroupKind()), err)
@@ -293,9 +300,9 @@ func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.Res
 	root := m.Scope.Name() == apimeta.RESTScopeNameRoot
 	switch {
 	case root && ns != "":
-		return nil, fmt.Errorf("the cluster serves %s cluster-scoped, the hub namespaced: not sent", kindName(gvk.GroupKind()))
+		return nil, notServed{fmt.Sprintf("the cluster serves %s cluster-scoped, the hub namespaced", kindName(gvk.GroupKind()))}
 	case !root && ns == "":
-		return nil, fmt.Errorf("the cluster serves %s namespaced, the hub cluster-scoped: not sent", kindName(gvk.GroupKind()))
+		return nil, notServed{fmt.Sprintf("the cluster serves %s namespaced, the hub cluster-scoped", kindName(gvk.GroupKind()))}
 	case root:
 		return cl.dyn.Resource(m.Resource), nil
 	}
@@ -855,6 +862,11 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		}
 		res, err := mc.resource(t.GroupVersionKind(), t.GetNamespace())
 		if err != nil {
+			if !errors.As(err, new(notServed)) {
+				// Its discovery failed: a copy may be there.
+				c.log.Warn("propagation: cannot check a member for a copy", "template", TemplateRef(t), "cluster", cl, "err", err)
+				all = false
+			}
 			continue // the member does not serve the kind: no copy there
 		}
 		live, err := res.Get(ctx, t.GetName(), metav1.GetOptions{})

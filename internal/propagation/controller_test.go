@@ -2,8 +2,10 @@ package propagation
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -288,6 +290,52 @@ func TestACopyIsSentOnlyWhereItsKindHasTheHubsScope(t *testing.T) {
 			}
 			assert.Empty(t, writes, "nothing written to west")
 			assert.Contains(t, st[0].Clusters["west"].Error, tt.wantErr)
+		})
+	}
+}
+
+func TestAFinalizerStaysUntilEveryMemberCouldBeChecked(t *testing.T) {
+	deploy := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop","deletionTimestamp":"2026-01-01T00:00:00Z",
+		"finalizers":["meridian.io/propagation"]},"spec":{"replicas":1}}`
+	tests := []struct {
+		name          string
+		discoveryErr  error
+		served        bool
+		wantFinalizer bool
+		wantCopy      bool
+	}{
+		{"with the member's kinds known the copy goes, then the finalizer", nil, true, false, false},
+		{"a member that does not serve the kind has no copy: the finalizer goes", nil, false, false, false},
+		{"a member whose discovery fails may still hold the copy: the finalizer stays", errors.New("the server is currently unable to handle the request"), true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := tmplWith(t, deploy, map[string]string{AnnoClusters: "west"})
+			hub := newFakeCluster(t, "", tmpl)
+			var memberObjs []*unstructured.Unstructured
+			if tt.served {
+				cp, _, err := Render(tmpl, "west", nil, Spec{})
+				require.NoError(t, err)
+				memberObjs = append(memberObjs, cp)
+			}
+			west := newFakeCluster(t, "", memberObjs...)
+			if !tt.served {
+				west.disc.Resources = west.disc.Resources[:1] // no apps/v1
+			}
+			if tt.discoveryErr != nil {
+				west.disc.PrependReactor("get", "*", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.discoveryErr })
+			}
+			c := newTestController(t, map[string]*fakeCluster{"hub": hub, "west": west})
+
+			c.reconcileAll(context.Background())
+
+			got, ok := hub.get(gvrDeployment, "shop", "web")
+			require.True(t, ok)
+			assert.Equal(t, tt.wantFinalizer, slices.Contains(got.GetFinalizers(), Finalizer), "finalizer")
+			if tt.served {
+				_, ok = west.get(gvrDeployment, "shop", "web")
+				assert.Equal(t, tt.wantCopy, ok, "copy in west")
+			}
 		})
 	}
 }
