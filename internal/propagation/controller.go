@@ -792,7 +792,8 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 	cs.Generation = u.GetGeneration()
 	cs.SpecHash = u.GetAnnotations()[AnnoSpecHash]
 	cs.Ready, _ = intAt(u.Object, []string{"status", "readyReplicas"})
-	cs.Observed, _ = intAt(u.Object, []string{"status", "observedGeneration"})
+	var observed bool
+	cs.Observed, observed = intAt(u.Object, []string{"status", "observedGeneration"})
 	cs.Conditions = nil
 	health := ""
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -803,20 +804,24 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 		}
 		typ, _ := m["type"].(string)
 		stat, _ := m["status"].(string)
-		if typ == "" || len(cs.Conditions) == 8 {
+		if typ == "" {
 			continue
 		}
-		cs.Conditions = append(cs.Conditions, typ+"="+stat)
+		if len(cs.Conditions) < 8 {
+			cs.Conditions = append(cs.Conditions, typ+"="+stat)
+		}
 		if typ == "Ready" || typ == "Available" && health == "" {
 			health = stat
 		}
 	}
 	_, readyField, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "readyReplicas")
+	builtin := builtinReplicas(u.GroupVersionKind().GroupKind())
 	switch {
 	case cs.Error != "":
 		cs.Healthy = false
-	case spec.ReplicasPath != nil && (builtinReplicas(u.GroupVersionKind().GroupKind()) || readyField):
-		cs.Healthy = cs.Observed >= cs.Generation && cs.Ready >= cs.Desired
+	case spec.ReplicasPath != nil && (builtin || readyField):
+		// A custom resource need not report observedGeneration.
+		cs.Healthy = (cs.Observed >= cs.Generation || !builtin && !observed) && cs.Ready >= cs.Desired
 	case health != "":
 		cs.Healthy = health == "True"
 	default:

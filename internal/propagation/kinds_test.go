@@ -237,6 +237,11 @@ func TestACopysHealthComesFromReplicasElseConditions(t *testing.T) {
 			`{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, Spec{ReplicasPath: []string{"spec", "workers"}}, 4, true},
 		{"a custom resource reporting readyReplicas goes by them",
 			`{"metadata":{"generation":1},"status":{"readyReplicas":3,"conditions":[{"type":"Ready","status":"True"}]}}`, Spec{ReplicasPath: []string{"spec", "workers"}}, 4, false},
+		{"a custom resource reporting readyReplicas but no observedGeneration goes by the replicas",
+			`{"metadata":{"generation":3},"status":{"readyReplicas":4}}`, Spec{ReplicasPath: []string{"spec", "workers"}}, 4, true},
+		{"a Ready=False condition past the eighth still counts",
+			`{"status":{"conditions":[{"type":"A","status":"True"},{"type":"B","status":"True"},{"type":"C","status":"True"},{"type":"D","status":"True"},
+			  {"type":"E","status":"True"},{"type":"F","status":"True"},{"type":"G","status":"True"},{"type":"H","status":"True"},{"type":"Ready","status":"False"}]}}`, Spec{}, 0, false},
 		{"a Deployment with no ready replicas yet (field left out) is not healthy",
 			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":1},"status":{"observedGeneration":1}}`, Spec{ReplicasPath: rp}, 2, false},
 	}
