@@ -885,7 +885,9 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		if !owned(live, t) {
 			continue // not ours: never deleted
 		}
-		if err := res.Delete(ctx, t.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		// Only the object checked: one put there since is not deleted.
+		uid := live.GetUID()
+		if err := res.Delete(ctx, t.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 			c.log.Warn("propagation: deleting a copy failed", "template", TemplateRef(t), "cluster", cl, "err", err)
 			all = false
 			continue

@@ -339,3 +339,27 @@ func TestAFinalizerStaysUntilEveryMemberCouldBeChecked(t *testing.T) {
 		})
 	}
 }
+
+func TestACopyIsDeletedOnlyIfItIsStillTheObjectChecked(t *testing.T) {
+	tmpl := tmplWith(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"shop"},"data":{"a":"b"}}`,
+		map[string]string{AnnoClusters: "east"})
+	cp, _, err := Render(tmpl, "west", nil, Spec{})
+	require.NoError(t, err)
+	cp.SetUID("uid-west-1")
+	hub, east, west := newFakeCluster(t, "", tmpl), newFakeCluster(t, ""), newFakeCluster(t, "", cp)
+	c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": east, "west": west})
+
+	c.reconcileAll(context.Background())
+
+	var deletes []clienttesting.DeleteActionImpl
+	for _, a := range west.dyn.Actions() {
+		if d, ok := a.(clienttesting.DeleteActionImpl); ok {
+			deletes = append(deletes, d)
+		}
+	}
+	require.Len(t, deletes, 1, "west is no longer chosen: its copy goes")
+	pre := deletes[0].DeleteOptions.Preconditions
+	require.NotNil(t, pre, "a precondition, so an object put there since the check is not deleted")
+	require.NotNil(t, pre.UID)
+	assert.Equal(t, types.UID("uid-west-1"), *pre.UID)
+}
