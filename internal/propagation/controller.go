@@ -218,6 +218,7 @@ type clients struct {
 	meta   metadata.Interface
 	disc   discovery.CachedDiscoveryInterface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	reread bool // the mapper re-read discovery this pass (Run's goroutine only)
 }
 
 // member is a member's clients as of the start of this pass: a member that
@@ -280,10 +281,12 @@ func (e notServed) Error() string { return e.msg }
 
 // resource maps a template's kind to the member's resource; a kind the
 // member does not serve (its CRD is not installed there) is an error that
-// says so. A miss re-reads the member's discovery once.
+// says so. A miss re-reads the member's discovery, once per pass (not
+// once per template).
 func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
 	m, err := cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if apimeta.IsNoMatchError(err) {
+	if apimeta.IsNoMatchError(err) && !cl.reread {
+		cl.reread = true
 		cl.mapper.Reset()
 		m, err = cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
@@ -345,6 +348,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	c.pass = map[string]*clients{}
 	for cl := range c.env.Clusters() {
 		if mc, ok := c.clientsFor(cl); ok {
+			mc.reread = false
 			c.pass[cl] = mc
 		}
 	}

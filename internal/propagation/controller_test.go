@@ -363,3 +363,31 @@ func TestACopyIsDeletedOnlyIfItIsStillTheObjectChecked(t *testing.T) {
 	require.NotNil(t, pre.UID)
 	assert.Equal(t, types.UID("uid-west-1"), *pre.UID)
 }
+
+func TestAMemberMissingAKindIsRediscoveredOncePerPassNotOncePerTemplate(t *testing.T) {
+	var tmpls []*unstructured.Unstructured
+	for _, name := range []string{"w1", "w2", "w3", "w4"} {
+		tmpls = append(tmpls, tmplWith(t, `{"apiVersion":"example.meridian.io/v1","kind":"Widget","metadata":{"name":"`+name+`","namespace":"shop"}}`,
+			map[string]string{AnnoClusters: "east"}))
+	}
+	hub, east, west := newFakeCluster(t, "namespaced", tmpls...), newFakeCluster(t, ""), newFakeCluster(t, "")
+	c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": east, "west": west})
+	groupReads := func(f *fakeCluster) int {
+		n := 0
+		for _, a := range f.disc.Actions() {
+			if a.GetResource().Resource == "group" {
+				n++
+			}
+		}
+		return n
+	}
+	for pass := 1; pass <= 2; pass++ {
+		c.reconcileAll(context.Background())
+		// One read to know the member, one more when a kind is missing.
+		assert.LessOrEqual(t, groupReads(east), 2*pass, "east (the target) after pass %d", pass)
+		assert.LessOrEqual(t, groupReads(west), 2*pass, "west (checked for stale copies) after pass %d", pass)
+	}
+	for _, st := range c.Statuses() {
+		assert.Contains(t, st.Clusters["east"].Error, "does not serve")
+	}
+}
