@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/placement"
@@ -262,15 +263,23 @@ func (c *Controller) clientsFor(cluster string) (*clients, bool) {
 }
 
 // configKey identifies a member's connection: clients are rebuilt when it
-// changes (a rotated token, a new endpoint).
+// changes (a rotated token, a new endpoint, another identity: impersonation,
+// basic auth, exec command or auth provider).
 func configKey(cfg *rest.Config) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%s|%s|%s|%s|%s|%v|%s|%v", cfg.Host, cfg.APIPath, cfg.BearerToken, cfg.BearerTokenFile, cfg.CertFile, cfg.KeyFile,
-		cfg.CAFile, cfg.Insecure, cfg.ServerName, cfg.ExecProvider != nil)
-	h.Write(cfg.CertData)
-	h.Write(cfg.KeyData)
-	h.Write(cfg.CAData)
-	return hex.EncodeToString(h.Sum(nil))
+	id := struct {
+		Host, APIPath, Token, TokenFile, User, Password string
+		CertFile, KeyFile, CAFile, ServerName           string
+		CertData, KeyData, CAData                       []byte
+		Insecure                                        bool
+		Impersonate                                     rest.ImpersonationConfig
+		Exec                                            *clientcmdapi.ExecConfig
+		AuthProvider                                    *clientcmdapi.AuthProviderConfig
+	}{cfg.Host, cfg.APIPath, cfg.BearerToken, cfg.BearerTokenFile, cfg.Username, cfg.Password,
+		cfg.CertFile, cfg.KeyFile, cfg.CAFile, cfg.ServerName, cfg.CertData, cfg.KeyData, cfg.CAData, cfg.Insecure,
+		cfg.Impersonate, cfg.ExecProvider, cfg.AuthProvider}
+	b, _ := json.Marshal(id) // strings, bytes, bools, maps and slices of them: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // notServed: the member does not serve the template's kind as the hub

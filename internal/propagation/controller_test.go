@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	clienttesting "k8s.io/client-go/testing"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/meridian-gslb/meridian/internal/placement"
 )
@@ -390,4 +391,38 @@ func TestAMemberMissingAKindIsRediscoveredOncePerPassNotOncePerTemplate(t *testi
 	for _, st := range c.Statuses() {
 		assert.Contains(t, st.Clusters["east"].Error, "does not serve")
 	}
+}
+
+func TestAMembersClientsAreRebuiltWhenItsIdentityChanges(t *testing.T) {
+	base := func() *rest.Config { return &rest.Config{Host: "https://east.example", BearerToken: "t"} }
+	tests := []struct {
+		name   string
+		change func(*rest.Config)
+	}{
+		{"another token", func(c *rest.Config) { c.BearerToken = "u" }},
+		{"another impersonated user", func(c *rest.Config) { c.Impersonate.UserName = "system:serviceaccount:meridian:meridian" }},
+		{"other impersonated groups", func(c *rest.Config) { c.Impersonate.Groups = []string{"readers"} }},
+		{"another basic-auth user", func(c *rest.Config) { c.Username = "other" }},
+		{"another basic-auth password", func(c *rest.Config) { c.Password = "other" }},
+		{"another exec command", func(c *rest.Config) {
+			c.ExecProvider = &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", "b"}}
+		}},
+		{"another auth provider", func(c *rest.Config) {
+			c.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "oidc", Config: map[string]string{"client-id": "x"}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" rebuilds them", func(t *testing.T) {
+			changed := base()
+			tt.change(changed)
+			assert.NotEqual(t, configKey(base()), configKey(changed))
+		})
+	}
+	t.Run("an exec command with other arguments rebuilds them", func(t *testing.T) {
+		a, b := base(), base()
+		a.ExecProvider = &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"--cluster-name", "a"}}
+		b.ExecProvider = &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"--cluster-name", "b"}}
+		assert.NotEqual(t, configKey(a), configKey(b))
+	})
+	t.Run("the same configuration keeps them", func(t *testing.T) { assert.Equal(t, configKey(base()), configKey(base())) })
 }
