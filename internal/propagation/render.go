@@ -158,6 +158,17 @@ func dropAllocated(obj *unstructured.Unstructured) {
 		}
 	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
 		unstructured.RemoveNestedField(obj.Object, "spec", "volumeName") // the hub's bound volume
+	case schema.GroupKind{Kind: "Secret"}:
+		// A service account token is the hub's credential, signed for the
+		// hub, and names the hub's account uid (a member's token controller
+		// deletes a Secret naming another uid): each member fills in its own.
+		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t == "kubernetes.io/service-account-token" {
+			for _, k := range []string{"token", "ca.crt", "namespace"} {
+				unstructured.RemoveNestedField(obj.Object, "data", k)
+				unstructured.RemoveNestedField(obj.Object, "stringData", k)
+			}
+			unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", "kubernetes.io/service-account.uid")
+		}
 	case schema.GroupKind{Kind: "ServiceAccount"}:
 		unstructured.RemoveNestedField(obj.Object, "secrets") // the hub's token Secrets
 	case schema.GroupKind{Kind: "Namespace"}:
