@@ -219,7 +219,8 @@ type clients struct {
 	meta   metadata.Interface
 	disc   discovery.CachedDiscoveryInterface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
-	reread bool // the mapper re-read discovery this pass (Run's goroutine only)
+	reread bool  // the mapper re-read discovery this pass (Run's goroutine only)
+	failed error // the member's discovery failed this pass: not asked again until the next
 }
 
 // member is a member's clients as of the start of this pass: a member that
@@ -293,6 +294,9 @@ func (e notServed) Error() string { return e.msg }
 // says so. A miss re-reads the member's discovery, once per pass (not
 // once per template).
 func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
+	if cl.failed != nil {
+		return nil, cl.failed
+	}
 	m, err := cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if apimeta.IsNoMatchError(err) && !cl.reread {
 		cl.reread = true
@@ -302,8 +306,12 @@ func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.Res
 	if apimeta.IsNoMatchError(err) {
 		return nil, notServed{fmt.Sprintf("the cluster does not serve %s %s (install its CRD or API there)", kindName(gvk.GroupKind()), gvk.GroupVersion())}
 	}
-	if err != nil {
+	if apimeta.IsAmbiguousError(err) {
 		return nil, fmt.Errorf("mapping %s: %w", kindName(gvk.GroupKind()), err)
+	}
+	if err != nil {
+		cl.failed = fmt.Errorf("reading the cluster's kinds: %w", err)
+		return nil, cl.failed
 	}
 	// The scope must be the hub's: a namespaced template sent to a member
 	// whose kind (another CRD of the same group and kind) is cluster-scoped
@@ -357,7 +365,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	c.pass = map[string]*clients{}
 	for cl := range c.env.Clusters() {
 		if mc, ok := c.clientsFor(cl); ok {
-			mc.reread = false
+			mc.reread, mc.failed = false, nil
 			c.pass[cl] = mc
 		}
 	}
@@ -882,7 +890,7 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		if err != nil {
 			if !errors.As(err, new(notServed)) {
 				// Its discovery failed: a copy may be there.
-				c.log.Warn("propagation: cannot check a member for a copy", "template", TemplateRef(t), "cluster", cl, "err", err)
+				c.log.Debug("propagation: cannot check a member for a copy", "template", TemplateRef(t), "cluster", cl, "err", err)
 				all = false
 			}
 			continue // the member does not serve the kind: no copy there

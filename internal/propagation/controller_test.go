@@ -426,3 +426,25 @@ func TestAMembersClientsAreRebuiltWhenItsIdentityChanges(t *testing.T) {
 	})
 	t.Run("the same configuration keeps them", func(t *testing.T) { assert.Equal(t, configKey(base()), configKey(base())) })
 }
+
+func TestAMemberWhoseDiscoveryFailsIsAskedOncePerPass(t *testing.T) {
+	var tmpls []*unstructured.Unstructured
+	for _, name := range []string{"c1", "c2", "c3", "c4"} {
+		tmpls = append(tmpls, tmplWith(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","namespace":"shop"}}`,
+			map[string]string{AnnoClusters: "east"}))
+	}
+	hub, east := newFakeCluster(t, "", tmpls...), newFakeCluster(t, "")
+	east.disc.PrependReactor("get", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("the server is currently unable to handle the request")
+	})
+	c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": east})
+	for pass := 1; pass <= 2; pass++ {
+		c.reconcileAll(context.Background())
+		assert.Len(t, east.disc.Actions(), pass, "one discovery read per pass")
+	}
+	st := c.Statuses()
+	require.Len(t, st, 4)
+	for _, s := range st {
+		assert.Contains(t, s.Clusters["east"].Error, "unable to handle the request", s.Template)
+	}
+}
