@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/placement"
@@ -217,6 +219,8 @@ type clients struct {
 	meta   metadata.Interface
 	disc   discovery.CachedDiscoveryInterface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	reread bool  // the mapper re-read discovery this pass (Run's goroutine only)
+	failed error // the member's discovery failed this pass: not asked again until the next
 }
 
 // member is a member's clients as of the start of this pass: a member that
@@ -260,33 +264,66 @@ func (c *Controller) clientsFor(cluster string) (*clients, bool) {
 }
 
 // configKey identifies a member's connection: clients are rebuilt when it
-// changes (a rotated token, a new endpoint).
+// changes (a rotated token, a new endpoint, another identity: impersonation,
+// basic auth, exec command or auth provider).
 func configKey(cfg *rest.Config) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%s|%s|%s|%s|%s|%v|%s|%v", cfg.Host, cfg.APIPath, cfg.BearerToken, cfg.BearerTokenFile, cfg.CertFile, cfg.KeyFile,
-		cfg.CAFile, cfg.Insecure, cfg.ServerName, cfg.ExecProvider != nil)
-	h.Write(cfg.CertData)
-	h.Write(cfg.KeyData)
-	h.Write(cfg.CAData)
-	return hex.EncodeToString(h.Sum(nil))
+	id := struct {
+		Host, APIPath, Token, TokenFile, User, Password string
+		CertFile, KeyFile, CAFile, ServerName           string
+		CertData, KeyData, CAData                       []byte
+		Insecure                                        bool
+		Impersonate                                     rest.ImpersonationConfig
+		Exec                                            *clientcmdapi.ExecConfig
+		AuthProvider                                    *clientcmdapi.AuthProviderConfig
+	}{cfg.Host, cfg.APIPath, cfg.BearerToken, cfg.BearerTokenFile, cfg.Username, cfg.Password,
+		cfg.CertFile, cfg.KeyFile, cfg.CAFile, cfg.ServerName, cfg.CertData, cfg.KeyData, cfg.CAData, cfg.Insecure,
+		cfg.Impersonate, cfg.ExecProvider, cfg.AuthProvider}
+	b, _ := json.Marshal(id) // strings, bytes, bools, maps and slices of them: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
+
+// notServed: the member does not serve the template's kind as the hub
+// does, so it holds no copy of ours.
+type notServed struct{ msg string }
+
+func (e notServed) Error() string { return e.msg }
 
 // resource maps a template's kind to the member's resource; a kind the
 // member does not serve (its CRD is not installed there) is an error that
-// says so. A miss re-reads the member's discovery once.
+// says so. A miss re-reads the member's discovery, once per pass (not
+// once per template).
 func (cl *clients) resource(gvk schema.GroupVersionKind, ns string) (dynamic.ResourceInterface, error) {
+	if cl.failed != nil {
+		return nil, cl.failed
+	}
 	m, err := cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if apimeta.IsNoMatchError(err) {
+	if apimeta.IsNoMatchError(err) && !cl.reread {
+		cl.reread = true
 		cl.mapper.Reset()
 		m, err = cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	if apimeta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("the cluster does not serve %s %s (install its CRD or API there)", kindName(gvk.GroupKind()), gvk.GroupVersion())
+		return nil, notServed{fmt.Sprintf("the cluster does not serve %s %s (install its CRD or API there)", kindName(gvk.GroupKind()), gvk.GroupVersion())}
 	}
-	if err != nil {
+	if apimeta.IsAmbiguousError(err) {
 		return nil, fmt.Errorf("mapping %s: %w", kindName(gvk.GroupKind()), err)
 	}
-	if m.Scope.Name() == apimeta.RESTScopeNameRoot {
+	if err != nil {
+		cl.failed = fmt.Errorf("reading the cluster's kinds: %w", err)
+		return nil, cl.failed
+	}
+	// The scope must be the hub's: a namespaced template sent to a member
+	// whose kind (another CRD of the same group and kind) is cluster-scoped
+	// would be written outside any namespace (the API server drops the
+	// namespace), out of reach of the rights that scoped the template.
+	root := m.Scope.Name() == apimeta.RESTScopeNameRoot
+	switch {
+	case root && ns != "":
+		return nil, notServed{fmt.Sprintf("the cluster serves %s cluster-scoped, the hub namespaced", kindName(gvk.GroupKind()))}
+	case !root && ns == "":
+		return nil, notServed{fmt.Sprintf("the cluster serves %s namespaced, the hub cluster-scoped", kindName(gvk.GroupKind()))}
+	case root:
 		return cl.dyn.Resource(m.Resource), nil
 	}
 	return cl.dyn.Resource(m.Resource).Namespace(ns), nil
@@ -310,10 +347,13 @@ func (c *Controller) hubKinds(hub *clients) []Kind {
 }
 
 type templateMeta struct {
-	kind Kind
-	ns   string
-	name string
-	ref  string
+	kind      Kind
+	ns        string
+	name      string
+	ref       string
+	owner     string // the ref of its controller in the hub, if any
+	finalized bool   // holds our finalizer
+	child     bool   // made by a hub controller from a template: not a template
 }
 
 func (c *Controller) reconcileAll(ctx context.Context) {
@@ -325,6 +365,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	c.pass = map[string]*clients{}
 	for cl := range c.env.Clusters() {
 		if mc, ok := c.clientsFor(cl); ok {
+			mc.reread, mc.failed = false, nil
 			c.pass[cl] = mc
 		}
 	}
@@ -366,7 +407,8 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 				u.SetGroupVersionKind(k.GVK)
 				u.SetNamespace(it.Namespace)
 				u.SetName(it.Name)
-				found = append(found, templateMeta{kind: k, ns: it.Namespace, name: it.Name, ref: TemplateRef(u)})
+				found = append(found, templateMeta{kind: k, ns: it.Namespace, name: it.Name, ref: TemplateRef(u), owner: controllerRef(it.ObjectMeta),
+					finalized: slices.Contains(it.Finalizers, Finalizer)})
 			}
 		}
 		if denied {
@@ -376,6 +418,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 			readable++
 		}
 	}
+	found = withoutChildren(found)
 	c.noteDenied(deniedKinds)
 	c.mu.Lock()
 	c.kinds = [2]int{readable, forbidden}
@@ -400,7 +443,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 			continue
 		}
 		t.SetGroupVersionKind(tm.kind.GVK)
-		c.safely(tm.ref, func() { c.reconcile(ctx, hub, tm.kind, t) })
+		c.safely(tm.ref, func() { c.reconcile(ctx, hub, tm.kind, t, tm.child) })
 	}
 	c.mu.Lock()
 	for ref := range c.status {
@@ -409,6 +452,43 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		}
 	}
 	c.mu.Unlock()
+}
+
+// controllerRef is the template ref of an object's controller (same
+// namespace), "" without one.
+func controllerRef(m metav1.ObjectMeta) string {
+	ref := metav1.GetControllerOfNoCopy(&m)
+	if ref == nil {
+		return ""
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return ""
+	}
+	return kindName(gv.WithKind(ref.Kind).GroupKind()) + "/" + m.Namespace + "/" + ref.Name
+}
+
+// withoutChildren drops the objects a hub controller made from a template:
+// they inherit its annotations (a Deployment's ReplicaSets carry every one
+// of them) but the members' own controllers make them from the copy. One
+// that already holds our finalizer stays, marked, so its copies and the
+// finalizer are removed.
+func withoutChildren(found []templateMeta) []templateMeta {
+	refs := map[string]bool{}
+	for _, tm := range found {
+		refs[tm.ref] = true
+	}
+	out := found[:0]
+	for _, tm := range found {
+		if tm.owner != "" && refs[tm.owner] {
+			if !tm.finalized {
+				continue
+			}
+			tm.child = true
+		}
+		out = append(out, tm)
+	}
+	return out
 }
 
 // noteDenied logs the kinds the hub identity may not list, once each time
@@ -442,13 +522,13 @@ func (c *Controller) safely(ref string, f func()) {
 }
 
 // reconcile brings the members in line with one template.
-func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *unstructured.Unstructured) {
+func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *unstructured.Unstructured, child bool) {
 	ref := TemplateRef(t)
 	var hubRes dynamic.ResourceInterface = hub.dyn.Resource(k.GVR())
 	if k.Namespaced {
 		hubRes = hub.dyn.Resource(k.GVR()).Namespace(t.GetNamespace())
 	}
-	if t.GetDeletionTimestamp() != nil || t.GetAnnotations()[AnnoPropagate] != "true" {
+	if t.GetDeletionTimestamp() != nil || t.GetAnnotations()[AnnoPropagate] != "true" || child {
 		if c.removeCopies(ctx, t, nil) {
 			c.dropFinalizer(ctx, hubRes, t)
 			c.mu.Lock()
@@ -644,7 +724,7 @@ func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, 
 	case apierrors.IsNotFound(err):
 		live = nil
 		if t.GetNamespace() != "" {
-			if err := ensureNamespace(ctx, mc, t.GetNamespace()); err != nil {
+			if err := ensureNamespace(ctx, mc, t.GetNamespace(), TemplateRef(t)); err != nil {
 				cs.Error = err.Error()
 				return cs
 			}
@@ -652,7 +732,7 @@ func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, 
 	case err != nil:
 		cs.Error = fmt.Sprintf("reading the copy: %v", err)
 		return cs
-	case !owned(live, t):
+	case !owned(live, t) && !adoptable(live, t):
 		cs.Error = fmt.Sprintf("%s exists in %s and is not Meridian's (no %s label and template annotation): not touched", TemplateRef(t), cl, LabelPropagated)
 		return cs
 	}
@@ -733,7 +813,8 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 	cs.Generation = u.GetGeneration()
 	cs.SpecHash = u.GetAnnotations()[AnnoSpecHash]
 	cs.Ready, _ = intAt(u.Object, []string{"status", "readyReplicas"})
-	cs.Observed, _ = intAt(u.Object, []string{"status", "observedGeneration"})
+	var observed bool
+	cs.Observed, observed = intAt(u.Object, []string{"status", "observedGeneration"})
 	cs.Conditions = nil
 	health := ""
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -744,20 +825,24 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 		}
 		typ, _ := m["type"].(string)
 		stat, _ := m["status"].(string)
-		if typ == "" || len(cs.Conditions) == 8 {
+		if typ == "" {
 			continue
 		}
-		cs.Conditions = append(cs.Conditions, typ+"="+stat)
+		if len(cs.Conditions) < 8 {
+			cs.Conditions = append(cs.Conditions, typ+"="+stat)
+		}
 		if typ == "Ready" || typ == "Available" && health == "" {
 			health = stat
 		}
 	}
 	_, readyField, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "readyReplicas")
+	builtin := builtinReplicas(u.GroupVersionKind().GroupKind())
 	switch {
 	case cs.Error != "":
 		cs.Healthy = false
-	case spec.ReplicasPath != nil && (builtinReplicas(u.GroupVersionKind().GroupKind()) || readyField):
-		cs.Healthy = cs.Observed >= cs.Generation && cs.Ready >= cs.Desired
+	case spec.ReplicasPath != nil && (builtin || readyField):
+		// A custom resource need not report observedGeneration.
+		cs.Healthy = (cs.Observed >= cs.Generation || !builtin && !observed) && cs.Ready >= cs.Desired
 	case health != "":
 		cs.Healthy = health == "True"
 	default:
@@ -766,15 +851,18 @@ func fillFrom(u *unstructured.Unstructured, spec Spec, cs *ClusterStatus) {
 }
 
 // ensureNamespace creates a copy's namespace in a member that lacks it,
-// labelled as Meridian's (a Namespace template for it later adopts it).
-func ensureNamespace(ctx context.Context, mc *clients, ns string) error {
-	cs, err := kubernetes.NewForConfig(mc.cfg)
-	if err != nil {
-		return err
-	}
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{LabelPropagated: "true"}, Annotations: map[string]string{AnnoTemplate: "Namespace/" + ns}}},
-		metav1.CreateOptions{FieldManager: FieldManager})
+// labelled as Meridian's and marked with the template that needed it but
+// with no template reference: it is no template's copy, so no template
+// deletes it (that would take every object in it), until a Namespace
+// template sent to that member adopts it.
+func ensureNamespace(ctx context.Context, mc *clients, ns, forRef string) error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Namespace")
+	u.SetName(ns)
+	u.SetLabels(map[string]string{LabelPropagated: "true"})
+	u.SetAnnotations(map[string]string{AnnoNamespaceFor: forRef})
+	_, err := mc.dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
@@ -800,6 +888,11 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		}
 		res, err := mc.resource(t.GroupVersionKind(), t.GetNamespace())
 		if err != nil {
+			if !errors.As(err, new(notServed)) {
+				// Its discovery failed: a copy may be there.
+				c.log.Debug("propagation: cannot check a member for a copy", "template", TemplateRef(t), "cluster", cl, "err", err)
+				all = false
+			}
 			continue // the member does not serve the kind: no copy there
 		}
 		live, err := res.Get(ctx, t.GetName(), metav1.GetOptions{})
@@ -813,7 +906,9 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		if !owned(live, t) {
 			continue // not ours: never deleted
 		}
-		if err := res.Delete(ctx, t.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		// Only the object checked: one put there since is not deleted.
+		uid := live.GetUID()
+		if err := res.Delete(ctx, t.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 			c.log.Warn("propagation: deleting a copy failed", "template", TemplateRef(t), "cluster", cl, "err", err)
 			all = false
 			continue

@@ -156,6 +156,15 @@ func legacyRef(u *unstructured.Unstructured) string {
 	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
 }
 
+// adoptable tells whether a member's namespace is one Meridian made for a
+// copy (ensureNamespace), which a Namespace template applied there takes
+// over as its copy.
+func adoptable(live, t *unstructured.Unstructured) bool {
+	a := live.GetAnnotations()
+	return t.GroupVersionKind().GroupKind() == schema.GroupKind{Kind: "Namespace"} && live.GetLabels()[LabelPropagated] == "true" &&
+		a[AnnoTemplate] == "" && a[AnnoNamespaceFor] != ""
+}
+
 // owned tells whether a member's object is the copy of template t: our
 // label and t's reference (or its pre-group spelling).
 func owned(live, t *unstructured.Unstructured) bool {

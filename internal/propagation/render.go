@@ -92,6 +92,14 @@ func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, sp
 		if obj.GetName() != tmpl.GetName() || obj.GetNamespace() != tmpl.GetNamespace() || obj.GetKind() != tmpl.GetKind() || obj.GetAPIVersion() != tmpl.GetAPIVersion() {
 			return nil, "", fmt.Errorf("override for %s changes the apiVersion, kind, name or namespace (not allowed)", cluster)
 		}
+		// A copy without our label or reference would be locked out of
+		// Meridian's reach: never updated, never deleted with its template.
+		l, _, lerr := unstructured.NestedStringMap(obj.Object, "metadata", "labels")
+		a, _, aerr := unstructured.NestedStringMap(obj.Object, "metadata", "annotations")
+		if lerr != nil || aerr != nil || l[LabelPropagated] != "true" || a[AnnoTemplate] != TemplateRef(tmpl) {
+			return nil, "", fmt.Errorf("override for %s changes Meridian's label %s or annotation %s, or makes labels or annotations other than strings (not allowed)",
+				cluster, LabelPropagated, AnnoTemplate)
+		}
 	}
 	if replicas != nil && spec.ReplicasPath != nil {
 		if err := unstructured.SetNestedField(obj.Object, *replicas, spec.ReplicasPath...); err != nil {
@@ -150,6 +158,17 @@ func dropAllocated(obj *unstructured.Unstructured) {
 		}
 	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
 		unstructured.RemoveNestedField(obj.Object, "spec", "volumeName") // the hub's bound volume
+	case schema.GroupKind{Kind: "Secret"}:
+		// A service account token is the hub's credential, signed for the
+		// hub, and names the hub's account uid (a member's token controller
+		// deletes a Secret naming another uid): each member fills in its own.
+		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t == "kubernetes.io/service-account-token" {
+			for _, k := range []string{"token", "ca.crt", "namespace"} {
+				unstructured.RemoveNestedField(obj.Object, "data", k)
+				unstructured.RemoveNestedField(obj.Object, "stringData", k)
+			}
+			unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", "kubernetes.io/service-account.uid")
+		}
 	case schema.GroupKind{Kind: "ServiceAccount"}:
 		unstructured.RemoveNestedField(obj.Object, "secrets") // the hub's token Secrets
 	case schema.GroupKind{Kind: "Namespace"}:

@@ -36,8 +36,12 @@ const (
 	LabelPropagated = "meridian.io/propagated" // "true" on every copy Meridian owns
 	AnnoTemplate    = "meridian.io/template"   // on copies: KIND/NAMESPACE/NAME of the template
 	AnnoSpecHash    = "meridian.io/spec-hash"  // on copies: hash of the template content applied
-	Finalizer       = "meridian.io/propagation"
-	FieldManager    = "meridian"
+	// AnnoNamespaceFor is on a namespace Meridian created in a member for a
+	// copy: the template that needed it (no template's copy until a
+	// Namespace template adopts it).
+	AnnoNamespaceFor = "meridian.io/namespace-for"
+	Finalizer        = "meridian.io/propagation"
+	FieldManager     = "meridian"
 )
 
 // Replica modes.

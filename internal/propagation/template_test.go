@@ -161,3 +161,24 @@ func TestServicesLoseTheirClusterAllocatedFields(t *testing.T) {
 	ports, _, _ := unstructured.NestedSlice(obj.Object, "spec", "ports")
 	assert.NotContains(t, ports[0].(map[string]any), "nodePort")
 }
+
+func TestAnOverrideCannotTakeACopyAwayFromMeridian(t *testing.T) {
+	tests := []struct {
+		name, patch string
+	}{
+		{"removing every annotation", `[{"op":"remove","path":"/metadata/annotations"}]`},
+		{"replacing the annotations with a string", `[{"op":"replace","path":"/metadata/annotations","value":"x"}]`},
+		{"naming another template", `[{"op":"replace","path":"/metadata/annotations/meridian.io~1template","value":"Deployment.apps/shop/other"}]`},
+		{"removing our label", `[{"op":"remove","path":"/metadata/labels/meridian.io~1propagated"}]`},
+		{"replacing the labels", `[{"op":"replace","path":"/metadata/labels","value":{"app":"web"}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" is refused", func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() {
+				_, _, err = Render(template(t), "east", nil, Spec{Overrides: map[string]json.RawMessage{"east": json.RawMessage(tt.patch)}})
+			})
+			assert.ErrorContains(t, err, "override for east changes Meridian's")
+		})
+	}
+}
