@@ -262,6 +262,22 @@ func TestPropagationOfAnyKind(t *testing.T) {
 		assert.Contains(t, tmpl.Annotations["meridian.io/placement-status"], `"ready":7`, "written on the template")
 	})
 
+	t.Run("a StatefulSet scaled by its HPA keeps the member's count", func(t *testing.T) {
+		// No controller-manager here: the test scales east as its HPA would.
+		s, err := east.Client(t).AppsV1().StatefulSets("data").Get(ctx, "db", metav1.GetOptions{})
+		require.NoError(t, err)
+		s.Spec.Replicas = ptr.To(int32(9))
+		_, err = east.Client(t).AppsV1().StatefulSets("data").Update(ctx, s, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+		require.NoError(t, err)
+		time.Sleep(2 * time.Second) // four passes
+		assert.Equal(t, int32(9), stsReplicas(east), "Meridian does not set it back to 7")
+		assert.Equal(t, int32(3), stsReplicas(west))
+		st, ok := placementOf(t, m, "StatefulSet.apps/data/db")
+		require.True(t, ok)
+		assert.Equal(t, "HorizontalPodAutoscaler.autoscaling/data/db", st.ScaledBy)
+		assert.Equal(t, int64(9), st.Clusters["east"].Desired)
+	})
+
 	t.Run("a CRD installed after start is discovered; its instance is placed with an override, divided at its replicas-path, and its conditions reported", func(t *testing.T) {
 		installWidgetCRD(t, hub)
 		installWidgetCRD(t, east) // west does not serve widgets yet
@@ -314,7 +330,7 @@ func TestPropagationOfAnyKind(t *testing.T) {
 		assert.Contains(t, m.log(), "propagation: kinds skipped")
 	})
 
-	t.Run("deleting the templates removes every copy; the Namespace goes last", func(t *testing.T) {
+	t.Run("deleting the templates removes every copy; the Namespace copies are released, not deleted", func(t *testing.T) {
 		deleted := time.Now()
 		require.NoError(t, dynOf(hub).Resource(gvrWidget).Namespace("data").Delete(ctx, "w1", metav1.DeleteOptions{}))
 		for _, g := range []schema.GroupVersionResource{gvrPDB, gvrHPA, gvrSTS, gvrSA} {
@@ -336,17 +352,17 @@ func TestPropagationOfAnyKind(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond, "copies, then the templates (finalizer) gone:\n%s", m.log())
 		t.Logf("FIGURE propagation (any kind): 7 templates deleted → 14 copies removed and finalizers released in %s", time.Since(deleted).Round(10*time.Millisecond))
 
-		// The Namespace template last: its copies are deleted (they stay
-		// Terminating here: the lab runs no namespace controller).
+		// The Namespace template last: its copies are released, never
+		// deleted (deleting a namespace deletes what others keep in it).
 		require.NoError(t, hub.Client(t).CoreV1().Namespaces().Delete(ctx, "data", metav1.DeleteOptions{}))
 		require.Eventually(t, func() bool {
 			for _, mm := range []*kubelab.Member{east, west} {
 				ns, err := mm.Client(t).CoreV1().Namespaces().Get(ctx, "data", metav1.GetOptions{})
-				if err == nil && ns.DeletionTimestamp == nil {
+				if err != nil || ns.DeletionTimestamp != nil || ns.Labels["meridian.io/propagated"] != "" {
 					return false
 				}
 			}
 			return true
-		}, 30*time.Second, 100*time.Millisecond, "%s", m.log())
+		}, 30*time.Second, 100*time.Millisecond, "the member namespaces stay, released:\n%s", m.log())
 	})
 }

@@ -48,7 +48,7 @@ var wantPropagationRules = []rule{
 	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: propagationVerbs},
 	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}, Verbs: propagationVerbs},
 	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "grpcroutes", "tlsroutes"}, Verbs: propagationVerbs},
-	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
 	{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list"}},
 }
 

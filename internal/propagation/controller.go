@@ -85,6 +85,7 @@ type Status struct {
 	Desired  int64                    `json:"desired,omitempty"`  // replicas over every cluster (kinds with a replica count)
 	Ready    int64                    `json:"ready,omitempty"`    // ready replicas over every cluster
 	Healthy  int                      `json:"healthy"`            // clusters whose copy is healthy
+	ScaledBy string                   `json:"scaledBy,omitempty"` // the HPA template scaling it: copies keep the members' replica counts
 	Excluded []string                 `json:"excluded,omitempty"` // failed past the toleration: share moved
 	Scores   map[string]float64       `json:"scores,omitempty"`   // selector ranking
 	Errors   []string                 `json:"errors,omitempty"`   // annotation errors: nothing changed
@@ -105,6 +106,9 @@ type Controller struct {
 	kinds   [2]int              // kinds readable, forbidden in the last pass
 	pass    map[string]*clients // the members Ready when this pass began (Run's goroutine only)
 	discErr string              // the last hub discovery problem (Run's goroutine only)
+	// skipDenied: kinds the hub refused to list -> passes left before
+	// asking again (Run's goroutine only).
+	skipDenied map[string]int
 
 	applies *prometheus.CounterVec
 	panics  prometheus.Counter
@@ -124,7 +128,7 @@ func New(env Env, opts Options) *Controller {
 		opts.Now = time.Now
 	}
 	c := &Controller{opts: opts, env: env, log: opts.Logger, wake: make(chan struct{}, 1), status: map[string]Status{},
-		res: map[string]resCache{}, clients: map[string]*clients{}}
+		res: map[string]resCache{}, clients: map[string]*clients{}, skipDenied: map[string]int{}}
 	c.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "meridian_propagation_applies_total",
 		Help: "Server-side applies of template copies into members, by cluster and result (success, failure).",
@@ -363,7 +367,15 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		return
 	}
 	c.pass = map[string]*clients{}
-	for cl := range c.env.Clusters() {
+	registered := c.env.Clusters()
+	c.mu.Lock()
+	for cl := range c.clients {
+		if _, ok := registered[cl]; !ok && cl != c.opts.Hub {
+			delete(c.clients, cl) // a member removed from the config or its Secret
+		}
+	}
+	c.mu.Unlock()
+	for cl := range registered {
 		if mc, ok := c.clientsFor(cl); ok {
 			mc.reread, mc.failed = false, nil
 			c.pass[cl] = mc
@@ -375,6 +387,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 	}
 	var found []templateMeta
 	var deniedKinds []string
+	failedKinds := map[string]bool{} // listed with an error this pass: their statuses stay
 	readable, forbidden := 0, 0
 	kinds := c.hubKinds(hub)
 	if len(kinds) == 0 {
@@ -386,17 +399,26 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		if !k.Namespaced {
 			scan = []string{metav1.NamespaceAll}
 		}
+		if c.skipDenied[k.Name()] > 0 {
+			// Refused lately: asked again every recheckForbidden passes,
+			// not every pass (each refusal is a 403 in the hub's audit log).
+			c.skipDenied[k.Name()]--
+			forbidden++
+			deniedKinds = append(deniedKinds, k.Name())
+			continue
+		}
 		for _, ns := range scan {
-			list, err := hub.meta.Resource(k.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
+			items, err := c.listMeta(ctx, hub, k, ns)
 			if apierrors.IsForbidden(err) {
 				denied = true
 				continue
 			}
 			if err != nil {
 				c.log.Warn("propagation: listing templates failed", "kind", k.Name(), "namespace", ns, "err", err)
+				failedKinds[k.Name()] = true
 				continue
 			}
-			for _, it := range list.Items {
+			for _, it := range items {
 				if it.Annotations[AnnoPropagate] != "true" && !slices.Contains(it.Finalizers, Finalizer) {
 					continue
 				}
@@ -414,6 +436,7 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		if denied {
 			forbidden++
 			deniedKinds = append(deniedKinds, k.Name())
+			c.skipDenied[k.Name()] = recheckForbidden
 		} else {
 			readable++
 		}
@@ -432,7 +455,8 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 		return found[i].ref < found[j].ref
 	})
 	seen := map[string]bool{}
-	for _, tm := range found {
+	objs := make([]*unstructured.Unstructured, len(found))
+	for i, tm := range found {
 		seen[tm.ref] = true
 		t, err := hub.dyn.Resource(tm.kind.GVR()).Namespace(tm.ns).Get(ctx, tm.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -443,15 +467,67 @@ func (c *Controller) reconcileAll(ctx context.Context) {
 			continue
 		}
 		t.SetGroupVersionKind(tm.kind.GVK)
-		c.safely(tm.ref, func() { c.reconcile(ctx, hub, tm.kind, t, tm.child) })
+		objs[i] = t
+	}
+	scaled := autoscaled(objs)
+	for i, tm := range found {
+		if t := objs[i]; t != nil {
+			c.safely(tm.ref, func() { c.reconcile(ctx, hub, tm.kind, t, tm.child, scaled[tm.ref]) })
+		}
 	}
 	c.mu.Lock()
 	for ref := range c.status {
-		if !seen[ref] {
+		kind, _, _ := strings.Cut(ref, "/")
+		if !seen[ref] && !failedKinds[kind] {
 			delete(c.status, ref)
 		}
 	}
 	c.mu.Unlock()
+}
+
+// recheckForbidden is how many passes a kind the hub refused to list is
+// skipped before it is asked again.
+const recheckForbidden = 30
+
+// listPage bounds one list answer; larger kinds are read in pages.
+const listPage = 500
+
+// listMeta lists a kind's objects (metadata only) in pages.
+func (c *Controller) listMeta(ctx context.Context, hub *clients, k Kind, ns string) ([]metav1.PartialObjectMetadata, error) {
+	var out []metav1.PartialObjectMetadata
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		list, err := hub.meta.Resource(k.GVR()).Namespace(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// autoscaled maps the workloads an HPA template scales (by template ref) to
+// that HPA's ref: their copies keep the replica count the member's HPA set,
+// so Meridian and the autoscaler never take turns writing it.
+func autoscaled(objs []*unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for _, t := range objs {
+		if t == nil || t.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}) {
+			continue
+		}
+		apiVersion, _, _ := unstructured.NestedString(t.Object, "spec", "scaleTargetRef", "apiVersion")
+		kind, _, _ := unstructured.NestedString(t.Object, "spec", "scaleTargetRef", "kind")
+		name, _, _ := unstructured.NestedString(t.Object, "spec", "scaleTargetRef", "name")
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil || kind == "" || name == "" {
+			continue
+		}
+		out[kindName(gv.WithKind(kind).GroupKind())+"/"+t.GetNamespace()+"/"+name] = TemplateRef(t)
+	}
+	return out
 }
 
 // controllerRef is the template ref of an object's controller (same
@@ -522,7 +598,7 @@ func (c *Controller) safely(ref string, f func()) {
 }
 
 // reconcile brings the members in line with one template.
-func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *unstructured.Unstructured, child bool) {
+func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *unstructured.Unstructured, child bool, scaledBy string) {
 	ref := TemplateRef(t)
 	var hubRes dynamic.ResourceInterface = hub.dyn.Resource(k.GVR())
 	if k.Namespaced {
@@ -544,7 +620,7 @@ func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *uns
 			return
 		}
 	}
-	st := Status{Template: ref, Clusters: map[string]ClusterStatus{}}
+	st := Status{Template: ref, Clusters: map[string]ClusterStatus{}, ScaledBy: scaledBy}
 	spec, errs := ParseSpec(t.GetAnnotations())
 	if len(errs) == 0 {
 		spec.ReplicasPath, errs = replicasPath(t, spec)
@@ -599,7 +675,7 @@ func (c *Controller) reconcile(ctx context.Context, hub *clients, k Kind, t *uns
 			st.Clusters[cl] = cs
 			continue
 		}
-		cs := c.applyTo(ctx, t, cl, replicas[cl], spec, prevReady)
+		cs := c.applyTo(ctx, t, cl, replicas[cl], spec, prevReady, scaledBy)
 		st.Clusters[cl] = cs
 		st.Desired += cs.Desired
 		st.Ready += cs.Ready
@@ -698,7 +774,7 @@ func (c *Controller) replicas(t *unstructured.Unstructured, spec Spec, keep []st
 // applyTo server-side applies the copy into one member. With a one-by-one
 // rollout, a cluster whose predecessor is not ready yet only gets its
 // replica count, not new content.
-func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, cl string, replicas *int64, spec Spec, prevReady bool) ClusterStatus {
+func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, cl string, replicas *int64, spec Spec, prevReady bool, scaledBy string) ClusterStatus {
 	var cs ClusterStatus
 	if replicas != nil {
 		cs.Desired = *replicas
@@ -735,6 +811,18 @@ func (c *Controller) applyTo(ctx context.Context, t *unstructured.Unstructured, 
 	case !owned(live, t) && !adoptable(live, t):
 		cs.Error = fmt.Sprintf("%s exists in %s and is not Meridian's (no %s label and template annotation): not touched", TemplateRef(t), cl, LabelPropagated)
 		return cs
+	}
+	// An autoscaled copy keeps the count the member's HPA gave it: the
+	// template's (or the divided) count is only the starting point.
+	if scaledBy != "" && live != nil && replicas != nil {
+		if n, ok := intAt(live.Object, spec.ReplicasPath); ok && n != *replicas {
+			replicas = &n
+			cs.Desired = n
+			if obj, hash, err = Render(t, cl, replicas, spec); err != nil {
+				cs.Error = err.Error() + "; the last good object stays"
+				return cs
+			}
+		}
 	}
 	if spec.Rollout == RolloutOneByOne && !prevReady && live != nil && live.GetAnnotations()[AnnoSpecHash] != hash {
 		cs.Waiting = "rollout: waiting for the previous cluster to be ready"
@@ -906,6 +994,18 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		if !owned(live, t) {
 			continue // not ours: never deleted
 		}
+		if t.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
+			// Deleting a namespace deletes everything in it, Meridian's or
+			// not: a Namespace copy is released (our label and reference
+			// removed) and left to its owners.
+			if err := c.release(ctx, res, live); err != nil {
+				c.log.Warn("propagation: releasing a namespace failed", "template", TemplateRef(t), "cluster", cl, "err", err)
+				all = false
+				continue
+			}
+			c.log.Info("propagation: namespace released (not deleted: it may hold objects that are not Meridian's)", "template", TemplateRef(t), "cluster", cl)
+			continue
+		}
 		// Only the object checked: one put there since is not deleted.
 		uid := live.GetUID()
 		if err := res.Delete(ctx, t.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
@@ -916,6 +1016,18 @@ func (c *Controller) removeCopies(ctx context.Context, t *unstructured.Unstructu
 		c.log.Info("propagation: copy removed", "template", TemplateRef(t), "cluster", cl)
 	}
 	return all
+}
+
+// release removes our label and template reference from a copy (guarded by
+// its resourceVersion: a changed object is looked at again next pass).
+func (c *Controller) release(ctx context.Context, res dynamic.ResourceInterface, live *unstructured.Unstructured) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": live.GetResourceVersion(),
+		"labels":          map[string]any{LabelPropagated: nil},
+		"annotations":     map[string]any{AnnoTemplate: nil, AnnoSpecHash: nil, AnnoNamespaceFor: nil},
+	}})
+	_, err := res.Patch(ctx, live.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
 }
 
 func (c *Controller) dropFinalizer(ctx context.Context, hubRes dynamic.ResourceInterface, t *unstructured.Unstructured) {

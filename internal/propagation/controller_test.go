@@ -40,6 +40,7 @@ var (
 	gvrDeployment = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	gvrReplicaSet = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
 	gvrWidget     = schema.GroupVersionResource{Group: "example.meridian.io", Version: "v1", Resource: "widgets"}
+	gvrHPA        = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
 )
 
 // servedKinds is the discovery answer of a fake cluster; widgetsScoped
@@ -53,6 +54,9 @@ func servedKinds(widgets string) []*metav1.APIResourceList {
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 			{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: all},
 			{Name: "replicasets", Kind: "ReplicaSet", Namespaced: true, Verbs: all},
+		}},
+		{GroupVersion: "autoscaling/v2", APIResources: []metav1.APIResource{
+			{Name: "horizontalpodautoscalers", Kind: "HorizontalPodAutoscaler", Namespaced: true, Verbs: all},
 		}},
 	}
 	if widgets != "" {
@@ -71,7 +75,7 @@ type fakeCluster struct {
 func newFakeCluster(t *testing.T, widgets string, objs ...*unstructured.Unstructured) *fakeCluster {
 	t.Helper()
 	listKinds := map[schema.GroupVersionResource]string{gvrNamespace: "NamespaceList", gvrConfigMap: "ConfigMapList",
-		gvrDeployment: "DeploymentList", gvrReplicaSet: "ReplicaSetList", gvrWidget: "WidgetList"}
+		gvrDeployment: "DeploymentList", gvrReplicaSet: "ReplicaSetList", gvrWidget: "WidgetList", gvrHPA: "HorizontalPodAutoscalerList"}
 	var robjs, mobjs []runtime.Object
 	for _, o := range objs {
 		robjs = append(robjs, o.DeepCopy())
@@ -447,4 +451,103 @@ func TestAMemberWhoseDiscoveryFailsIsAskedOncePerPass(t *testing.T) {
 	for _, s := range st {
 		assert.Contains(t, s.Clusters["east"].Error, "unable to handle the request", s.Template)
 	}
+}
+
+func TestDeletingANamespaceTemplateReleasesTheMembersNamespacesInsteadOfDeletingThem(t *testing.T) {
+	ns := tmplWith(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}`, map[string]string{AnnoClusters: "east"})
+	hub, east := newFakeCluster(t, "", ns), newFakeCluster(t, "")
+	c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": east})
+	c.reconcileAll(context.Background())
+	cp, ok := east.get(gvrNamespace, "", "shop")
+	require.True(t, ok)
+	require.Equal(t, "true", cp.GetLabels()[LabelPropagated])
+
+	// The template loses its annotation (as when it is deleted): the copy,
+	// which may hold objects that are not Meridian's, stays, released.
+	gone := ns.DeepCopy()
+	gone.SetAnnotations(nil)
+	gone.SetFinalizers([]string{Finalizer})
+	hub2 := newFakeCluster(t, "", gone)
+	c2 := newTestController(t, map[string]*fakeCluster{"hub": hub2, "east": east})
+	c2.reconcileAll(context.Background())
+	cp, ok = east.get(gvrNamespace, "", "shop")
+	require.True(t, ok, "the namespace is not deleted")
+	assert.NotContains(t, cp.GetLabels(), LabelPropagated, "released")
+	assert.NotContains(t, cp.GetAnnotations(), AnnoTemplate)
+	got, _ := hub2.get(gvrNamespace, "", "shop")
+	assert.NotContains(t, got.GetFinalizers(), Finalizer, "the template's finalizer goes once released")
+}
+
+func TestAnAutoscaledWorkloadKeepsTheReplicaCountTheMembersHPASet(t *testing.T) {
+	deploy := tmplWith(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":4}}`,
+		map[string]string{AnnoClusters: "east"})
+	hpa := tmplWith(t, `{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"web","namespace":"shop"},
+		"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":2,"maxReplicas":10}}`,
+		map[string]string{AnnoClusters: "east"})
+	tests := []struct {
+		name     string
+		withHPA  bool
+		memberAt int64 // the copy's replicas in the member before the pass (0: no copy yet)
+		want     int64
+	}{
+		{"a new copy starts at the template's count", true, 0, 4},
+		{"an existing copy keeps the count its HPA set", true, 9, 9},
+		{"without an HPA template the template's count wins", false, 9, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []*unstructured.Unstructured{deploy}
+			if tt.withHPA {
+				objs = append(objs, hpa)
+			}
+			hub := newFakeCluster(t, "", objs...)
+			var memberObjs []*unstructured.Unstructured
+			if tt.memberAt > 0 {
+				n := int64(4)
+				cp, _, err := Render(deploy, "east", &n, Spec{ReplicasPath: []string{"spec", "replicas"}})
+				require.NoError(t, err)
+				require.NoError(t, unstructured.SetNestedField(cp.Object, tt.memberAt, "spec", "replicas"))
+				memberObjs = append(memberObjs, cp)
+			}
+			east := newFakeCluster(t, "", memberObjs...)
+			c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": east})
+			c.reconcileAll(context.Background())
+			got, ok := east.get(gvrDeployment, "shop", "web")
+			require.True(t, ok)
+			n, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
+			assert.Equal(t, tt.want, n)
+			for _, st := range c.Statuses() {
+				if st.Template == "Deployment.apps/shop/web" && tt.withHPA {
+					assert.Equal(t, "HorizontalPodAutoscaler.autoscaling/shop/web", st.ScaledBy)
+				}
+			}
+		})
+	}
+}
+
+func TestAKindTheHubRefusesIsAskedAgainOnlyEveryFewPasses(t *testing.T) {
+	hub := newFakeCluster(t, "", tmplWith(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop"}}`, map[string]string{AnnoClusters: "east"}))
+	lists := 0
+	hub.meta.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists++
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no"))
+	})
+	c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": newFakeCluster(t, "")})
+	for range recheckForbidden + 2 {
+		c.reconcileAll(context.Background())
+	}
+	assert.Equal(t, 2, lists, "asked on the first pass and once more after recheckForbidden passes")
+	assert.Equal(t, 1, c.kinds[1], "still counted as forbidden while skipped")
+}
+
+func TestAKindThatFailsToListKeepsItsTemplatesStatuses(t *testing.T) {
+	hub := newFakeCluster(t, "", tmplWith(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"shop"}}`, map[string]string{AnnoClusters: "east"}))
+	c := newTestController(t, map[string]*fakeCluster{"hub": hub, "east": newFakeCluster(t, "")})
+	c.reconcileAll(context.Background())
+	require.Len(t, c.Statuses(), 1)
+	hub.meta.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcdserver: request timed out")
+	})
+	c.reconcileAll(context.Background())
+	assert.Len(t, c.Statuses(), 1, "a failed list is not a deleted template")
 }

@@ -150,7 +150,8 @@ func TemplateRef(u *unstructured.Unstructured) string {
 // legacyRef is the template annotation Meridian wrote on copies before
 // kinds carried their group (Deployment/shop/web): still recognised as ours.
 func legacyRef(u *unstructured.Unstructured) string {
-	if u.GroupVersionKind().Group == "" {
+	// Of the grouped kinds only apps Deployments were propagated then.
+	if u.GroupVersionKind().GroupKind() != (schema.GroupKind{Group: "apps", Kind: "Deployment"}) {
 		return ""
 	}
 	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()

@@ -16,11 +16,16 @@ import (
 
 // Render makes the copy of tmpl for one cluster: hub-only metadata, status
 // and the fields each member allocates itself removed, our ownership label
-// and template annotation added, the replica count set at
-// spec.ReplicasPath (when replicas is not nil), then the cluster's
-// image-registry override and its RFC 6902 patch applied. The hash covers
+// and template annotation added, the cluster's image-registry override and
+// its RFC 6902 patch applied, then the replica count set at
+// spec.ReplicasPath (when replicas is not nil). The hash covers
 // everything but the replica count: a rollout compares it.
 func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, spec Spec) (*unstructured.Unstructured, string, error) {
+	if tmpl.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Secret"}) {
+		if typ, _, _ := unstructured.NestedString(tmpl.Object, "type"); typ == "bootstrap.kubernetes.io/token" {
+			return nil, "", fmt.Errorf("a bootstrap token Secret lets nodes join the hub: it is never propagated (allowed: make one per cluster)")
+		}
+	}
 	meta := map[string]any{"name": tmpl.GetName()}
 	if tmpl.GetNamespace() != "" {
 		meta["namespace"] = tmpl.GetNamespace()

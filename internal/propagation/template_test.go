@@ -182,3 +182,10 @@ func TestAnOverrideCannotTakeACopyAwayFromMeridian(t *testing.T) {
 		})
 	}
 }
+
+func TestABootstrapTokenSecretIsNeverPropagated(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	require.NoError(t, json.Unmarshal([]byte(`{"apiVersion":"v1","kind":"Secret","type":"bootstrap.kubernetes.io/token","metadata":{"name":"bootstrap-token-abcdef","namespace":"kube-system"}}`), &u.Object))
+	_, _, err := Render(u, "east", nil, Spec{})
+	assert.ErrorContains(t, err, "never propagated")
+}
