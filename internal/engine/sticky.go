@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -173,4 +176,78 @@ func (p *pool) stick(dst []dns.RR, k uint64) []dns.RR {
 		dst = append(dst, p.rrs[i])
 	}
 	return dst
+}
+
+// stickyRanking is how a sticky pool ranks its records for one network
+// (explain).
+type stickyRanking struct {
+	network netip.Prefix
+	scores  []float64 // by pool index
+	rank    []int     // by pool index, 1 = best
+	order   []int     // pool indexes, best first
+}
+
+// stickyRanking ranks every record of p for the explained client, with the
+// same scores as the query path, and notes the ECS scope the answer needs.
+func (x *explainer) stickyRanking(p *pool) stickyRanking {
+	network, k := StickyNetwork(x.client.Addr)
+	st := stickyRanking{network: network, scores: make([]float64, len(p.rrs)), rank: make([]int, len(p.rrs))}
+	for i := range p.rrs {
+		st.scores[i] = p.score(i, k)
+		st.order = append(st.order, i)
+	}
+	slices.SortStableFunc(st.order, func(a, b int) int { return cmp.Compare(st.scores[b], st.scores[a]) })
+	for r, i := range st.order {
+		st.rank[i] = r + 1
+	}
+	if x.ecs && network.IsValid() && len(p.rrs) > 1 {
+		x.stickyScope = max(x.stickyScope, network.Bits())
+	}
+	return st
+}
+
+// stickyNotes sets e.Sticky and says why the network gets its answer.
+func (x *explainer) stickyNotes(e *Explanation, p *pool, st stickyRanking, ttl uint32) {
+	var answer []dns.RR
+	for _, i := range st.order[:min(max(p.max, 1), len(st.order))] {
+		answer = append(answer, p.rrs[i])
+	}
+	e.Sticky = &ExplainSticky{Answer: presentAll(answer)}
+	var from string
+	switch {
+	case !st.network.IsValid():
+		from = "no client address is given (every query without one ranks like this; give --subnet or --client)"
+	case x.ecs:
+		e.Sticky.Network = st.network.String()
+		from = "the client's network " + st.network.String() + " (of the ECS subnet)"
+	default:
+		e.Sticky.Network = st.network.String()
+		from = "the client's network " + st.network.String() + " (of the source address)"
+	}
+	targets := make([]string, len(answer))
+	for i, rr := range answer {
+		targets[i] = rrTargetString(rr)
+	}
+	e.Notes = append(e.Notes, fmt.Sprintf("sticky: subnet: the answer is keyed on %s: it gets %s while health and weights are unchanged (TTL %d)",
+		from, strings.Join(targets, ", "), ttl))
+	if len(p.rrs) > 1 {
+		e.Notes = append(e.Notes, fmt.Sprintf("each kept record scores weight / -ln(hash(network, target)) (weighted rendezvous hashing); "+
+			"the %d highest scores answer, best first, so shares across networks follow the weights and a change of weight or health moves only the networks it must", min(max(p.max, 1), len(p.rrs))))
+	}
+	if x.ecs && st.network.IsValid() && len(p.rrs) > 1 {
+		e.Notes = append(e.Notes, fmt.Sprintf("ECS scope at least /%d: resolvers cache the answer per network", st.network.Bits()))
+	}
+}
+
+// rrTargetString is a compiled record's target: its address or CNAME target.
+func rrTargetString(rr dns.RR) string {
+	switch r := rr.(type) {
+	case *dns.A:
+		return r.A.String()
+	case *dns.AAAA:
+		return r.AAAA.String()
+	case *dns.CNAME:
+		return r.Target
+	}
+	return present(rr)
 }

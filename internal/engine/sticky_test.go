@@ -81,6 +81,11 @@ services:
     endpoints:
       - {cname: a.example.org, cluster: east, weight: 700}
       - {cname: b.example.org, cluster: west, weight: 300}
+  - name: inzone.s.test
+    sticky: subnet
+    endpoints:
+      - {cname: w.s.test, cluster: east}
+      - {cname: three.s.test, cluster: west}
   - name: one.s.test
     sticky: subnet
     endpoints:
@@ -411,6 +416,106 @@ func TestStickyECSScope(t *testing.T) {
 	m, _ := respond(s, query("w.s.test.", dns.TypeA, withECS("203.0.113.0/24", 0)))
 	require.NotNil(t, ecsOf(m))
 	assert.Equal(t, uint8(24), ecsOf(m).SourceScope, "the reply carries scope 24")
+}
+
+func TestStickyExplainAgreesWithLookup(t *testing.T) {
+	s := stickySnapshot(t, 700, 300, fakeHealth{endpoints: map[string]State{"three.s.test.|192.0.2.13": Down}})
+	names := []string{"w.s.test.", "three.s.test.", "all.s.test.", "rr.s.test.", "fo.s.test.", "geo.s.test.", "dead.s.test.", "one.s.test."}
+	rng := rand.New(rand.NewPCG(3, 4))
+	clients := subnets(1000, false)
+	for i, c := range clients {
+		if i%2 == 1 {
+			b := c.Addr.As4()
+			b[3] = byte(rng.IntN(256))
+			clients[i] = Client{Addr: netip.AddrFrom4(b), Bits: 32} // a source address, no ECS
+		}
+	}
+	clients = append(clients, Client{}) // no address at all
+	for _, name := range names {
+		for _, c := range clients {
+			r := &Result{}
+			s.Lookup(name, dns.TypeA, c, r)
+			e := s.Explain(name, dns.TypeA, c, c.HasECS)
+			require.NotNil(t, e.Sticky, name)
+			assert.Equal(t, presentAll(r.Answer), e.Sticky.Answer, "%s from %v", name, c)
+			assert.Equal(t, r.Scope, e.Client.Scope, "%s from %v", name, c)
+			var ranked []ExplainCandidate
+			for _, ec := range e.Candidates {
+				if ec.Rank > 0 {
+					ranked = append(ranked, ec)
+				}
+			}
+			slices.SortFunc(ranked, func(a, b ExplainCandidate) int { return a.Rank - b.Rank })
+			for j, rr := range r.Answer {
+				assert.True(t, rrTarget(rr, ranked[j].Target), "%s from %v: answer %d is rank %d", name, c, j, j+1)
+				if j > 0 {
+					assert.GreaterOrEqual(t, ranked[j-1].Score, ranked[j].Score)
+				}
+			}
+		}
+	}
+}
+
+func TestStickyExplanation(t *testing.T) {
+	s := stickySnapshot(t, 700, 300, nil)
+	tests := []struct {
+		name   string
+		qname  string
+		client Client
+		check  func(t *testing.T, e Explanation)
+	}{
+		{"an ECS subnet names its /24, the scope and the winner", "w.s.test.", ecsClientOf("203.0.113.0/24"), func(t *testing.T, e Explanation) {
+			assert.Equal(t, "203.0.113.0/24", e.Sticky.Network)
+			assert.Equal(t, 24, e.Client.Scope)
+			notes := strings.Join(e.Notes, "\n")
+			assert.Contains(t, notes, "sticky: subnet: the answer is keyed on the client's network 203.0.113.0/24 (of the ECS subnet)")
+			assert.Contains(t, notes, "weighted rendezvous hashing")
+			assert.Contains(t, notes, "ECS scope at least /24")
+			require.Len(t, e.Sticky.Answer, 1)
+			a, b := candidate(t, e, "192.0.2.1"), candidate(t, e, "192.0.2.2")
+			assert.ElementsMatch(t, []int{1, 2}, []int{a.Rank, b.Rank})
+			assert.Positive(t, a.Score)
+			assert.Positive(t, b.Score)
+			assert.InDelta(t, 70, a.Share, 0.01, "the share across networks is the weight share")
+		}},
+		{"a source address names its /24 and no scope", "w.s.test.", Client{Addr: netip.MustParseAddr("198.51.100.77"), Bits: 32}, func(t *testing.T, e Explanation) {
+			assert.Equal(t, "198.51.100.0/24", e.Sticky.Network)
+			assert.Equal(t, 0, e.Client.Scope)
+			assert.Contains(t, strings.Join(e.Notes, "\n"), "(of the source address)")
+		}},
+		{"an IPv6 subnet names its /56", "w.s.test.", ecsClientOf("2001:db8:1:2300::/56"), func(t *testing.T, e Explanation) {
+			assert.Equal(t, "2001:db8:1:2300::/56", e.Sticky.Network)
+		}},
+		{"no client address says how to ask for one", "w.s.test.", Client{}, func(t *testing.T, e Explanation) {
+			assert.Empty(t, e.Sticky.Network)
+			assert.Contains(t, strings.Join(e.Notes, "\n"), "give --subnet or --client")
+		}},
+		{"two of three records name both in order and rank the third last", "three.s.test.", ecsClientOf("203.0.113.0/24"), func(t *testing.T, e Explanation) {
+			assert.Len(t, e.Sticky.Answer, 2)
+			assert.Equal(t, 2, e.Picks)
+			ranks := []int{}
+			for _, c := range e.Candidates {
+				ranks = append(ranks, c.Rank)
+			}
+			assert.ElementsMatch(t, []int{1, 2, 3}, ranks)
+		}},
+		{"a sticky CNAME follows only the target this network gets", "inzone.s.test.", ecsClientOf("203.0.113.0/24"), func(t *testing.T, e Explanation) {
+			require.Len(t, e.Sticky.Answer, 1)
+			require.Len(t, e.Chain, 1)
+			assert.Contains(t, e.Sticky.Answer[0], e.Chain[0].Name)
+			require.NotNil(t, e.Chain[0].Sticky, "the target is sticky too, keyed on the same network")
+			assert.Equal(t, "203.0.113.0/24", e.Chain[0].Sticky.Network)
+		}},
+		{"a service without sticky has no sticky part", "plain.s.test.", ecsClientOf("203.0.113.0/24"), func(t *testing.T, e Explanation) {
+			assert.Nil(t, e.Sticky)
+			assert.Zero(t, candidate(t, e, "192.0.2.71").Rank)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, s.Explain(tc.qname, dns.TypeA, tc.client, tc.client.HasECS))
+		})
+	}
 }
 
 func TestStickyKeysAreFixed(t *testing.T) {
