@@ -68,6 +68,16 @@ func mix64(k uint64) uint64 {
 // and that network's key. An invalid addr (no client address) has no
 // network (zero prefix) and a fixed key, so all such queries agree.
 func StickyNetwork(addr netip.Addr) (netip.Prefix, uint64) {
+	k, bits := stickyKey(addr)
+	if bits == 0 {
+		return netip.Prefix{}, k
+	}
+	return netip.PrefixFrom(addr.Unmap().WithZone(""), bits).Masked(), k
+}
+
+// stickyKey is the key of the network of addr and the network's prefix
+// length (0: no address), for the query path.
+func stickyKey(addr netip.Addr) (uint64, int) {
 	addr = addr.Unmap()
 	h := uint64(fnvOffset64)
 	switch {
@@ -77,26 +87,16 @@ func StickyNetwork(addr netip.Addr) (netip.Prefix, uint64) {
 		for _, x := range b[:StickyBits4/8] {
 			h = fnvByte(h, x)
 		}
-		return netip.PrefixFrom(addr, StickyBits4).Masked(), mix64(h)
+		return mix64(h), StickyBits4
 	case addr.Is6():
 		b := addr.As16()
 		h = fnvByte(h, 6)
 		for _, x := range b[:StickyBits6/8] {
 			h = fnvByte(h, x)
 		}
-		return netip.PrefixFrom(addr.WithZone(""), StickyBits6).Masked(), mix64(h)
+		return mix64(h), StickyBits6
 	}
-	return netip.Prefix{}, mix64(h)
-}
-
-// stickyKey is StickyNetwork for the query path: the key and the prefix
-// length of the network (0: no address).
-func stickyKey(addr netip.Addr) (uint64, int) {
-	p, k := StickyNetwork(addr)
-	if !p.IsValid() {
-		return k, 0
-	}
-	return k, p.Bits()
+	return mix64(h), 0
 }
 
 // identityHash is the identity hash of a compiled record: its target as
