@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
@@ -56,6 +57,7 @@ type Reconciler struct {
 	mu      sync.Mutex
 	dirty   bool // a trigger arrived since the last successful sync (so a non-empty plan is not drift)
 	status  map[string]*ZoneStatus
+	warned  map[string]string // provider+zone → the last warning logged
 }
 
 // ZoneResult is the outcome of one zone's sync.
@@ -66,6 +68,9 @@ type ZoneResult struct {
 	Applied  Result
 	Objects  ObjectResult // load balancers, pools, monitors, health checks... (adapters that are ObjectSyncers)
 	Skipped  string       // why nothing was written (dry run, not the writer)
+	// Warnings say what the zone's records cannot express that Meridian's
+	// own answers do (sticky answers), once per zone and pass.
+	Warnings []string
 	Err      error
 	Duration time.Duration
 }
@@ -213,6 +218,12 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 	objects, _ := z.Provider.(ObjectSyncer)
 	if z.Mode == model.ModeDelegate {
 		objects = nil
+	} else {
+		w := StickyWarning(res.Provider, z.Zone, views())
+		if w != "" {
+			res.Warnings = append(res.Warnings, w)
+		}
+		r.warnOnce(res.Provider, z.Zone, w, dryRun)
 	}
 	if objects != nil {
 		o, err := objects.PrepareObjects(ctx, z.Zone, views(), dryRun)
@@ -286,6 +297,52 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 	r.Metrics.Syncs.WithLabelValues(res.Provider, z.Zone, "success").Inc()
 	r.Metrics.LastSync.WithLabelValues(labels...).SetToCurrentTime()
 	return res
+}
+
+// StickyWarning says which services of zone are sticky (sticky: subnet)
+// although the provider's records cannot be: Route 53 and Cloudflare
+// answer each query by their own weighted or even rotation, so a client
+// network does not keep its answer there. "" when there is none.
+func StickyWarning(provider, zone string, views []ServiceView) string {
+	var names []string
+	for _, v := range views {
+		if v.Sticky && dns.IsSubDomain(zone, v.Name) {
+			names = append(names, v.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	const show = 5
+	list := strings.Join(names[:min(len(names), show)], ", ")
+	if len(names) > show {
+		list += fmt.Sprintf(" and %d more", len(names)-show)
+	}
+	return fmt.Sprintf("%s cannot express sticky answers: %s (sticky: subnet) are answered from this zone's records without per-network stickiness; "+
+		"only Meridian's own DNS answers (delegate mode) keep a client network on its answer", provider, list)
+}
+
+// warnOnce logs a zone's warning when it differs from the last one logged
+// for that zone (not for dry runs, whose output carries it); "" forgets it.
+func (r *Reconciler) warnOnce(provider, zone, msg string, dryRun bool) {
+	if dryRun {
+		return
+	}
+	r.mu.Lock()
+	if r.warned == nil {
+		r.warned = map[string]string{}
+	}
+	key := provider + " " + zone
+	seen := r.warned[key] == msg
+	if msg == "" {
+		delete(r.warned, key)
+	} else {
+		r.warned[key] = msg
+	}
+	r.mu.Unlock()
+	if !seen && msg != "" {
+		r.Logger.Warn("provider cannot express a setting", "provider", provider, "zone", zone, "warning", msg)
+	}
 }
 
 // objectsDone counts and logs the object changes of one ObjectSyncer call

@@ -360,3 +360,71 @@ func TestAPanickingProviderFailsTheZoneNotTheProcess(t *testing.T) {
 	res = r.Sync(context.Background(), false, false)
 	require.NoError(t, res[0].Err, "the next pass works")
 }
+
+// countingHandler counts the warnings logged.
+type countingHandler struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		h.mu.Lock()
+		h.warnings = append(h.warnings, r.Message)
+		h.mu.Unlock()
+	}
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+func TestStickyServicesAreWarnedAboutInDirectZonesOnly(t *testing.T) {
+	tests := []struct {
+		name   string
+		mode   string
+		zone   string
+		sticky bool
+		want   []string // substrings of the one warning; nil = no warning
+	}{
+		{"a direct zone with a sticky service gets one warning per pass, logged once", model.ModeDirect, "example.com.", true,
+			[]string{"mem cannot express sticky answers: app.gslb.example.com. (sticky: subnet)", "without per-network stickiness"}},
+		{"a delegated zone is answered by Meridian itself: no warning", model.ModeDelegate, "example.com.", true, nil},
+		{"a direct zone without sticky services has no warning", model.ModeDirect, "example.com.", false, nil},
+		{"a sticky service outside the zone is not this zone's warning", model.ModeDirect, "other.example.", true, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := desired(t)
+			if tc.sticky {
+				d.Services[0].Sticky = model.StickySubnet
+			}
+			h := &countingHandler{}
+			r := &Reconciler{
+				Zones:  []Zone{{Provider: &memProvider{records: map[plan.Key]plan.Record{}}, Zone: tc.zone, Mode: tc.mode, Translate: simple}},
+				Owner:  "me",
+				State:  func() State { return State{Desired: d, Live: func(string) bool { return true }} },
+				Logger: slog.New(h),
+			}
+			dry := r.Sync(context.Background(), true, false)
+			require.Len(t, dry, 1)
+			if tc.want == nil {
+				assert.Empty(t, dry[0].Warnings)
+				r.Sync(context.Background(), false, false)
+				assert.Empty(t, h.warnings)
+				return
+			}
+			require.Len(t, dry[0].Warnings, 1, "one warning for the zone, in the dry run's result")
+			for _, w := range tc.want {
+				assert.Contains(t, dry[0].Warnings[0], w)
+			}
+			assert.Empty(t, h.warnings, "a dry run prints the warning instead of logging it")
+			for range 3 {
+				res := r.Sync(context.Background(), false, false)
+				require.NoError(t, res[0].Err)
+				assert.Len(t, res[0].Warnings, 1)
+			}
+			assert.Equal(t, []string{"provider cannot express a setting"}, h.warnings, "logged once over three passes")
+		})
+	}
+}

@@ -24,6 +24,9 @@ type ServiceView struct {
 	// Networks are geo.networks, the custom client map (geo services only;
 	// nil otherwise), for the providers' IP-based routing.
 	Networks []model.GeoNetwork
+	// Sticky is services[].sticky: subnet. No provider record can express
+	// it: a direct-mode zone gets a warning (StickyWarning).
+	Sticky bool
 }
 
 // EndpointView is one endpoint of a ServiceView.
@@ -55,7 +58,8 @@ func Services(d *model.Desired, h engine.Health) []ServiceView {
 	}
 	out := make([]ServiceView, 0, len(d.Services))
 	for _, s := range d.Services {
-		v := ServiceView{Name: s.Name, Strategy: s.Strategy, TTL: uint32(s.TTL), Geo: s.Geo, HealthCheck: s.HealthCheck}
+		v := ServiceView{Name: s.Name, Strategy: s.Strategy, TTL: uint32(s.TTL), Geo: s.Geo, HealthCheck: s.HealthCheck,
+			Sticky: s.Sticky == model.StickySubnet}
 		if s.Strategy == model.StrategyGeo {
 			v.Networks = d.Geo.Networks
 		}

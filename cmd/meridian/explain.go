@@ -96,12 +96,19 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 		case c.Source != "none":
 			p("  location: not located")
 		}
-		if c.UsedForAnswer && c.Source == "ecs" {
+		if c.Source == "ecs" && (c.UsedForAnswer || c.Scope > 0) {
 			p("  scope:    /%d", c.Scope)
 		}
 	}
 	if e.Bucket != "" {
 		p("  bucket:   %s", e.Bucket)
+	}
+	if st := e.Sticky; st != nil {
+		network := st.Network
+		if network == "" {
+			network = "none (no client address given)"
+		}
+		p("  sticky:   subnet %s gets %s", network, strings.Join(stickyTargets(st.Answer), ", "))
 	}
 	if e.FailOpen {
 		p("  FAIL-OPEN: every endpoint is down")
@@ -109,7 +116,11 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 	if len(e.Candidates) > 0 {
 		fmt.Fprintln(out)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSTATE\tKEPT\tWHY\tNOTE")
+		if e.Sticky != nil {
+			fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSCORE\tRANK\tSTATE\tKEPT\tWHY\tNOTE")
+		} else {
+			fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSTATE\tKEPT\tWHY\tNOTE")
+		}
 		for _, c := range e.Candidates {
 			share, state, kept, note := "-", c.State, "no", c.Note
 			if c.Kept {
@@ -122,6 +133,14 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 			if note == "" {
 				note = "-"
 			}
+			if e.Sticky != nil {
+				score, rank := "-", "-"
+				if c.Rank > 0 {
+					score, rank = fmt.Sprintf("%.1f", c.Score), fmt.Sprint(c.Rank)
+				}
+				fmt.Fprintf(tw, "%s  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, c.Weight, share, score, rank, state, kept, c.Why, note)
+				continue
+			}
 			fmt.Fprintf(tw, "%s  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, c.Weight, share, state, kept, c.Why, note)
 		}
 		tw.Flush()
@@ -130,6 +149,8 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 	switch {
 	case len(e.Answer) == 0:
 		p("  answer: (empty)")
+	case e.Sticky != nil:
+		p("  answer (sticky: each network gets its highest-ranked %s of these):", pickCount(e.Picks, len(e.Answer)))
 	case e.Picks > 0:
 		p("  answer (each query gets %d of these, drawn by weight):", e.Picks)
 	default:
@@ -152,6 +173,26 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 		p("  then, following the CNAME:")
 		printExplanation(out, next, indent+"    ")
 	}
+}
+
+// stickyTargets are the targets of a sticky answer's records.
+func stickyTargets(rrs []string) []string {
+	out := make([]string, 0, len(rrs))
+	for _, rr := range rrs {
+		f := strings.Fields(rr)
+		out = append(out, f[len(f)-1])
+	}
+	return out
+}
+
+func pickCount(picks, n int) string {
+	if picks == 0 {
+		picks = n
+	}
+	if picks == 1 {
+		return "one"
+	}
+	return fmt.Sprint(picks)
 }
 
 func explainPlace(region, country, continent string) string {

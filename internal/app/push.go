@@ -92,6 +92,9 @@ func printPlan(w io.Writer, res providers.ZoneResult) {
 	if res.Objects.Notice != "" {
 		fmt.Fprintf(w, "  note: %s\n", res.Objects.Notice)
 	}
+	for _, warning := range res.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warning)
+	}
 	for _, cf := range res.Plan.Conflicts {
 		fmt.Fprintf(w, "  ! %s: %s\n", cf.Key, cf.Reason)
 	}

@@ -110,3 +110,40 @@ geo:
 		})
 	}
 }
+
+func TestPushDryRunWarnsOnceThatProviderAnswersAreNotSticky(t *testing.T) {
+	const token = "unit-token"
+	t.Setenv("CLOUDFLARE_API_TOKEN", token)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDUNIT")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "unit-secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	for _, tc := range []struct {
+		name, provider, zone string
+	}{
+		{"route53 says its answers are not sticky", "route53", `route53: [{zone: example.net, endpoint: "%[1]s", request_budget: 50}]`},
+		{"cloudflare load balancers say their answers are not sticky", "cloudflare",
+			`cloudflare: [{zone: example.net, endpoint: "%[1]s", load_balancing: required, account_id: "%[2]s"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cf := cffake.New(token)
+			defer cf.Close()
+			cf.AddZone("example.net")
+			r53 := route53fake.New(route53fake.Options{AllowPrivateIPs: true})
+			defer r53.Close()
+			r53.AddZone("example.net")
+			url := cf.URL
+			if tc.provider == "route53" {
+				url = r53.URL()
+			}
+			cfg := fmt.Sprintf(pushConfig, fmt.Sprintf(tc.zone, url, cf.AccountID()))
+			cfg = strings.Replace(cfg, "  - name: web.example.net\n", "  - name: web.example.net\n    sticky: subnet\n", 1)
+			cfg = strings.Replace(cfg, "  - name: geo.example.net\n", "  - name: geo.example.net\n    sticky: subnet\n", 1)
+			path := filepath.Join(t.TempDir(), "meridian.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+			var out bytes.Buffer
+			require.NoError(t, Push(context.Background(), PushOptions{ConfigPath: path, Out: &out, Logger: slog.New(slog.DiscardHandler), DryRun: true}))
+			assert.Equal(t, 1, strings.Count(out.String(), "  warning: "), out.String())
+			assert.Contains(t, out.String(), "  warning: "+tc.provider+" cannot express sticky answers: web.example.net., geo.example.net. (sticky: subnet)")
+		})
+	}
+}

@@ -57,6 +57,7 @@ func TestParseFillsDefaults(t *testing.T) {
 	assert.Equal(t, model.DefaultTTL, s.TTL)
 	assert.Equal(t, 1, s.MaxAnswers)
 	assert.Equal(t, model.WhenAllDownFailOpen, s.WhenAllDown)
+	assert.Equal(t, model.StickyOff, s.Sticky)
 	assert.Equal(t, []string{DefaultDNSListen}, f.Server.DNS.Listen)
 	assert.Equal(t, DefaultHTTPListen, f.Server.HTTP.Listen)
 	assert.Equal(t, 10*time.Second, f.Server.DNS.TCPIdleTimeout)
@@ -142,6 +143,14 @@ func TestParseRejectsBadConfig(t *testing.T) {
 				return strings.Replace(s, "  - name: app.example.test\n", "  - name: app.example.test\n    strategy: nearest\n", 1)
 			},
 			want: []string{"services[0].strategy", `"nearest" is not allowed (allowed: weighted, failover, geo, roundrobin)`},
+			line: 12,
+		},
+		{
+			name: "an unknown sticky mode lists the allowed ones",
+			edit: func(s string) string {
+				return strings.Replace(s, "  - name: app.example.test\n", "  - name: app.example.test\n    sticky: source\n", 1)
+			},
+			want: []string{"services[0].sticky", `"source" is not allowed (allowed: off, subnet)`},
 			line: 12,
 		},
 		{

@@ -211,6 +211,7 @@ func hinfo(name string, ttl uint32) dns.RR {
 type service struct {
 	name     string
 	strategy string
+	sticky   bool // services[].sticky: subnet
 	cname    bool
 	noData   bool    // when_all_down: nodata
 	v4, v6   []*pool // one pool per geo bucket (index 0 for non-geo); nil entry = nothing to answer
@@ -240,7 +241,7 @@ type cand struct {
 }
 
 func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Health) (*service, error) {
-	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData}
+	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
 	var v4, v6, cn []cand
 	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
 	for _, e := range ms.Endpoints {
@@ -298,6 +299,9 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 		pools := make([]*pool, len(chains))
 		for i, chain := range chains {
 			pools[i] = choose(cands, chain, maxAnswers, svc.noData)
+			if pools[i] != nil && ms.Sticky == model.StickySubnet {
+				pools[i].makeSticky()
+			}
 		}
 		return pools
 	}

@@ -40,6 +40,19 @@ type Explanation struct {
 	// Chain explains each CNAME target in our zones that the answer may
 	// point to (the reply then carries that target's answer too).
 	Chain []Explanation `json:"chain,omitempty"`
+	// Sticky is set for a service with sticky: subnet: the client network
+	// the answer is keyed on and the records that network gets.
+	Sticky *ExplainSticky `json:"sticky,omitempty"`
+}
+
+// ExplainSticky is the sticky part of an Explanation.
+type ExplainSticky struct {
+	// Network is the client network the answer is keyed on (the /24 or
+	// /56 of the ECS subnet or source address); "" without a client address.
+	Network string `json:"network"`
+	// Answer is what every query from that network gets now, best score
+	// first (presentation format).
+	Answer []string `json:"answer"`
 }
 
 // ExplainClient is the client part of an Explanation.
@@ -69,6 +82,11 @@ type ExplainCandidate struct {
 	Kept    bool    `json:"kept"`
 	Why     string  `json:"why"`
 	Note    string  `json:"note,omitempty"` // administrative notes on the endpoint and its cluster
+	// Score is, for a sticky service, the candidate's weighted rendezvous
+	// score for the client's network (weight / -ln(hash)); the highest
+	// scores answer. Rank is its place (1 = best); 0 when not in the pool.
+	Score float64 `json:"score,omitempty"`
+	Rank  int     `json:"rank,omitempty"`
 }
 
 // Explain tells what the snapshot answers for qname/qtype asked by client,
@@ -104,7 +122,7 @@ func (s *Snapshot) Explain(qname string, qtype uint16, client Client, ecs bool) 
 	if loc.Prefix.IsValid() {
 		c.Network = loc.Prefix.String()
 	}
-	x := &explainer{s: s, client: client, loc: loc, located: located}
+	x := &explainer{s: s, client: client, loc: loc, located: located, ecs: ecs || client.HasECS}
 	e := x.step(qname, qtype, 0)
 	c.UsedForAnswer = x.geoUsed
 	if x.geoUsed {
@@ -113,6 +131,7 @@ func (s *Snapshot) Explain(qname string, qtype uint16, client Client, ecs bool) 
 			c.Scope = loc.Prefix.Bits()
 		}
 	}
+	c.Scope = max(c.Scope, x.stickyScope)
 	e.Client = &c
 	e.Notes = append(x.clientNotes(c), e.Notes...)
 	return e
@@ -124,6 +143,9 @@ type explainer struct {
 	loc     geo.Location
 	located bool
 	geoUsed bool
+	ecs     bool // client is an ECS subnet
+	// stickyScope is the ECS scope a sticky answer needs (0: none).
+	stickyScope int
 }
 
 func (x *explainer) clientNotes(c ExplainClient) []string {
@@ -237,8 +259,8 @@ func (x *explainer) step(name string, qtype uint16, depth int) Explanation {
 			return e
 		}
 		for _, c := range e.Candidates {
-			if !c.Kept {
-				continue
+			if !c.Kept || (e.Sticky != nil && c.Rank > len(e.Sticky.Answer)) {
+				continue // a sticky answer points at its own target only
 			}
 			if s.zoneFor(c.Target) == nil {
 				e.Notes = append(e.Notes, fmt.Sprintf("CNAME target %s is outside our zones: the resolver follows it", c.Target))
@@ -410,8 +432,12 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 	}
 
 	var total uint32
+	var st stickyRanking
 	if p != nil {
 		total = p.total()
+		if p.sticky {
+			st = x.stickyRanking(p)
+		}
 	}
 	for _, ep := range eps {
 		ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained}
@@ -425,6 +451,9 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 				ec.Share = math.Round(1000*float64(p.weights[ep.poolIdx])/float64(total)) / 10
 			}
 			ec.Why = x.keptWhy(ms, ep, chain, gi, p.failOpen, zeroMode)
+			if p.sticky {
+				ec.Score, ec.Rank = math.Round(1000*st.scores[ep.poolIdx])/1000, st.rank[ep.poolIdx]
+			}
 		case p == nil && svc.noData:
 			ec.Why = x.downWhy(ep, clusters) + "; when_all_down is nodata"
 		default:
@@ -439,6 +468,11 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 	e.FailOpen = p.failOpen
 	ttl := p.rrs[0].Header().Ttl
 	switch {
+	case p.sticky:
+		if p.max < len(p.rrs) {
+			e.Picks = p.max
+		}
+		x.stickyNotes(e, p, st, ttl)
 	case len(p.rrs) == 1:
 		e.Notes = append(e.Notes, fmt.Sprintf("one candidate is left: every reply carries it (TTL %d)", ttl))
 	case p.max >= len(p.rrs):

@@ -23,7 +23,7 @@ type Result struct {
 	Service  string // service name when the query hit a global service
 	Strategy string // its strategy
 	FailOpen bool   // the answer ignored health because every endpoint was down
-	Scope    int    // ECS scope prefix length for the reply (0 for non-geo names)
+	Scope    int    // ECS scope prefix length for the reply (0 for non-geo, non-sticky names)
 	Located  bool   // Location is valid
 	Location geo.Location
 	Answer   []dns.RR
@@ -201,10 +201,11 @@ func (s *Snapshot) locate(svc *service, client Client, r *Result) int {
 	// The scope is the block around the client in which every address
 	// gets this answer: the matched network, or the unplaced block
 	// around it (geo.Locator computes both).
-	r.Scope = client.Bits
+	scope := client.Bits
 	if r.Location.Prefix.IsValid() {
-		r.Scope = r.Location.Prefix.Bits()
+		scope = r.Location.Prefix.Bits()
 	}
+	r.Scope = max(r.Scope, scope) // a CNAME chain's answer depends on every step
 	return b
 }
 
@@ -226,5 +227,21 @@ func (s *Snapshot) draw(svc *service, pools []*pool, client Client, r *Result) [
 	if p.failOpen {
 		r.FailOpen = true
 	}
+	if p.sticky {
+		return s.stick(p, client, r)
+	}
 	return p.draw(r.Answer)
+}
+
+// stick appends the sticky answer of p for the client's network and raises
+// the ECS scope to that network when the answer depends on it (more than
+// one record) and the network came from the query's ECS option. (Without
+// ECS the scope is not sent; with an ignored or /0 ECS option the key is
+// the resolver's own address, the same for all its clients: scope 0 holds.)
+func (s *Snapshot) stick(p *pool, client Client, r *Result) []dns.RR {
+	k, bits := stickyKey(client.Addr)
+	if client.HasECS && len(p.rrs) > 1 {
+		r.Scope = max(r.Scope, bits)
+	}
+	return p.stick(r.Answer, k)
 }

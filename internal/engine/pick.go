@@ -16,6 +16,10 @@ type pool struct {
 	cum      []uint32 // cum[i] = weights[0] + ... + weights[i]
 	max      int
 	failOpen bool // built because every candidate was down
+	// sticky pools rank by network instead of drawing (sticky.go); ids
+	// holds each record's identity hash.
+	sticky bool
+	ids    []uint64
 }
 
 func newPool(rrs []dns.RR, weights []uint32, max int, failOpen bool) *pool {

@@ -49,6 +49,11 @@ func TestParseAnnotations(t *testing.T) {
 		{"a fractional ttl is an error", map[string]string{host: "a.x.test", AnnoTTL: "1.5s"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoTTL}},
 		{"a drain that is not a boolean is an error", map[string]string{host: "a.x.test", AnnoDrain: "yes please"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoDrain}},
 		{"a geo place with an unknown prefix is an error", map[string]string{host: "a.x.test", AnnoGeo: "planet:mars"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoGeo}},
+		{"sticky subnet is read", map[string]string{host: "a.x.test", AnnoSticky: " subnet "},
+			Settings{Hostnames: []string{"a.x.test."}, Sticky: model.StickySubnet}, nil},
+		{"sticky off is read", map[string]string{host: "a.x.test", AnnoSticky: "off"},
+			Settings{Hostnames: []string{"a.x.test."}, Sticky: model.StickyOff}, nil},
+		{"an unknown sticky mode is an error", map[string]string{host: "a.x.test", AnnoSticky: "cookie"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoSticky}},
 		{"two bad values are both reported", map[string]string{host: "a.x.test", AnnoWeight: "x", AnnoTTL: "y"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoWeight, AnnoTTL}},
 	}
 	for _, tt := range tests {
@@ -61,6 +66,9 @@ func TestParseAnnotations(t *testing.T) {
 				assert.Contains(t, e.Error(), "allowed", "the message says what is allowed")
 			}
 			assert.ElementsMatch(t, tt.wantErr, annos)
+			if tt.in[AnnoSticky] == "cookie" {
+				assert.Equal(t, `meridian.io/sticky: "cookie" is not a sticky mode (allowed: off, subnet)`, errs[0].Error())
+			}
 			assert.Equal(t, tt.want, got)
 		})
 	}

@@ -86,8 +86,8 @@ type SettingsOf struct {
 //     namespace that claimed it first); objects of other namespaces are
 //     refused with the reason, never merged, and take no part in the rules
 //     below;
-//   - a service-level setting (strategy, ttl, health-check, failover-order)
-//     comes from the oldest object that sets it (creationTimestamp, then
+//   - a service-level setting (strategy, ttl, health-check, failover-order,
+//     sticky) comes from the oldest object that sets it (creationTimestamp, then
 //     cluster, namespace, kind and name); an object that sets another value
 //     is reported as a conflict and does not flap the service;
 //   - cluster-level settings (weight, geo, drain) apply to the endpoints of
@@ -262,6 +262,10 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			func(a, b *Settings) bool { return slices.Equal(a.FailoverOrder, b.FailoverOrder) },
 			func(s *Settings) string { return strings.Join(s.FailoverOrder, ",") },
 			func(s *Settings) { svc.Failover = &model.FailoverPolicy{Order: slices.Clone(s.FailoverOrder)} }},
+		{AnnoSticky, func(s *Settings) bool { return s.Sticky != "" },
+			func(a, b *Settings) bool { return a.Sticky == b.Sticky },
+			func(s *Settings) string { return s.Sticky },
+			func(s *Settings) { svc.Sticky = s.Sticky }},
 	}
 	for _, l := range levels {
 		var winner *Object

@@ -77,6 +77,42 @@ func TestAnUnsetSettingDoesNotConflict(t *testing.T) {
 	assert.Empty(t, r.Problems)
 }
 
+func TestStickyIsAServiceLevelSetting(t *testing.T) {
+	tests := []struct {
+		name     string
+		east     string // meridian.io/sticky of the older object ("" = unset)
+		west     string // of the newer one
+		want     string
+		conflict bool
+	}{
+		{"sticky subnet on one object makes the service sticky", "", "subnet", model.StickySubnet, false},
+		{"the older object's sticky wins a disagreement, which is reported on the newer", "off", "subnet", model.StickyOff, true},
+		{"no sticky annotation leaves it unset (off after normalizing)", "", "", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ea := map[string]string{AnnoHostname: "app.gslb.example.com"}
+			wa := map[string]string{AnnoHostname: "app.gslb.example.com"}
+			if tc.east != "" {
+				ea[AnnoSticky] = tc.east
+			}
+			if tc.west != "" {
+				wa[AnnoSticky] = tc.west
+			}
+			older, newer := obj("east", "app", 1, ea, "198.51.100.1"), obj("west", "app", 2, wa, "198.51.100.2")
+			r := Build([]Object{newer, older}, base())
+			require.Len(t, r.Services, 1)
+			assert.Equal(t, tc.want, r.Services[0].Sticky)
+			if tc.conflict {
+				require.Len(t, r.Problems[newer.Ref], 1)
+				assert.Contains(t, r.Problems[newer.Ref][0], `meridian.io/sticky "subnet" differs from "off" set by east/service/default/app`)
+			} else {
+				assert.Empty(t, r.Problems)
+			}
+		})
+	}
+}
+
 func TestANameTheConfigFileDefinesIsReportedAndNotTaken(t *testing.T) {
 	o := obj("east", "app", 1, map[string]string{AnnoHostname: "file.gslb.example.com"}, "198.51.100.1")
 	r := Build([]Object{o}, base())

@@ -138,6 +138,7 @@ func Normalize(d *Desired) (*Desired, error) {
 		s.MaxAnswers = orDefault(s.MaxAnswers, DefaultMaxAnswers)
 		s.WhenAllDown = orDefaultString(s.WhenAllDown, WhenAllDownFailOpen)
 		s.FailOpenTTL = min(orDefault(s.FailOpenTTL, DefaultFailOpenTTL), s.TTL)
+		s.Sticky = orDefaultString(s.Sticky, StickyOff)
 		s.Endpoints = slices.Clone(s.Endpoints)
 		for j := range s.Endpoints {
 			e := &s.Endpoints[j]

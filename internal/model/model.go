@@ -23,6 +23,19 @@ const (
 	WhenAllDownNoData   = "nodata"
 )
 
+// Sticky modes of a service: how a client's answer is drawn from a pool.
+const (
+	// StickyOff draws every answer afresh by weight (the default).
+	StickyOff = "off"
+	// StickySubnet gives every client network (/24 IPv4, /56 IPv6, the
+	// EDNS Client Subnet when present) the same answer while health and
+	// weights are unchanged: weighted rendezvous hashing on that network.
+	StickySubnet = "subnet"
+)
+
+// StickyModes lists every allowed sticky mode, in documentation order.
+var StickyModes = []string{StickyOff, StickySubnet}
+
 // Administrative states of an endpoint or cluster set in the config.
 const (
 	StateUp   = "up"
@@ -200,6 +213,7 @@ type Service struct {
 	MaxAnswers  int             `yaml:"max_answers"`   // records per answer, 1..16 (default 1)
 	WhenAllDown string          `yaml:"when_all_down"` // fail-open (default) or nodata
 	FailOpenTTL int             `yaml:"fail_open_ttl"` // TTL of fail-open answers (default 5, at most ttl)
+	Sticky      string          `yaml:"sticky"`        // off (default) or subnet: each client /24 (/56) keeps its answer
 	Endpoints   []Endpoint      `yaml:"endpoints"`     // at least one
 	HealthCheck *Check          `yaml:"health_check"`  // how probers check each endpoint (default: not probed)
 	Failover    *FailoverPolicy `yaml:"failover"`      // only with strategy failover

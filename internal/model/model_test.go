@@ -61,6 +61,37 @@ func TestValidateCollectsEveryProblem(t *testing.T) {
 	}
 }
 
+func TestStickyDefaultsToOffAndOnlyTakesItsModes(t *testing.T) {
+	tests := []struct {
+		name    string
+		sticky  string
+		want    string // normalized value ("" = rejected)
+		wantErr string
+	}{
+		{name: "an unset sticky is off", sticky: "", want: StickyOff},
+		{name: "off is accepted", sticky: "off", want: StickyOff},
+		{name: "subnet is accepted", sticky: "subnet", want: StickySubnet},
+		{name: "an unknown mode names the field, the value and the allowed modes", sticky: "cookie",
+			wantErr: `services[0].sticky: "cookie" is not allowed (allowed: off, subnet)`},
+		{name: "the mode is case sensitive like every other keyword", sticky: "Subnet",
+			wantErr: `services[0].sticky: "Subnet" is not allowed (allowed: off, subnet)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := minimal()
+			in.Services[0].Sticky = tc.sticky
+			out, err := Normalize(in)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, out.Services[0].Sticky)
+		})
+	}
+}
+
 func TestANonASCIINameIsRejectedWithThePunycodeHint(t *testing.T) {
 	d := &Desired{Zones: []Zone{{Apex: "bücher.example", Nameservers: []Nameserver{{Name: "ns1.example.net"}}}}}
 	err := Validate(d)

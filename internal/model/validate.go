@@ -320,6 +320,7 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 		v.add(p+".max_answers", "%d is out of range (allowed 1..%d; 0 = default %d)", s.MaxAnswers, MaxMaxAnswers, DefaultMaxAnswers)
 	}
 	v.checkOneOf(p+".when_all_down", s.WhenAllDown, []string{WhenAllDownFailOpen, WhenAllDownNoData})
+	v.checkOneOf(p+".sticky", s.Sticky, StickyModes)
 	if s.HealthCheck != nil {
 		v.check(p+".health_check", s.HealthCheck, s)
 	}
