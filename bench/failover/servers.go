@@ -70,20 +70,29 @@ func (p *proc) alive() error {
 }
 
 // stop sends SIGTERM, waits up to grace, then SIGKILL.
-func (p *proc) stop(grace time.Duration) {
-	if p == nil {
-		return
+func (p *proc) stop(grace time.Duration) { stopProcs(grace, p) }
+
+// stopProcs sends SIGTERM to every process at once, waits up to grace for
+// them all, then kills what is left. Nil entries are skipped.
+func stopProcs(grace time.Duration, ps ...*proc) {
+	for _, p := range ps {
+		if p != nil {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+		}
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-	case <-t.C:
-		p.cmd.Process.Kill()
-		<-p.exited
+	deadline := time.Now().Add(grace)
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(time.Until(deadline)):
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+		p.logFile.Close()
 	}
-	p.logFile.Close()
 }
 
 // tail returns the last n lines of a file, indented.
@@ -369,10 +378,12 @@ func (b *bench) setupMeridian(ctx context.Context) error {
 // until the endpoint has been up for hold_down_max, 300 s) where PowerDNS
 // keeps no such memory.
 func (b *bench) restartMeridian() error {
+	var ps []*proc
 	for _, n := range b.mnodes {
-		n.proc.stop(5 * time.Second)
+		ps = append(ps, n.proc)
 		n.proc = nil
 	}
+	stopProcs(5*time.Second, ps...)
 	b.gen++
 	for _, n := range b.mnodes {
 		dir := filepath.Join(b.tmp, fmt.Sprintf("%s-%02d", n.name, b.gen))
