@@ -79,6 +79,10 @@ bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs C
 bench-ring: build ## 5 probers × 1000 endpoints on loopback: CPU, memory, gossip bytes/s (bench/ring)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/ring
 
+.PHONY: bench-failover
+bench-failover: build ## Meridian vs PowerDNS Lua ifurlup on the same loopback backends: kill, restart, blackhole, flap, 10 % loss (bench/failover)
+	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/failover
+
 fuzz: ## fuzz the request path, the config loader, the Kubernetes annotations and member kubeconfigs, and ring messages for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./internal/dnsserver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/
