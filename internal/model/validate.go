@@ -382,6 +382,9 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 	if s.Geo != nil && strategy != StrategyGeo {
 		v.add(p+".geo", "is only allowed with strategy geo (strategy is %s)", strategy)
 	}
+	if s.Capacity != nil {
+		v.capacity(p+".capacity", s.Capacity, strategy)
+	}
 	switch strategy {
 	case StrategyFailover:
 		v.failover(p, s, clusters)
