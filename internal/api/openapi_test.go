@@ -323,6 +323,7 @@ var goSchemas = map[string]reflect.Type{
 	"Explanation":      reflect.TypeFor[engine.Explanation](),
 	"ExplainClient":    reflect.TypeFor[engine.ExplainClient](),
 	"ExplainCandidate": reflect.TypeFor[engine.ExplainCandidate](),
+	"CapacityState":    reflect.TypeFor[engine.CapacityState](),
 	"HealthReport":     reflect.TypeFor[HealthReport](),
 	"UntrustedMember":  reflect.TypeFor[UntrustedMember](),
 	"EndpointHealth":   reflect.TypeFor[EndpointHealth](),

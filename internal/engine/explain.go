@@ -69,6 +69,11 @@ type ExplainCandidate struct {
 	Kept    bool    `json:"kept"`
 	Why     string  `json:"why"`
 	Note    string  `json:"note,omitempty"` // administrative notes on the endpoint and its cluster
+	// Capacity is the ready fraction the weight is drawn with and why
+	// (capacity-aware services only), and EffectiveWeight the configured
+	// weight × that fraction.
+	Capacity        *CapacityState `json:"capacity,omitempty"`
+	EffectiveWeight *float64       `json:"effective_weight,omitempty"`
 }
 
 // Explain tells what the snapshot answers for qname/qtype asked by client,
@@ -371,7 +376,7 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 				fam = dns.TypeA
 			}
 		}
-		c := cand{cluster: ep.Cluster, weight: uint32(st.Weight), drained: st.Drained, available: st.State != Down && !st.Drained}
+		c := cand{cluster: ep.Cluster, weight: drawWeight(st.Weight, st.Capacity), drained: st.Drained, available: st.State != Down && !st.Drained}
 		if ep.Priority != nil {
 			c.priority = *ep.Priority
 		}
@@ -416,6 +421,10 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 	for _, ep := range eps {
 		ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained}
 		ec.Note = ep.note
+		if cp := ep.st.Capacity; cp != nil {
+			c, eff := *cp, ep.st.EffectiveWeight()
+			ec.Capacity, ec.EffectiveWeight = &c, &eff
+		}
 		switch {
 		case ep.family != family:
 			ec.Why = fmt.Sprintf("%s endpoint: answers %s queries, not %s", typeName(ep.family), typeName(ep.family), typeName(qtype))
@@ -424,13 +433,16 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 			if total > 0 {
 				ec.Share = math.Round(1000*float64(p.weights[ep.poolIdx])/float64(total)) / 10
 			}
-			ec.Why = x.keptWhy(ms, ep, chain, gi, p.failOpen, zeroMode)
+			ec.Why = x.keptWhy(ms, ep, chain, gi, p.failOpen, zeroMode) + capacityWhy(ep.st, ms.Strategy)
 		case p == nil && svc.noData:
 			ec.Why = x.downWhy(ep, clusters) + "; when_all_down is nodata"
 		default:
 			ec.Why = x.droppedWhy(ms, ep, chain, gi, p != nil && p.failOpen, withDrained, zeroMode, clusters)
 		}
 		e.Candidates = append(e.Candidates, ec)
+	}
+	if ms.Capacity != nil {
+		e.Notes = append(e.Notes, capacityNote(ms))
 	}
 	if p == nil {
 		return
@@ -594,7 +606,11 @@ func (x *explainer) keptWhy(ms *model.Service, ep explained, chain []group, gi i
 		}
 	}
 	if zeroMode && ms.Strategy != model.StrategyRoundRobin {
-		why += "; weight 0 standby, answered because every weighted endpoint of its group is out"
+		if cp := ep.st.Capacity; cp != nil && cp.Percent == 0 && ep.st.Weight > 0 {
+			why += "; ready 0 %, answered because no endpoint of its group with ready capacity is available"
+		} else {
+			why += "; weight 0 standby, answered because every weighted endpoint of its group is out"
+		}
 	}
 	if ms.Strategy == model.StrategyRoundRobin {
 		why += "; round robin, equal share"
@@ -625,6 +641,9 @@ func (x *explainer) droppedWhy(ms *model.Service, ep explained, chain []group, g
 		}
 	}
 	if ep.c.weight == 0 && !zeroMode {
+		if cp := ep.st.Capacity; cp != nil && cp.Percent == 0 && ep.st.Weight > 0 {
+			return "ready 0 %: answered only when no endpoint of its group with ready capacity is available (" + cp.Source + ": " + cp.Why + ")"
+		}
 		return "weight 0 standby: answered only when every weighted endpoint of its group is out"
 	}
 	return "not in the chosen pool"
