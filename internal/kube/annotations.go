@@ -22,6 +22,7 @@ const (
 	AnnoHealthCheck   = "meridian.io/health-check"   // e.g. http:8080/healthz, https:443/, tcp:443, dns:53, none (service-level)
 	AnnoGeo           = "meridian.io/geo"            // places this cluster serves: regions, countries, continents
 	AnnoDrain         = "meridian.io/drain"          // true takes this cluster's endpoints out of the answers
+	AnnoCapacity      = "meridian.io/capacity"       // true: weights × ready fraction of the Services behind the object (service-level)
 	AnnoStatus        = "meridian.io/status"         // written by Meridian: what it serves for this object
 	// AnnoHostnamesFromSpec "true" on a Gateway API route without
 	// meridian.io/hostname serves its spec.hostnames.
@@ -29,7 +30,7 @@ const (
 )
 
 // InputAnnotations lists the annotations Meridian reads, in documentation order.
-var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain}
+var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoCapacity}
 
 // Settings is what one object's annotations ask for. Zero values mean "not set".
 type Settings struct {
@@ -41,6 +42,7 @@ type Settings struct {
 	HealthCheck   *model.Check // nil = not set
 	Geo           *GeoPlaces   // nil = not set
 	Drain         bool
+	Capacity      *bool // nil = not set; true: capacity-aware weights (source kubernetes)
 }
 
 // GeoPlaces are the client locations one cluster serves.
@@ -137,6 +139,16 @@ func ParseAnnotations(a map[string]string) (Settings, []FieldError) {
 			bad(AnnoDrain, "is not a boolean (allowed: true, false)")
 		} else {
 			s.Drain = d
+		}
+	}
+	if v, ok := a[AnnoCapacity]; ok {
+		switch strings.TrimSpace(v) {
+		case "true":
+			s.Capacity = new(true)
+		case "false":
+			s.Capacity = new(false)
+		default:
+			bad(AnnoCapacity, "is not a boolean (allowed: true: weights follow the ready fraction of the Services behind the object, false)")
 		}
 	}
 	return s, errs

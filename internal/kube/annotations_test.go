@@ -49,6 +49,11 @@ func TestParseAnnotations(t *testing.T) {
 		{"a fractional ttl is an error", map[string]string{host: "a.x.test", AnnoTTL: "1.5s"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoTTL}},
 		{"a drain that is not a boolean is an error", map[string]string{host: "a.x.test", AnnoDrain: "yes please"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoDrain}},
 		{"a geo place with an unknown prefix is an error", map[string]string{host: "a.x.test", AnnoGeo: "planet:mars"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoGeo}},
+		{"capacity true opts the name in", map[string]string{host: "a.x.test", AnnoCapacity: " true"},
+			Settings{Hostnames: []string{"a.x.test."}, Capacity: new(true)}, nil},
+		{"capacity false is a setting too", map[string]string{host: "a.x.test", AnnoCapacity: "false"},
+			Settings{Hostnames: []string{"a.x.test."}, Capacity: new(false)}, nil},
+		{"a capacity that is not a boolean is an error", map[string]string{host: "a.x.test", AnnoCapacity: "yes"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoCapacity}},
 		{"two bad values are both reported", map[string]string{host: "a.x.test", AnnoWeight: "x", AnnoTTL: "y"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoWeight, AnnoTTL}},
 	}
 	for _, tt := range tests {
