@@ -112,6 +112,7 @@ func (p Params) withDefaults() Params {
 type Input struct {
 	Services []Service
 	Readings map[Key]Reading // the latest good reading per endpoint
+	Missing  map[Key]string  // why an endpoint has no fresh reading now (shown while it is stale)
 	Prev     *State          // the previous result; nil on the first call
 	Now      time.Time
 }
@@ -151,6 +152,7 @@ type EndpointState struct {
 	Since     time.Time // when Percent last changed (first seen for a new endpoint)
 	Reading   Reading   // the reading behind Wanted (zero when none)
 	Stale     bool      // no good reading, or older than stale_after: wanted 100 %
+	Missing   string    // why there is no fresh reading (Input.Missing), shown while Stale
 }
 
 // Change is one thing a call did to an endpoint.

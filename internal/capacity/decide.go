@@ -46,6 +46,7 @@ func decideService(svc Service, in Input, p Params) (ServiceState, []Change) {
 			e.Percent, e.Since, e.Held, e.HeldSince = pe.Percent, pe.Since, pe.Held, pe.HeldSince
 		}
 		r, ok := in.Readings[Key{svc.Name, ep.Target}]
+		e.Missing = in.Missing[Key{svc.Name, ep.Target}]
 		switch {
 		case !ok:
 			e.Stale, e.Wanted = true, 100
@@ -246,11 +247,15 @@ func Quantise(f, step float64) int {
 // engineState is what the engine and explain get for e.
 func (e *EndpointState) engineState(svc ServiceState) engine.CapacityState {
 	c := engine.CapacityState{Percent: e.Percent, Source: svc.Source}
+	missing := ""
+	if e.Missing != "" {
+		missing = " (" + e.Missing + ")"
+	}
 	switch {
 	case e.Stale && e.Reading.At.IsZero():
-		c.Source, c.Why = SourceNone, "no reading yet: the configured weight"
+		c.Source, c.Why = SourceNone, "no reading yet"+missing+": the configured weight"
 	case e.Stale:
-		c.Source, c.Why = SourceNone, fmt.Sprintf("no good reading since %s (last: %s): the configured weight", stamp(e.Reading.At), e.Reading.Detail)
+		c.Source, c.Why = SourceNone, fmt.Sprintf("no good reading since %s%s (last: %s): the configured weight", stamp(e.Reading.At), missing, e.Reading.Detail)
 	case svc.Fallback:
 		c.Why = e.Reading.Detail + "; every weighted endpoint of the service reads 0: the configured weights"
 	default:

@@ -103,10 +103,9 @@ type SettingsOf struct {
 //     refused with the reason, never merged, and take no part in the rules
 //     below;
 //   - a service-level setting (strategy, ttl, health-check, failover-order,
-//     capacity)
-//     comes from the oldest object that sets it (creationTimestamp, then
-//     cluster, namespace, kind and name); an object that sets another value
-//     is reported as a conflict and does not flap the service;
+//     capacity) comes from the oldest object that sets it (creationTimestamp,
+//     then cluster, namespace, kind and name); an object that sets another
+//     value is reported as a conflict and does not flap the service;
 //   - cluster-level settings (weight, geo, drain) apply to the endpoints of
 //     the object that carries them;
 //   - each load-balancer IP is an address endpoint, each load-balancer host
