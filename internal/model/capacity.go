@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -187,6 +188,25 @@ func (v *validator) capacityPrometheus(p string, pr *CapacityPrometheus) {
 	}
 	if to := pr.Timeout.D(); to != 0 && (to < 100*time.Millisecond || to > iv) {
 		v.add(p+".timeout", "%s is out of range (allowed 100ms..interval %s; default %s)", to, iv, min(DefaultCapacityPromTimeout, iv))
+	}
+}
+
+// capacityNamespaces checks that the Service a capacity-aware service reads
+// lies in a watched namespace (kubernetes.namespaces), or it would never
+// have a reading.
+func (v *validator) capacityNamespaces(d *Desired) {
+	if len(d.Kubernetes.Namespaces) == 0 {
+		return
+	}
+	for i, s := range d.Services {
+		c := s.Capacity
+		if c == nil || c.Source != CapacitySourceKubernetes || c.Kubernetes == nil {
+			continue
+		}
+		ns, _, err := SplitServiceRef(c.Kubernetes.Service)
+		if err == nil && !slices.Contains(d.Kubernetes.Namespaces, ns) {
+			v.add(fmt.Sprintf("services[%d].capacity.kubernetes.service", i), "namespace %q is not watched (kubernetes.namespaces: %s)", ns, strings.Join(d.Kubernetes.Namespaces, ", "))
+		}
 	}
 }
 

@@ -76,6 +76,19 @@ func TestCapacityValidation(t *testing.T) {
 	}
 }
 
+func TestTheCapacityServiceMustBeInAWatchedNamespace(t *testing.T) {
+	in := minimal()
+	in.Kubernetes.Namespaces = []string{"ops", "web"}
+	in.Services[0].Capacity = &Capacity{Source: "kubernetes", Kubernetes: &CapacityKubernetes{Service: "shop/web"}}
+	err := Validate(in)
+	var verr *ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Len(t, verr.Fields, 1)
+	assert.Equal(t, FieldError{Path: "services[0].capacity.kubernetes.service", Msg: `namespace "shop" is not watched (kubernetes.namespaces: ops, web)`}, verr.Fields[0])
+	in.Kubernetes.Namespaces = append(in.Kubernetes.Namespaces, "shop")
+	require.NoError(t, Validate(in))
+}
+
 func TestCapacityDefaults(t *testing.T) {
 	in := minimal()
 	in.Services[0].Capacity = &Capacity{Source: "prometheus", Prometheus: &CapacityPrometheus{URL: "http://p:9090/", Query: "x", Interval: Duration(5 * time.Minute)}}

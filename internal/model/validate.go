@@ -122,6 +122,7 @@ func Validate(d *Desired) error {
 	for i := range d.Services {
 		v.service(fmt.Sprintf("services[%d]", i), &d.Services[i], zones, clusters, names)
 	}
+	v.capacityNamespaces(d)
 	if len(v.errs) == 0 {
 		return nil
 	}
