@@ -30,7 +30,7 @@ zones:
 clusters:
   - {name: east, region: us-east, kubernetes: {kubeconfig: "%[1]s"}}
   - {name: west, region: us-west, kubernetes: {kubeconfig: "%[2]s"}}
-kubernetes: {retry_interval: 500ms, connect_timeout: 2s}
+kubernetes: {retry_interval: 500ms, connect_timeout: 2s, status_annotation: true}
 services:
   # A service of the config file reading the same EndpointSlices, with a
   # shorter minimum change interval.
@@ -105,7 +105,7 @@ func TestCapacityAwareWeights(t *testing.T) {
 	lab := kubelab.Start(t, kubelab.Bins(t), "east", "west")
 	east, west := lab.Member("east"), lab.Member("west")
 	for _, m := range []*kubelab.Member{east, west} {
-		applyRBAC(t, m)
+		applyRBAC(t, m, "status-annotation")
 	}
 	kcEast := east.Kubeconfig(t, kubelab.TokenUser(east.ServiceAccountToken(t, "meridian", "meridian")))
 	kcWest := west.Kubeconfig(t, kubelab.TokenUser(west.ServiceAccountToken(t, "meridian", "meridian")))
@@ -154,6 +154,11 @@ func TestCapacityAwareWeights(t *testing.T) {
 	assert.Contains(t, metrics, `meridian_capacity_ready_fraction{cluster="east",service="app.gslb.example.com."} 0.2`)
 	assert.Contains(t, metrics, `meridian_capacity_changes_total{reason="reading",service="app.gslb.example.com."} 1`)
 	assert.Contains(t, m.log(), `capacity: fraction changed" service=app.gslb.example.com. endpoint=127.0.0.81 cluster=east from_percent=100 to_percent=20 reason=reading`)
+	// The object's meridian.io/status tells its share of the answers now.
+	require.Eventually(t, func() bool {
+		svc, err := east.Client(t).CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+		return err == nil && strings.Contains(svc.Annotations["meridian.io/status"], `"share":"17%"`)
+	}, 10*time.Second, 100*time.Millisecond, "east's status shows its share at 2/10 ready")
 	// The config-file service reads the same slices.
 	fc := candidateOf(explainA(t, m, "file.gslb.example.com"), "127.0.0.91")
 	require.NotNil(t, fc.Capacity)
