@@ -214,6 +214,10 @@ func (o *Observer) readKube(d *model.Desired, svcs []capacity.Service, now time.
 	for _, c := range d.Clusters {
 		members[c.Name] = c.Kubernetes != nil
 	}
+	byName := make(map[string]capacity.Service, len(svcs))
+	for _, s := range svcs {
+		byName[s.Name] = s
+	}
 	var backends map[string]map[string][]kube.Backend
 	started := false
 	for i := range d.Services {
@@ -221,13 +225,10 @@ func (o *Observer) readKube(d *model.Desired, svcs []capacity.Service, now time.
 		if ms.Capacity == nil || ms.Capacity.Source != model.CapacitySourceKubernetes {
 			continue
 		}
+		s := byName[ms.Name]
 		if o.opts.Kube == nil {
-			for _, s := range svcs {
-				if s.Name == ms.Name {
-					for _, e := range s.Endpoints {
-						o.record(capacity.Key{Service: s.Name, Target: e.Target}, capacity.Reading{}, false, "no Kubernetes member clusters are configured")
-					}
-				}
+			for _, e := range s.Endpoints {
+				o.record(capacity.Key{Service: s.Name, Target: e.Target}, capacity.Reading{}, false, "no Kubernetes member clusters are configured")
 			}
 			continue
 		}
@@ -235,26 +236,21 @@ func (o *Observer) readKube(d *model.Desired, svcs []capacity.Service, now time.
 			o.opts.Kube.EnableEndpointSlices()
 			backends, started = o.opts.Kube.Backends(), true
 		}
-		for _, s := range svcs {
-			if s.Name != ms.Name {
+		for _, e := range s.Endpoints {
+			k := capacity.Key{Service: s.Name, Target: e.Target}
+			var refs []kube.Backend
+			switch {
+			case ms.Capacity.FromObjects:
+				refs = backends[s.Name][e.Target]
+			case !members[e.Cluster]:
+				o.record(k, capacity.Reading{}, false, "cluster "+e.Cluster+" is not a Kubernetes member")
 				continue
+			default:
+				ns, name, _ := model.SplitServiceRef(ms.Capacity.Kubernetes.Service)
+				refs = []kube.Backend{{Cluster: e.Cluster, Namespace: ns, Name: name}}
 			}
-			for _, e := range s.Endpoints {
-				k := capacity.Key{Service: s.Name, Target: e.Target}
-				var refs []kube.Backend
-				switch {
-				case ms.Capacity.FromObjects:
-					refs = backends[s.Name][e.Target]
-				case !members[e.Cluster]:
-					o.record(k, capacity.Reading{}, false, "cluster "+e.Cluster+" is not a Kubernetes member")
-					continue
-				default:
-					ns, name, _ := model.SplitServiceRef(ms.Capacity.Kubernetes.Service)
-					refs = []kube.Backend{{Cluster: e.Cluster, Namespace: ns, Name: name}}
-				}
-				r, ok, why := o.countBackends(refs, now)
-				o.record(k, r, ok, why)
-			}
+			r, ok, why := o.countBackends(refs, now)
+			o.record(k, r, ok, why)
 		}
 	}
 }
