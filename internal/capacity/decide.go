@@ -135,16 +135,18 @@ func (d *decider) stabilize() {
 			}
 		}
 	}
-	if applied {
-		ss.LastChange = d.now
-	}
 	if d.allWeightedAt(func(e *EndpointState) int { return e.Percent }, 0) {
-		ss.Fallback = true
+		// Never every weighted endpoint at 0 %: the wanted fractions (not
+		// all 0, rule 3) apply at once, whatever holds them.
 		for i := range ss.Endpoints {
-			if e := &ss.Endpoints[i]; e.Weight > 0 {
+			if e := &ss.Endpoints[i]; e.Weight > 0 && e.Percent != e.Wanted {
 				d.apply(e, "fallback")
+				applied = true
 			}
 		}
+	}
+	if applied {
+		ss.LastChange = d.now
 	}
 	for i := range ss.Endpoints {
 		e := &ss.Endpoints[i]
@@ -177,12 +179,9 @@ func (d *decider) percents() []int {
 	return out
 }
 
-// apply moves e to its wanted fraction (100 for "fallback").
+// apply moves e to its wanted fraction.
 func (d *decider) apply(e *EndpointState, reason string) {
 	to := e.Wanted
-	if reason == "fallback" {
-		to = 100
-	}
 	e.Held, e.HeldSince = "", time.Time{}
 	if to == e.Percent {
 		return

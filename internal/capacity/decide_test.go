@@ -218,6 +218,23 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestFractionsInUseNeverAllStayAtZero(t *testing.T) {
+	svc := service(50, 50)
+	prev := &State{Services: []ServiceState{{Name: app, Source: "kubernetes", Step: 0.05, LastChange: t0.Add(-time.Second), Endpoints: []EndpointState{
+		{Target: "192.0.2.1", Cluster: "c1", Weight: 50, Percent: 0},
+		{Target: "192.0.2.2", Cluster: "c2", Weight: 50, Percent: 0},
+	}}}}
+	r := map[Key]Reading{{app, "192.0.2.1"}: {Fraction: 0, At: t0}, {app, "192.0.2.2"}: {Fraction: 0.5, At: t0}}
+	st := Decide(Input{Services: []Service{svc}, Readings: r, Prev: prev, Now: t0}, Params{})
+	ss, _ := st.Lookup(app)
+	assert.Equal(t, 0, ss.Endpoints[0].Percent, "east keeps its 0 %")
+	assert.Equal(t, 50, ss.Endpoints[1].Percent, "west would wait for the interval, but a service never draws every weighted endpoint at 0 %")
+	assert.Empty(t, ss.Endpoints[1].Held)
+	require.NotEmpty(t, st.Changes)
+	assert.Equal(t, Change{Service: app, Target: "192.0.2.2", Cluster: "c2", From: 0, To: 50, Reason: "fallback", At: t0}, st.Changes[len(st.Changes)-1])
+	assert.Equal(t, t0, ss.LastChange)
+}
+
 func TestQuantise(t *testing.T) {
 	cases := []struct {
 		name string

@@ -34,8 +34,9 @@
 //     wants 0 %, they all want 100 % instead (ServiceState.Fallback): the
 //     configured weights, as without capacity. Zero ready everywhere says
 //     nothing about where to send clients, and health (not capacity) takes
-//     endpoints out. The same holds for the fractions in use after rules 4
-//     and 5: a service never draws all its weighted endpoints at 0 %.
+//     endpoints out. And a service never draws all its weighted endpoints
+//     at 0 %: when the fractions in use would be, the wanted ones apply at
+//     once, whatever rules 4 and 5 hold (reason "fallback").
 //
 //  4. Minimum change interval. The fractions of one service change at most
 //     once per MinChangeInterval (30s), counted from the last call that

@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"service"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_capacity_changes_total",
-			Help: "Changes of an endpoint's ready fraction in use, by service and reason (reading, stale, fallback: every weighted endpoint read 0, brake: applied after the brake held it).",
+			Help: "Changes of an endpoint's ready fraction in use, by service and reason (reading, stale, fallback: every weighted endpoint read 0 or would draw 0, brake: applied after the brake held it).",
 		}, []string{"service", "reason"}),
 		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_capacity_held_total",
