@@ -38,6 +38,9 @@ type State struct {
 	// Changed is when the decision behind this state was made (for the
 	// decision-to-applied metric); zero if unknown.
 	Changed time.Time
+	// Capacity holds the ready fractions of capacity-aware services (nil:
+	// configured weights), the same the engine answers with.
+	Capacity engine.Capacity
 }
 
 // Reconciler keeps every Zone equal to the current State. It writes only
@@ -166,7 +169,7 @@ func (r *Reconciler) Sync(ctx context.Context, dryRun, periodic bool) []ZoneResu
 	var views []ServiceView
 	viewsOnce := func() []ServiceView {
 		if views == nil {
-			views = Services(st.Desired, st.Health)
+			views = ServicesWithCapacity(st.Desired, st.Health, st.Capacity)
 		}
 		return views
 	}

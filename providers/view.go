@@ -39,18 +39,33 @@ type EndpointView struct {
 	Region    string
 	Weight    int  // configured, 0..1000
 	Available bool // decided up (or unknown), not drained, cluster not down
+	// Ready is the ready percent (0..100) a capacity-aware service draws
+	// the weight with (services[].capacity); 100 for other services.
+	Ready int
 	// Effective is the weight this endpoint should carry now: its configured
 	// weight when available (weight-0 standbys get 1 only when no weighted
 	// endpoint is available), 0 when not; with FailOpen, the configured
-	// weight of every non-drained endpoint.
+	// weight of every non-drained endpoint. For a capacity-aware service it
+	// is the configured weight × Ready (so 100 times larger: shares are what
+	// counts), and an endpoint at 0 % ready is a standby like a weight-0 one.
 	Effective int
 }
 
 // Services builds the views of every service of d under health h (nil:
-// everything unknown, i.e. up).
+// everything unknown, i.e. up), with the configured weights.
 func Services(d *model.Desired, h engine.Health) []ServiceView {
+	return ServicesWithCapacity(d, h, nil)
+}
+
+// ServicesWithCapacity is Services with the ready fractions of the
+// capacity-aware services (c nil: every endpoint at 100 %), the same ones
+// the engine answers with.
+func ServicesWithCapacity(d *model.Desired, h engine.Health, capa engine.Capacity) []ServiceView {
 	if h == nil {
 		h = engine.NoHealth{}
+	}
+	if capa == nil {
+		capa = engine.NoCapacity{}
 	}
 	clusters := map[string]model.Cluster{}
 	for _, c := range d.Clusters {
@@ -64,8 +79,8 @@ func Services(d *model.Desired, h engine.Health) []ServiceView {
 			v.Networks = d.Geo.Networks
 		}
 		for _, e := range s.Endpoints {
-			c := clusters[e.Cluster]
-			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: c.Country, Continent: c.Continent, Region: c.Region, Weight: *e.Weight}
+			cl := clusters[e.Cluster]
+			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: cl.Country, Continent: cl.Continent, Region: cl.Region, Weight: *e.Weight, Ready: 100}
 			switch {
 			case e.CNAME != "":
 				ev.Target, ev.Type = e.CNAME, "CNAME"
@@ -74,11 +89,16 @@ func Services(d *model.Desired, h engine.Health) []ServiceView {
 			default:
 				ev.Type = "AAAA"
 			}
-			down := e.State == model.StateDown || c.State == model.StateDown ||
-				h.Endpoint(s.Name, ev.Target) == engine.Down || h.Cluster(c.Name) == engine.Down
-			ev.Available = !down && !e.Drain && !c.Drain
+			down := e.State == model.StateDown || cl.State == model.StateDown ||
+				h.Endpoint(s.Name, ev.Target) == engine.Down || h.Cluster(cl.Name) == engine.Down
+			ev.Available = !down && !e.Drain && !cl.Drain
 			if s.Strategy == model.StrategyRoundRobin {
 				ev.Weight = 1
+			}
+			if scaled(s) {
+				if st, ok := capa.Endpoint(s.Name, ev.Target); ok {
+					ev.Ready = min(max(st.Percent, 0), 100)
+				}
 			}
 			v.Endpoints = append(v.Endpoints, ev)
 		}
@@ -107,8 +127,13 @@ func effective(v *ServiceView, s model.Service, clusters map[string]model.Cluste
 		}
 		any := false
 		for _, i := range idx {
-			if e := &v.Endpoints[i]; e.Available && e.Weight > 0 {
-				e.Effective, any = e.Weight, true
+			e := &v.Endpoints[i]
+			w := e.Weight
+			if scaled(s) {
+				w *= e.Ready // configured × ready percent, as the engine draws
+			}
+			if e.Available && w > 0 {
+				e.Effective, any = w, true
 			}
 		}
 		if any {
@@ -133,7 +158,12 @@ func effective(v *ServiceView, s model.Service, clusters map[string]model.Cluste
 	}
 }
 
-// failoverGroups returns the failover groups as endpoint indexes, in order.
+// scaled reports whether the engine draws s's endpoints with configured
+// weight × ready percent (a capacity-aware service).
+func scaled(s model.Service) bool {
+	return s.Capacity != nil && s.Strategy != model.StrategyRoundRobin
+}
+
 func failoverGroups(s model.Service, v ServiceView) [][]int {
 	var groups [][]int
 	if s.Failover != nil && len(s.Failover.Order) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -133,15 +134,20 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 			if note == "" {
 				note = "-"
 			}
+			weight := strconv.Itoa(c.Weight)
+			if c.Capacity != nil && c.EffectiveWeight != nil {
+				// configured × ready fraction = effective (capacity-aware services)
+				weight += fmt.Sprintf("×%d%%=%s", c.Capacity.Percent, strconv.FormatFloat(*c.EffectiveWeight, 'f', -1, 64))
+			}
 			if e.Sticky != nil {
 				score, rank := "-", "-"
 				if c.Rank > 0 {
 					score, rank = fmt.Sprintf("%.1f", c.Score), fmt.Sprint(c.Rank)
 				}
-				fmt.Fprintf(tw, "%s  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, c.Weight, share, score, rank, state, kept, c.Why, note)
+				fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, weight, share, score, rank, state, kept, c.Why, note)
 				continue
 			}
-			fmt.Fprintf(tw, "%s  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, c.Weight, share, state, kept, c.Why, note)
+			fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, weight, share, state, kept, c.Why, note)
 		}
 		tw.Flush()
 	}

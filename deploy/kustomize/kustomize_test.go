@@ -57,6 +57,7 @@ var (
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "grpcroutes", "tlsroutes", "gateways"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
 	}
 	// components/status-annotation adds patch, for the meridian.io/status

@@ -161,11 +161,11 @@ var statusPage = template.Must(template.New("status.html").Funcs(template.FuncMa
 	"share": func(eps []engine.EndpointStatus, i int) int {
 		total := 0
 		for _, e := range eps {
-			total += e.Weight
+			total += e.DrawWeight()
 		}
 		if total == 0 {
 			return 0
 		}
-		return 100 * eps[i].Weight / total
+		return 100 * eps[i].DrawWeight() / total
 	},
 }).ParseFS(assets, "status.html"))

@@ -324,6 +324,7 @@ var goSchemas = map[string]reflect.Type{
 	"ExplainClient":    reflect.TypeFor[engine.ExplainClient](),
 	"ExplainCandidate": reflect.TypeFor[engine.ExplainCandidate](),
 	"ExplainSticky":    reflect.TypeFor[engine.ExplainSticky](),
+	"CapacityState":    reflect.TypeFor[engine.CapacityState](),
 	"HealthReport":     reflect.TypeFor[HealthReport](),
 	"UntrustedMember":  reflect.TypeFor[UntrustedMember](),
 	"EndpointHealth":   reflect.TypeFor[EndpointHealth](),

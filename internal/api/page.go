@@ -82,6 +82,11 @@ type EndpointOverview struct {
 	Voters    []string   `json:"voters,omitempty"`
 	HeldUntil *time.Time `json:"held_until,omitempty"`
 	Braked    bool       `json:"braked,omitempty"`
+	// Capacity is the ready fraction the weight is drawn with, its source
+	// and why (capacity-aware services only); EffectiveWeight is weight ×
+	// that fraction.
+	Capacity        *engine.CapacityState `json:"capacity,omitempty"`
+	EffectiveWeight *float64              `json:"effective_weight,omitempty"`
 }
 
 // ClusterOverview is one cluster of the federation.
@@ -154,6 +159,10 @@ func BuildOverview(snap *engine.Snapshot, rep HealthReport) Overview {
 			for i, e := range s.Endpoints {
 				eo := EndpointOverview{Target: e.Target, Cluster: e.Cluster, Weight: e.Weight, State: e.State.String(), Drained: e.Drained,
 					Available: e.State != engine.Down && !e.Drained, Note: snap.Note(s.Name, e.Target)}
+				if cp := e.Capacity; cp != nil {
+					c, eff := *cp, e.EffectiveWeight()
+					eo.Capacity, eo.EffectiveWeight = &c, &eff
+				}
 				if h := eh[key{s.Name, e.Target}]; h != nil {
 					eo.Reason, eo.Voters, eo.HeldUntil, eo.Braked = h.Reason, h.Voters, h.HeldUntil, h.Braked
 					if !h.Since.IsZero() {
@@ -240,7 +249,7 @@ func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Servic
 		if so.ShareMode == ShareEqual || so.ShareMode == ShareByLocation {
 			return 1
 		}
-		return eps[i].Weight
+		return eps[i].DrawWeight() // configured × ready percent for capacity-aware services
 	}
 	noData := ms != nil && ms.WhenAllDown == model.WhenAllDownNoData
 	families := map[string][]int{}

@@ -361,3 +361,40 @@ func TestEventsEndOnShutdown(t *testing.T) {
 	require.NoError(t, srv.Config.Shutdown(ctx))
 	assert.Less(t, time.Since(start), 2*time.Second)
 }
+
+// capacityOf is an engine.Capacity with fixed percents by target.
+type capacityOf map[string]int
+
+func (c capacityOf) Endpoint(_, target string) (engine.CapacityState, bool) {
+	p, ok := c[target]
+	return engine.CapacityState{Percent: p, Source: "kubernetes", Why: "2 of 10 endpoints ready"}, ok
+}
+
+func TestBuildOverviewSharesFollowTheEffectiveWeights(t *testing.T) {
+	f, err := config.Parse("fixture.yaml", []byte(`
+zones:
+  - apex: example.test
+    nameservers: [{name: ns1.example.test, ipv4: [192.0.2.53]}]
+clusters:
+  - {name: east, region: us-east}
+  - {name: west, region: us-west}
+services:
+  - name: cap.example.test
+    capacity: {source: kubernetes, kubernetes: {service: shop/web}}
+    endpoints:
+      - {address: 192.0.2.1, cluster: east, weight: 50}
+      - {address: 192.0.2.2, cluster: west, weight: 50}
+`))
+	require.NoError(t, err)
+	snap, err := engine.Compile(&f.Desired, engine.Options{Capacity: capacityOf{"192.0.2.1": 20}})
+	require.NoError(t, err)
+	o := BuildOverview(snap, HealthReport{})
+	assert.Equal(t, map[string]float64{"192.0.2.1": 16.7, "192.0.2.2": 83.3}, shares(o, "cap.example.test."))
+	east := service(o, "cap.example.test.").Endpoints[0]
+	assert.Equal(t, 50, east.Weight, "the configured weight")
+	require.NotNil(t, east.EffectiveWeight)
+	assert.InDelta(t, 10, *east.EffectiveWeight, 1e-9)
+	assert.Equal(t, &engine.CapacityState{Percent: 20, Source: "kubernetes", Why: "2 of 10 endpoints ready"}, east.Capacity)
+	west := service(o, "cap.example.test.").Endpoints[1]
+	assert.Equal(t, "none", west.Capacity.Source, "no reading: the configured weight")
+}

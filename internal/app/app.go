@@ -26,6 +26,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/deploy/examples"
 	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/capacity/observe"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/demo"
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -67,6 +68,7 @@ type App struct {
 	kube       *kubeParts                           // nil without Kubernetes sources
 	probing    atomic.Pointer[probing]              // nil with ring.enabled false (set while other goroutines read it)
 	reconciler atomic.Pointer[providers.Reconciler] // set once provider sync runs (status page)
+	capacity   atomic.Pointer[observe.Observer]     // the capacity-aware weights loop (set once it runs)
 	backends   *demo.Backends                       // nil without --demo-backends
 	dnsAddrs   []string
 	httpAddr   string
@@ -95,6 +97,7 @@ func Run(ctx context.Context, opts Options) error {
 		a.startDemo,     // local backends for the demo's endpoints
 		a.startProbing,  // ring, prober, votes, decisions
 		a.startKubeLoops,
+		a.startCapacity, // ready fractions of capacity-aware services (EndpointSlices, Prometheus)
 		a.startProviders,
 		a.startDNS,
 		a.startHTTP,
@@ -286,6 +289,9 @@ func (a *App) changed(prev, next *serving.State) {
 		if a.kube.prop != nil {
 			a.kube.prop.Poke()
 		}
+	}
+	if prev.Served != next.Served {
+		a.pokeCapacity()
 	}
 }
 

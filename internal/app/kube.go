@@ -42,7 +42,7 @@ func (a *App) startKube(l *serving.Loaded) error {
 	}
 	k := &kubeParts{dirty: make(chan struct{}, 1), status: make(chan struct{}, 1)}
 	k.mgr = kube.NewManager(a.ctx, kube.Options{Logger: a.log, Registry: a.reg, OnChange: func() { poke(k.dirty) },
-		FieldManager: kube.StatusFieldManager(a.node)})
+		FieldManager: kube.StatusFieldManager(a.node), OnEndpointSlices: a.pokeCapacity})
 	k.src = &serving.Kube{Manager: k.mgr, Logger: a.log}
 	if ms := l.File.Kubernetes.MemberSecrets; ms != nil {
 		w, err := k.mgr.WatchSecrets(a.ctx, *ms, l.File.Kubernetes.ConnectTimeout.D(), func() { poke(k.dirty) })

@@ -133,6 +133,9 @@ func (a *App) providerZones() []api.ProviderOverview {
 func (a *App) providerState() providers.State {
 	cur := a.pipe.State()
 	st := providers.State{Desired: cur.Served} // drains and forced states of operators included
+	if cur.Capacity != nil {
+		st.Capacity = cur.Capacity // capacity-aware weights, as answered
+	}
 	if d := cur.Decision; d != nil {
 		st.Health = d
 		st.Changed = d.At

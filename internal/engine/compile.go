@@ -26,6 +26,9 @@ type Options struct {
 	// Signers sign zones online (DNSSEC), by canonical apex; zones without
 	// one are unsigned.
 	Signers map[string]ZoneSigner
+	// Capacity scales the weights of capacity-aware services (default
+	// NoCapacity: they draw their configured weights).
+	Capacity Capacity
 }
 
 // NoteKey is the key of Options.Notes for an endpoint of a service, or for
@@ -42,6 +45,9 @@ func NoteKey(service, target string) string {
 func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 	if opts.Health == nil {
 		opts.Health = NoHealth{}
+	}
+	if opts.Capacity == nil {
+		opts.Capacity = NoCapacity{}
 	}
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -75,7 +81,7 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		if z == nil {
 			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
-		svc, err := compileService(ms, clusters, opts.Health)
+		svc, err := compileService(ms, clusters, opts.Health, opts.Capacity)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", ms.Name, err)
 		}
@@ -224,9 +230,12 @@ type service struct {
 type EndpointStatus struct {
 	Target  string // address or CNAME target
 	Cluster string
-	Weight  int
+	Weight  int   // configured (after operator overrides)
 	State   State // observed health combined with the config's state
 	Drained bool
+	// Capacity is the ready fraction the weight is drawn with (nil: the
+	// service is not capacity-aware). See DrawWeight and EffectiveWeight.
+	Capacity *CapacityState
 }
 
 // cand is one endpoint as a compile sees it.
@@ -240,7 +249,7 @@ type cand struct {
 	rrOpen    dns.RR // the same record with the fail-open TTL
 }
 
-func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Health) (*service, error) {
+func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Health, capa Capacity) (*service, error) {
 	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
 	var v4, v6, cn []cand
 	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
@@ -255,8 +264,9 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 			state = Down
 		}
 		drained := e.Drain || c.Drain
-		svc.status = append(svc.status, EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: drained})
-		x := cand{cluster: e.Cluster, weight: uint32(*e.Weight), available: state != Down && !drained, drained: drained}
+		cp := capacityOf(ms, target, capa)
+		svc.status = append(svc.status, EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: drained, Capacity: cp})
+		x := cand{cluster: e.Cluster, weight: drawWeight(*e.Weight, cp), available: state != Down && !drained, drained: drained}
 		if e.Priority != nil {
 			x.priority = *e.Priority
 		}

@@ -87,6 +87,11 @@ type ExplainCandidate struct {
 	// scores answer. Rank is its place (1 = best); 0 when not in the pool.
 	Score float64 `json:"score,omitempty"`
 	Rank  int     `json:"rank,omitempty"`
+	// Capacity is the ready fraction the weight is drawn with and why
+	// (capacity-aware services only), and EffectiveWeight the configured
+	// weight × that fraction.
+	Capacity        *CapacityState `json:"capacity,omitempty"`
+	EffectiveWeight *float64       `json:"effective_weight,omitempty"`
 }
 
 // Explain tells what the snapshot answers for qname/qtype asked by client,
@@ -393,7 +398,7 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 				fam = dns.TypeA
 			}
 		}
-		c := cand{cluster: ep.Cluster, weight: uint32(st.Weight), drained: st.Drained, available: st.State != Down && !st.Drained}
+		c := cand{cluster: ep.Cluster, weight: drawWeight(st.Weight, st.Capacity), drained: st.Drained, available: st.State != Down && !st.Drained}
 		if ep.Priority != nil {
 			c.priority = *ep.Priority
 		}
@@ -442,6 +447,10 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 	for _, ep := range eps {
 		ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained}
 		ec.Note = ep.note
+		if cp := ep.st.Capacity; cp != nil {
+			c, eff := *cp, ep.st.EffectiveWeight()
+			ec.Capacity, ec.EffectiveWeight = &c, &eff
+		}
 		switch {
 		case ep.family != family:
 			ec.Why = fmt.Sprintf("%s endpoint: answers %s queries, not %s", typeName(ep.family), typeName(ep.family), typeName(qtype))
@@ -450,7 +459,7 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 			if total > 0 {
 				ec.Share = math.Round(1000*float64(p.weights[ep.poolIdx])/float64(total)) / 10
 			}
-			ec.Why = x.keptWhy(ms, ep, chain, gi, p.failOpen, zeroMode)
+			ec.Why = x.keptWhy(ms, ep, chain, gi, p.failOpen, zeroMode) + capacityWhy(ep.st, ms.Strategy)
 			if p.sticky {
 				ec.Score, ec.Rank = math.Round(1000*st.scores[ep.poolIdx])/1000, st.rank[ep.poolIdx]
 			}
@@ -460,6 +469,9 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 			ec.Why = x.droppedWhy(ms, ep, chain, gi, p != nil && p.failOpen, withDrained, zeroMode, clusters)
 		}
 		e.Candidates = append(e.Candidates, ec)
+	}
+	if ms.Capacity != nil {
+		e.Notes = append(e.Notes, capacityNote(ms))
 	}
 	if p == nil {
 		return
@@ -628,7 +640,11 @@ func (x *explainer) keptWhy(ms *model.Service, ep explained, chain []group, gi i
 		}
 	}
 	if zeroMode && ms.Strategy != model.StrategyRoundRobin {
-		why += "; weight 0 standby, answered because every weighted endpoint of its group is out"
+		if cp := ep.st.Capacity; cp != nil && cp.Percent == 0 && ep.st.Weight > 0 {
+			why += "; ready 0 %, answered because no endpoint of its group with ready capacity is available"
+		} else {
+			why += "; weight 0 standby, answered because every weighted endpoint of its group is out"
+		}
 	}
 	if ms.Strategy == model.StrategyRoundRobin {
 		why += "; round robin, equal share"
@@ -659,6 +675,9 @@ func (x *explainer) droppedWhy(ms *model.Service, ep explained, chain []group, g
 		}
 	}
 	if ep.c.weight == 0 && !zeroMode {
+		if cp := ep.st.Capacity; cp != nil && cp.Percent == 0 && ep.st.Weight > 0 {
+			return "ready 0 %: answered only when no endpoint of its group with ready capacity is available (" + cp.Source + ": " + cp.Why + ")"
+		}
 		return "weight 0 standby: answered only when every weighted endpoint of its group is out"
 	}
 	return "not in the chosen pool"

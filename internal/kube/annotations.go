@@ -23,6 +23,7 @@ const (
 	AnnoGeo           = "meridian.io/geo"            // places this cluster serves: regions, countries, continents
 	AnnoDrain         = "meridian.io/drain"          // true takes this cluster's endpoints out of the answers
 	AnnoSticky        = "meridian.io/sticky"         // off or subnet: each client network keeps its answer (service-level)
+	AnnoCapacity      = "meridian.io/capacity"       // true: weights × ready fraction of the Services behind the object (service-level)
 	AnnoStatus        = "meridian.io/status"         // written by Meridian: what it serves for this object
 	// AnnoHostnamesFromSpec "true" on a Gateway API route without
 	// meridian.io/hostname serves its spec.hostnames.
@@ -30,7 +31,7 @@ const (
 )
 
 // InputAnnotations lists the annotations Meridian reads, in documentation order.
-var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky}
+var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky, AnnoCapacity}
 
 // Settings is what one object's annotations ask for. Zero values mean "not set".
 type Settings struct {
@@ -43,6 +44,7 @@ type Settings struct {
 	Geo           *GeoPlaces   // nil = not set
 	Drain         bool
 	Sticky        string // "" = not set
+	Capacity      *bool  // nil = not set; true: capacity-aware weights (source kubernetes)
 }
 
 // GeoPlaces are the client locations one cluster serves.
@@ -147,6 +149,16 @@ func ParseAnnotations(a map[string]string) (Settings, []FieldError) {
 			bad(AnnoSticky, "is not a sticky mode (allowed: %s)", strings.Join(model.StickyModes, ", "))
 		} else {
 			s.Sticky = v
+		}
+	}
+	if v, ok := a[AnnoCapacity]; ok {
+		switch strings.TrimSpace(v) {
+		case "true":
+			s.Capacity = new(true)
+		case "false":
+			s.Capacity = new(false)
+		default:
+			bad(AnnoCapacity, "is not a boolean (allowed: true: weights follow the ready fraction of the Services behind the object, false)")
 		}
 	}
 	return s, errs

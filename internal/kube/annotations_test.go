@@ -54,6 +54,11 @@ func TestParseAnnotations(t *testing.T) {
 		{"sticky off is read", map[string]string{host: "a.x.test", AnnoSticky: "off"},
 			Settings{Hostnames: []string{"a.x.test."}, Sticky: model.StickyOff}, nil},
 		{"an unknown sticky mode is an error", map[string]string{host: "a.x.test", AnnoSticky: "cookie"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoSticky}},
+		{"capacity true opts the name in", map[string]string{host: "a.x.test", AnnoCapacity: " true"},
+			Settings{Hostnames: []string{"a.x.test."}, Capacity: new(true)}, nil},
+		{"capacity false is a setting too", map[string]string{host: "a.x.test", AnnoCapacity: "false"},
+			Settings{Hostnames: []string{"a.x.test."}, Capacity: new(false)}, nil},
+		{"a capacity that is not a boolean is an error", map[string]string{host: "a.x.test", AnnoCapacity: "yes"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoCapacity}},
 		{"two bad values are both reported", map[string]string{host: "a.x.test", AnnoWeight: "x", AnnoTTL: "y"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoWeight, AnnoTTL}},
 	}
 	for _, tt := range tests {

@@ -38,6 +38,17 @@ type Object struct {
 	// Problems are the object's own reasons not to be (fully) served, e.g.
 	// a route no parent Gateway accepted; reported like conflicts.
 	Problems []string `json:",omitempty"`
+	// Backends are the Services (in the object's namespace) whose
+	// EndpointSlices measure its ready capacity (meridian.io/capacity): a
+	// Service itself, an Ingress's backend Services, a route's Service
+	// backendRefs. Sorted, without duplicates.
+	Backends []string `json:",omitempty"`
+}
+
+// Backend is a Service whose EndpointSlices measure an endpoint's ready
+// capacity.
+type Backend struct {
+	Cluster, Namespace, Name string
 }
 
 // Result is the desired state the watched objects add to the config file's.
@@ -55,6 +66,11 @@ type Result struct {
 	// Refused is, per object, the names it claims but may not serve
 	// (another namespace owns them, or they are reserved), sorted by name.
 	Refused map[ObjectRef][]Refusal
+	// Backends is, per capacity-aware service (meridian.io/capacity: true)
+	// and endpoint target, the Services whose EndpointSlices measure the
+	// endpoint's ready fraction: those behind the objects that give the
+	// endpoint in its cluster.
+	Backends map[string]map[string][]Backend
 }
 
 // Refusal is one name an object claims and may not serve.
@@ -87,9 +103,10 @@ type SettingsOf struct {
 //     refused with the reason, never merged, and take no part in the rules
 //     below;
 //   - a service-level setting (strategy, ttl, health-check, failover-order,
-//     sticky) comes from the oldest object that sets it (creationTimestamp, then
-//     cluster, namespace, kind and name); an object that sets another value
-//     is reported as a conflict and does not flap the service;
+//     sticky, capacity) comes from the oldest object that sets it
+//     (creationTimestamp, then cluster, namespace, kind and name); an object
+//     that sets another value is reported as a conflict and does not flap
+//     the service;
 //   - cluster-level settings (weight, geo, drain) apply to the endpoints of
 //     the object that carries them;
 //   - each load-balancer IP is an address endpoint, each load-balancer host
@@ -113,7 +130,8 @@ func BuildSafe(objs []Object, base *model.Desired) (res Result, err error) {
 
 func Build(objs []Object, base *model.Desired) Result {
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
-		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{}}
+		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{},
+		Backends: map[string]map[string][]Backend{}}
 	fileNames := map[string]bool{}
 	for _, s := range base.Services {
 		fileNames[model.CanonicalName(s.Name)] = true
@@ -266,6 +284,14 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			func(a, b *Settings) bool { return a.Sticky == b.Sticky },
 			func(s *Settings) string { return s.Sticky },
 			func(s *Settings) { svc.Sticky = s.Sticky }},
+		{AnnoCapacity, func(s *Settings) bool { return s.Capacity != nil },
+			func(a, b *Settings) bool { return *a.Capacity == *b.Capacity },
+			func(s *Settings) string { return fmt.Sprint(*s.Capacity) },
+			func(s *Settings) {
+				if *s.Capacity {
+					svc.Capacity = &model.Capacity{Source: model.CapacitySourceKubernetes, FromObjects: true}
+				}
+			}},
 	}
 	for _, l := range levels {
 		var winner *Object
@@ -300,11 +326,22 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 		}
 		svc.Failover = nil
 	}
+	if svc.Capacity != nil && svc.Strategy == model.StrategyRoundRobin {
+		for _, o := range g {
+			if o.Settings.Capacity != nil && *o.Settings.Capacity {
+				r.problem(o.Ref, fmt.Sprintf("%s is ignored: the strategy is roundrobin, which answers equal shares", AnnoCapacity))
+			}
+		}
+		svc.Capacity = nil
+	}
 	seen := map[string]bool{}
 	var clusters []string
 	for _, o := range g {
 		if !slices.Contains(clusters, o.Ref.Cluster) {
 			clusters = append(clusters, o.Ref.Cluster)
+		}
+		if svc.Capacity != nil {
+			r.addBackends(name, o)
 		}
 		for _, t := range o.Targets {
 			e := model.Endpoint{Cluster: o.Ref.Cluster, Drain: o.Settings.Drain}
@@ -350,6 +387,35 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 		}
 	}
 	return svc, owner
+}
+
+// addBackends records the Services behind o for each of its targets of
+// the capacity-aware service name; a target given by several objects of a
+// cluster counts all their Services.
+func (r *Result) addBackends(name string, o *Object) {
+	if len(o.Backends) == 0 {
+		r.problem(o.Ref, fmt.Sprintf("%s: no backend Service to count ready endpoints of; its endpoints keep their configured weights", AnnoCapacity))
+		return
+	}
+	byTarget := r.Backends[name]
+	if byTarget == nil {
+		byTarget = map[string][]Backend{}
+		r.Backends[name] = byTarget
+	}
+	for _, t := range o.Targets {
+		key := t
+		if a, err := netip.ParseAddr(t); err == nil {
+			key = a.Unmap().String()
+		} else {
+			key = model.CanonicalName(t)
+		}
+		for _, b := range o.Backends {
+			be := Backend{Cluster: o.Ref.Cluster, Namespace: o.Ref.Namespace, Name: b}
+			if !slices.Contains(byTarget[key], be) {
+				byTarget[key] = append(byTarget[key], be)
+			}
+		}
+	}
 }
 
 // noAddress says why a name has no endpoints yet.

@@ -41,6 +41,9 @@ type Options struct {
 	// FieldManager names this node's meridian.io/status patches in
 	// managedFields (default "meridian"; see StatusFieldManager).
 	FieldManager string
+	// OnEndpointSlices is called (from informer goroutines; it must not
+	// block) when a watched EndpointSlice changed (see EnableEndpointSlices).
+	OnEndpointSlices func()
 }
 
 // MemberStatus is one member's connection state.
@@ -64,6 +67,8 @@ type Manager struct {
 	kcfg    model.Kubernetes
 	members map[string]*member
 	seen    conflictLog // what Observe saw last
+	// slicesOn: members watch EndpointSlices (EnableEndpointSlices).
+	slicesOn bool
 }
 
 // NewManager returns a Manager; Configure starts and stops members.
@@ -76,6 +81,9 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 	}
 	if opts.FieldManager == "" {
 		opts.FieldManager = "meridian"
+	}
+	if opts.OnEndpointSlices == nil {
+		opts.OnEndpointSlices = func() {}
 	}
 	mg := &Manager{opts: opts, log: opts.Logger, ctx: ctx, members: map[string]*member{}}
 	mg.m = newMetrics(opts.Registry, mg)
@@ -257,6 +265,13 @@ type member struct {
 	dyn            dynamic.Interface
 	gvrs           map[string]schema.GroupVersionResource // kind -> watched resource
 	gateways       map[string]*gwv1.Gateway               // NAMESPACE/NAME -> last seen
+
+	// EndpointSlices (endpointslices.go), watched for capacity-aware services.
+	ctx           context.Context // the run's context, once connected (under mu)
+	slicesStarted bool
+	slicesSynced  func() bool                         // nil until started
+	slices        map[sliceKey]map[string]SliceCounts // Service -> slice name -> counts
+	sliceOwner    map[string]sliceKey                 // NAMESPACE/slice name -> its Service
 }
 
 // objState is one watched object with its last valid settings.
@@ -271,7 +286,7 @@ type objState struct {
 func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
 	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(),
 		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, gateways: map[string]*gwv1.Gateway{},
-		gvrs: map[string]schema.GroupVersionResource{}}
+		gvrs: map[string]schema.GroupVersionResource{}, slices: map[sliceKey]map[string]SliceCounts{}, sliceOwner: map[string]sliceKey{}}
 }
 
 func (m *member) start(parent context.Context) {
@@ -346,6 +361,12 @@ func (m *member) run(ctx context.Context) {
 		}
 	}
 	m.startInformers(ctx, cs)
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	if m.mg.endpointSlicesOn() {
+		m.startSlices(ctx, cs)
+	}
 	m.tryGateway(ctx, cs)
 	t := time.NewTicker(retry)
 	defer t.Stop()
@@ -528,6 +549,7 @@ func (m *member) upsertLocked(o any) {
 	}
 	before, beforeErrs := st.obj, joinErrs(st.errs)
 	st.obj.Ref, st.obj.Created, st.obj.Targets, st.obj.Problems = ref, meta.GetCreationTimestamp().Time, targets, problems
+	st.obj.Backends = backendsOf(o)
 	if len(errs) == 0 {
 		st.obj.Settings, st.obj.Valid = settings, true
 	}

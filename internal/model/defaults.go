@@ -165,6 +165,7 @@ func Normalize(d *Desired) (*Desired, error) {
 			g := *s.Geo
 			s.Geo = &g
 		}
+		s.Capacity = normalizeCapacity(s.Capacity)
 	}
 	return out, nil
 }

@@ -218,6 +218,9 @@ type Service struct {
 	HealthCheck *Check          `yaml:"health_check"`  // how probers check each endpoint (default: not probed)
 	Failover    *FailoverPolicy `yaml:"failover"`      // only with strategy failover
 	Geo         *GeoPolicy      `yaml:"geo"`           // only with strategy geo
+	// Capacity scales the weights by each endpoint's ready fraction (opt-in;
+	// default: off, the configured weights are drawn as they are).
+	Capacity *Capacity `yaml:"capacity"`
 }
 
 // Endpoint is one answer candidate of a service.

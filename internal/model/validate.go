@@ -122,6 +122,7 @@ func Validate(d *Desired) error {
 	for i := range d.Services {
 		v.service(fmt.Sprintf("services[%d]", i), &d.Services[i], zones, clusters, names)
 	}
+	v.capacityNamespaces(d)
 	if len(v.errs) == 0 {
 		return nil
 	}
@@ -382,6 +383,9 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 	}
 	if s.Geo != nil && strategy != StrategyGeo {
 		v.add(p+".geo", "is only allowed with strategy geo (strategy is %s)", strategy)
+	}
+	if s.Capacity != nil {
+		v.capacity(p+".capacity", s.Capacity, strategy)
 	}
 	switch strategy {
 	case StrategyFailover:

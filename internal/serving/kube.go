@@ -160,7 +160,8 @@ func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.Obj
 	for _, s := range snap.Services() {
 		v := kube.ServiceView{Strategy: s.Strategy, Order: order[s.Name]}
 		for _, e := range s.Endpoints {
-			ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.Weight, State: e.State.String(),
+			// The draw weight: a capacity-aware service's share follows its effective weights.
+			ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
 				Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
 			if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
 				ev.Since, ev.Reason = tl.Since, tl.Reason

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/capacity"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
@@ -24,6 +25,7 @@ type State struct {
 	Effective *config.File       // Loaded.File with the Kubernetes-sourced services merged in
 	Served    *model.Desired     // Effective with the operators' overrides applied: what is compiled
 	Decision  *failover.Decision // the ring's decided health (nil without ring, or before the first round)
+	Capacity  *capacity.State    // ready fractions of capacity-aware services (nil: configured weights)
 	Snapshot  *engine.Snapshot   // the compiled answer tables built from the above
 
 	ReloadedAt time.Time // the last config load, good or bad
@@ -240,6 +242,28 @@ func (p *Pipeline) SetDecision(d *failover.Decision) error {
 	return nil
 }
 
+// SetCapacity stores new ready fractions of the capacity-aware services
+// and republishes. A publish that fails keeps the previous snapshot
+// serving (the fractions are kept for the reports) and returns the error.
+func (p *Pipeline) SetCapacity(c *capacity.State) error {
+	p.mu.Lock()
+	prev := p.cur.Load()
+	next := *prev
+	next.Capacity = c
+	err := p.publishLocked(&next)
+	if err != nil {
+		keep := *prev
+		keep.Capacity = c
+		p.cur.Store(&keep)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	p.changed()
+	return nil
+}
+
 // Republish compiles the current inputs again (an override changed or
 // expired).
 func (p *Pipeline) Republish() error {
@@ -283,6 +307,9 @@ func (p *Pipeline) publishLocked(next *State) error {
 	ovs := p.activeOverrides()
 	ap := admin.Apply(&next.Effective.Desired, ovs)
 	opts := engine.Options{Locator: next.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
+	if next.Capacity != nil {
+		opts.Capacity = next.Capacity
+	}
 	snap, err := p.compile(ap.Desired, opts)
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)

@@ -26,6 +26,10 @@ func PlacementHealth(d *failover.Decision) []placement.ClusterHealth {
 // TrafficWeights is the configured traffic weight of each cluster behind a
 // service name (nil when d has no such service): replica division follows
 // these, never the effective weights, so that the loop cannot chase itself.
+// Capacity-aware services (services[].capacity) scale only what is
+// answered: dividing replicas by ready capacity would give a cluster with
+// failing pods fewer replicas, hence fewer ready endpoints, a lower weight
+// and fewer replicas again (internal/capacity, rule 7).
 func TrafficWeights(d *model.Desired, hostname string) map[string]int {
 	name := model.CanonicalName(hostname)
 	for _, s := range d.Services {

@@ -131,6 +131,11 @@ func (m *Meridian) scope(l *serving.Loaded) error {
 	if d.Kubernetes.Propagation != nil {
 		errs = append(errs, errors.New("kubernetes.propagation: the CoreDNS plugin does not propagate workloads; run `meridian serve` for it"))
 	}
+	for i, s := range d.Services {
+		if s.Capacity != nil {
+			errs = append(errs, fmt.Errorf("services[%d].capacity (service %s): the CoreDNS plugin does not read ready fractions; run `meridian serve` for capacity-aware weights", i, s.Name))
+		}
+	}
 	for i, z := range d.Zones {
 		if z.Transfer != nil {
 			errs = append(errs, fmt.Errorf("zones[%d].transfer (zone %s): the CoreDNS plugin does not serve zone transfers; use CoreDNS's transfer plugin with a secondary of `meridian serve`, or serve the zone's transfers from `meridian serve`", i, z.Apex))

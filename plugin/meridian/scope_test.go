@@ -39,6 +39,9 @@ func TestThePluginRefusesWhatItDoesNotServe(t *testing.T) {
 		{"a Kubernetes member is refused naming the cluster", "  - {name: east, region: us-east}",
 			"  - {name: east, region: us-east, kubernetes: {kubeconfig: " + kubeconfig + "}}",
 			[]string{"clusters[0].kubernetes (cluster east)", "does not watch member clusters"}},
+		{"a capacity-aware service is refused naming the service", "    endpoints:",
+			"    capacity: {source: prometheus, prometheus: {url: \"http://prometheus.test:9090\", query: ready}}\n    endpoints:",
+			[]string{"services[0].capacity (service one.gslb.test.)", "does not read ready fractions"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,184 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	prommodel "github.com/prometheus/common/model"
+
+	"github.com/meridian-gslb/meridian/internal/capacity"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// MaxResponseBytes bounds the body of one Prometheus response.
+const MaxResponseBytes = 4 << 20
+
+// Reasons of a failed query (the label values of the failure metric).
+const (
+	FailTimeout     = "timeout"     // no answer within the timeout
+	FailUnreachable = "unreachable" // connection refused, name not found, TLS failure
+	FailStatus      = "status"      // an HTTP error or a Prometheus API error
+	FailResult      = "result"      // not an instant vector, or not decodable
+	FailOversized   = "oversized"   // the body is larger than MaxResponseBytes
+	FailPanic       = "panic"       // reading the answer panicked (recovered)
+)
+
+// FailReasons lists every failure reason.
+var FailReasons = []string{FailTimeout, FailUnreachable, FailStatus, FailResult, FailOversized, FailPanic}
+
+// errOversized is returned by a body that grew past MaxResponseBytes.
+var errOversized = errors.New("response larger than 4 MiB")
+
+// queryError is a failed query with its reason.
+type queryError struct {
+	reason string
+	err    error
+}
+
+func (e *queryError) Error() string { return e.reason + ": " + short(e.err.Error(), 300) }
+func (e *queryError) Unwrap() error { return e.err }
+
+// prom queries one Prometheus for one capacity-aware service.
+type prom struct {
+	cfg model.CapacityPrometheus
+	api promv1.API
+}
+
+func newProm(cfg model.CapacityPrometheus, rt http.RoundTripper) (*prom, error) {
+	if rt == nil {
+		rt = defaultTransport
+	}
+	c, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: limitedBody{rt}})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus %s: %w", cfg.URL, err)
+	}
+	return &prom{cfg: cfg, api: promv1.NewAPI(c)}, nil
+}
+
+// defaultTransport has bounded connect and header times; the query's own
+// timeout bounds the whole request.
+var defaultTransport http.RoundTripper = &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	TLSHandshakeTimeout:   5 * time.Second,
+	ResponseHeaderTimeout: 30 * time.Second,
+	MaxIdleConnsPerHost:   2,
+	IdleConnTimeout:       90 * time.Second,
+}
+
+// query runs the instant query once, within the configured timeout, and
+// returns its samples. A panic while reading the answer is an error.
+func (p *prom) query(ctx context.Context, now time.Time) (samples []capacity.Sample, warnings []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			samples, err = nil, &queryError{FailPanic, fmt.Errorf("reading the answer panicked (recovered): %v", r)}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout.D())
+	defer cancel()
+	v, warns, _, err := p.api.Query(ctx, p.cfg.Query, now, promv1.WithTimeout(p.cfg.Timeout.D()))
+	if err != nil {
+		return nil, nil, classify(ctx, err)
+	}
+	vec, ok := v.(prommodel.Vector)
+	if !ok {
+		typ := "nothing"
+		if v != nil {
+			typ = v.Type().String()
+		}
+		return nil, warns, &queryError{FailResult, fmt.Errorf("the query gives a %s; it must give an instant vector with an %s or %s label per sample", typ, capacity.LabelEndpoint, capacity.LabelCluster)}
+	}
+	samples = make([]capacity.Sample, 0, min(len(vec), capacity.MaxSamples+1))
+	for i, s := range vec {
+		if i > capacity.MaxSamples {
+			break // FromSamples reports the rest as too-many
+		}
+		labels := make(map[string]string, 2)
+		for _, k := range []string{capacity.LabelEndpoint, capacity.LabelCluster} {
+			if lv, ok := s.Metric[prommodel.LabelName(k)]; ok {
+				labels[k] = string(lv)
+			}
+		}
+		if len(labels) == 0 {
+			for k, lv := range s.Metric {
+				if len(labels) == 4 {
+					break
+				}
+				labels[string(k)] = string(lv)
+			}
+		}
+		samples = append(samples, capacity.Sample{Labels: labels, Value: float64(s.Value)})
+	}
+	return samples, warns, nil
+}
+
+// classify names why a query failed.
+func classify(ctx context.Context, err error) error {
+	var apiErr *promv1.Error
+	var netErr net.Error
+	switch {
+	case errors.Is(err, errOversized):
+		return &queryError{FailOversized, err}
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return &queryError{FailTimeout, err}
+	case errors.As(err, &apiErr) && apiErr.Type == promv1.ErrTimeout:
+		return &queryError{FailTimeout, err}
+	case errors.As(err, &apiErr) && apiErr.Type == promv1.ErrBadResponse:
+		return &queryError{FailResult, err}
+	case errors.As(err, &apiErr):
+		return &queryError{FailStatus, err}
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return &queryError{FailTimeout, err}
+	}
+	return &queryError{FailUnreachable, err}
+}
+
+// limitedBody fails a response body that grows past MaxResponseBytes.
+type limitedBody struct{ rt http.RoundTripper }
+
+func (l limitedBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &capped{rc: resp.Body, left: MaxResponseBytes}
+	return resp, nil
+}
+
+type capped struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, errOversized
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left+1] // one byte more tells a body of exactly the limit from a longer one
+	}
+	n, err := c.rc.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, errOversized
+	}
+	return n, err
+}
+
+func (c *capped) Close() error { return c.rc.Close() }
+
+func short(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
