@@ -164,6 +164,9 @@ func Normalize(d *Desired) (*Desired, error) {
 			g := *s.Geo
 			s.Geo = &g
 		}
+		if s.Strategy == StrategyLatency {
+			s.Latency = latencyDefaults(s.Latency)
+		}
 	}
 	return out, nil
 }
