@@ -323,6 +323,8 @@ var goSchemas = map[string]reflect.Type{
 	"Explanation":      reflect.TypeFor[engine.Explanation](),
 	"ExplainClient":    reflect.TypeFor[engine.ExplainClient](),
 	"ExplainCandidate": reflect.TypeFor[engine.ExplainCandidate](),
+	"ExplainLatency":   reflect.TypeFor[engine.ExplainLatency](),
+	"ExplainRTT":       reflect.TypeFor[engine.ExplainRTT](),
 	"HealthReport":     reflect.TypeFor[HealthReport](),
 	"UntrustedMember":  reflect.TypeFor[UntrustedMember](),
 	"EndpointHealth":   reflect.TypeFor[EndpointHealth](),
