@@ -13,6 +13,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
+	"github.com/meridian-gslb/meridian/internal/latency"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
@@ -24,6 +25,7 @@ type State struct {
 	Effective *config.File       // Loaded.File with the Kubernetes-sourced services merged in
 	Served    *model.Desired     // Effective with the operators' overrides applied: what is compiled
 	Decision  *failover.Decision // the ring's decided health (nil without ring, or before the first round)
+	Latency   *latency.View      // the RTTs latency services answer by (nil: none measured yet)
 	Snapshot  *engine.Snapshot   // the compiled answer tables built from the above
 
 	ReloadedAt time.Time // the last config load, good or bad
@@ -282,7 +284,7 @@ func (p *Pipeline) publishLocked(next *State) error {
 	}
 	ovs := p.activeOverrides()
 	ap := admin.Apply(&next.Effective.Desired, ovs)
-	opts := engine.Options{Locator: next.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
+	opts := engine.Options{Locator: next.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes, Latency: next.Latency}
 	snap, err := p.compile(ap.Desired, opts)
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)

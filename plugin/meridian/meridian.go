@@ -193,6 +193,12 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 	m.ring = r
 	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
+	lat := &serving.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		lat.Run(ctx, time.Second)
+	}()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
