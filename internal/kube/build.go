@@ -86,7 +86,8 @@ type SettingsOf struct {
 //     namespace that claimed it first); objects of other namespaces are
 //     refused with the reason, never merged, and take no part in the rules
 //     below;
-//   - a service-level setting (strategy, ttl, health-check, failover-order)
+//   - a service-level setting (strategy, ttl, health-check, failover-order,
+//     latency-tolerance)
 //     comes from the oldest object that sets it (creationTimestamp, then
 //     cluster, namespace, kind and name); an object that sets another value
 //     is reported as a conflict and does not flap the service;
@@ -258,6 +259,10 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			func(a, b *Settings) bool { return checkString(a.HealthCheck) == checkString(b.HealthCheck) },
 			func(s *Settings) string { return checkString(s.HealthCheck) },
 			func(s *Settings) { c := *s.HealthCheck; svc.HealthCheck = &c }},
+		{AnnoLatencyTolerance, func(s *Settings) bool { return s.LatencyTolerance != nil },
+			func(a, b *Settings) bool { return *a.LatencyTolerance == *b.LatencyTolerance },
+			func(s *Settings) string { return s.LatencyTolerance.String() },
+			func(s *Settings) { t := *s.LatencyTolerance; svc.Latency = &model.LatencyPolicy{Tolerance: &t} }},
 		{AnnoFailoverOrder, func(s *Settings) bool { return s.FailoverOrder != nil },
 			func(a, b *Settings) bool { return slices.Equal(a.FailoverOrder, b.FailoverOrder) },
 			func(s *Settings) string { return strings.Join(s.FailoverOrder, ",") },
@@ -295,6 +300,14 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			}
 		}
 		svc.Failover = nil
+	}
+	if svc.Strategy != model.StrategyLatency && svc.Latency != nil {
+		for _, o := range g {
+			if o.Settings.LatencyTolerance != nil {
+				r.problem(o.Ref, fmt.Sprintf("%s is ignored: the strategy is %s, not latency", AnnoLatencyTolerance, svc.Strategy))
+			}
+		}
+		svc.Latency = nil
 	}
 	seen := map[string]bool{}
 	var clusters []string
