@@ -41,6 +41,9 @@ type EndpointView struct {
 	// endpoint is available), 0 when not; with FailOpen, the configured
 	// weight of every non-drained endpoint.
 	Effective int
+	// CloudRegion is the cluster's AWS region (cloud_region, or region when
+	// that is an AWS region code; "" otherwise), for Route 53 latency sets.
+	CloudRegion string
 }
 
 // Services builds the views of every service of d under health h (nil:
@@ -61,7 +64,8 @@ func Services(d *model.Desired, h engine.Health) []ServiceView {
 		}
 		for _, e := range s.Endpoints {
 			c := clusters[e.Cluster]
-			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: c.Country, Continent: c.Continent, Region: c.Region, Weight: *e.Weight}
+			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: c.Country, Continent: c.Continent, Region: c.Region, Weight: *e.Weight,
+				CloudRegion: c.AWSRegion()}
 			switch {
 			case e.CNAME != "":
 				ev.Target, ev.Type = e.CNAME, "CNAME"
