@@ -382,7 +382,10 @@ func checkString(c *model.Check) string {
 // validateOne checks svc against the zones and clusters of base (names the
 // file defines are checked by the caller).
 func validateOne(base *model.Desired, svc model.Service) error {
-	d := &model.Desired{Zones: base.Zones, Clusters: base.Clusters, Services: []model.Service{svc}}
+	// The providers too: what a provider zone needs of a service (an AWS
+	// region per cluster for latency records, public addresses for
+	// backstop checks) refuses this service alone, not the merged whole.
+	d := &model.Desired{Zones: base.Zones, Clusters: base.Clusters, Services: []model.Service{svc}, Providers: base.Providers}
 	err := model.Validate(d)
 	var verr *model.ValidationError
 	if !errors.As(err, &verr) {

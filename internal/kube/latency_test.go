@@ -82,6 +82,17 @@ func TestBuildALatencyServiceFromAnnotations(t *testing.T) {
 		assert.Nil(t, r.Services[0].Latency)
 		assert.Contains(t, r.Problems[o.Ref][0], "meridian.io/latency-tolerance is ignored: the strategy is weighted, not latency")
 	})
+	t.Run("in a Route 53 zone a cluster without an AWS region refuses the service alone, naming the cluster", func(t *testing.T) {
+		b := base()
+		b.Providers = model.Providers{OwnerID: "t", Route53: []model.Route53Zone{{Zone: "gslb.example.com"}}}
+		o := obj("east", "app", 1, anno(nil), "198.51.100.1")
+		r := Build([]Object{o}, b)
+		assert.Empty(t, r.Services)
+		assert.Contains(t, r.Dropped["near.gslb.example.com."], `cluster "east" names no AWS region, which Route 53 latency records need`)
+		b.Clusters[0].CloudRegion = "us-east-1"
+		r = Build([]Object{o}, b)
+		assert.Len(t, r.Services, 1)
+	})
 	t.Run("a latency service without a health check is not served, and says why", func(t *testing.T) {
 		o := obj("east", "app", 1, map[string]string{AnnoHostname: "near.gslb.example.com", AnnoStrategy: "latency"}, "198.51.100.1")
 		r := Build([]Object{o}, base())
