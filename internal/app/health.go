@@ -25,6 +25,7 @@ type probing struct {
 	follower *serving.Follower
 	rtts     health.RTTs                             // this prober's smoothed RTT per endpoint (latency strategy)
 	latency  *serving.LatencyFollower                // RTT summaries -> the latency view
+	latWake  chan struct{}                           // new RTT summaries: update the view now
 	measured atomic.Pointer[map[health.Subject]bool] // endpoints of latency services: their RTTs are gossiped
 	wake     chan struct{}
 	known    atomic.Pointer[map[health.Subject]bool] // subjects of the desired state: votes on others are refused
@@ -44,7 +45,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	if err != nil {
 		return err
 	}
-	p := &probing{a: a, wake: make(chan struct{}, 1)}
+	p := &probing{a: a, wake: make(chan struct{}, 1), latWake: make(chan struct{}, 1)}
 	p.known.Store(ptr(serving.Subjects(d)))
 	p.measured.Store(ptr(serving.LatencySubjects(d)))
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
@@ -65,6 +66,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 		KeyringState: filepath.Join(a.state, "ring-keyring"),
 		Known:        func(s health.Subject) bool { return (*p.known.Load())[s] },
 		RTTs:         p.latencyRTTs,
+		OnRTT:        func() { poke(p.latWake) },
 	})
 	if err != nil {
 		return err
@@ -92,7 +94,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 		}
 	})
 	a.goBackground(func(ctx context.Context) { p.follower.Run(ctx, p.wake, min(d.Health.Interval.D()/2, time.Second)) })
-	a.goBackground(func(ctx context.Context) { p.latency.Run(ctx, min(d.Health.Interval.D()/2, time.Second)) })
+	a.goBackground(func(ctx context.Context) { p.latency.Run(ctx, p.latWake, min(d.Health.Interval.D()/2, time.Second)) })
 	a.log.Info("probing enabled", "node", a.node, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds,
 		"public_key", r.PublicKey(), "peers", len(d.Ring.Peers))
 	return nil
@@ -147,6 +149,9 @@ func ptr[T any](v T) *T { return &v }
 // smoothed RTT, then the voter.
 func (p *probing) onResult(res health.Result) {
 	p.rtts.Observe(res)
+	if res.Err == nil && (*p.measured.Load())[res.Subject] {
+		p.ring.RTTChanged() // a moved site is told at once, not at the next round
+	}
 	p.voter.OnResult(res)
 }
 

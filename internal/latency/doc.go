@@ -16,7 +16,8 @@
 //     endpoint the quantised RTT, the sample count and the newest sample's
 //     stamp, when the value moved more than 10 % from the last one it sent,
 //     else every 6 probe intervals; at most 32 entries per message and 8
-//     messages per round (every half interval). Receivers check them like
+//     messages per round (every half interval, or early after a new
+//     sample, never within 250 ms of the last round). Receivers check them like
 //     votes: only from a listed prober, for its own listed region, RTT in
 //     (0, 60 s], stamps not beyond now + max_clock_skew.
 //

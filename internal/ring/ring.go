@@ -90,6 +90,9 @@ type Config struct {
 	// (health.RTTs.Snapshot), gossiped as bounded summaries (rtt.go); nil:
 	// none sent. Called from the ring's own goroutine once per round.
 	RTTs func() map[health.Subject]health.RTT
+	// OnRTT is called after new RTT summaries were taken (received, or
+	// this prober's own sent); it must not block.
+	OnRTT func()
 }
 
 // Member is one live node of the ring.
@@ -128,6 +131,7 @@ type Ring struct {
 	meta  []byte
 
 	seq      atomic.Uint64 // own vote sequence
+	rttWake  chan struct{} // RTTChanged: run the next RTT round early
 	inc      uint64        // first sequence of this incarnation
 	hbSeq    atomic.Uint64
 	mu       sync.Mutex
@@ -163,7 +167,8 @@ var ErrNoEncryption = errors.New("ring: gossip encryption is required (require_e
 func newRing(cfg Config) (*Ring, error) {
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
 		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]time.Time{}, mismatch: map[string]int{},
-		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{})}
+		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{}),
+		rttWake: make(chan struct{}, 1)}
 	if r.id.key == nil {
 		r.id = NewIdentity()
 	}

@@ -17,7 +17,8 @@ import (
 // They are bounded in size and rate:
 //
 //   - a round runs every rttRound (half the summary interval, at least
-//     250ms); an entry is due when it moved more than rttChange (10 %) from
+//     250ms), and early after RTTChanged, but never within 250ms of the
+//     previous one; an entry is due when it moved more than rttChange (10 %) from
 //     the value last sent, or was last sent rttRefresh (6 summary
 //     intervals) ago; an entry whose newest sample is older than that is
 //     not sent at all (the endpoint fails its probes: no round trip);
@@ -254,6 +255,7 @@ func (r *Ring) onRTT(t *trust, e envelope, p peer, c clock, b []byte, relay bool
 		return nil
 	}
 	r.m.RTTEntries.WithLabelValues("received").Add(float64(n))
+	r.rttReceived()
 	if relay && r.q.NumQueued() < maxRelayQueued {
 		r.q.QueueBroadcast(&bcast{name: rttBroadcastName(m), msg: b})
 	}
@@ -273,19 +275,50 @@ type rttSent struct {
 // rttRound is the period of the sending rounds.
 func (r *Ring) rttRound() time.Duration { return max(r.cfg.SummaryInterval/2, minRTTRound) }
 
-// rttLoop sends this prober's RTT summaries every round until the ring stops.
+// RTTChanged tells the ring that a smoothed RTT took a new sample: the
+// next round runs as soon as the 250ms spacing allows, instead of at the
+// next tick (a moved site is told at once). It never blocks.
+func (r *Ring) RTTChanged() {
+	select {
+	case r.rttWake <- struct{}{}:
+	default:
+	}
+}
+
+// rttLoop sends this prober's RTT summaries every round until the ring
+// stops: on the tick, or early after RTTChanged, at most one round per
+// minRTTRound.
 func (r *Ring) rttLoop() {
 	defer r.wg.Done()
 	t := time.NewTicker(r.rttRound())
 	defer t.Stop()
 	sent := map[health.Subject]rttSent{}
+	var last time.Time
 	for {
 		select {
 		case <-r.stop:
 			return
-		case now := <-t.C:
-			r.sendRTTs(now, sent)
+		case <-t.C:
+		case <-r.rttWake:
+			if wait := minRTTRound - time.Since(last); wait > 0 {
+				select {
+				case <-r.stop:
+					return
+				case <-time.After(wait):
+				}
+			}
 		}
+		last = time.Now()
+		if r.sendRTTs(last, sent) > 0 {
+			r.rttReceived()
+		}
+	}
+}
+
+// rttReceived calls OnRTT (new summaries were taken, ours included).
+func (r *Ring) rttReceived() {
+	if r.cfg.OnRTT != nil {
+		r.cfg.OnRTT()
 	}
 }
 

@@ -287,3 +287,24 @@ func holds(r *Ring, prober, region string, s health.Subject, rtt time.Duration) 
 	}
 	return false
 }
+
+func TestOnRTTIsCalledForNewSummariesOnly(t *testing.T) {
+	p2, agent := NewIdentity(), NewIdentity()
+	r := detached(t, p2, agent)
+	calls := 0
+	r.cfg.OnRTT = func() { calls++ }
+	ms := time.Now().UnixMilli()
+	m := seal(p2, msgRTT, "p2", rttMsg{Prober: "p2", Region: "r2", At: ms, Entries: []rttEntry{{Service: "app.example.test.", Target: "192.0.2.1", RTT: 100, Samples: 1, At: ms}}})
+	require.Nil(t, r.handle(m, false))
+	assert.Equal(t, 1, calls, "a new summary wakes the latency follower")
+	require.Nil(t, r.handle(m, false))
+	assert.Equal(t, 1, calls, "a repeat does not")
+}
+
+func TestRTTChangedNeverBlocks(t *testing.T) {
+	s := newSender(t)
+	for range 3 {
+		s.RTTChanged()
+	}
+	assert.Len(t, s.rttWake, 1, "wakes coalesce")
+}

@@ -33,18 +33,20 @@ type LatencyFollower struct {
 	view *latency.View
 }
 
-// Run updates the view every interval until ctx is done.
-func (f *LatencyFollower) Run(ctx context.Context, interval time.Duration) {
+// Run updates the view after each wake (new RTT summaries: ring.Config.OnRTT)
+// and at least every interval (entries going stale) until ctx is done.
+func (f *LatencyFollower) Run(ctx context.Context, wake <-chan struct{}, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-tick.C:
-			if _, err := f.Update(now); err != nil {
-				f.log().Error("republish after an RTT change failed: previous snapshot keeps serving", "err", err)
-			}
+		case <-wake:
+		case <-tick.C:
+		}
+		if _, err := f.Update(time.Now()); err != nil {
+			f.log().Error("republish after an RTT change failed: previous snapshot keeps serving", "err", err)
 		}
 	}
 }
