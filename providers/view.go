@@ -49,6 +49,9 @@ type EndpointView struct {
 	// is the configured weight × Ready (so 100 times larger: shares are what
 	// counts), and an endpoint at 0 % ready is a standby like a weight-0 one.
 	Effective int
+	// CloudRegion is the cluster's AWS region (cloud_region, or region when
+	// that is an AWS region code; "" otherwise), for Route 53 latency sets.
+	CloudRegion string
 }
 
 // Services builds the views of every service of d under health h (nil:
@@ -80,7 +83,8 @@ func ServicesWithCapacity(d *model.Desired, h engine.Health, capa engine.Capacit
 		}
 		for _, e := range s.Endpoints {
 			cl := clusters[e.Cluster]
-			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: cl.Country, Continent: cl.Continent, Region: cl.Region, Weight: *e.Weight, Ready: 100}
+			ev := EndpointView{Target: e.Address, Cluster: e.Cluster, Country: cl.Country, Continent: cl.Continent, Region: cl.Region, Weight: *e.Weight, Ready: 100,
+				CloudRegion: cl.AWSRegion()}
 			switch {
 			case e.CNAME != "":
 				ev.Target, ev.Type = e.CNAME, "CNAME"

@@ -111,6 +111,9 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 		}
 		p("  sticky:   subnet %s gets %s", network, strings.Join(stickyTargets(st.Answer), ", "))
 	}
+	if l := e.Latency; l != nil {
+		printRTTTable(out, l, indent)
+	}
 	if e.FailOpen {
 		p("  FAIL-OPEN: every endpoint is down")
 	}
@@ -209,4 +212,49 @@ func explainPlace(region, country, continent string) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// printRTTTable prints the RTT table behind a latency answer: one row per
+// endpoint, one column per prober region, the RTT used and whether the
+// endpoint is in tolerance.
+func printRTTTable(out io.Writer, l *engine.ExplainLatency, indent string) {
+	from := "region " + l.Region
+	if l.Region == "" {
+		from = "the median over the regions"
+	}
+	line := fmt.Sprintf("%s  rtt:      from %s (matched by %s); tolerance %s%%", indent, from, l.MatchedBy, ms(l.TolerancePercent))
+	if l.BestMs > 0 {
+		line += fmt.Sprintf("; best %s ms, bound %s ms", ms(l.BestMs), ms(l.BoundMs))
+	}
+	fmt.Fprintln(out, line)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	head := indent + "    TARGET\tCLUSTER\tRTT"
+	for _, r := range l.Regions {
+		head += "\t" + r
+	}
+	fmt.Fprintln(tw, head+"\tIN TOLERANCE")
+	for _, r := range l.RTTs {
+		row := fmt.Sprintf("%s    %s\t%s\t%s", indent, r.Target, r.Cluster, msOrDash(r.RTTMs, r.Measured))
+		for _, reg := range l.Regions {
+			v, ok := r.ByRegionMs[reg]
+			row += "\t" + msOrDash(v, ok)
+		}
+		in := "no"
+		if r.InTolerance {
+			in = "yes"
+		}
+		fmt.Fprintln(tw, row+"\t"+in)
+	}
+	tw.Flush()
+}
+
+func ms(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}
+
+func msOrDash(v float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return ms(v) + " ms"
 }

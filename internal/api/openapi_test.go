@@ -325,6 +325,8 @@ var goSchemas = map[string]reflect.Type{
 	"ExplainCandidate": reflect.TypeFor[engine.ExplainCandidate](),
 	"ExplainSticky":    reflect.TypeFor[engine.ExplainSticky](),
 	"CapacityState":    reflect.TypeFor[engine.CapacityState](),
+	"ExplainLatency":   reflect.TypeFor[engine.ExplainLatency](),
+	"ExplainRTT":       reflect.TypeFor[engine.ExplainRTT](),
 	"HealthReport":     reflect.TypeFor[HealthReport](),
 	"UntrustedMember":  reflect.TypeFor[UntrustedMember](),
 	"EndpointHealth":   reflect.TypeFor[EndpointHealth](),

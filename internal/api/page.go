@@ -53,7 +53,7 @@ const (
 	ShareWeighted   = "weighted"    // by weight among the available endpoints
 	ShareEqual      = "equal"       // roundrobin: equal among the available endpoints
 	ShareFailover   = "failover"    // the first group with an available endpoint, by weight
-	ShareByLocation = "by location" // geo: depends on the client; shown equal among the available
+	ShareByLocation = "by location" // geo, latency: depends on the client; shown equal among the available
 )
 
 // ServiceOverview is one service and the share of answers each endpoint gets.
@@ -239,7 +239,7 @@ func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Servic
 	switch s.Strategy {
 	case model.StrategyRoundRobin:
 		so.ShareMode = ShareEqual
-	case model.StrategyGeo:
+	case model.StrategyGeo, model.StrategyLatency:
 		so.ShareMode = ShareByLocation
 	case model.StrategyFailover:
 		so.ShareMode = ShareFailover

@@ -23,6 +23,10 @@ type probing struct {
 	prober   *health.Prober
 	voter    *serving.Voter
 	follower *serving.Follower
+	rtts     health.RTTs                             // this prober's smoothed RTT per endpoint (latency strategy)
+	latency  *serving.LatencyFollower                // RTT summaries -> the latency view
+	latWake  chan struct{}                           // new RTT summaries: update the view now
+	measured atomic.Pointer[map[health.Subject]bool] // endpoints of latency services: their RTTs are gossiped
 	wake     chan struct{}
 	known    atomic.Pointer[map[health.Subject]bool] // subjects of the desired state: votes on others are refused
 }
@@ -41,10 +45,11 @@ func (a *App) startProbing(*serving.Loaded) error {
 	if err != nil {
 		return err
 	}
-	p := &probing{a: a, wake: make(chan struct{}, 1)}
+	p := &probing{a: a, wake: make(chan struct{}, 1), latWake: make(chan struct{}, 1)}
 	p.known.Store(ptr(serving.Subjects(d)))
+	p.measured.Store(ptr(serving.LatencySubjects(d)))
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
-	p.prober = health.NewProber(health.ProberOptions{OnResult: p.voter.OnResult, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
+	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
 	r, err := ring.Start(ring.Config{
 		NodeName: a.node, Region: d.Ring.Region, Role: ring.RoleProber,
 		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds,
@@ -60,6 +65,8 @@ func (a *App) startProbing(*serving.Loaded) error {
 		Identity:    id, Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
 		KeyringState: filepath.Join(a.state, "ring-keyring"),
 		Known:        func(s health.Subject) bool { return (*p.known.Load())[s] },
+		RTTs:         p.latencyRTTs,
+		OnRTT:        func() { poke(p.latWake) },
 	})
 	if err != nil {
 		return err
@@ -67,6 +74,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.ring, p.voter.Ring = r, r
 	p.follower = &serving.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log,
 		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail}
+	p.latency = &serving.LatencyFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
 	a.pipe.SetBroadcast(r.BroadcastShared)
 	a.probing.Store(p)
 	p.configure(d)
@@ -86,6 +94,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 		}
 	})
 	a.goBackground(func(ctx context.Context) { p.follower.Run(ctx, p.wake, min(d.Health.Interval.D()/2, time.Second)) })
+	a.goBackground(func(ctx context.Context) { p.latency.Run(ctx, p.latWake, min(d.Health.Interval.D()/2, time.Second)) })
 	a.log.Info("probing enabled", "node", a.node, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds,
 		"public_key", r.PublicKey(), "peers", len(d.Ring.Peers))
 	return nil
@@ -117,6 +126,8 @@ func (a *App) ringIdentity(d *model.Desired) (ring.Identity, error) {
 func (p *probing) configure(d *model.Desired) {
 	keep := serving.Subjects(d)
 	p.known.Store(&keep)
+	p.measured.Store(ptr(serving.LatencySubjects(d)))
+	p.rtts.Forget(func(s health.Subject) bool { return keep[s] })
 	if err := p.ring.SetPeers(d.Ring.Peers); err != nil {
 		p.a.log.Error("ring.peers not applied: the previous peers stay trusted", "err", err)
 	}
@@ -133,6 +144,32 @@ func (p *probing) configure(d *model.Desired) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// onResult is the prober's OnResult: the probe's duration feeds the
+// smoothed RTT, then the voter.
+func (p *probing) onResult(res health.Result) {
+	p.rtts.Observe(res)
+	if res.Err == nil && (*p.measured.Load())[res.Subject] {
+		p.ring.RTTChanged() // a moved site is told at once, not at the next round
+	}
+	p.voter.OnResult(res)
+}
+
+// latencyRTTs gives the ring the smoothed RTTs to gossip: those of the
+// endpoints of latency services only.
+func (p *probing) latencyRTTs() map[health.Subject]health.RTT {
+	want := *p.measured.Load()
+	if len(want) == 0 {
+		return nil
+	}
+	all := p.rtts.Snapshot()
+	for s := range all {
+		if !want[s] {
+			delete(all, s)
+		}
+	}
+	return all
+}
 
 // poke asks the follower to decide again soon. It never blocks.
 func (p *probing) poke() {

@@ -142,7 +142,7 @@ func TestParseRejectsBadConfig(t *testing.T) {
 			edit: func(s string) string {
 				return strings.Replace(s, "  - name: app.example.test\n", "  - name: app.example.test\n    strategy: nearest\n", 1)
 			},
-			want: []string{"services[0].strategy", `"nearest" is not allowed (allowed: weighted, failover, geo, roundrobin)`},
+			want: []string{"services[0].strategy", `"nearest" is not allowed (allowed: weighted, failover, geo, roundrobin, latency)`},
 			line: 12,
 		},
 		{

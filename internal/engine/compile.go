@@ -29,6 +29,9 @@ type Options struct {
 	// Capacity scales the weights of capacity-aware services (default
 	// NoCapacity: they draw their configured weights).
 	Capacity Capacity
+	// Latency is the RTT table latency services are compiled with (nil:
+	// nothing measured yet: they answer by weight).
+	Latency LatencyTable
 }
 
 // NoteKey is the key of Options.Notes for an endpoint of a service, or for
@@ -81,7 +84,7 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		if z == nil {
 			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
-		svc, err := compileService(ms, clusters, opts.Health, opts.Capacity)
+		svc, err := compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", ms.Name, err)
 		}
@@ -223,6 +226,7 @@ type service struct {
 	v4, v6   []*pool // one pool per geo bucket (index 0 for non-geo); nil entry = nothing to answer
 	cn       []*pool // CNAME services
 	geo      *geoIndex
+	lat      *latencyIndex // latency services: client location -> RTT bucket
 	status   []EndpointStatus
 }
 
@@ -240,6 +244,7 @@ type EndpointStatus struct {
 
 // cand is one endpoint as a compile sees it.
 type cand struct {
+	target    string // address or CNAME target
 	cluster   string
 	priority  int
 	weight    uint32
@@ -249,7 +254,7 @@ type cand struct {
 	rrOpen    dns.RR // the same record with the fail-open TTL
 }
 
-func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Health, capa Capacity) (*service, error) {
+func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Health, capa Capacity, lt LatencyTable) (*service, error) {
 	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
 	var v4, v6, cn []cand
 	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
@@ -266,7 +271,7 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 		drained := e.Drain || c.Drain
 		cp := capacityOf(ms, target, capa)
 		svc.status = append(svc.status, EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: drained, Capacity: cp})
-		x := cand{cluster: e.Cluster, weight: drawWeight(*e.Weight, cp), available: state != Down && !drained, drained: drained}
+		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, cp), available: state != Down && !drained, drained: drained}
 		if e.Priority != nil {
 			x.priority = *e.Priority
 		}
@@ -297,6 +302,8 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 		chains = [][]group{failoverGroups(ms)}
 	case model.StrategyGeo:
 		svc.geo, chains = geoBuckets(ms, clusters)
+	case model.StrategyLatency:
+		svc.lat = newLatencyIndex(ms, lt)
 	}
 	maxAnswers := ms.MaxAnswers
 	if len(cn) > 0 {
@@ -305,6 +312,10 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 	build := func(cands []cand) []*pool {
 		if len(cands) == 0 {
 			return nil
+		}
+		chains := chains
+		if svc.lat != nil { // one chain per RTT bucket, from this family's RTTs
+			chains = svc.lat.chains(ms.Name, cands)
 		}
 		pools := make([]*pool, len(chains))
 		for i, chain := range chains {
@@ -326,11 +337,16 @@ type group struct {
 	clusters   []string
 	byPriority bool
 	priority   int
+	byTarget   bool     // latency: the endpoints in tolerance
+	targets    []string // with byTarget
 }
 
 func (g group) has(c cand) bool {
 	if g.byPriority {
 		return c.priority == g.priority
+	}
+	if g.byTarget {
+		return slices.Contains(g.targets, c.target)
 	}
 	return g.clusters == nil || slices.Contains(g.clusters, c.cluster)
 }

@@ -29,6 +29,8 @@ type Explanation struct {
 	// location prefers and what matched.
 	Bucket     string             `json:"bucket,omitempty"`
 	Candidates []ExplainCandidate `json:"candidates"`
+	// Latency is, for a latency service, the RTT table behind the answer.
+	Latency *ExplainLatency `json:"latency,omitempty"`
 	// Answer is every record this name may answer with now (presentation
 	// format). A weighted pool is drawn per query: each reply carries Picks
 	// of these records (0 = all of them).
@@ -360,9 +362,13 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 	var p *pool
 	bucket := 0
 	if len(pools) > 0 {
-		if svc.geo != nil {
+		switch {
+		case svc.geo != nil:
 			x.geoUsed = true
 			bucket = svc.geo.bucket(x.loc, x.located)
+		case svc.lat != nil:
+			x.geoUsed = true
+			bucket = svc.lat.bucket(x.loc, x.located)
 		}
 		p = pools[bucket]
 	}
@@ -398,7 +404,7 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 				fam = dns.TypeA
 			}
 		}
-		c := cand{cluster: ep.Cluster, weight: drawWeight(st.Weight, st.Capacity), drained: st.Drained, available: st.State != Down && !st.Drained}
+		c := cand{target: st.Target, cluster: ep.Cluster, weight: drawWeight(st.Weight, st.Capacity), drained: st.Drained, available: st.State != Down && !st.Drained}
 		if ep.Priority != nil {
 			c.priority = *ep.Priority
 		}
@@ -407,6 +413,17 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 		}
 		eps[i] = explained{ep: ep, st: st, c: c, family: fam, available: c.available, poolIdx: -1}
 		eps[i].note = x.note(svc.name, eps[i])
+	}
+	var latWhy map[string]string
+	if svc.lat != nil {
+		var fam []cand
+		for _, ep := range eps {
+			if ep.family == family {
+				fam = append(fam, ep.c)
+			}
+		}
+		chain, e.Latency, latWhy = x.latency(svc, fam, bucket)
+		e.Bucket = latencyBucketText(e.Latency)
 	}
 	if p != nil {
 		for j, rr := range p.rrs {
@@ -463,10 +480,16 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 			if p.sticky {
 				ec.Score, ec.Rank = math.Round(1000*st.scores[ep.poolIdx])/1000, st.rank[ep.poolIdx]
 			}
+			if w := latWhy[ep.st.Target]; w != "" && !p.failOpen {
+				ec.Why += "; " + w
+			}
 		case p == nil && svc.noData:
 			ec.Why = x.downWhy(ep, clusters) + "; when_all_down is nodata"
 		default:
 			ec.Why = x.droppedWhy(ms, ep, chain, gi, p != nil && p.failOpen, withDrained, zeroMode, clusters)
+			if w := latWhy[ep.st.Target]; w != "" && ep.available && ep.family == family {
+				ec.Why = w
+			}
 		}
 		e.Candidates = append(e.Candidates, ec)
 	}

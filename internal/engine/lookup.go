@@ -188,8 +188,7 @@ func (s *Snapshot) chase(target string, qtype uint16, client Client, r *Result, 
 	s.answer(z, z.names[target], qtype, client, r, depth)
 }
 
-// draw appends the answer of svc from the family's pools.
-// locate finds the client's geo bucket of svc and sets the ECS scope. Not
+// locate finds the client's geo (or latency) bucket of svc and sets the ECS scope. Not
 // inlined, so that its locals are off the stack while the answer is drawn.
 //
 //go:noinline
@@ -197,7 +196,12 @@ func (s *Snapshot) locate(svc *service, client Client, r *Result) int {
 	if !r.Located && client.Addr.IsValid() && s.locator != nil {
 		r.Location, r.Located = s.locator.Lookup(client.Addr)
 	}
-	b := svc.geo.bucket(r.Location, r.Located)
+	var b int
+	if svc.geo != nil {
+		b = svc.geo.bucket(r.Location, r.Located)
+	} else {
+		b = svc.lat.bucket(r.Location, r.Located)
+	}
 	// The scope is the block around the client in which every address
 	// gets this answer: the matched network, or the unplaced block
 	// around it (geo.Locator computes both).
@@ -209,6 +213,7 @@ func (s *Snapshot) locate(svc *service, client Client, r *Result) int {
 	return b
 }
 
+// draw appends the answer of svc from the family's pools.
 func (s *Snapshot) draw(svc *service, pools []*pool, client Client, r *Result) []dns.RR {
 	if r.Service == "" {
 		r.Service, r.Strategy = svc.name, svc.strategy
@@ -217,7 +222,7 @@ func (s *Snapshot) draw(svc *service, pools []*pool, client Client, r *Result) [
 		return r.Answer
 	}
 	b := 0
-	if svc.geo != nil {
+	if svc.geo != nil || svc.lat != nil {
 		b = s.locate(svc, client, r)
 	}
 	p := pools[b]

@@ -13,8 +13,9 @@ import (
 // A secondary serves fixed records, so the view is the decided healthy set:
 //   - the SOA, the apex NS records and the glue of in-zone nameservers;
 //   - for every A/AAAA service, the records of every endpoint it could
-//     answer with now: for weighted, round-robin and geo services every
-//     currently available endpoint (the union over all geo buckets), for
+//     answer with now: for weighted, round-robin, geo and latency services
+//     every endpoint some client gets now (the union over all geo or RTT
+//     buckets), for
 //     failover services the endpoints of the active group. When every
 //     endpoint is down the fail-open records (with the fail-open TTL) are
 //     listed, or nothing with when_all_down: nodata;

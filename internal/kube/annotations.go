@@ -15,7 +15,7 @@ import (
 // The annotations Meridian reads on Services and Ingresses, and the one it writes.
 const (
 	AnnoHostname      = "meridian.io/hostname"       // global name(s) this object serves, comma-separated
-	AnnoStrategy      = "meridian.io/strategy"       // weighted, failover, geo or roundrobin (service-level)
+	AnnoStrategy      = "meridian.io/strategy"       // weighted, failover, geo, roundrobin or latency (service-level)
 	AnnoWeight        = "meridian.io/weight"         // this cluster's traffic weight, 0..1000
 	AnnoFailoverOrder = "meridian.io/failover-order" // cluster names, primary first (service-level)
 	AnnoTTL           = "meridian.io/ttl"            // answer TTL: seconds or a duration like 30s (service-level)
@@ -25,13 +25,16 @@ const (
 	AnnoSticky        = "meridian.io/sticky"         // off or subnet: each client network keeps its answer (service-level)
 	AnnoCapacity      = "meridian.io/capacity"       // true: weights × ready fraction of the Services behind the object (service-level)
 	AnnoStatus        = "meridian.io/status"         // written by Meridian: what it serves for this object
+	// AnnoLatencyTolerance is a latency service's tolerance, e.g. 30%
+	// (service-level; default 20%).
+	AnnoLatencyTolerance = "meridian.io/latency-tolerance"
 	// AnnoHostnamesFromSpec "true" on a Gateway API route without
 	// meridian.io/hostname serves its spec.hostnames.
 	AnnoHostnamesFromSpec = "meridian.io/hostnames-from-spec"
 )
 
 // InputAnnotations lists the annotations Meridian reads, in documentation order.
-var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky, AnnoCapacity}
+var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky, AnnoCapacity, AnnoLatencyTolerance}
 
 // Settings is what one object's annotations ask for. Zero values mean "not set".
 type Settings struct {
@@ -45,6 +48,8 @@ type Settings struct {
 	Drain         bool
 	Sticky        string // "" = not set
 	Capacity      *bool  // nil = not set; true: capacity-aware weights (source kubernetes)
+	// LatencyTolerance is meridian.io/latency-tolerance (nil = not set).
+	LatencyTolerance *model.Percent
 }
 
 // GeoPlaces are the client locations one cluster serves.
@@ -133,6 +138,14 @@ func ParseAnnotations(a map[string]string) (Settings, []FieldError) {
 			bad(AnnoGeo, "%v", err)
 		} else {
 			s.Geo = g
+		}
+	}
+	if v, ok := a[AnnoLatencyTolerance]; ok {
+		var p model.Percent
+		if err := p.UnmarshalText([]byte(v)); err != nil || p < 0 || p > model.MaxLatencyTolerance {
+			bad(AnnoLatencyTolerance, "is not a tolerance (allowed: a percentage 0%%..%v%%, e.g. 30%%)", model.MaxLatencyTolerance)
+		} else {
+			s.LatencyTolerance = &p
 		}
 	}
 	if v, ok := a[AnnoDrain]; ok {

@@ -103,10 +103,10 @@ type SettingsOf struct {
 //     refused with the reason, never merged, and take no part in the rules
 //     below;
 //   - a service-level setting (strategy, ttl, health-check, failover-order,
-//     sticky, capacity) comes from the oldest object that sets it
-//     (creationTimestamp, then cluster, namespace, kind and name); an object
-//     that sets another value is reported as a conflict and does not flap
-//     the service;
+//     sticky, capacity, latency-tolerance) comes from the oldest object that
+//     sets it (creationTimestamp, then cluster, namespace, kind and name); an
+//     object that sets another value is reported as a conflict and does not
+//     flap the service;
 //   - cluster-level settings (weight, geo, drain) apply to the endpoints of
 //     the object that carries them;
 //   - each load-balancer IP is an address endpoint, each load-balancer host
@@ -276,6 +276,10 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			func(a, b *Settings) bool { return checkString(a.HealthCheck) == checkString(b.HealthCheck) },
 			func(s *Settings) string { return checkString(s.HealthCheck) },
 			func(s *Settings) { c := *s.HealthCheck; svc.HealthCheck = &c }},
+		{AnnoLatencyTolerance, func(s *Settings) bool { return s.LatencyTolerance != nil },
+			func(a, b *Settings) bool { return *a.LatencyTolerance == *b.LatencyTolerance },
+			func(s *Settings) string { return s.LatencyTolerance.String() },
+			func(s *Settings) { t := *s.LatencyTolerance; svc.Latency = &model.LatencyPolicy{Tolerance: &t} }},
 		{AnnoFailoverOrder, func(s *Settings) bool { return s.FailoverOrder != nil },
 			func(a, b *Settings) bool { return slices.Equal(a.FailoverOrder, b.FailoverOrder) },
 			func(s *Settings) string { return strings.Join(s.FailoverOrder, ",") },
@@ -333,6 +337,14 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			}
 		}
 		svc.Capacity = nil
+	}
+	if svc.Strategy != model.StrategyLatency && svc.Latency != nil {
+		for _, o := range g {
+			if o.Settings.LatencyTolerance != nil {
+				r.problem(o.Ref, fmt.Sprintf("%s is ignored: the strategy is %s, not latency", AnnoLatencyTolerance, svc.Strategy))
+			}
+		}
+		svc.Latency = nil
 	}
 	seen := map[string]bool{}
 	var clusters []string
@@ -439,7 +451,10 @@ func checkString(c *model.Check) string {
 // validateOne checks svc against the zones and clusters of base (names the
 // file defines are checked by the caller).
 func validateOne(base *model.Desired, svc model.Service) error {
-	d := &model.Desired{Zones: base.Zones, Clusters: base.Clusters, Services: []model.Service{svc}}
+	// The providers too: what a provider zone needs of a service (an AWS
+	// region per cluster for latency records, public addresses for
+	// backstop checks) refuses this service alone, not the merged whole.
+	d := &model.Desired{Zones: base.Zones, Clusters: base.Clusters, Services: []model.Service{svc}, Providers: base.Providers}
 	err := model.Validate(d)
 	var verr *model.ValidationError
 	if !errors.As(err, &verr) {

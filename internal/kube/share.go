@@ -126,7 +126,7 @@ func shareOf(sv ServiceView, mine []EndpointView) (string, bool) {
 	if len(mine) == 0 {
 		return "0%", false
 	}
-	if sv.Strategy == model.StrategyGeo {
+	if sv.Strategy == model.StrategyGeo || sv.Strategy == model.StrategyLatency {
 		for _, e := range mine {
 			if e.Available {
 				return "by location", true

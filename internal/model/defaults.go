@@ -166,6 +166,9 @@ func Normalize(d *Desired) (*Desired, error) {
 			s.Geo = &g
 		}
 		s.Capacity = normalizeCapacity(s.Capacity)
+		if s.Strategy == StrategyLatency {
+			s.Latency = latencyDefaults(s.Latency)
+		}
 	}
 	return out, nil
 }

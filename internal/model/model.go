@@ -15,7 +15,7 @@ const (
 )
 
 // Strategies lists every allowed strategy, in documentation order.
-var Strategies = []string{StrategyWeighted, StrategyFailover, StrategyGeo, StrategyRoundRobin}
+var Strategies = []string{StrategyWeighted, StrategyFailover, StrategyGeo, StrategyRoundRobin, StrategyLatency}
 
 // What a service answers when every endpoint is down.
 const (
@@ -121,6 +121,9 @@ type Cluster struct {
 	// Kubernetes makes the cluster a Kubernetes member: Meridian watches its
 	// annotated Services and Ingresses and, with a heartbeat, polls its /readyz.
 	Kubernetes *KubeMember `yaml:"kubernetes"`
+	// CloudRegion is the cluster's AWS region code (e.g. us-east-1) for
+	// Route 53 latency records (default: region, when that is an AWS region code).
+	CloudRegion string `yaml:"cloud_region"`
 }
 
 // KubeMember is how Meridian reaches a member cluster's kube-apiserver.
@@ -208,7 +211,7 @@ func (k *Kubernetes) StatusAnnotationEnabled() bool {
 // Service is a global service: one DNS name answered from endpoints in several clusters.
 type Service struct {
 	Name        string          `yaml:"name"`          // fully qualified name inside a zone (required)
-	Strategy    string          `yaml:"strategy"`      // weighted (default), failover, geo or roundrobin
+	Strategy    string          `yaml:"strategy"`      // weighted (default), failover, geo, roundrobin or latency
 	TTL         int             `yaml:"ttl"`           // answer TTL in seconds (default: the zone's ttl)
 	MaxAnswers  int             `yaml:"max_answers"`   // records per answer, 1..16 (default 1)
 	WhenAllDown string          `yaml:"when_all_down"` // fail-open (default) or nodata
@@ -220,7 +223,8 @@ type Service struct {
 	Geo         *GeoPolicy      `yaml:"geo"`           // only with strategy geo
 	// Capacity scales the weights by each endpoint's ready fraction (opt-in;
 	// default: off, the configured weights are drawn as they are).
-	Capacity *Capacity `yaml:"capacity"`
+	Capacity *Capacity      `yaml:"capacity"`
+	Latency  *LatencyPolicy `yaml:"latency"` // only with strategy latency (default: tolerance 20%)
 }
 
 // Endpoint is one answer candidate of a service.

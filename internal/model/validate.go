@@ -107,6 +107,7 @@ func Validate(d *Desired) error {
 	v.backstopAddresses(d)
 	v.kubernetes(d.Kubernetes, zones)
 	v.leaderElection("kubernetes.leader_election", d)
+	v.route53Latency(d)
 	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 {
 		v.add("providers.writers", "is required in a multi-node ring: list the ring node names that may push (a strict majority of them must agree on the one writer)")
 	}
@@ -119,8 +120,15 @@ func Validate(d *Desired) error {
 			}
 		}
 	}
+	proberRegions := d.ProberRegions()
 	for i := range d.Services {
-		v.service(fmt.Sprintf("services[%d]", i), &d.Services[i], zones, clusters, names)
+		p := fmt.Sprintf("services[%d]", i)
+		v.service(p, &d.Services[i], zones, clusters, names)
+		if s := &d.Services[i]; s.Strategy == StrategyLatency {
+			v.latency(p, s, proberRegions)
+		} else if s.Latency != nil {
+			v.add(p+".latency", "is only allowed with strategy latency (strategy is %s)", orDefaultString(s.Strategy, StrategyWeighted))
+		}
 	}
 	v.capacityNamespaces(d)
 	if len(v.errs) == 0 {
@@ -236,6 +244,7 @@ func (v *validator) clusters(cs []Cluster) map[string]bool {
 			v.checkCountry(p+".country", c.Country)
 		}
 		v.checkOneOf(p+".state", c.State, []string{StateUp, StateDown})
+		v.cloudRegion(p+".cloud_region", c.CloudRegion)
 		if c.Heartbeat != nil {
 			v.heartbeat(p+".heartbeat", c.Heartbeat, c.Kubernetes != nil)
 		}

@@ -48,6 +48,7 @@ func FuzzRingMessage(f *testing.F) {
 		seal(p2, msgLeader, "p2", leaderMsg{Voter: "p2", Candidate: "p2", Seq: v.Seq}),
 		seal(p2, msgShared, "p2", sharedMsg{At: now.UnixMilli(), State: []byte(`{"entries":{}}`)}),
 		seal(p2, msgKeyOp, "p2", keyOp{Op: KeyInstall, Key: make([]byte, 32), ID: "k", At: now.UnixMilli()}),
+		seal(p2, msgRTT, "p2", rttMsg{Prober: "p2", Region: "r2", At: now.UnixMilli(), Entries: []rttEntry{{Service: s.Service, Target: s.Target, RTT: 1200, Samples: 3, At: now.UnixMilli()}}}),
 		mustJSON(fullState{Votes: [][]byte{seal(p2, msgVote, "p2", v)}}),
 		{}, {msgVote}, []byte(`{"v":[null],"s":["AQ=="],"a":"Bw=="}`),
 	} {

@@ -91,6 +91,8 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 		return r.onShared(t, e, p, c)
 	case msgKeyOp:
 		return r.onKeyOp(t, e, p, c)
+	case msgRTT:
+		return r.onRTT(t, e, p, c, b, relay)
 	}
 	return reject(ReasonUnknownType, "type %d", e.t)
 }
@@ -395,6 +397,7 @@ func (d *delegate) LocalState(join bool) []byte {
 	defer r.recoverPanic("local-state")
 	r.m.Messages.WithLabelValues("state", "sent").Inc()
 	st := r.store.full()
+	st.RTT = r.rttState()
 	if r.cfg.SharedState != nil && r.cfg.Role == RoleProber {
 		if data := r.cfg.SharedState(); len(data) > 0 {
 			st.Shared = seal(r.id, msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
@@ -436,6 +439,11 @@ func (r *Ring) mergeState(buf []byte) {
 	for _, b := range st.Summaries {
 		if rj := r.handleTyped(msgSummary, b); rj != nil {
 			r.rejected("summary", rj)
+		}
+	}
+	for _, b := range st.RTT {
+		if rj := r.handleTyped(msgRTT, b); rj != nil {
+			r.rejected("rtt", rj)
 		}
 	}
 	r.changedIfNeeded()

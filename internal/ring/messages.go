@@ -15,6 +15,7 @@ const (
 	msgKeyOp     byte = 5 // keyring change to apply on every node
 	msgLeader    byte = 6 // provider-writer vote, sent directly (never relayed)
 	msgShared    byte = 7 // the admin state (overrides), merged by the receiver
+	msgRTT       byte = 8 // a prober's smoothed RTTs to some endpoints (rtt.go)
 )
 
 // wireVote is health.Vote with short JSON keys.
@@ -95,4 +96,5 @@ type fullState struct {
 	Votes     [][]byte `json:"v"`
 	Summaries [][]byte `json:"s"`
 	Shared    []byte   `json:"a,omitempty"`
+	RTT       [][]byte `json:"r,omitempty"` // the RTT summaries behind the entries held (rtt.go)
 }

@@ -13,6 +13,7 @@ type Metrics struct {
 	Rejoins    prometheus.Counter     // meridian_ring_rejoins_total
 	Syncs      prometheus.Counter     // meridian_ring_state_syncs_total
 	Rejected   *prometheus.CounterVec // meridian_ring_messages_rejected_total{type,reason}
+	RTTEntries *prometheus.CounterVec // meridian_ring_rtt_entries_total{result}
 	registerer prometheus.Registerer
 }
 
@@ -48,12 +49,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_ring_messages_rejected_total",
 			Help: "Ring messages refused, by type and reason (unknown-origin, bad-signature, role, impersonation, region, cluster, future, stale, unknown-subject, malformed, oversized, invalid, panic, ...).",
 		}, []string{"type", "reason"}),
+		RTTEntries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_ring_rtt_entries_total",
+			Help: "Endpoint entries of RTT summaries: sent by this prober, received (new to this node), unknown-subject (skipped: an endpoint the config does not have).",
+		}, []string{"result"}),
 		registerer: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected)
+		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected, m.RTTEntries)
 	}
 	return m
 }
 
-var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader", msgShared: "shared"}
+var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader", msgShared: "shared", msgRTT: "rtt"}

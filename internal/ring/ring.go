@@ -86,6 +86,13 @@ type Config struct {
 	// broadcast or a push/pull sync; SharedState gives ours for syncs.
 	OnShared    func(data []byte)
 	SharedState func() []byte
+	// RTTs gives this prober's smoothed RTT per endpoint
+	// (health.RTTs.Snapshot), gossiped as bounded summaries (rtt.go); nil:
+	// none sent. Called from the ring's own goroutine once per round.
+	RTTs func() map[health.Subject]health.RTT
+	// OnRTT is called after new RTT summaries were taken (received, or
+	// this prober's own sent); it must not block.
+	OnRTT func()
 }
 
 // Member is one live node of the ring.
@@ -120,9 +127,11 @@ type Ring struct {
 	ml    *memberlist.Memberlist                // == mlp.Load() after Start; only used outside callbacks
 	q     *memberlist.TransmitLimitedQueue
 	store *store
+	rtt   rttStore // RTT summaries of every prober, ours included
 	meta  []byte
 
 	seq      atomic.Uint64 // own vote sequence
+	rttWake  chan struct{} // RTTChanged: run the next RTT round early
 	inc      uint64        // first sequence of this incarnation
 	hbSeq    atomic.Uint64
 	mu       sync.Mutex
@@ -158,7 +167,8 @@ var ErrNoEncryption = errors.New("ring: gossip encryption is required (require_e
 func newRing(cfg Config) (*Ring, error) {
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
 		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]time.Time{}, mismatch: map[string]int{},
-		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{})}
+		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{}),
+		rttWake: make(chan struct{}, 1)}
 	if r.id.key == nil {
 		r.id = NewIdentity()
 	}
@@ -283,6 +293,10 @@ func Start(cfg Config) (*Ring, error) {
 	go r.rejoinLoop()
 	go r.summaryLoop()
 	go r.syncLoop()
+	if cfg.Role == RoleProber && cfg.RTTs != nil {
+		r.wg.Add(1)
+		go r.rttLoop()
+	}
 	return r, nil
 }
 
@@ -488,10 +502,12 @@ func (r *Ring) SetPeers(peers []model.RingPeer) error {
 		}
 	}
 	r.mu.Unlock()
-	r.store.dropProbers(func(name string) bool {
+	notProber := func(name string) bool {
 		p, ok := t.lookup(name)
 		return !ok || p.Role != model.PeerProber
-	})
+	}
+	r.store.dropProbers(notProber)
+	r.rtt.drop(notProber, nil, 0)
 	r.refreshView()
 	return nil
 }
@@ -576,6 +592,7 @@ func (r *Ring) LeaderVotes() []LeaderVote {
 // Prune forgets votes on subjects keep rejects and votes of probers silent
 // for longer than maxAge.
 func (r *Ring) Prune(keep func(health.Subject) bool, maxAge time.Duration) int {
+	r.rtt.drop(nil, keep, time.Now().Add(-maxAge).UnixMilli())
 	return r.store.prune(keep, time.Now(), maxAge)
 }
 
@@ -797,6 +814,7 @@ func (r *Ring) forget(now time.Time) {
 		p, ok := t.lookup(name)
 		return ok && p.IsPrefix() && !v.admitted[name]
 	})
+	r.rtt.drop(nil, nil, now.Add(-forgetAfter).UnixMilli())
 	oldest := uint64(now.Add(-forgetAfter).UnixNano())
 	r.mu.Lock()
 	defer r.mu.Unlock()

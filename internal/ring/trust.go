@@ -104,6 +104,7 @@ var allowed = map[byte]string{
 	msgKeyOp:     model.PeerProber,
 	msgLeader:    model.PeerProber,
 	msgShared:    model.PeerProber,
+	msgRTT:       model.PeerProber,
 }
 
 // authorize finds e's origin, checks that its role may send e's type

@@ -23,6 +23,7 @@ type Metrics struct {
 	events        *prometheus.CounterVec
 	detection     prometheus.Histogram
 	decideSeconds prometheus.Histogram
+	latency       latencyMetrics // the latency view (latency.go)
 
 	snap atomic.Pointer[engine.Snapshot] // the last published, for the gauges
 }
@@ -94,6 +95,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	})
 	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected,
 		m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds)
+	m.latency = newLatencyMetrics(reg)
 	return m
 }
 

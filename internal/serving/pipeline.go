@@ -14,6 +14,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
+	"github.com/meridian-gslb/meridian/internal/latency"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
@@ -26,6 +27,7 @@ type State struct {
 	Served    *model.Desired     // Effective with the operators' overrides applied: what is compiled
 	Decision  *failover.Decision // the ring's decided health (nil without ring, or before the first round)
 	Capacity  *capacity.State    // ready fractions of capacity-aware services (nil: configured weights)
+	Latency   *latency.View      // the RTTs latency services answer by (nil: none measured yet)
 	Snapshot  *engine.Snapshot   // the compiled answer tables built from the above
 
 	ReloadedAt time.Time // the last config load, good or bad
@@ -307,6 +309,7 @@ func (p *Pipeline) publishLocked(next *State) error {
 	ovs := p.activeOverrides()
 	ap := admin.Apply(&next.Effective.Desired, ovs)
 	opts := engine.Options{Locator: next.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
+	opts.Latency = next.Latency
 	if next.Capacity != nil {
 		opts.Capacity = next.Capacity
 	}

@@ -171,7 +171,7 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 	if d.Ring.Region == "" {
 		return fmt.Errorf("meridian: %s: ring.region is required for the ring property", m.ConfigPath)
 	}
-	wake := make(chan struct{}, 1)
+	wake, latWake := make(chan struct{}, 1), make(chan struct{}, 1)
 	poke := func() {
 		select {
 		case wake <- struct{}{}:
@@ -191,6 +191,12 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		// checks every vote against the probers listed in ring.peers.
 		Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
 		SummaryInterval: d.Health.Interval.D(), // the probers' summary period: how long one counts as live
+		OnRTT: func() {
+			select {
+			case latWake <- struct{}{}:
+			default:
+			}
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("meridian: ring: %w", err)
@@ -198,6 +204,12 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 	m.ring = r
 	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
+	lat := &serving.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		lat.Run(ctx, latWake, time.Second)
+	}()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()

@@ -24,6 +24,7 @@ type Record struct {
 	Failover string        // PRIMARY or SECONDARY
 	Geo      *GeoLocation  // geolocation
 	CIDR     *CIDRLocation // IP-based: a location of a CIDR collection
+	Region   string        // latency: the AWS region of the set
 
 	// HealthCheckID is the Route 53 health check of a routing-policy set
 	// (empty: none); Route 53 leaves an unhealthy set out of its answers.
@@ -87,6 +88,8 @@ func (r Record) Policy() string {
 		return "geolocation"
 	case r.CIDR != nil:
 		return "ip"
+	case r.Region != "":
+		return "latency"
 	}
 	return "simple"
 }
@@ -95,7 +98,7 @@ func (r Record) Policy() string {
 func (r Record) Equal(o Record) bool {
 	return r.Key() == o.Key() && r.TTL == o.TTL && slices.Equal(r.Values, o.Values) &&
 		ptrEqual(r.Weight, o.Weight) && r.Failover == o.Failover && ptrEqual(r.Geo, o.Geo) && ptrEqual(r.Proxied, o.Proxied) &&
-		ptrEqual(r.CIDR, o.CIDR) && r.HealthCheckID == o.HealthCheckID && ptrEqual(r.Alias, o.Alias)
+		ptrEqual(r.CIDR, o.CIDR) && r.HealthCheckID == o.HealthCheckID && ptrEqual(r.Alias, o.Alias) && r.Region == o.Region
 }
 
 func (r Record) String() string {
@@ -115,6 +118,9 @@ func (r Record) String() string {
 	}
 	if r.CIDR != nil {
 		fmt.Fprintf(&b, " cidr=%s/%s", r.CIDR.CollectionID, r.CIDR.Location)
+	}
+	if r.Region != "" {
+		fmt.Fprintf(&b, " region=%s", r.Region)
 	}
 	if r.Alias != nil {
 		fmt.Fprintf(&b, " alias=%s/%s", r.Alias.ZoneID, r.Alias.DNSName)

@@ -80,6 +80,7 @@ func fromSet(s types.ResourceRecordSet) plan.Record {
 		TTL:      uint32(aws.ToInt64(s.TTL)),
 		SetID:    aws.ToString(s.SetIdentifier),
 		Failover: string(s.Failover),
+		Region:   string(s.Region),
 	}
 	for _, rr := range s.ResourceRecords {
 		r.Values = append(r.Values, fromValue(r.Type, aws.ToString(rr.Value)))
@@ -121,6 +122,9 @@ func toSet(r plan.Record) types.ResourceRecordSet {
 	}
 	if r.Failover != "" {
 		s.Failover = types.ResourceRecordSetFailover(r.Failover)
+	}
+	if r.Region != "" {
+		s.Region = types.ResourceRecordSetRegion(r.Region)
 	}
 	if g := r.Geo; g != nil {
 		s.GeoLocation = &types.GeoLocation{ContinentCode: nonEmpty(g.Continent), CountryCode: nonEmpty(g.Country), SubdivisionCode: nonEmpty(g.Subdivision)}

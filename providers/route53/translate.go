@@ -84,6 +84,8 @@ func translate(views []providers.ServiceView, zone string, objs Objects) ([]plan
 			switch {
 			case v.Strategy == model.StrategyWeighted || v.Strategy == "":
 				sets = t.weighted()
+			case v.Strategy == model.StrategyLatency:
+				sets = t.latency()
 			case typ == "CNAME":
 				sets = []plan.Record{t.cname()}
 			case v.Strategy == model.StrategyFailover:
@@ -441,4 +443,59 @@ func (t typed) pickGeo(clusters []string) []string {
 		return vals
 	}
 	return t.targets(func(e providers.EndpointView) bool { return e.Effective > 0 })
+}
+
+// latency is one latency set per AWS region of the service's clusters
+// (SetIdentifier "latency-<region>", Region the cluster's AWS region) with
+// the available endpoints of the clusters there (a CNAME service: the one
+// with the highest Effective weight). Route 53 answers each client from the
+// region nearest it by its own latency data; a region with nothing
+// available has no set, so Route 53 answers the next nearest region. When
+// nothing of the type is available (fail-open) every region carries its
+// endpoints with Effective > 0 (all of them when none has). Endpoints whose
+// cluster names no AWS region are left out (check-config refuses them).
+func (t typed) latency() []plan.Record {
+	byRegion := map[string][]int{}
+	anyAvailable := false
+	for _, i := range t.idx {
+		e := t.v.Endpoints[i]
+		if e.CloudRegion == "" {
+			continue
+		}
+		byRegion[e.CloudRegion] = append(byRegion[e.CloudRegion], i)
+		anyAvailable = anyAvailable || e.Available
+	}
+	var out []plan.Record
+	for _, region := range slices.Sorted(maps.Keys(byRegion)) {
+		var keep []int
+		for _, i := range byRegion[region] {
+			if e := t.v.Endpoints[i]; (anyAvailable && e.Available) || (!anyAvailable && e.Effective > 0) {
+				keep = append(keep, i)
+			}
+		}
+		if !anyAvailable && len(keep) == 0 {
+			keep = byRegion[region]
+		}
+		if len(keep) == 0 {
+			continue // nothing available there: Route 53 answers the next nearest region
+		}
+		var values []string
+		if t.typ == "CNAME" {
+			best := keep[0]
+			for _, i := range keep[1:] {
+				if t.v.Endpoints[i].Effective > t.v.Endpoints[best].Effective {
+					best = i
+				}
+			}
+			values = []string{t.v.Endpoints[best].Target}
+		} else {
+			for _, i := range keep {
+				values = append(values, t.v.Endpoints[i].Target)
+			}
+		}
+		r := t.record(values)
+		r.SetID, r.Region = "latency-"+region, region
+		out = append(out, r)
+	}
+	return out
 }

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // Client is the client a simulated answer is for: its address (the EDNS
@@ -18,6 +20,10 @@ type Client struct {
 	Country     string
 	Continent   string
 	Subdivision string
+	// Regions are the AWS regions in order of the client's latency to
+	// them, nearest first, as Route 53's latency measurements would rank
+	// them (the test's choice). Empty: ranked by Continent (LatencyOrder).
+	Regions []string
 }
 
 // ErrNoAnswer is Resolve's error when Route 53 would answer without
@@ -58,9 +64,11 @@ const maxAliasDepth = 8
 //     falls back to "*" when that is healthy.
 //   - multivalue: the values of up to eight healthy sets (up to eight
 //     unhealthy ones when none is healthy), drawn at random beyond eight.
+//   - latency: the set of the region nearest the client (Client.Regions,
+//     else LatencyOrder), moving to the next nearest while it is
+//     unhealthy; when none is healthy, the nearest.
 //   - alias to a name of the same zone: that name and type, resolved by
-//     the same rules. Aliases to other zones and latency sets are not
-//     simulated (an error).
+//     the same rules. Aliases to other zones are not simulated (an error).
 func (s *Server) Resolve(zoneID, name, typ string, c Client, rnd *rand.Rand) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,6 +137,8 @@ func (r *resolver) choose(sets []RecordSet, depth int) (RecordSet, error) {
 		return r.geolocation(sets, depth)
 	case "IP-based":
 		return r.ipBased(sets, depth)
+	case "latency":
+		return r.latency(sets, depth)
 	default:
 		return RecordSet{}, fmt.Errorf("route53fake: %s routing is not simulated (%s %s)", p, sets[0].Name, sets[0].Type)
 	}
@@ -286,4 +296,58 @@ func (r *resolver) healthy(rs RecordSet, depth int) bool {
 		}
 	}
 	return false
+}
+
+// latency orders the latency sets by the client's region order and takes
+// the first healthy one.
+func (r *resolver) latency(sets []RecordSet, depth int) (RecordSet, error) {
+	order := r.c.Regions
+	if len(order) == 0 {
+		order = LatencyOrder(r.c.Continent)
+	}
+	rank := func(region string) int {
+		if i := slices.Index(order, region); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	chain := slices.Clone(sets)
+	slices.SortStableFunc(chain, func(a, b RecordSet) int {
+		if ra, rb := rank(a.Region), rank(b.Region); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a.Region, b.Region)
+	})
+	return r.first(chain, depth)
+}
+
+// latencyPrefixes rank AWS regions for a client on each continent: the
+// regions starting with the first prefix are nearest, then the second's…;
+// the rest follow by name. A coarse stand-in for Route 53's latency data,
+// enough to tell which set a client of a continent gets.
+var latencyPrefixes = map[string][]string{
+	"NA": {"us-", "ca-", "mx-"},
+	"SA": {"sa-", "us-east-"},
+	"EU": {"eu-", "il-", "me-"},
+	"AF": {"af-", "eu-south-", "me-"},
+	"AS": {"ap-", "me-", "il-", "cn-"},
+	"OC": {"ap-southeast-2", "ap-southeast-4", "ap-southeast-6", "ap-"},
+}
+
+// LatencyOrder returns every AWS region of Route 53 latency records,
+// nearest first for a client on continent (an ISO continent code; "" or
+// an unknown code: by name).
+func LatencyOrder(continent string) []string {
+	prefixes := latencyPrefixes[continent]
+	rank := func(region string) int {
+		for i, p := range prefixes {
+			if strings.HasPrefix(region, p) {
+				return i
+			}
+		}
+		return len(prefixes)
+	}
+	out := slices.Clone(model.AWSRegions)
+	slices.SortStableFunc(out, func(a, b string) int { return rank(a) - rank(b) })
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -161,6 +162,13 @@ func TestResolvePolicies(t *testing.T) {
 		geo("default", "192.0.2.3", "hc-default", GeoLocation{Country: "*"}),
 	}
 	ipSets := []RecordSet{ip("office", "192.0.2.10", "hc-office"), ip("lab", "192.0.2.11", ""), ip("*", "192.0.2.12", "")}
+	lat := func(region, value, check string) RecordSet {
+		rs := a("latency-"+region, value, check)
+		rs.Region = region
+		return rs
+	}
+	latSets := []RecordSet{lat("us-east-1", "192.0.2.20", "hc-use1"), lat("eu-west-1", "192.0.2.21", "hc-euw1"), lat("ap-south-1", "192.0.2.22", "hc-aps1")}
+	nearEU := Client{Regions: []string{"eu-west-1", "us-east-1", "ap-south-1"}}
 	cases := []struct {
 		name   string
 		sets   []RecordSet
@@ -203,6 +211,11 @@ func TestResolvePolicies(t *testing.T) {
 				alias(failover("PRIMARY", "", ""), "pool.example.com.", false), failover("SECONDARY", "192.0.2.2", "")),
 			down: []string{"hc-a"}, want: []string{"192.0.2.1"},
 		},
+		{name: "latency answers the set of the region nearest the client", sets: latSets, client: nearEU, want: []string{"192.0.2.21"}},
+		{name: "latency moves to the next nearest region while the nearest is unhealthy", sets: latSets, down: []string{"hc-euw1"}, client: nearEU, want: []string{"192.0.2.20"}},
+		{name: "latency answers the nearest when every region is unhealthy", sets: latSets, down: []string{"hc-euw1", "hc-use1", "hc-aps1"}, client: nearEU, want: []string{"192.0.2.21"}},
+		{name: "latency without the client's regions ranks them by its continent", sets: latSets, client: Client{Continent: "AS"}, want: []string{"192.0.2.22"}},
+		{name: "a North American client is nearest us-east-1 among these", sets: latSets, client: Client{Continent: "NA"}, want: []string{"192.0.2.20"}},
 		{
 			name: "multivalue answers the healthy sets",
 			sets: []RecordSet{multi(a("m1", "192.0.2.1", "hc-1")), multi(a("m2", "192.0.2.2", "hc-2")), multi(a("m3", "192.0.2.3", ""))},
@@ -292,4 +305,32 @@ func TestResolveFollowsTheHealthChecker(t *testing.T) {
 	got, err = s.Resolve(zone, "ip.example.com", "A", office, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"192.0.2.2"}, got, "the office location's set is unhealthy: the default answers")
+}
+
+func TestLatencyRecordsNeedAnAWSRegion(t *testing.T) {
+	s := New(Options{})
+	defer s.Close()
+	c := client(s)
+	zone := s.AddZone("example.com")
+	change := func(region string) error {
+		_, err := c.ChangeResourceRecordSets(t.Context(), &r53.ChangeResourceRecordSetsInput{HostedZoneId: aws.String(zone), ChangeBatch: &types.ChangeBatch{
+			Changes: []types.Change{{Action: types.ChangeActionCreate, ResourceRecordSet: &types.ResourceRecordSet{
+				Name: aws.String("svc.example.com"), Type: types.RRTypeA, TTL: aws.Int64(60), SetIdentifier: aws.String("latency-" + region),
+				Region: types.ResourceRecordSetRegion(region), ResourceRecords: []types.ResourceRecord{{Value: aws.String("192.0.2.1")}}}}}}})
+		return err
+	}
+	require.NoError(t, change("eu-west-1"))
+	err := change("europe-west1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Member must satisfy enum value set")
+	got, err := s.Resolve(zone, "svc.example.com", "A", Client{Continent: "EU"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"192.0.2.1"}, got)
+}
+
+func TestLatencyOrder(t *testing.T) {
+	eu := LatencyOrder("EU")
+	assert.True(t, strings.HasPrefix(eu[0], "eu-"), eu[0])
+	assert.Len(t, eu, len(LatencyOrder("")), "every region, in some order")
+	assert.Equal(t, "ap-southeast-2", LatencyOrder("OC")[0])
 }

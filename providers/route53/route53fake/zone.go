@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // RecordSet is a resource record set as Route 53 holds it: values in
@@ -193,6 +195,8 @@ func validate(i int, c xmlChange) *apiError {
 		return invalidInput("1 validation error detected: Value '%d' at '%s' failed to satisfy constraint: Member must have value between 0 and 2147483647", *s.TTL, at("tTL"))
 	case s.Failover != "" && s.Failover != "PRIMARY" && s.Failover != "SECONDARY":
 		return invalidInput("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy enum value set: [PRIMARY, SECONDARY]", s.Failover, at("failover"))
+	case s.Region != "" && !model.IsAWSRegion(s.Region):
+		return invalidInput("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy enum value set: [%s]", s.Region, at("region"), strings.Join(model.AWSRegions, ", "))
 	case s.GeoProximity != nil || s.TrafficPolicy != "":
 		return invalidInput("Invalid request: the fake does not support geoproximity or traffic policy record sets %s", where)
 	case s.CidrRouting != nil && s.CidrRouting.CollectionID == "":
