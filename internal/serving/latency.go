@@ -113,22 +113,7 @@ func LatencySubjects(d *model.Desired) map[health.Subject]bool {
 // republishes. A publish that fails keeps the previous snapshot serving (the
 // view is kept for the next publish) and returns the error.
 func (p *Pipeline) SetLatency(v *latency.View) error {
-	p.mu.Lock()
-	prev := p.cur.Load()
-	next := *prev
-	next.Latency = v
-	err := p.publishLocked(&next)
-	if err != nil {
-		keep := *prev
-		keep.Latency = v
-		p.cur.Store(&keep)
-	}
-	p.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	p.changed()
-	return nil
+	return p.setInput(func(s *State) { s.Latency = v })
 }
 
 // latencyMetrics are the latency view's gauges: one series per prober

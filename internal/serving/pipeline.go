@@ -248,14 +248,21 @@ func (p *Pipeline) SetDecision(d *failover.Decision) error {
 // and republishes. A publish that fails keeps the previous snapshot
 // serving (the fractions are kept for the reports) and returns the error.
 func (p *Pipeline) SetCapacity(c *capacity.State) error {
+	return p.setInput(func(s *State) { s.Capacity = c })
+}
+
+// setInput applies set to the current state and republishes; when the
+// publish fails the previous snapshot keeps serving and the new input is
+// still kept for the next publish.
+func (p *Pipeline) setInput(set func(*State)) error {
 	p.mu.Lock()
 	prev := p.cur.Load()
 	next := *prev
-	next.Capacity = c
+	set(&next)
 	err := p.publishLocked(&next)
 	if err != nil {
 		keep := *prev
-		keep.Capacity = c
+		set(&keep)
 		p.cur.Store(&keep)
 	}
 	p.mu.Unlock()
