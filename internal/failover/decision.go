@@ -68,7 +68,7 @@ type Timeline struct {
 	Voters      []string  // probers behind the last change or hold event, sorted
 	Failures    int       // consecutive failures; the hold-down doubles per failure
 	HeldUntil   time.Time // non-zero while hold-down keeps a recovered subject down
-	RecoveredAt time.Time // the last release from hold-down; Failures reset HoldDownMax later
+	RecoveredAt time.Time // the last release from hold-down; Failures reset FlapWindow later
 }
 
 // Held reports whether hold-down is keeping the subject down.
