@@ -1,0 +1,151 @@
+package health
+
+import "time"
+
+// probeKind says why a probe runs.
+type probeKind uint8
+
+// Probe kinds. Every kind but regular is a re-probe: out of the regular
+// cycle, at the fast cadence, counted against the prober's re-probe budget.
+const (
+	kindNone    probeKind = iota // nothing to start
+	kindRegular                  // the regular cycle (interval ± 10%)
+	kindFall                     // a run of failures heads for fall
+	kindRise                     // a run of successes heads for rise
+	kindSlow                     // a probe is unanswered for longer than the cadence
+	kindConfirm                  // another region asked for a second confirmation
+)
+
+var kindNames = [...]string{"none", "regular", "fall", "rise", "slow", "confirm"}
+
+func (k probeKind) String() string { return kindNames[k] }
+
+// reprobe reports whether k runs at the fast cadence.
+func (k probeKind) reprobe() bool { return k > kindRegular }
+
+// schedule decides when one target is probed next. It is pure (the caller
+// passes the clock and the target's thresholds) and not safe for
+// concurrent use: the target's mutex guards it.
+//
+// The rules:
+//   - Regular probes start every gap (interval ± 10%, drawn at each start)
+//     after the last start, the first one at first.
+//   - While a run of outcomes heads for a new status (Thresholds.Heading),
+//     while a probe has been unanswered for at least reprobe (and the
+//     target is not Down), and after a confirmation request, probes start
+//     at the fast cadence instead: fastGap (reprobe + 0–20 %) after the last
+//     start, never sooner. A confirmation asks for one such probe.
+//   - At most 2 × maxInFlight re-probes follow one regular probe; then the
+//     target waits for its regular cycle, so that an endpoint whose
+//     outcomes alternate while it is Unknown cannot keep the fast cadence.
+//   - At most maxInFlight probes of the target run at once; re-probes
+//     overlap a probe that hangs, so that a dead endpoint that does not
+//     answer reaches fall about one timeout after its first probe instead
+//     of fall timeouts.
+//   - Results are observed in start order: a result that comes back after
+//     the result of a probe started later is stale (superseded).
+type schedule struct {
+	interval, reprobe time.Duration
+	maxInFlight       int
+
+	first   time.Time // when the first regular probe is due
+	started time.Time // the last start; zero before the first
+	gap     time.Duration
+	fastGap time.Duration
+	confirm bool // a confirmation asks for one fast probe
+	fastRun int  // re-probes since the last regular probe
+
+	nextSeq  uint64   // sequence of the next probe (from 1)
+	observed uint64   // the latest-started probe whose result was observed
+	inFlight []flight // oldest first
+}
+
+type flight struct {
+	seq   uint64
+	start time.Time
+}
+
+// plan returns what to start now (kindNone: nothing) and, when nothing,
+// how long to wait before planning again. Completions and confirmation
+// requests plan again at once, so a full target waits for them. With
+// allowFast false (the prober's re-probe budget is spent) only regular
+// probes start.
+func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (probeKind, time.Duration) {
+	regularDue := s.first
+	if !s.started.IsZero() {
+		regularDue = s.started.Add(s.gap)
+	}
+	full := len(s.inFlight) >= max(s.maxInFlight, 1)
+	if full {
+		return kindNone, s.interval // a completion plans again
+	}
+	fast := s.fastReason(now, status, heading)
+	if s.fastRun >= 2*max(s.maxInFlight, 1) {
+		fast = kindNone
+	}
+	fastDue := now
+	if !s.started.IsZero() {
+		fastDue = s.started.Add(s.fastGap)
+	}
+	if fast != kindNone && allowFast && !fastDue.After(now) {
+		return fast, 0
+	}
+	if !regularDue.After(now) {
+		return kindRegular, 0
+	}
+	wait := regularDue.Sub(now)
+	if fast != kindNone && allowFast {
+		wait = min(wait, fastDue.Sub(now))
+	}
+	if fast == kindNone && status != Down && len(s.inFlight) > 0 {
+		// When the oldest probe turns slow, plan again.
+		wait = min(wait, s.inFlight[0].start.Add(s.reprobe).Sub(now))
+	}
+	return kindNone, max(wait, time.Millisecond)
+}
+
+// fastReason is why the next probe should come at the fast cadence, or
+// kindNone.
+func (s *schedule) fastReason(now time.Time, status, heading Status) probeKind {
+	switch {
+	case s.confirm:
+		return kindConfirm
+	case heading == Down:
+		return kindFall
+	case heading == Up:
+		return kindRise
+	case status != Down && len(s.inFlight) > 0 && now.Sub(s.inFlight[0].start) >= s.reprobe:
+		return kindSlow
+	}
+	return kindNone
+}
+
+// start records a probe of the given kind started at now and returns its
+// sequence. gap and fastGap are the next waits, drawn by the caller (with
+// jitter).
+func (s *schedule) start(now time.Time, kind probeKind, gap, fastGap time.Duration) uint64 {
+	s.fastRun++
+	if !kind.reprobe() {
+		s.fastRun = 0
+	}
+	s.nextSeq++
+	s.started, s.gap, s.fastGap, s.confirm = now, gap, fastGap, false
+	s.inFlight = append(s.inFlight, flight{seq: s.nextSeq, start: now})
+	return s.nextSeq
+}
+
+// done records the end of probe seq and reports whether its result is to
+// be observed: false when a probe started later was observed already.
+func (s *schedule) done(seq uint64) bool {
+	for i, f := range s.inFlight {
+		if f.seq == seq {
+			s.inFlight = append(s.inFlight[:i], s.inFlight[i+1:]...)
+			break
+		}
+	}
+	if seq < s.observed {
+		return false
+	}
+	s.observed = seq
+	return true
+}

@@ -1,0 +1,131 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestSchedulePlan(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	// base: interval 5s, cadence 500ms, at most 3 in flight; the last
+	// probe started at t0 with gaps 5s and 500ms, and has finished.
+	base := func() schedule {
+		return schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3, first: at(-time.Hour),
+			started: t0, gap: 5 * time.Second, fastGap: ms(550), nextSeq: 1, observed: 1}
+	}
+	cases := []struct {
+		name     string
+		sched    func(s *schedule)
+		now      time.Duration
+		status   Status
+		heading  Status
+		noBudget bool
+		wantKind probeKind
+		wantWait time.Duration
+	}{
+		{name: "a new target waits for its first regular probe",
+			sched: func(s *schedule) {
+				*s = schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3, first: at(ms(1200))}
+			},
+			wantKind: kindNone, wantWait: ms(1200)},
+		{name: "a new target probes when its first delay is over",
+			sched: func(s *schedule) {
+				*s = schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3, first: at(0)}
+			},
+			wantKind: kindRegular},
+		{name: "a confirmation of a new target probes at once",
+			sched: func(s *schedule) {
+				*s = schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3, first: at(ms(4000)), confirm: true}
+			},
+			wantKind: kindConfirm},
+		{name: "an up target without a run waits for the regular gap",
+			now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(4400)},
+		{name: "an up target probes again after the regular gap",
+			now: 5 * time.Second, status: Up, wantKind: kindRegular},
+		{name: "a run of failures re-probes at the fast cadence",
+			now: ms(550), status: Up, heading: Down, wantKind: kindFall},
+		{name: "a run of failures never re-probes sooner than the cadence after the last start",
+			now: ms(300), status: Up, heading: Down, wantKind: kindNone, wantWait: ms(250)},
+		{name: "a run of successes of a down target re-probes at the fast cadence",
+			now: ms(600), status: Down, heading: Up, wantKind: kindRise},
+		{name: "a confirmation waits for the cadence after the last start",
+			sched: func(s *schedule) { s.confirm = true }, now: ms(100), status: Up, wantKind: kindNone, wantWait: ms(450)},
+		{name: "a confirmation probes once the cadence allows",
+			sched: func(s *schedule) { s.confirm = true }, now: ms(700), status: Up, wantKind: kindConfirm},
+		{name: "a probe unanswered for the cadence gets an overlapping re-probe",
+			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
+			now:   ms(600), status: Up, wantKind: kindSlow},
+		{name: "a probe answered within the cadence gets no re-probe: the planner looks again when it would turn slow",
+			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
+			now:   ms(200), status: Up, wantKind: kindNone, wantWait: ms(300)},
+		{name: "a slow probe of a down target waits for the regular cycle",
+			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
+			now:   ms(600), status: Down, wantKind: kindNone, wantWait: ms(4400)},
+		{name: "a target with as many probes in flight as allowed waits for a completion",
+			sched: func(s *schedule) {
+				s.inFlight = []flight{{2, t0}, {3, at(ms(550))}, {4, at(ms(1100))}}
+				s.started, s.nextSeq = at(ms(1100)), 4
+			},
+			now: 6 * time.Second, status: Up, heading: Down, wantKind: kindNone, wantWait: 5 * time.Second},
+		{name: "after twice max in flight re-probes a run waits for the regular cycle",
+			sched: func(s *schedule) { s.fastRun = 6 }, now: ms(600), status: Unknown, heading: Up, wantKind: kindNone, wantWait: ms(4400)},
+		{name: "below that bound a run keeps the fast cadence",
+			sched: func(s *schedule) { s.fastRun = 5 }, now: ms(600), status: Unknown, heading: Up, wantKind: kindRise},
+		{name: "without re-probe budget a run of failures waits for the regular cycle",
+			now: ms(600), status: Up, heading: Down, noBudget: true, wantKind: kindNone, wantWait: ms(4400)},
+		{name: "without re-probe budget the regular probe still runs",
+			now: 5 * time.Second, status: Up, heading: Down, noBudget: true, wantKind: kindRegular},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			if tc.sched != nil {
+				tc.sched(&s)
+			}
+			kind, wait := s.plan(at(tc.now), tc.status, tc.heading, !tc.noBudget)
+			assert.Equal(t, tc.wantKind, kind)
+			if tc.wantKind == kindNone {
+				assert.Equal(t, tc.wantWait, wait)
+			}
+		})
+	}
+}
+
+func TestScheduleObservesResultsInStartOrder(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3}
+	a := s.start(t0, kindRegular, 5*time.Second, ms(500))
+	b := s.start(t0.Add(ms(500)), kindSlow, 5*time.Second, ms(500))
+	c := s.start(t0.Add(ms(1000)), kindSlow, 5*time.Second, ms(500))
+	assert.Len(t, s.inFlight, 3)
+	assert.True(t, s.done(b), "the second probe answers first: observed")
+	assert.False(t, s.done(a), "the first probe answers after it: stale")
+	assert.True(t, s.done(c), "the third probe answers last: observed")
+	assert.Empty(t, s.inFlight, "every probe is done")
+}
+
+func TestScheduleStartTakesAConfirmation(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3, confirm: true}
+	s.start(t0, kindRegular, 5*time.Second, ms(500))
+	assert.False(t, s.confirm, "any probe that starts answers the request")
+	kind, wait := s.plan(t0.Add(ms(400)), Up, Unknown, true)
+	assert.Equal(t, kindNone, kind)
+	assert.Equal(t, ms(100), wait, "the probe in flight turns slow at the cadence")
+}
+
+func TestScheduleCountsReprobesSinceTheLastRegularProbe(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3}
+	s.start(t0, kindRegular, 5*time.Second, ms(500))
+	s.start(t0, kindFall, 5*time.Second, ms(500))
+	s.start(t0, kindSlow, 5*time.Second, ms(500))
+	assert.Equal(t, 2, s.fastRun, "two re-probes after the regular one")
+	s.start(t0, kindRegular, 5*time.Second, ms(500))
+	assert.Zero(t, s.fastRun, "a regular probe starts the count again")
+}
