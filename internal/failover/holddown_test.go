@@ -294,3 +294,35 @@ func TestAdaptiveHoldDown(t *testing.T) {
 		})
 	}
 }
+
+func TestNextDue(t *testing.T) {
+	p := DefaultParams()
+	w := newWorld(t, fixture(t))
+	d := w.at(0, eastDown...)
+	assert.True(t, d.NextDue(p).IsZero(), "nothing waits while the endpoint is down without an up verdict")
+	d = w.at(s(2), eastUp...)
+	assert.Equal(t, t0.Add(s(7)), d.NextDue(p), "the hold-down ends at 7s")
+	d = w.at(s(7), eastUp...)
+	assert.True(t, d.NextDue(p).IsZero(), "released: nothing waits")
+	assert.True(t, (*Decision)(nil).NextDue(p).IsZero(), "a nil decision waits for nothing")
+}
+
+func TestTimelineHoldDown(t *testing.T) {
+	p := DefaultParams()
+	cases := []struct {
+		name     string
+		failures int
+		down     bool
+		want     time.Duration
+	}{
+		{"an endpoint that never failed would be held the short hold-down", 0, false, s(5)},
+		{"a down endpoint after its first failure waits the short hold-down", 1, true, s(5)},
+		{"an up endpoint that flapped once would wait the next rung", 1, false, s(10)},
+		{"a down endpoint after three flaps waits the third rung", 3, true, s(20)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Timeline{Failures: tc.failures}.HoldDown(p, tc.down))
+		})
+	}
+}

@@ -20,7 +20,10 @@ type VoteRing interface {
 // Voter turns this node's probe results into votes on the ring: a vote
 // only when its view of a subject changes (the ring's summaries keep
 // unchanged votes fresh), and a request for confirmation from the other
-// regions when an endpoint newly fails. It also votes on the clusters whose
+// regions when an endpoint turns: at the first failure of an endpoint this
+// node votes up, at the first success of one it votes down (so that the
+// other regions re-probe at once instead of at their next interval), and
+// when its local view turns down. It also votes on the clusters whose
 // liveness comes from `meridian agent` heartbeats.
 type Voter struct {
 	Ring   VoteRing
@@ -61,6 +64,10 @@ func (v *Voter) OnResult(res health.Result) {
 		v.published[res.Subject] = res.Status
 	}
 	v.mu.Unlock()
+	if v.turning(res, prev, had) && (!changed || res.Status == health.Up) { // a new down vote asks below
+		v.Logger.Debug("first probe against our vote: asking other regions to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "vote", prev, "err", res.Err)
+		v.Ring.Confirm(res.Subject)
+	}
 	if !changed {
 		return
 	}
@@ -72,6 +79,18 @@ func (v *Voter) OnResult(res health.Result) {
 	if v.Poke != nil {
 		v.Poke()
 	}
+}
+
+// turning reports whether res is the first probe result against this
+// node's standing vote on an endpoint: a failure of one voted up (the vote
+// changes later, at fall) or a success of one voted down (the vote may
+// change at once, with rise 1). Results of probes made for another
+// region's request do not ask again.
+func (v *Voter) turning(res health.Result, prev health.Status, had bool) bool {
+	if !res.Turned || !had || res.Subject.IsCluster() || res.Reprobe == "confirm" {
+		return false
+	}
+	return (res.Err != nil && prev == health.Up) || (res.Err == nil && prev == health.Down)
 }
 
 // FirstFail is this node's first failed probe of s in its current
