@@ -44,7 +44,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p := &probing{a: a, wake: make(chan struct{}, 1)}
 	p.known.Store(ptr(serving.Subjects(d)))
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
-	p.prober = health.NewProber(health.ProberOptions{OnResult: p.voter.OnResult, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
+	p.prober = health.NewProber(health.ProberOptions{OnResult: p.voter.OnResult, OnSuspect: p.voter.OnSuspect, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
 	r, err := ring.Start(ring.Config{
 		NodeName: a.node, Region: d.Ring.Region, Role: ring.RoleProber,
 		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds,

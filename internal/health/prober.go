@@ -69,6 +69,13 @@ type ProberOptions struct {
 	// least 1). A target that would re-probe beyond it waits for its
 	// regular probe.
 	MaxReprobes int
+	// OnSuspect is called, from the prober's goroutines, when a regular
+	// probe of an endpoint that is Up has been unanswered for longer than
+	// it should be (the fast cadence, or twice its usual time) and the first
+	// overlapping re-probe starts: the endpoint may hang. At most once per
+	// regular probe; it must not block. A voter asks the other regions to
+	// confirm at once, a timeout earlier than the first failure would.
+	OnSuspect func(Subject)
 }
 
 // Prober probes every target on its interval and every cluster heartbeat
@@ -92,6 +99,8 @@ type Prober struct {
 	sem      chan struct{} // probes in flight
 	reprobes chan struct{} // re-probes in flight
 
+	onSuspect func(Subject)
+
 	setMu sync.Mutex // serialises SetTargets, and SetHeartbeats, end to end
 
 	mu      sync.RWMutex
@@ -113,6 +122,7 @@ func NewProber(opts ProberOptions) *Prober {
 		targets:  map[Subject]*target{},
 		beats:    map[string]*beat{},
 	}
+	p.onSuspect = opts.OnSuspect
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -370,10 +380,14 @@ func (p *Prober) startDue(t *target) time.Duration {
 			t.mu.Unlock()
 			return wait
 		}
+		suspect := kind == kindSlow && t.sched.fastRun == 0 && st == Up // a regular probe of an up endpoint hangs
 		seq := t.sched.start(now, kind, gap, fastGap)
 		t.mu.Unlock()
 		if kind.reprobe() {
 			p.metrics.reprobe(t.Check.Kind, kind)
+		}
+		if suspect && p.onSuspect != nil {
+			p.onSuspect(t.Subject)
 		}
 		p.wg.Go(func() { p.probe(t, seq, kind) })
 	}
@@ -427,6 +441,9 @@ func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
 	p.metrics.probe(t.Check.Kind, err, d)
 	if !t.sched.done(seq) {
 		return // superseded by a probe started later
+	}
+	if err == nil {
+		t.sched.passed(d)
 	}
 	s, changed := t.th.Observe(err == nil)
 	t.status.Store(uint32(s))

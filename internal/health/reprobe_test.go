@@ -225,3 +225,75 @@ func TestConfirmNowFromOnResultDoesNotDeadlock(t *testing.T) {
 	rs := rec.waitFor(t, tg.Subject, "the confirmation", func(rs []Result) bool { return len(rs) >= 2 })
 	assert.Equal(t, "confirm", rs[1].Reprobe)
 }
+
+// hangAfter passes its probes at once until hang is set, then hangs them
+// until their context ends.
+type hangAfter struct {
+	hang atomic.Bool
+}
+
+func (h *hangAfter) Check(ctx context.Context, _ netip.Addr) error {
+	if !h.hang.Load() {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestProberSuspectsAnUpEndpointWhoseProbeHangs(t *testing.T) {
+	noLeaks(t)
+	h := &hangAfter{}
+	tg := fastTarget("hang.example.com.", h, 150*time.Millisecond, 3, 2)
+	tg.Check.Interval = model.Duration(200 * time.Millisecond)
+	var rec recorder
+	var suspects atomic.Int32
+	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow(), OnSuspect: func(s Subject) {
+		assert.Equal(t, tg.Subject, s)
+		suspects.Add(1)
+	}})
+	p.SetTargets([]Target{tg})
+	run(t, p)
+	rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
+	assert.Zero(t, suspects.Load(), "probes that answer are not suspect")
+	h.hang.Store(true)
+	from := len(rs)
+	rs = rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, from, Down); return ok })
+	rec.waitFor(t, tg.Subject, "two more regular probes of the down endpoint", func(rs2 []Result) bool {
+		n := 0
+		for _, r := range rs2[len(rs):] {
+			if r.Reprobe == "" {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	assert.Equal(t, int32(1), suspects.Load(), "suspected once: when the first probe of the up endpoint hung")
+}
+
+// sleepy answers every probe after d.
+type sleepy struct{ d time.Duration }
+
+func (s sleepy) Check(ctx context.Context, _ netip.Addr) error {
+	select {
+	case <-time.After(s.d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestProberDoesNotReprobeAnEndpointThatIsAlwaysSlow(t *testing.T) {
+	noLeaks(t)
+	tg := fastTarget("slow.example.com.", sleepy{60 * time.Millisecond}, time.Second, 3, 2)
+	tg.Check.Interval = model.Duration(150 * time.Millisecond)
+	var rec recorder
+	var suspects atomic.Int32
+	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow(), OnSuspect: func(Subject) { suspects.Add(1) }})
+	p.SetTargets([]Target{tg})
+	run(t, p)
+	rs := rec.waitFor(t, tg.Subject, "20 results", func(rs []Result) bool { return len(rs) >= 20 })
+	for i, r := range rs[5:] {
+		assert.NotEqual(t, "slow", r.Reprobe, "result %d: once its usual time is known (60ms), it is not slow at the 20ms cadence", i+5)
+	}
+	assert.Zero(t, suspects.Load(), "never suspected")
+}

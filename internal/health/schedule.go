@@ -31,8 +31,10 @@ func (k probeKind) reprobe() bool { return k > kindRegular }
 //   - Regular probes start every gap (interval ± 10%, drawn at each start)
 //     after the last start, the first one at first.
 //   - While a run of outcomes heads for a new status (Thresholds.Heading),
-//     while a probe has been unanswered for at least reprobe (and the
-//     target is not Down), and after a confirmation request, probes start
+//     while a probe has been unanswered for slowAfter (the cadence, or
+//     twice the smoothed time of passed probes when that is longer, so an
+//     endpoint that is always slow is not re-probed for it) and the target
+//     is not Down, and after a confirmation request, probes start
 //     at the fast cadence instead: fastGap (reprobe + 0–20 %) after the last
 //     start, never sooner. A confirmation asks for one such probe.
 //   - At most 2 × maxInFlight re-probes follow one regular probe; then the
@@ -52,8 +54,9 @@ type schedule struct {
 	started time.Time // the last start; zero before the first
 	gap     time.Duration
 	fastGap time.Duration
-	confirm bool // a confirmation asks for one fast probe
-	fastRun int  // re-probes since the last regular probe
+	confirm bool          // a confirmation asks for one fast probe
+	fastRun int           // re-probes since the last regular probe
+	srtt    time.Duration // smoothed duration of passed probes (1/8 per probe); 0 = none yet
 
 	nextSeq  uint64   // sequence of the next probe (from 1)
 	observed uint64   // the latest-started probe whose result was observed
@@ -99,7 +102,7 @@ func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (
 	}
 	if fast == kindNone && status != Down && len(s.inFlight) > 0 {
 		// When the oldest probe turns slow, plan again.
-		wait = min(wait, s.inFlight[0].start.Add(s.reprobe).Sub(now))
+		wait = min(wait, s.inFlight[0].start.Add(s.slowAfter()).Sub(now))
 	}
 	return kindNone, max(wait, time.Millisecond)
 }
@@ -114,10 +117,23 @@ func (s *schedule) fastReason(now time.Time, status, heading Status) probeKind {
 		return kindFall
 	case heading == Up:
 		return kindRise
-	case status != Down && len(s.inFlight) > 0 && now.Sub(s.inFlight[0].start) >= s.reprobe:
+	case status != Down && len(s.inFlight) > 0 && now.Sub(s.inFlight[0].start) >= s.slowAfter():
 		return kindSlow
 	}
 	return kindNone
+}
+
+// slowAfter is how long a probe may stay unanswered before it is slow:
+// the cadence, or twice the smoothed duration of passed probes if longer.
+func (s *schedule) slowAfter() time.Duration { return max(s.reprobe, 2*s.srtt) }
+
+// passed records the duration of a passed probe in the smoothed duration.
+func (s *schedule) passed(d time.Duration) {
+	if s.srtt == 0 {
+		s.srtt = d
+		return
+	}
+	s.srtt += (d - s.srtt) / 8
 }
 
 // start records a probe of the given kind started at now and returns its

@@ -63,6 +63,12 @@ func TestSchedulePlan(t *testing.T) {
 		{name: "a probe answered within the cadence gets no re-probe: the planner looks again when it would turn slow",
 			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
 			now:   ms(200), status: Up, wantKind: kindNone, wantWait: ms(300)},
+		{name: "a probe of an endpoint that usually answers in 400ms is not slow at 600ms",
+			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2; s.srtt = ms(400) },
+			now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(200)},
+		{name: "a probe of an endpoint that usually answers in 400ms is slow at twice that",
+			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2; s.srtt = ms(400) },
+			now: ms(800), status: Up, wantKind: kindSlow},
 		{name: "a slow probe of a down target waits for the regular cycle",
 			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
 			now:   ms(600), status: Down, wantKind: kindNone, wantWait: ms(4400)},
@@ -128,4 +134,14 @@ func TestScheduleCountsReprobesSinceTheLastRegularProbe(t *testing.T) {
 	assert.Equal(t, 2, s.fastRun, "two re-probes after the regular one")
 	s.start(t0, kindRegular, 5*time.Second, ms(500))
 	assert.Zero(t, s.fastRun, "a regular probe starts the count again")
+}
+
+func TestScheduleSmoothsTheDurationOfPassedProbes(t *testing.T) {
+	s := schedule{reprobe: ms(500)}
+	assert.Equal(t, ms(500), s.slowAfter(), "the cadence until a probe passed")
+	s.passed(ms(400))
+	assert.Equal(t, ms(400), s.srtt, "the first passed probe sets it")
+	assert.Equal(t, ms(800), s.slowAfter(), "twice the usual time when that is longer than the cadence")
+	s.passed(ms(1200))
+	assert.Equal(t, ms(500), s.srtt, "one eighth of the way to each new duration")
 }

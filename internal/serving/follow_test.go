@@ -266,6 +266,20 @@ func TestVoter(t *testing.T) {
 		})
 	}
 
+	t.Run("a hanging probe of an endpoint voted up asks the other regions; of one voted down it does not", func(t *testing.T) {
+		r := &fakeRing{}
+		v := &Voter{Ring: r, Logger: discard()}
+		v.OnSuspect(s)
+		assert.Empty(t, r.confirms, "no vote yet")
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnSuspect(s)
+		assert.Equal(t, []health.Subject{s}, r.confirms)
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("timeout")})
+		r.confirms = nil
+		v.OnSuspect(s)
+		assert.Empty(t, r.confirms)
+	})
+
 	t.Run("an unknown status is not voted, but a failure still starts the detection clock", func(t *testing.T) {
 		r := &fakeRing{}
 		v := &Voter{Ring: r, Logger: discard()}

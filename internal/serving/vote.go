@@ -20,10 +20,10 @@ type VoteRing interface {
 // Voter turns this node's probe results into votes on the ring: a vote
 // only when its view of a subject changes (the ring's summaries keep
 // unchanged votes fresh), and a request for confirmation from the other
-// regions when an endpoint turns: at the first failure of an endpoint this
-// node votes up, at the first success of one it votes down (so that the
-// other regions re-probe at once instead of at their next interval), and
-// when its local view turns down. It also votes on the clusters whose
+// regions when an endpoint turns: when a probe of an endpoint this node
+// votes up hangs (OnSuspect) or fails, at the first success of one it votes
+// down (so that the other regions re-probe at once instead of at their next
+// interval), and when its local view turns down. It also votes on the clusters whose
 // liveness comes from `meridian agent` heartbeats.
 type Voter struct {
 	Ring   VoteRing
@@ -91,6 +91,21 @@ func (v *Voter) turning(res health.Result, prev health.Status, had bool) bool {
 		return false
 	}
 	return (res.Err != nil && prev == health.Up) || (res.Err == nil && prev == health.Down)
+}
+
+// OnSuspect is health.ProberOptions.OnSuspect: a probe of an endpoint
+// this node votes up hangs. The other regions are asked to confirm at
+// once, a probe timeout before the first failure would ask.
+func (v *Voter) OnSuspect(s health.Subject) {
+	v.mu.Lock()
+	v.initLocked()
+	up := v.published[s] == health.Up
+	v.mu.Unlock()
+	if !up || s.IsCluster() {
+		return
+	}
+	v.Logger.Debug("probe unanswered: asking other regions to confirm", "service", s.Service, "endpoint", s.Target)
+	v.Ring.Confirm(s)
 }
 
 // FirstFail is this node's first failed probe of s in its current
