@@ -37,9 +37,11 @@ func (k probeKind) reprobe() bool { return k > kindRegular }
 //     is not Down, and after a confirmation request, probes start
 //     at the fast cadence instead: fastGap (reprobe + 0–20 %) after the last
 //     start, never sooner. A confirmation asks for one such probe.
-//   - At most 2 × maxInFlight re-probes follow one regular probe; then the
-//     target waits for its regular cycle, so that an endpoint whose
-//     outcomes alternate while it is Unknown cannot keep the fast cadence.
+//   - At most 2 × maxInFlight re-probes of its own (fall, rise, slow)
+//     follow one regular probe; then the target waits for its regular
+//     cycle, so that an endpoint whose outcomes alternate while it is
+//     Unknown cannot keep the fast cadence. Confirmations are not counted:
+//     the ring rate-limits them per requesting prober.
 //   - At most maxInFlight probes of the target run at once; re-probes
 //     overlap a probe that hangs, so that a dead endpoint that does not
 //     answer reaches fall about one timeout after its first probe instead
@@ -83,7 +85,7 @@ func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (
 		return kindNone, s.interval // a completion plans again
 	}
 	fast := s.fastReason(now, status, heading)
-	if s.fastRun >= 2*max(s.maxInFlight, 1) {
+	if fast != kindConfirm && s.fastRun >= 2*max(s.maxInFlight, 1) {
 		fast = kindNone
 	}
 	fastDue := now
@@ -140,9 +142,12 @@ func (s *schedule) passed(d time.Duration) {
 // sequence. gap and fastGap are the next waits, drawn by the caller (with
 // jitter).
 func (s *schedule) start(now time.Time, kind probeKind, gap, fastGap time.Duration) uint64 {
-	s.fastRun++
-	if !kind.reprobe() {
+	switch kind {
+	case kindRegular:
 		s.fastRun = 0
+	case kindConfirm:
+	default:
+		s.fastRun++
 	}
 	s.nextSeq++
 	s.started, s.gap, s.fastGap, s.confirm = now, gap, fastGap, false

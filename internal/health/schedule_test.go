@@ -80,6 +80,8 @@ func TestSchedulePlan(t *testing.T) {
 			now: 6 * time.Second, status: Up, heading: Down, wantKind: kindNone, wantWait: 5 * time.Second},
 		{name: "after twice max in flight re-probes a run waits for the regular cycle",
 			sched: func(s *schedule) { s.fastRun = 6 }, now: ms(600), status: Unknown, heading: Up, wantKind: kindNone, wantWait: ms(4400)},
+		{name: "a confirmation is not held by that bound",
+			sched: func(s *schedule) { s.fastRun = 6; s.confirm = true }, now: ms(600), status: Down, wantKind: kindConfirm},
 		{name: "below that bound a run keeps the fast cadence",
 			sched: func(s *schedule) { s.fastRun = 5 }, now: ms(600), status: Unknown, heading: Up, wantKind: kindRise},
 		{name: "without re-probe budget a run of failures waits for the regular cycle",
@@ -131,7 +133,8 @@ func TestScheduleCountsReprobesSinceTheLastRegularProbe(t *testing.T) {
 	s.start(t0, kindRegular, 5*time.Second, ms(500))
 	s.start(t0, kindFall, 5*time.Second, ms(500))
 	s.start(t0, kindSlow, 5*time.Second, ms(500))
-	assert.Equal(t, 2, s.fastRun, "two re-probes after the regular one")
+	s.start(t0, kindConfirm, 5*time.Second, ms(500))
+	assert.Equal(t, 2, s.fastRun, "two re-probes of its own after the regular one; the confirmation does not count")
 	s.start(t0, kindRegular, 5*time.Second, ms(500))
 	assert.Zero(t, s.fastRun, "a regular probe starts the count again")
 }

@@ -266,6 +266,22 @@ func TestVoter(t *testing.T) {
 		})
 	}
 
+	t.Run("the other regions are asked once per failure run", func(t *testing.T) {
+		r := &fakeRing{}
+		v := &Voter{Ring: r, Logger: discard()}
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnSuspect(s)
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now, Err: errors.New("timeout"), Turned: true})
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("timeout")})
+		assert.Equal(t, []health.Subject{s}, r.confirms, "asked when the probe hung, not again at the failure or the local down")
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Turned: true})
+		assert.Len(t, r.confirms, 2, "the first pass of the down endpoint asks")
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("refused")})
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now, Err: errors.New("refused"), Turned: true})
+		assert.Len(t, r.confirms, 3, "a pass ended the run: the next failure asks again")
+	})
+
 	t.Run("a hanging probe of an endpoint voted up asks the other regions; of one voted down it does not", func(t *testing.T) {
 		r := &fakeRing{}
 		v := &Voter{Ring: r, Logger: discard()}

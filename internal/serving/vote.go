@@ -35,12 +35,24 @@ type Voter struct {
 	published map[health.Subject]health.Status // our last vote per subject
 	firstFail map[health.Subject]time.Time     // first failed probe of the current failure run
 	hbSeen    map[string]time.Time             // agent heartbeats per cluster
+	asked     map[health.Subject]bool          // the other regions were asked about the current failure run
 }
 
 func (v *Voter) initLocked() {
 	if v.published == nil {
 		v.published, v.firstFail, v.hbSeen = map[health.Subject]health.Status{}, map[health.Subject]time.Time{}, map[string]time.Time{}
+		v.asked = map[health.Subject]bool{}
 	}
+}
+
+// askDownLocked reports whether to ask the other regions about a failing
+// endpoint: once per failure run (a pass ends the run).
+func (v *Voter) askDownLocked(s health.Subject) bool {
+	if s.IsCluster() || v.asked[s] {
+		return false
+	}
+	v.asked[s] = true
+	return true
 }
 
 // OnResult is health.ProberOptions.OnResult.
@@ -53,6 +65,7 @@ func (v *Voter) OnResult(res health.Result) {
 		}
 	} else {
 		delete(v.firstFail, res.Subject)
+		delete(v.asked, res.Subject)
 	}
 	if res.Status == health.Unknown {
 		v.mu.Unlock()
@@ -63,9 +76,14 @@ func (v *Voter) OnResult(res health.Result) {
 	if changed {
 		v.published[res.Subject] = res.Status
 	}
+	turning := v.turning(res, prev, had)
+	ask := turning && res.Err == nil // a down endpoint answers again
+	if (turning && res.Err != nil) || (changed && res.Status == health.Down) {
+		ask = v.askDownLocked(res.Subject) // the first failure, or the local down if that did not ask
+	}
 	v.mu.Unlock()
-	if v.turning(res, prev, had) && (!changed || res.Status == health.Up) { // a new down vote asks below
-		v.Logger.Debug("first probe against our vote: asking other regions to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "vote", prev, "err", res.Err)
+	if ask {
+		v.Logger.Debug("asking other regions to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "vote", res.Status, "err", res.Err)
 		v.Ring.Confirm(res.Subject)
 	}
 	if !changed {
@@ -73,8 +91,7 @@ func (v *Voter) OnResult(res health.Result) {
 	}
 	v.Ring.Publish(res.Subject, res.Status, res.At)
 	if res.Status == health.Down && !res.Subject.IsCluster() {
-		v.Logger.Info("local probe says down: asking other regions to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "err", res.Err)
-		v.Ring.Confirm(res.Subject)
+		v.Logger.Info("local probe says down; the other regions were asked to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "err", res.Err)
 	}
 	if v.Poke != nil {
 		v.Poke()
@@ -99,9 +116,9 @@ func (v *Voter) turning(res health.Result, prev health.Status, had bool) bool {
 func (v *Voter) OnSuspect(s health.Subject) {
 	v.mu.Lock()
 	v.initLocked()
-	up := v.published[s] == health.Up
+	ask := v.published[s] == health.Up && v.askDownLocked(s)
 	v.mu.Unlock()
-	if !up || s.IsCluster() {
+	if !ask {
 		return
 	}
 	v.Logger.Debug("probe unanswered: asking other regions to confirm", "service", s.Service, "endpoint", s.Target)
@@ -159,6 +176,7 @@ func (v *Voter) Forget(keep map[health.Subject]bool) {
 		if !keep[s] {
 			delete(v.published, s)
 			delete(v.firstFail, s)
+			delete(v.asked, s)
 		}
 	}
 }
