@@ -445,7 +445,11 @@ func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
 	if err == nil {
 		t.sched.passed(d)
 	}
+	was := t.th.Status()
 	s, changed := t.th.Observe(err == nil)
+	if changed && was == Down && s == Up {
+		t.sched.recovered(time.Now())
+	}
 	t.status.Store(uint32(s))
 	log := p.log.With("service", t.Subject.Service, "endpoint", t.Subject.Target, "kind", t.Check.Kind)
 	switch {

@@ -14,9 +14,14 @@ const (
 	kindRise                     // a run of successes heads for rise
 	kindSlow                     // a probe is unanswered for longer than the cadence
 	kindConfirm                  // another region asked for a second confirmation
+	kindWatch                    // the shortened cycle of an endpoint watched after a recovery
 )
 
-var kindNames = [...]string{"none", "regular", "fall", "rise", "slow", "confirm"}
+var kindNames = [...]string{"none", "regular", "fall", "rise", "slow", "confirm", "watch"}
+
+// watchIntervals is how long, in intervals, an endpoint is watched after
+// it comes back up from down.
+const watchIntervals = 12
 
 func (k probeKind) String() string { return kindNames[k] }
 
@@ -48,6 +53,11 @@ func (k probeKind) reprobe() bool { return k > kindRegular }
 //     of fall timeouts.
 //   - Results are observed in start order: a result that comes back after
 //     the result of a probe started later is stale (superseded).
+//   - For watchIntervals intervals after the target comes back Up from
+//     Down, its regular cycle is shortened to twice the fast cadence
+//     (watch probes, counted as re-probes): a flapping endpoint fails again
+//     while it is still held down, instead of being released between two
+//     regular probes (at the defaults: one probe a second for a minute).
 type schedule struct {
 	interval, reprobe time.Duration
 	maxInFlight       int
@@ -59,6 +69,7 @@ type schedule struct {
 	confirm bool          // a confirmation asks for one fast probe
 	fastRun int           // re-probes since the last regular probe
 	srtt    time.Duration // smoothed duration of passed probes (1/8 per probe); 0 = none yet
+	watch   time.Time     // watched (shortened cycle) until then
 
 	nextSeq  uint64   // sequence of the next probe (from 1)
 	observed uint64   // the latest-started probe whose result was observed
@@ -102,6 +113,13 @@ func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (
 	if fast != kindNone && allowFast {
 		wait = min(wait, fastDue.Sub(now))
 	}
+	if fast == kindNone && allowFast && status == Up && now.Before(s.watch) && !s.started.IsZero() {
+		watchDue := s.started.Add(2 * s.fastGap)
+		if !watchDue.After(now) {
+			return kindWatch, 0
+		}
+		wait = min(wait, watchDue.Sub(now))
+	}
 	if fast == kindNone && status != Down && len(s.inFlight) > 0 {
 		// When the oldest probe turns slow, plan again.
 		wait = min(wait, s.inFlight[0].start.Add(s.slowAfter()).Sub(now))
@@ -129,6 +147,11 @@ func (s *schedule) fastReason(now time.Time, status, heading Status) probeKind {
 // the cadence, or twice the smoothed duration of passed probes if longer.
 func (s *schedule) slowAfter() time.Duration { return max(s.reprobe, 2*s.srtt) }
 
+// recovered starts watching the target: it came back Up from Down at now.
+func (s *schedule) recovered(now time.Time) {
+	s.watch = now.Add(watchIntervals * s.interval)
+}
+
 // passed records the duration of a passed probe in the smoothed duration.
 func (s *schedule) passed(d time.Duration) {
 	if s.srtt == 0 {
@@ -143,7 +166,7 @@ func (s *schedule) passed(d time.Duration) {
 // jitter).
 func (s *schedule) start(now time.Time, kind probeKind, gap, fastGap time.Duration) uint64 {
 	switch kind {
-	case kindRegular:
+	case kindRegular, kindWatch:
 		s.fastRun = 0
 	case kindConfirm:
 	default:

@@ -84,6 +84,16 @@ func TestSchedulePlan(t *testing.T) {
 			sched: func(s *schedule) { s.fastRun = 6; s.confirm = true }, now: ms(600), status: Down, wantKind: kindConfirm},
 		{name: "below that bound a run keeps the fast cadence",
 			sched: func(s *schedule) { s.fastRun = 5 }, now: ms(600), status: Unknown, heading: Up, wantKind: kindRise},
+		{name: "an endpoint that came back up is watched at twice the fast cadence",
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: Up, wantKind: kindWatch},
+		{name: "a watched endpoint waits twice the fast cadence after its last probe",
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(500)},
+		{name: "once the watch is over the regular cycle is back",
+			sched: func(s *schedule) { s.watch = at(ms(1000)) }, now: 1100 * time.Millisecond, status: Up, wantKind: kindNone, wantWait: ms(3900)},
+		{name: "a watched endpoint that is down again is not watched",
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: Down, wantKind: kindNone, wantWait: ms(3900)},
+		{name: "without re-probe budget a watched endpoint waits for the regular cycle",
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: Up, noBudget: true, wantKind: kindNone, wantWait: ms(3900)},
 		{name: "without re-probe budget a run of failures waits for the regular cycle",
 			now: ms(600), status: Up, heading: Down, noBudget: true, wantKind: kindNone, wantWait: ms(4400)},
 		{name: "without re-probe budget the regular probe still runs",
@@ -147,4 +157,14 @@ func TestScheduleSmoothsTheDurationOfPassedProbes(t *testing.T) {
 	assert.Equal(t, ms(800), s.slowAfter(), "twice the usual time when that is longer than the cadence")
 	s.passed(ms(1200))
 	assert.Equal(t, ms(500), s.srtt, "one eighth of the way to each new duration")
+}
+
+func TestScheduleWatchesAfterARecovery(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3}
+	s.recovered(t0)
+	assert.Equal(t, t0.Add(time.Minute), s.watch, "watched for twelve intervals")
+	s.fastRun = 3
+	s.start(t0, kindWatch, 5*time.Second, ms(500))
+	assert.Zero(t, s.fastRun, "a watch probe is a regular probe at a shorter cycle")
 }
