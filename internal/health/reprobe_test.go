@@ -148,7 +148,10 @@ func TestProberDropsAResultSupersededByALaterProbe(t *testing.T) {
 		5*time.Second, time.Millisecond, "the late failure is counted")
 	tt := p.targets[tg.Subject]
 	tt.mu.Lock() // the late result has been handled once its lock is free
+	observed, inFlight := tt.sched.observed, len(tt.sched.inFlight)
 	tt.mu.Unlock()
+	assert.Equal(t, uint64(3), observed, "the latest observed probe is still the third (the rise re-probe), not the first")
+	assert.Zero(t, inFlight)
 	assert.Len(t, rec.of(tg.Subject), 2, "the late failure is not reported")
 	st, _ := p.Status(tg.Subject)
 	assert.Equal(t, Up, st, "nor observed")
