@@ -33,8 +33,13 @@ func (k probeKind) reprobe() bool { return k > kindRegular }
 // concurrent use: the target's mutex guards it.
 //
 // The rules:
-//   - Regular probes start every gap (interval ± 10%, drawn at each start)
-//     after the last start, the first one at first.
+//   - Regular probes start every gap (interval ± 10%, drawn at each
+//     regular start) after the last regular start, the first one at first.
+//     Re-probes do not move this cycle (a regular probe only waits until
+//     fastGap after the last re-probe): the probers of a ring keep their
+//     random phases, so that after a failure that all of them re-probed at
+//     once, the first of them still probes the recovered endpoint about
+//     interval / (probers + 1) after it comes back, not one full interval.
 //   - While a run of outcomes heads for a new status (Thresholds.Heading),
 //     while a probe has been unanswered for slowAfter (the cadence, or
 //     twice the smoothed time of passed probes when that is longer, so an
@@ -62,9 +67,10 @@ type schedule struct {
 	interval, reprobe time.Duration
 	maxInFlight       int
 
-	first   time.Time // when the first regular probe is due
-	started time.Time // the last start; zero before the first
-	gap     time.Duration
+	first   time.Time     // when the first regular probe is due
+	started time.Time     // the last start; zero before the first
+	regular time.Time     // the last regular start
+	gap     time.Duration // after regular
 	fastGap time.Duration
 	confirm bool          // a confirmation asks for one fast probe
 	fastRun int           // re-probes since the last regular probe
@@ -88,8 +94,11 @@ type flight struct {
 // probes start.
 func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (probeKind, time.Duration) {
 	regularDue := s.first
+	if !s.regular.IsZero() {
+		regularDue = s.regular.Add(s.gap)
+	}
 	if !s.started.IsZero() {
-		regularDue = s.started.Add(s.gap)
+		regularDue = maxTime(regularDue, s.started.Add(s.fastGap))
 	}
 	full := len(s.inFlight) >= max(s.maxInFlight, 1)
 	if full {
@@ -173,7 +182,10 @@ func (s *schedule) start(now time.Time, kind probeKind, gap, fastGap time.Durati
 		s.fastRun++
 	}
 	s.nextSeq++
-	s.started, s.gap, s.fastGap, s.confirm = now, gap, fastGap, false
+	s.started, s.fastGap, s.confirm = now, fastGap, false
+	if kind == kindRegular || kind == kindWatch || s.regular.IsZero() {
+		s.regular, s.gap = now, gap
+	}
 	s.inFlight = append(s.inFlight, flight{seq: s.nextSeq, start: now})
 	return s.nextSeq
 }
@@ -192,4 +204,11 @@ func (s *schedule) done(seq uint64) bool {
 	}
 	s.observed = seq
 	return true
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -16,7 +16,7 @@ func TestSchedulePlan(t *testing.T) {
 	// probe started at t0 with gaps 5s and 500ms, and has finished.
 	base := func() schedule {
 		return schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3, first: at(-time.Hour),
-			started: t0, gap: 5 * time.Second, fastGap: ms(550), nextSeq: 1, observed: 1}
+			started: t0, regular: t0, gap: 5 * time.Second, fastGap: ms(550), nextSeq: 1, observed: 1}
 	}
 	cases := []struct {
 		name     string
@@ -47,6 +47,10 @@ func TestSchedulePlan(t *testing.T) {
 			now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(4400)},
 		{name: "an up target probes again after the regular gap",
 			now: 5 * time.Second, status: Up, wantKind: kindRegular},
+		{name: "re-probes do not move the regular cycle",
+			sched: func(s *schedule) { s.started = at(ms(1100)) }, now: 5 * time.Second, status: Down, wantKind: kindRegular},
+		{name: "a regular probe waits the fast cadence after a re-probe",
+			sched: func(s *schedule) { s.started = at(ms(4800)) }, now: 5 * time.Second, status: Down, wantKind: kindNone, wantWait: ms(350)},
 		{name: "a run of failures re-probes at the fast cadence",
 			now: ms(550), status: Up, heading: Down, wantKind: kindFall},
 		{name: "a run of failures never re-probes sooner than the cadence after the last start",
@@ -167,4 +171,17 @@ func TestScheduleWatchesAfterARecovery(t *testing.T) {
 	s.fastRun = 3
 	s.start(t0, kindWatch, 5*time.Second, ms(500))
 	assert.Zero(t, s.fastRun, "a watch probe is a regular probe at a shorter cycle")
+}
+
+func TestScheduleKeepsTheRegularPhaseThroughReprobes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3}
+	for i, k := range []probeKind{kindRegular, kindFall, kindFall} {
+		s.done(s.start(t0.Add(time.Duration(i)*ms(500)), k, time.Duration(5-i)*time.Second, ms(500)))
+	}
+	assert.Equal(t, t0, s.regular, "re-probes leave the regular start")
+	assert.Equal(t, 5*time.Second, s.gap, "and the gap drawn for it")
+	kind, wait := s.plan(t0.Add(ms(1500)), Down, Unknown, true)
+	assert.Equal(t, kindNone, kind)
+	assert.Equal(t, ms(3500), wait, "the next regular probe is one gap after the last regular one")
 }
