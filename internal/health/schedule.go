@@ -129,9 +129,12 @@ func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (
 		}
 		wait = min(wait, watchDue.Sub(now))
 	}
-	if fast == kindNone && status != Down && len(s.inFlight) > 0 {
-		// When the oldest probe turns slow, plan again.
-		wait = min(wait, s.inFlight[0].start.Add(s.slowAfter()).Sub(now))
+	if status != Down && len(s.inFlight) > 0 {
+		// When the oldest probe turns slow, plan again (not when it is
+		// slow already and the run's re-probes are used up: no spinning).
+		if slowAt := s.inFlight[0].start.Add(s.slowAfter()); slowAt.After(now) {
+			wait = min(wait, slowAt.Sub(now))
+		}
 	}
 	return kindNone, max(wait, time.Millisecond)
 }
