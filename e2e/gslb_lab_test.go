@@ -52,6 +52,17 @@ type gslbOptions struct {
 	// secretKey supplies the gossip key as a deploy does: read-only (a
 	// Kubernetes Secret mount; here a read-only bind mount).
 	secretKey bool
+	// defaults leaves health, decision and the memberlist knobs at their
+	// defaults (interval 5s, timeout 3s, WAN gossip) instead of the fast
+	// lab settings.
+	defaults bool
+}
+
+// The lab's fast settings; defaults drops these lines.
+var gslbFastLines = []string{
+	"health: {interval: 1s, timeout: 500ms, fall: 3, rise: 2}\n",
+	"  memberlist: {gossip_interval: 100ms, probe_interval: 1s, probe_timeout: 500ms, push_pull_interval: 5s, suspicion_mult: 3}\n",
+	"decision: {hold_down: 2s, hold_down_max: 30s}\n",
 }
 
 const gslbConfig = `
@@ -141,6 +152,12 @@ func newGSLB(t *testing.T, name string, o gslbOptions) *gslb {
 		}
 		cfg := fmt.Sprintf(gslbConfig, n.host.IP, n.name, n.region, strings.Join(seeds, ", "), g.keyFile, ringExtra,
 			clusters.String(), endpoints.String(), o.extra, g.ids.files[n.name], g.ids.Peers(), g.tokens, g.stateDir(n))
+		if o.defaults {
+			for _, l := range gslbFastLines {
+				require.Contains(t, cfg, l)
+				cfg = strings.Replace(cfg, l, "", 1)
+			}
+		}
 		n.config = filepath.Join(g.dir, n.name+".yaml")
 		require.NoError(t, os.WriteFile(n.config, []byte(cfg), 0o644))
 		out := run(t, meridianBin, "check-config", n.config)

@@ -83,8 +83,12 @@ func printStatus(cmd *cobra.Command, rep api.HealthReport) {
 		if e.Admin != "" {
 			state += " [" + e.Admin + " in config]"
 		}
-		if e.HeldUntil != nil {
-			state += fmt.Sprintf(" (held %s)", time.Until(*e.HeldUntil).Round(time.Second))
+		hold := time.Duration(e.HoldDownSeconds * float64(time.Second))
+		switch {
+		case e.HeldUntil != nil:
+			state += fmt.Sprintf(" (held %s of %s)", time.Until(*e.HeldUntil).Round(time.Second), hold)
+		case e.Failures > 0 && hold > 0:
+			state += fmt.Sprintf(" (next hold-down %s)", hold) // it flapped within the flap window
 		}
 		if e.Braked {
 			state += " (brake)"

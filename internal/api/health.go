@@ -42,6 +42,10 @@ type EndpointHealth struct {
 	Failures  int        `json:"failures,omitempty"`
 	Braked    bool       `json:"braked,omitempty"`
 	Votes     []VoteInfo `json:"votes"`
+	// HoldDownSeconds is the hold-down the endpoint's next recovery waits:
+	// the current one while it is down, the one a failure now would bring
+	// while it is up (the adaptive ladder of decision.hold_down_min).
+	HoldDownSeconds float64 `json:"hold_down_seconds,omitempty"`
 }
 
 // ClusterHealth is one cluster.

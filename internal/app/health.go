@@ -49,7 +49,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.known.Store(ptr(serving.Subjects(d)))
 	p.measured.Store(ptr(serving.LatencySubjects(d)))
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
-	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
+	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, OnSuspect: p.voter.OnSuspect, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
 	r, err := ring.Start(ring.Config{
 		NodeName: a.node, Region: d.Ring.Region, Role: ring.RoleProber,
 		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds,

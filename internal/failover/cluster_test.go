@@ -114,6 +114,7 @@ func TestClusterHeartbeats(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, fixture(t))
+			fixedLadder(&w.params)
 			for _, st := range tc.steps {
 				// The eu endpoint's own votes always say up: only the cluster takes it out.
 				d := w.at(st.at, all(st.votes, everyoneUp())...)
@@ -131,6 +132,20 @@ func TestClusterHeartbeats(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestClusterHoldDownIsAdaptiveToo(t *testing.T) {
+	everyone := []string{"east-1", "east-2", "west-1", "eu-1"}
+	w := newWorld(t, fixture(t))
+	d := w.at(0, all(hb(nil, "east-1", "west-1"), everyoneUp())...)
+	assert.Equal(t, FailedOver, cluster(t, d, "eu").State)
+	d = w.at(s(2), all(hb(everyone), everyoneUp())...)
+	assert.Equal(t, t0.Add(s(7)), cluster(t, d, "eu").HeldUntil, "a first loss is held hold_down_min")
+	d = w.at(s(7), all(hb(everyone), everyoneUp())...)
+	assert.Equal(t, Ready, cluster(t, d, "eu").State)
+	w.at(s(20), all(hb(nil, "east-1", "west-1"), everyoneUp())...)
+	d = w.at(s(21), all(hb(everyone), everyoneUp())...)
+	assert.Equal(t, t0.Add(s(31)), cluster(t, d, "eu").HeldUntil, "a second loss within the flap window doubles it")
 }
 
 func TestClustersWithoutHeartbeatAreAlwaysReady(t *testing.T) {

@@ -442,9 +442,10 @@ func (c *calc) event(s health.Subject, state State, tl *Timeline, reason string,
 	tl.Reason, tl.Voters = reason, voters
 }
 
-// forget resets the failure count of a subject that has stayed up for HoldDownMax.
+// forget resets the failure count of a subject that has stayed up for a
+// FlapWindow since its last release: its next failure is a first one again.
 func (c *calc) forget(tl *Timeline) {
-	if tl.Failures > 0 && !tl.RecoveredAt.IsZero() && c.now.Sub(tl.RecoveredAt) >= c.p.HoldDownMax {
+	if tl.Failures > 0 && !tl.RecoveredAt.IsZero() && c.now.Sub(tl.RecoveredAt) >= c.p.FlapWindow {
 		tl.Failures = 0
 	}
 }
@@ -460,7 +461,7 @@ func (c *calc) holdDown(s health.Subject, state *State, tl *Timeline, up State, 
 	case verdictUp:
 		started := false
 		if !tl.Held() {
-			tl.HeldUntil = c.now.Add(c.p.holdFor(tl.Failures))
+			tl.HeldUntil = c.now.Add(c.p.HoldFor(tl.Failures))
 			started = true
 		}
 		if c.now.Before(tl.HeldUntil) {

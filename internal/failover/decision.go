@@ -68,7 +68,7 @@ type Timeline struct {
 	Voters      []string  // probers behind the last change or hold event, sorted
 	Failures    int       // consecutive failures; the hold-down doubles per failure
 	HeldUntil   time.Time // non-zero while hold-down keeps a recovered subject down
-	RecoveredAt time.Time // the last release from hold-down; Failures reset HoldDownMax later
+	RecoveredAt time.Time // the last release from hold-down; Failures reset FlapWindow later
 }
 
 // Held reports whether hold-down is keeping the subject down.
@@ -246,4 +246,50 @@ func compareSubjects(a, b health.Subject) int {
 		return c
 	}
 	return cmp.Compare(a.Target, b.Target)
+}
+
+// NextDue returns the earliest time after d.At at which a decision on the
+// same votes could change something by time alone: a hold-down ending or
+// a brake's Interval passing (p as given to Decide). Zero when nothing
+// waits. A caller that decides on a tick may decide at that time too, so
+// that a release is not late by up to a tick.
+func (d *Decision) NextDue(p Params) time.Time {
+	if d == nil {
+		return time.Time{}
+	}
+	p = p.withDefaults()
+	var next time.Time
+	consider := func(t time.Time) {
+		if t.After(d.At) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for i := range d.Endpoints {
+		e := &d.Endpoints[i]
+		if e.Held() {
+			consider(e.HeldUntil)
+		}
+		if e.Braked() {
+			consider(e.BrakeSince.Add(p.Interval))
+		}
+	}
+	for i := range d.Clusters {
+		if d.Clusters[i].Held() {
+			consider(d.Clusters[i].HeldUntil)
+		}
+	}
+	return next
+}
+
+// HoldDown is the hold-down the next recovery of a subject with this
+// timeline waits: the one running or due (HoldFor(Failures)) while it is
+// down, the one a failure now would bring (HoldFor(Failures+1)) while it
+// is up. Failures a quiet FlapWindow would forget are counted until the
+// next Decide forgets them.
+func (t Timeline) HoldDown(p Params, down bool) time.Duration {
+	p = p.withDefaults()
+	if down {
+		return p.HoldFor(t.Failures)
+	}
+	return p.HoldFor(t.Failures + 1)
 }

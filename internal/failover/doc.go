@@ -49,14 +49,18 @@
 //     Unknown (in the answers) until its first verdict.
 //
 //  4. Hold-down. A Down endpoint that gets an Up verdict stays Down for
-//     HoldDown × 2^(failures-1), at most HoldDownMax (30s, 60s, 120s, 240s,
-//     300s), counted from the first call of the Up verdict; it comes back at
-//     the first call with an Up verdict after that. A Down verdict during the
-//     hold ends it and counts as a new failure (the next hold is twice as
-//     long); a tie or a freeze keeps its clock (probers coming back one by
-//     one pass through ties), and the release waits for an Up verdict.
-//     Failures reset once the endpoint has been up for HoldDownMax since its
-//     last release. An endpoint seen for the first time is not held.
+//     HoldFor(failures), counted from the first call of the Up verdict; it
+//     comes back at the first call with an Up verdict after that. The
+//     ladder is adaptive: a first failure (after a quiet FlapWindow) is held
+//     HoldDownMin (5s); each further failure doubles it up to HoldDown and
+//     then on up to HoldDownMax (5s, 10s, 20s, 30s, 60s, 120s, 240s, 300s).
+//     A Down verdict during the hold ends it and counts as a new failure
+//     (the next hold is one rung longer); a tie or a freeze keeps its clock
+//     (probers coming back one by one pass through ties), and the release
+//     waits for an Up verdict. Failures reset once the endpoint has been up
+//     for FlapWindow (60s) since its last release, so a flapping endpoint
+//     climbs the ladder and one that failed once long ago starts at its
+//     foot. An endpoint seen for the first time is not held.
 //
 //  5. Fail-open is not done here. When every endpoint of a name is down the
 //     engine answers with all of them (when_all_down: fail-open, the

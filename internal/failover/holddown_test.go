@@ -29,6 +29,10 @@ type step struct {
 
 func s(n int) time.Duration { return time.Duration(n) * time.Second }
 
+// fixedLadder is the ladder the cases of TestHoldDown were written for: a
+// hold-down of 30s doubling per failure, failures forgotten after 300s up.
+func fixedLadder(p *Params) { p.HoldDownMin, p.FlapWindow = p.HoldDown, p.HoldDownMax }
+
 func TestHoldDown(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -73,7 +77,7 @@ func TestHoldDown(t *testing.T) {
 		},
 		{
 			name:   "the hold-down is capped at hold_down_max",
-			params: func(p *Params) { p.HoldDown, p.HoldDownMax = s(100), s(300) },
+			params: func(p *Params) { p.HoldDown, p.HoldDownMax, p.HoldDownMin = s(100), s(300), s(100) },
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
 				{at: s(1), votes: eastUp, want: Down, held: s(101), failures: 1, reason: ReasonHoldDown},
@@ -84,7 +88,7 @@ func TestHoldDown(t *testing.T) {
 			},
 		},
 		{
-			name: "failures are forgotten after staying up for hold_down_max",
+			name: "failures are forgotten after staying up for the flap window",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
 				{at: s(5), votes: eastUp, want: Down, held: s(35), failures: 1, reason: ReasonHoldDown},
@@ -95,7 +99,7 @@ func TestHoldDown(t *testing.T) {
 			},
 		},
 		{
-			name: "failures are remembered while up for less than hold_down_max",
+			name: "failures are remembered while up for less than the flap window",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
 				{at: s(5), votes: eastUp, want: Down, held: s(35), failures: 1, reason: ReasonHoldDown},
@@ -137,28 +141,36 @@ func TestHoldDown(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, fixture(t))
+			fixedLadder(&w.params)
 			if tc.params != nil {
 				tc.params(&w.params)
 			}
-			for _, st := range tc.steps {
-				d := w.at(st.at, st.votes...)
-				e := endpoint(t, d, ipEast)
-				at := fmt.Sprintf("at %v", st.at)
-				assert.Equal(t, st.want, e.State, at)
-				assert.Equal(t, st.failures, e.Failures, at+": failures")
-				assert.Equal(t, st.reason, e.Reason, at+": reason")
-				if st.held == 0 {
-					assert.False(t, e.Held(), at+": held until %v", e.HeldUntil)
-				} else {
-					assert.Equal(t, t0.Add(st.held), e.HeldUntil, at+": held until")
-				}
-			}
+			w.steps(t, tc.steps)
 		})
+	}
+}
+
+// steps runs the steps in order and checks the east endpoint after each.
+func (w *world) steps(t *testing.T, steps []step) {
+	t.Helper()
+	for _, st := range steps {
+		d := w.at(st.at, st.votes...)
+		e := endpoint(t, d, ipEast)
+		at := fmt.Sprintf("at %v", st.at)
+		assert.Equal(t, st.want, e.State, at)
+		assert.Equal(t, st.failures, e.Failures, at+": failures")
+		assert.Equal(t, st.reason, e.Reason, at+": reason")
+		if st.held == 0 {
+			assert.False(t, e.Held(), at+": held until %v", e.HeldUntil)
+		} else {
+			assert.Equal(t, t0.Add(st.held), e.HeldUntil, at+": held until")
+		}
 	}
 }
 
 func TestHoldDownChanges(t *testing.T) {
 	w := newWorld(t, fixture(t))
+	fixedLadder(&w.params)
 	d := w.at(0, eastDown...)
 	assert.Equal(t, []string{ipEast + " unknown->down confirmation"}, reasons(d))
 	assert.True(t, d.StatesChanged)
@@ -178,18 +190,139 @@ func TestHoldDownChanges(t *testing.T) {
 func TestHoldFor(t *testing.T) {
 	cases := []struct {
 		name     string
+		params   func(*Params)
 		failures int
 		want     time.Duration
 	}{
-		{"the first failure holds for hold_down", 1, s(30)},
-		{"no recorded failure holds for hold_down too", 0, s(30)},
-		{"the second failure doubles it", 2, s(60)},
-		{"the fourth failure doubles it three times", 4, s(240)},
-		{"the fifth failure reaches the cap", 5, s(300)},
-		{"many failures stay at the cap", 60, s(300)},
+		{"a first failure holds for the short hold_down_min", nil, 1, s(5)},
+		{"no recorded failure holds for hold_down_min too", nil, 0, s(5)},
+		{"a second failure within the flap window doubles it", nil, 2, s(10)},
+		{"a third failure doubles it again", nil, 3, s(20)},
+		{"the doubling that would pass hold_down stops on it", nil, 4, s(30)},
+		{"past hold_down it keeps doubling from hold_down", nil, 5, s(60)},
+		{"the seventh failure is eight times hold_down", nil, 7, s(240)},
+		{"the eighth failure reaches the cap", nil, 8, s(300)},
+		{"many failures stay at the cap", nil, 60, s(300)},
+		{"hold_down_min equal to hold_down gives the fixed ladder", fixedLadder, 2, s(60)},
+		{"the fixed ladder reaches the cap at the fifth failure", fixedLadder, 5, s(300)},
+		{"a hold_down_min that doubles exactly onto hold_down lands on it", func(p *Params) { p.HoldDownMin = s(15) }, 2, s(30)},
 	}
-	p := DefaultParams()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, p.holdFor(tc.failures)) })
+		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultParams()
+			if tc.params != nil {
+				tc.params(&p)
+			}
+			assert.Equal(t, tc.want, p.HoldFor(tc.failures))
+		})
+	}
+}
+
+// TestAdaptiveHoldDown pins the ladder at the defaults: hold_down_min 5s,
+// hold_down 30s, hold_down_max 300s, flap_window 60s.
+func TestAdaptiveHoldDown(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			name: "a first failure gets the short hold-down",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(3), votes: eastUp, want: Down, held: s(8), failures: 1, reason: ReasonHoldDown},
+				{at: s(7), votes: eastUp, want: Down, held: s(8), failures: 1, reason: ReasonHoldDown},
+				{at: s(8), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "repeated flaps double the hold-down each time",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(6), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(10), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(11), votes: eastUp, want: Down, held: s(21), failures: 2, reason: ReasonHoldDown},
+				{at: s(21), votes: eastUp, want: Up, failures: 2, reason: ReasonHoldDown},
+				{at: s(30), votes: eastDown, want: Down, failures: 3, reason: ReasonConfirmation},
+				{at: s(31), votes: eastUp, want: Down, held: s(51), failures: 3, reason: ReasonHoldDown},
+				{at: s(51), votes: eastUp, want: Up, failures: 3, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "a flap during the hold climbs a rung without a release",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(3), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(5), votes: eastUp, want: Down, held: s(15), failures: 2, reason: ReasonHoldDown},
+				{at: s(7), votes: eastDown, want: Down, failures: 3, reason: ReasonConfirmation},
+				{at: s(9), votes: eastUp, want: Down, held: s(29), failures: 3, reason: ReasonHoldDown},
+				{at: s(11), votes: eastDown, want: Down, failures: 4, reason: ReasonConfirmation},
+				{at: s(13), votes: eastUp, want: Down, held: s(43), failures: 4, reason: ReasonHoldDown},
+				{at: s(15), votes: eastDown, want: Down, failures: 5, reason: ReasonConfirmation},
+				{at: s(17), votes: eastUp, want: Down, held: s(77), failures: 5, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "a quiet flap window resets the ladder to the short hold-down",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(3), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(4), votes: eastUp, want: Down, held: s(14), failures: 2, reason: ReasonHoldDown},
+				{at: s(14), votes: eastUp, want: Up, failures: 2, reason: ReasonHoldDown},
+				{at: s(74), votes: eastUp, want: Up, failures: 0, reason: ReasonHoldDown},
+				{at: s(80), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(81), votes: eastUp, want: Down, held: s(86), failures: 1, reason: ReasonHoldDown},
+			},
+		},
+		{
+			name: "a failure just inside the flap window is a repeated flap",
+			steps: []step{
+				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
+				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(6), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(65), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(66), votes: eastUp, want: Down, held: s(76), failures: 2, reason: ReasonHoldDown},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, fixture(t))
+			w.steps(t, tc.steps)
+		})
+	}
+}
+
+func TestNextDue(t *testing.T) {
+	p := DefaultParams()
+	w := newWorld(t, fixture(t))
+	d := w.at(0, eastDown...)
+	assert.True(t, d.NextDue(p).IsZero(), "nothing waits while the endpoint is down without an up verdict")
+	d = w.at(s(2), eastUp...)
+	assert.Equal(t, t0.Add(s(7)), d.NextDue(p), "the hold-down ends at 7s")
+	d = w.at(s(7), eastUp...)
+	assert.True(t, d.NextDue(p).IsZero(), "released: nothing waits")
+	assert.True(t, (*Decision)(nil).NextDue(p).IsZero(), "a nil decision waits for nothing")
+}
+
+func TestTimelineHoldDown(t *testing.T) {
+	p := DefaultParams()
+	cases := []struct {
+		name     string
+		failures int
+		down     bool
+		want     time.Duration
+	}{
+		{"an endpoint that never failed would be held the short hold-down", 0, false, s(5)},
+		{"a down endpoint after its first failure waits the short hold-down", 1, true, s(5)},
+		{"an up endpoint that flapped once would wait the next rung", 1, false, s(10)},
+		{"a down endpoint after three flaps waits the third rung", 3, true, s(20)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Timeline{Failures: tc.failures}.HoldDown(p, tc.down))
+		})
 	}
 }

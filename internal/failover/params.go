@@ -13,10 +13,18 @@ type Params struct {
 	Interval    time.Duration // probe interval: vote freshness and the brake delay (default 5s; health.interval)
 	FreshVotes  int           // a vote is fresh while now-ObservedAt <= FreshVotes×Interval (default 3)
 	MinRegions  int           // regions a Down verdict needs, capped at the regions of the ring (default 2)
-	HoldDown    time.Duration // a recovered subject stays down this long, doubled per failure (default 30s)
-	HoldDownMax time.Duration // cap of the doubling; up this long forgets the failures (default 300s, at least HoldDown)
+	HoldDown    time.Duration // the ladder doubles from HoldDownMin up to this, then on from it (default 30s)
+	HoldDownMax time.Duration // cap of the doubling (default 300s, at least HoldDown)
 	Brake       float64       // largest share of a service's serving weight one call may remove (default 0.5; 1 = no brake)
 	Outliers    bool          // ignore a prober that says Down where the others say Up (default true)
+
+	// HoldDownMin is the hold-down of a first failure after a quiet
+	// FlapWindow (default 5s, at most HoldDown; decision.hold_down_min).
+	HoldDownMin time.Duration
+	// FlapWindow: a subject up this long since its last release forgets
+	// its failures, so that its next failure is held HoldDownMin again
+	// (default 60s; decision.flap_window).
+	FlapWindow time.Duration
 }
 
 // DefaultParams returns the documented defaults (model.Default*).
@@ -39,6 +47,8 @@ func ParamsFrom(d *model.Desired) Params {
 		HoldDownMax: dec.HoldDownMax.D(),
 		Brake:       dec.Brake,
 		Outliers:    dec.Outliers == nil || *dec.Outliers,
+		HoldDownMin: dec.HoldDownMin.D(),
+		FlapWindow:  dec.FlapWindow.D(),
 	}.withDefaults()
 }
 
@@ -60,6 +70,13 @@ func (p Params) withDefaults() Params {
 		p.HoldDownMax = max(model.DefaultHoldDownMax, p.HoldDown)
 	}
 	p.HoldDownMax = max(p.HoldDownMax, p.HoldDown)
+	if p.HoldDownMin <= 0 {
+		p.HoldDownMin = model.DefaultHoldDownMin
+	}
+	p.HoldDownMin = min(p.HoldDownMin, p.HoldDown)
+	if p.FlapWindow <= 0 {
+		p.FlapWindow = model.DefaultFlapWindow
+	}
 	if p.Brake <= 0 {
 		p.Brake = model.DefaultBrake
 	}
@@ -71,11 +88,19 @@ func (p Params) freshness() time.Duration {
 	return time.Duration(p.FreshVotes) * p.Interval
 }
 
-// holdFor is the hold-down after the given number of consecutive failures:
-// HoldDown × 2^(failures-1), at most HoldDownMax.
-func (p Params) holdFor(failures int) time.Duration {
-	d := p.HoldDown
+// HoldFor is the hold-down after the given number of consecutive failures
+// (0 counts as 1): HoldDownMin, doubled per further failure up to
+// HoldDown (a doubling that would pass it stops on it), then doubled on
+// from HoldDown up to HoldDownMax. With the defaults: 5, 10, 20, 30, 60,
+// 120, 240, 300 s. With HoldDownMin = HoldDown it is HoldDown ×
+// 2^(failures-1), at most HoldDownMax.
+func (p Params) HoldFor(failures int) time.Duration {
+	d := p.HoldDownMin
 	for i := 1; i < failures && d < p.HoldDownMax; i++ {
+		if d < p.HoldDown && 2*d > p.HoldDown {
+			d = p.HoldDown
+			continue
+		}
 		d *= 2
 	}
 	return min(d, p.HoldDownMax)

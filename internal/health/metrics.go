@@ -14,6 +14,10 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	targets  prometheus.Gauge
 	polls    *prometheus.CounterVec
+
+	reprobes        *prometheus.CounterVec
+	reprobesSkipped prometheus.Counter
+	reprobesRunning prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil reg = not
@@ -38,8 +42,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_heartbeat_polls_total",
 			Help: "Cluster heartbeat URL polls by cluster and result (ok or fail).",
 		}, []string{"cluster", "result"}),
+		reprobes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_probe_reprobes_total",
+			Help: "Endpoint probes started out of the regular cycle, at the fast cadence (health.reprobe_interval), by check kind and reason (fall, rise, slow, confirm).",
+		}, []string{"kind", "reason"}),
+		reprobesSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_probe_reprobes_skipped_total",
+			Help: "Re-probes not started because the prober's re-probe budget was in use; the endpoint waits for its regular probe.",
+		}),
+		reprobesRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_probe_reprobes_in_flight",
+			Help: "Re-probes running now (bounded by the prober's re-probe budget).",
+		}),
 	}
 	if reg != nil {
+		m.reprobes = register(reg, m.reprobes)
+		m.reprobesSkipped = register(reg, m.reprobesSkipped)
+		m.reprobesRunning = register(reg, m.reprobesRunning)
 		m.results = register(reg, m.results)
 		m.duration = register(reg, m.duration)
 		m.targets = register(reg, m.targets)
@@ -89,4 +108,25 @@ func (m *Metrics) poll(cluster string, err error) {
 		return
 	}
 	m.polls.WithLabelValues(cluster, resultLabel(err)).Inc()
+}
+
+func (m *Metrics) reprobe(kind string, why probeKind) {
+	if m == nil {
+		return
+	}
+	m.reprobes.WithLabelValues(kind, why.String()).Inc()
+}
+
+func (m *Metrics) reprobeSkipped() {
+	if m == nil {
+		return
+	}
+	m.reprobesSkipped.Inc()
+}
+
+func (m *Metrics) reprobesInFlight(delta float64) {
+	if m == nil {
+		return
+	}
+	m.reprobesRunning.Add(delta)
 }

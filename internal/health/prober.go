@@ -34,6 +34,15 @@ type Result struct {
 	Err      error         // why the probe failed; nil when it passed
 	Duration time.Duration // how long the probe took
 	Kind     string        // check kind (http, https, tcp, dns) or "heartbeat"
+	// Turned is true when this result began a run toward a status the
+	// subject did not have (Thresholds.Turned): a first failure of an
+	// endpoint that was not Down, a first success of one that was not Up.
+	// The prober re-probes it at the fast cadence from here; a voter asks
+	// the other regions to confirm.
+	Turned bool
+	// Reprobe says why the probe ran out of the regular cycle: "fall",
+	// "rise", "slow", "confirm" ("" for a regular probe or a heartbeat).
+	Reprobe string
 }
 
 // KindHeartbeat is the Result.Kind of cluster heartbeat polls.
@@ -55,6 +64,18 @@ type ProberOptions struct {
 	// MaxConcurrent bounds endpoint probes in flight at once
 	// (default GOMAXPROCS × 64). Heartbeat polls are not counted.
 	MaxConcurrent int
+	// MaxReprobes bounds re-probes (probes at the fast cadence and
+	// confirmations) in flight at once (default MaxConcurrent / 2, at
+	// least 1). A target that would re-probe beyond it waits for its
+	// regular probe.
+	MaxReprobes int
+	// OnSuspect is called, from the prober's goroutines, when a regular
+	// probe of an endpoint that is Up has been unanswered for longer than
+	// it should be (the fast cadence, or twice its usual time) and the first
+	// overlapping re-probe starts: the endpoint may hang. At most once per
+	// regular probe; it must not block. A voter asks the other regions to
+	// confirm at once, a timeout earlier than the first failure would.
+	OnSuspect func(Subject)
 }
 
 // Prober probes every target on its interval and every cluster heartbeat
@@ -62,7 +83,11 @@ type ProberOptions struct {
 //
 // Each target is probed every Check.Interval with ±10% uniform jitter, the
 // first probe after a random delay in [0, interval), each probe bounded by
-// Check.Timeout. SetTargets, SetHeartbeats, ConfirmNow and Status are safe
+// Check.Timeout. While a run of results heads for a new status (a failure
+// of an endpoint that is not down, a success of one that is down), while a
+// probe stays unanswered for longer than Check.ReprobeInterval, and after
+// ConfirmNow, the target is re-probed at that fast cadence instead (see
+// schedule). SetTargets, SetHeartbeats, ConfirmNow and Status are safe
 // for concurrent use, before, during and after Run.
 type Prober struct {
 	onResult func(Result)
@@ -72,6 +97,9 @@ type Prober struct {
 	randMu   sync.Mutex
 	rnd      *rand.Rand
 	sem      chan struct{} // probes in flight
+	reprobes chan struct{} // re-probes in flight
+
+	onSuspect func(Subject)
 
 	setMu sync.Mutex // serialises SetTargets, and SetHeartbeats, end to end
 
@@ -94,6 +122,7 @@ func NewProber(opts ProberOptions) *Prober {
 		targets:  map[Subject]*target{},
 		beats:    map[string]*beat{},
 	}
+	p.onSuspect = opts.OnSuspect
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -105,6 +134,11 @@ func NewProber(opts ProberOptions) *Prober {
 		n = runtime.GOMAXPROCS(0) * 64
 	}
 	p.sem = make(chan struct{}, n)
+	r := opts.MaxReprobes
+	if r <= 0 {
+		r = max(n/2, 1)
+	}
+	p.reprobes = make(chan struct{}, r)
 	return p
 }
 
@@ -139,14 +173,22 @@ func (p *Prober) Run(ctx context.Context) error {
 // target is a Target with its running state.
 type target struct {
 	Target
-	ctx        context.Context // nil until started
-	cancel     context.CancelFunc
-	status     atomic.Uint32 // Status, for Status() without waiting on mu
-	confirming atomic.Bool
+	ctx     context.Context // nil until started
+	cancel  context.CancelFunc
+	status  atomic.Uint32 // Status, for Status() without waiting on mu
+	confirm atomic.Bool   // ConfirmNow asked for a probe; the loop takes it
+	wake    chan struct{} // a result came in or a confirmation was asked: plan again
 
-	mu      sync.Mutex // serialises Observe and OnResult of this subject
+	mu      sync.Mutex // serialises Observe and OnResult of this subject; guards th and sched
 	th      Thresholds
+	sched   schedule
 	stopped bool
+}
+
+func newTarget(tg Target) *target {
+	t := &target{Target: tg, th: Thresholds{Fall: tg.Check.Fall, Rise: tg.Check.Rise}, wake: make(chan struct{}, 1)}
+	t.sched = schedule{interval: t.interval(), reprobe: t.reprobe(), maxInFlight: max(tg.Check.Fall, tg.Check.Rise, 1)}
+	return t
 }
 
 func (t *target) interval() time.Duration {
@@ -161,6 +203,23 @@ func (t *target) timeout() time.Duration {
 		return to
 	}
 	return min(model.DefaultTimeout, t.interval())
+}
+
+// reprobe is the fast cadence: Check.ReprobeInterval, at most the interval.
+func (t *target) reprobe() time.Duration {
+	r := t.Check.ReprobeInterval.D()
+	if r <= 0 {
+		r = model.DefaultReprobeInterval
+	}
+	return min(r, t.interval())
+}
+
+// poke asks t's loop to plan again. It never blocks.
+func (t *target) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
 }
 
 // cancelLocked ends t's goroutines; p.mu is held (t.cancel is set under it).
@@ -216,7 +275,7 @@ func (p *Prober) SetTargets(ts []Target) {
 			}
 			nt.Checker = c
 		}
-		t := &target{Target: nt, th: Thresholds{Fall: nt.Check.Fall, Rise: nt.Check.Rise}}
+		t := newTarget(nt)
 		next[nt.Subject] = t
 		started = append(started, t)
 	}
@@ -283,30 +342,85 @@ func (p *Prober) startLocked(t *target) {
 	p.wg.Go(func() { p.loop(t) })
 }
 
-// loop probes t on its interval until t is stopped.
+// loop starts t's probes when its schedule says so, until t is stopped.
+// The probes run on their own goroutines, so that a re-probe can start
+// while an earlier probe hangs.
 func (p *Prober) loop(t *target) {
-	iv := t.interval()
-	timer := time.NewTimer(p.firstDelay(iv))
+	t.mu.Lock()
+	t.sched.first = time.Now().Add(p.firstDelay(t.interval()))
+	t.mu.Unlock()
+	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-t.ctx.Done():
 			return
 		case <-timer.C:
+		case <-t.wake:
 		}
-		start := time.Now()
-		p.probe(t)
-		timer.Reset(max(0, p.jitter(iv)-time.Since(start)))
+		timer.Reset(p.startDue(t))
 	}
 }
 
-// probe probes t once, applies the thresholds and reports the Result. live
-// is false when t was stopped meanwhile: nothing was reported.
-func (p *Prober) probe(t *target) (s Status, ok, live bool) {
+// startDue starts the probes of t that are due and returns how long to
+// wait before planning again.
+func (p *Prober) startDue(t *target) time.Duration {
+	for {
+		now := time.Now()
+		gap, fastGap := p.jitter(t.interval()), p.fastJitter(t.reprobe())
+		t.mu.Lock()
+		t.sched.confirm = t.sched.confirm || t.confirm.Swap(false)
+		st, heading := t.th.Status(), t.th.Heading()
+		kind, wait := t.sched.plan(now, st, heading, true)
+		if kind.reprobe() && !p.takeReprobe() {
+			p.metrics.reprobeSkipped()
+			kind, wait = t.sched.plan(now, st, heading, false)
+		}
+		if kind == kindNone {
+			t.mu.Unlock()
+			return wait
+		}
+		suspect := kind == kindSlow && t.sched.fastRun == 0 && st == Up // a regular probe of an up endpoint hangs
+		seq := t.sched.start(now, kind, gap, fastGap)
+		t.mu.Unlock()
+		if kind.reprobe() {
+			p.metrics.reprobe(t.Check.Kind, kind)
+		}
+		if suspect && p.onSuspect != nil {
+			p.onSuspect(t.Subject)
+		}
+		p.wg.Go(func() { p.probe(t, seq, kind) })
+	}
+}
+
+// takeReprobe takes a slot of the re-probe budget, if one is free.
+func (p *Prober) takeReprobe() bool {
+	select {
+	case p.reprobes <- struct{}{}:
+		p.metrics.reprobesInFlight(1)
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *Prober) releaseReprobe() {
+	<-p.reprobes
+	p.metrics.reprobesInFlight(-1)
+}
+
+// probe runs probe seq of t, applies the thresholds and reports the
+// Result, unless t was stopped meanwhile or a probe started later has been
+// observed already (then the result is stale and only counted).
+func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
+	defer t.poke() // after the re-probe slot is free
+	if kind.reprobe() {
+		defer p.releaseReprobe()
+	}
 	select {
 	case p.sem <- struct{}{}:
 	case <-t.ctx.Done():
-		return Unknown, false, false
+		return
 	}
 	at := p.now()
 	start := time.Now()
@@ -316,36 +430,51 @@ func (p *Prober) probe(t *target) (s Status, ok, live bool) {
 	d := time.Since(start)
 	<-p.sem
 	if t.ctx.Err() != nil {
-		return Unknown, false, false // stopped while probing: the failure is ours
+		return // stopped while probing: the failure is ours
 	}
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
-		return Unknown, false, false
+		return
 	}
-	s, changed := t.th.Observe(err == nil)
-	t.status.Store(uint32(s))
 	p.metrics.probe(t.Check.Kind, err, d)
+	if !t.sched.done(seq) {
+		return // superseded by a probe started later
+	}
+	if err == nil {
+		t.sched.passed(d)
+	}
+	was := t.th.Status()
+	s, changed := t.th.Observe(err == nil)
+	if changed && was == Down && s == Up {
+		t.sched.recovered(time.Now())
+	}
+	t.status.Store(uint32(s))
 	log := p.log.With("service", t.Subject.Service, "endpoint", t.Subject.Target, "kind", t.Check.Kind)
 	switch {
 	case changed:
 		log.Info("health: endpoint status changed", "status", s, "err", err)
 	case err != nil:
-		log.Debug("health: probe failed", "status", s, "err", err)
+		log.Debug("health: probe failed", "status", s, "err", err, "reprobe", kind.reprobe())
 	}
 	if p.onResult != nil {
-		p.onResult(Result{Subject: t.Subject, Status: s, Changed: changed, At: at, Err: err, Duration: d, Kind: t.Check.Kind})
+		res := Result{Subject: t.Subject, Status: s, Changed: changed, At: at, Err: err, Duration: d, Kind: t.Check.Kind, Turned: t.th.Turned()}
+		if kind.reprobe() {
+			res.Reprobe = kind.String()
+		}
+		p.onResult(res)
 	}
-	return s, err == nil, true
 }
 
-// ConfirmNow is the second confirmation of s: it probes s at once, out of
-// its cycle, up to Fall times back to back, stopping at the first success
-// (or once s is Down), applying the thresholds and reporting a Result after
-// each probe as usual. It returns at once (the probes run on the prober's
-// goroutines); false when s is not an endpoint target of a running prober.
-// A confirmation already running for s absorbs the call (true, no second one).
+// ConfirmNow is the second confirmation of s: it asks for a probe of s
+// out of its cycle, as soon as the fast cadence allows (at once unless a
+// probe of s started less than Check.ReprobeInterval ago). Its result goes
+// through the thresholds and OnResult as usual; a failure (or a success of
+// a down endpoint) starts a run that is re-probed at the fast cadence
+// until fall (rise) is reached or the run breaks. It returns at once;
+// false when s is not an endpoint target of a running prober. A request
+// while an earlier one waits is absorbed by it. Safe to call from OnResult.
 func (p *Prober) ConfirmNow(s Subject) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -353,18 +482,8 @@ func (p *Prober) ConfirmNow(s Subject) bool {
 	if t == nil || p.runCtx == nil || t.ctx == nil {
 		return false
 	}
-	if !t.confirming.CompareAndSwap(false, true) {
-		return true
-	}
-	p.wg.Go(func() {
-		defer t.confirming.Store(false)
-		for range max(t.Check.Fall, 1) {
-			st, ok, live := p.probe(t)
-			if !live || ok || st == Down {
-				return
-			}
-		}
-	})
+	t.confirm.Store(true)
+	t.poke()
 	return true
 }
 
@@ -397,6 +516,12 @@ func (p *Prober) random() float64 {
 // jitter returns iv ± 10%, uniformly.
 func (p *Prober) jitter(iv time.Duration) time.Duration {
 	return time.Duration(float64(iv) * (0.9 + 0.2*p.random()))
+}
+
+// fastJitter returns r + 0–20%, uniformly: re-probes are never more
+// frequent than their cadence.
+func (p *Prober) fastJitter(r time.Duration) time.Duration {
+	return time.Duration(float64(r) * (1 + 0.2*p.random()))
 }
 
 // firstDelay spreads first probes uniformly over [0, iv).

@@ -14,8 +14,9 @@ type Thresholds struct {
 	Rise int // consecutive successes to go Up (default 1 when < 1)
 
 	status Status
-	fails  int // current run of failures
-	oks    int // current run of successes
+	fails  int  // current run of failures
+	oks    int  // current run of successes
+	turned bool // the last outcome began a run toward a status the subject did not have
 }
 
 // Observe records one probe outcome and returns the status after it and
@@ -25,12 +26,14 @@ func (t *Thresholds) Observe(ok bool) (s Status, changed bool) {
 	if ok {
 		t.fails = 0
 		t.oks++
+		t.turned = t.oks == 1 && prev != Up
 		if t.oks >= max(t.Rise, 1) {
 			t.status = Up
 		}
 	} else {
 		t.oks = 0
 		t.fails++
+		t.turned = t.fails == 1 && prev != Down
 		if t.fails >= max(t.Fall, 1) {
 			t.status = Down
 		}
@@ -40,3 +43,25 @@ func (t *Thresholds) Observe(ok bool) (s Status, changed bool) {
 
 // Status returns the current status without observing anything.
 func (t *Thresholds) Status() Status { return t.status }
+
+// Heading returns the status the current run of outcomes leads to while it
+// has not reached its threshold: Down during a run of failures shorter than
+// Fall of a subject that is not Down, Up during a run of successes shorter
+// than Rise of a subject that is not Up, and Unknown otherwise (no run, or
+// the run's status is reached). The prober re-probes fast while it is not
+// Unknown.
+func (t *Thresholds) Heading() Status {
+	switch {
+	case t.fails > 0 && t.status != Down:
+		return Down
+	case t.oks > 0 && t.status != Up:
+		return Up
+	}
+	return Unknown
+}
+
+// Turned reports whether the last outcome was the first of a run toward a
+// status the subject did not have: a failure of a subject that was not
+// Down, or a success of one that was not Up. That is when a prober asks
+// the other regions to confirm.
+func (t *Thresholds) Turned() bool { return t.turned }

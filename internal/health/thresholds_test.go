@@ -101,3 +101,59 @@ func TestThresholds(t *testing.T) {
 		})
 	}
 }
+
+func TestThresholdsHeadingAndTurned(t *testing.T) {
+	const (
+		ok   = true
+		fail = false
+	)
+	type step struct {
+		ok      bool
+		heading Status
+		turned  bool
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			name:  "a new subject heads for up after its first success and turns there",
+			steps: []step{{ok, Up, true}, {ok, Unknown, false}},
+		},
+		{
+			name:  "a new subject heads for down after its first failure until fall is reached",
+			steps: []step{{fail, Down, true}, {fail, Down, false}, {fail, Unknown, false}},
+		},
+		{
+			name:  "the first failure of an up subject turns it and heads for down",
+			steps: []step{{ok, Up, true}, {ok, Unknown, false}, {fail, Down, true}, {fail, Down, false}},
+		},
+		{
+			name:  "a success that breaks a failure run of an up subject heads nowhere",
+			steps: []step{{ok, Up, true}, {ok, Unknown, false}, {fail, Down, true}, {ok, Unknown, false}},
+		},
+		{
+			name:  "the first success of a down subject turns it and heads for up",
+			steps: []step{{fail, Down, true}, {fail, Down, false}, {fail, Unknown, false}, {ok, Up, true}, {ok, Unknown, false}},
+		},
+		{
+			name:  "a failure of a down subject that was recovering heads nowhere",
+			steps: []step{{fail, Down, true}, {fail, Down, false}, {fail, Unknown, false}, {ok, Up, true}, {fail, Unknown, false}},
+		},
+		{
+			name:  "more failures of a down subject do not turn it",
+			steps: []step{{fail, Down, true}, {fail, Down, false}, {fail, Unknown, false}, {fail, Unknown, false}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th := Thresholds{Fall: 3, Rise: 2}
+			assert.Equal(t, Unknown, th.Heading(), "nothing observed yet")
+			for i, st := range tt.steps {
+				th.Observe(st.ok)
+				assert.Equalf(t, st.heading, th.Heading(), "heading after step %d (ok=%v)", i+1, st.ok)
+				assert.Equalf(t, st.turned, th.Turned(), "turned after step %d (ok=%v)", i+1, st.ok)
+			}
+		})
+	}
+}

@@ -61,6 +61,7 @@ func Normalize(d *Desired) (*Desired, error) {
 	h.Timeout = orDefaultDuration(h.Timeout, min(DefaultTimeout, h.Interval.D()))
 	h.Fall = orDefault(h.Fall, DefaultFall)
 	h.Rise = orDefault(h.Rise, DefaultRise)
+	h.ReprobeInterval = orDefaultDuration(h.ReprobeInterval, min(DefaultReprobeInterval, h.Interval.D()))
 	r := &out.Ring
 	r.Bind = orDefaultString(r.Bind, DefaultRingBind)
 	r.Advertise = orDefaultString(r.Advertise, r.Bind)
@@ -72,6 +73,8 @@ func Normalize(d *Desired) (*Desired, error) {
 	dec.MinRegions = orDefault(dec.MinRegions, DefaultMinRegions)
 	dec.HoldDown = orDefaultDuration(dec.HoldDown, DefaultHoldDown)
 	dec.HoldDownMax = orDefaultDuration(dec.HoldDownMax, max(DefaultHoldDownMax, dec.HoldDown.D()))
+	dec.HoldDownMin = orDefaultDuration(dec.HoldDownMin, min(DefaultHoldDownMin, dec.HoldDown.D()))
+	dec.FlapWindow = orDefaultDuration(dec.FlapWindow, DefaultFlapWindow)
 	if dec.Brake == 0 {
 		dec.Brake = DefaultBrake
 	}
@@ -212,6 +215,7 @@ func checkDefaults(c Check, h Health, service string) *Check {
 	c.Timeout = orDefaultDuration(c.Timeout, min(h.Timeout.D(), c.Interval.D()))
 	c.Fall = orDefault(c.Fall, h.Fall)
 	c.Rise = orDefault(c.Rise, h.Rise)
+	c.ReprobeInterval = orDefaultDuration(c.ReprobeInterval, min(h.ReprobeInterval.D(), c.Interval.D()))
 	host := strings.TrimSuffix(service, ".")
 	switch c.Kind {
 	case CheckHTTP, CheckHTTPS:

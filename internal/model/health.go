@@ -28,6 +28,9 @@ const (
 	DefaultMinRegions      = 2
 	DefaultHoldDown        = 30 * time.Second
 	DefaultHoldDownMax     = 300 * time.Second
+	DefaultHoldDownMin     = 5 * time.Second        // hold-down after a first failure following a quiet flap window
+	DefaultFlapWindow      = 60 * time.Second       // a failure within this long of the last recovery is a repeated flap
+	DefaultReprobeInterval = 500 * time.Millisecond // fast re-probe cadence while a run of results heads for fall or rise
 	DefaultBrake           = 0.5
 	DefaultHeartbeatPeriod = 10 * time.Second
 	DefaultHeartbeatGrace  = 40 * time.Second
@@ -40,6 +43,12 @@ type Health struct {
 	Timeout  Duration `yaml:"timeout"`  // per probe (default 3s)
 	Fall     int      `yaml:"fall"`     // consecutive failures to go locally down (default 3)
 	Rise     int      `yaml:"rise"`     // consecutive successes to come back (default 2)
+	// ReprobeInterval is the fast cadence: after a result that starts a run
+	// toward a new status (a failure while not down, a success while down),
+	// and while a probe is unanswered for longer than this, the endpoint is
+	// probed again this often until fall or rise is reached or the run
+	// breaks (default 500ms, at most the interval; 50ms..interval).
+	ReprobeInterval Duration `yaml:"reprobe_interval"`
 }
 
 // Check is a service's health check. Fields left empty come from the
@@ -62,6 +71,7 @@ type Check struct {
 	Timeout            Duration `yaml:"timeout"`              // overrides health.timeout
 	Fall               int      `yaml:"fall"`                 // overrides health.fall
 	Rise               int      `yaml:"rise"`                 // overrides health.rise
+	ReprobeInterval    Duration `yaml:"reprobe_interval"`     // overrides health.reprobe_interval (default: it, at most interval)
 }
 
 // Ring configures the gossip ring of probers (hashicorp/memberlist).
@@ -125,10 +135,19 @@ type Memberlist struct {
 type Decision struct {
 	FreshVotes  int      `yaml:"fresh_votes"`   // a vote is fresh for this many intervals (default 3)
 	MinRegions  int      `yaml:"min_regions"`   // regions a down verdict needs (default 2; 1 when the ring has one region)
-	HoldDown    Duration `yaml:"hold_down"`     // wait after recovery before taking traffic (default 30s, doubles per failure)
+	HoldDown    Duration `yaml:"hold_down"`     // hold-down ladder: doubles from hold_down_min up to this, then on up to hold_down_max (default 30s)
 	HoldDownMax Duration `yaml:"hold_down_max"` // cap of the doubling (default 300s)
 	Brake       float64  `yaml:"brake"`         // largest share of a service's healthy weight one decision may remove (default 0.5)
 	Outliers    *bool    `yaml:"outliers"`      // ignore a prober that disagrees with the others on most endpoints (default true)
+
+	// HoldDownMin is the hold-down of a first failure after a quiet flap
+	// window; each repeated flap doubles it up to hold_down, and from there
+	// up to hold_down_max (default 5s, at most hold_down).
+	HoldDownMin Duration `yaml:"hold_down_min"`
+	// FlapWindow: a failure within this long of the endpoint's last
+	// recovery is a repeated flap (the hold-down doubles); up this long
+	// since the last recovery forgets the flaps (default 60s; 1s..24h).
+	FlapWindow Duration `yaml:"flap_window"`
 }
 
 // Heartbeat configures how a cluster's liveness is known.

@@ -14,6 +14,21 @@ import (
 
 func (v *validator) health(p string, h Health) {
 	v.timing(p, h.Interval, h.Timeout, h.Fall, h.Rise)
+	v.reprobe(p, h.Interval, h.ReprobeInterval)
+}
+
+// reprobe checks a fast re-probe cadence against its interval (zero means
+// "inherit" for both).
+func (v *validator) reprobe(p string, interval, reprobe Duration) {
+	if reprobe == 0 {
+		return
+	}
+	if reprobe.D() < 50*time.Millisecond {
+		v.add(p+".reprobe_interval", "%s is too short (at least 50ms)", reprobe)
+	}
+	if interval != 0 && reprobe > interval {
+		v.add(p+".reprobe_interval", "%s is longer than the interval %s", reprobe, interval)
+	}
 }
 
 // timing checks interval/timeout/fall/rise, where zero means "inherit".
@@ -40,6 +55,7 @@ var httpMethods = []string{"GET", "HEAD", "POST", "OPTIONS"}
 func (v *validator) check(p string, c *Check, s *Service) {
 	v.checkOneOf(p+".kind", c.Kind, CheckKinds)
 	v.timing(p, c.Interval, c.Timeout, c.Fall, c.Rise)
+	v.reprobe(p, c.Interval, c.ReprobeInterval)
 	if c.Port < 0 || c.Port > 65535 {
 		v.add(p+".port", "%d is out of range (allowed 1..65535)", c.Port)
 	}
@@ -171,6 +187,18 @@ func (v *validator) decision(d Decision) {
 	}
 	if d.HoldDown != 0 && d.HoldDownMax != 0 && d.HoldDown > d.HoldDownMax {
 		v.add(p+".hold_down", "%s is longer than hold_down_max %s", d.HoldDown, d.HoldDownMax)
+	}
+	holdDown := d.HoldDown
+	if holdDown == 0 {
+		holdDown = Duration(DefaultHoldDown)
+	}
+	if d.HoldDownMin < 0 || (d.HoldDownMin != 0 && d.HoldDownMin.D() < 100*time.Millisecond) {
+		v.add(p+".hold_down_min", "%s is too short (at least 100ms; 0 = default %s)", d.HoldDownMin, Duration(DefaultHoldDownMin))
+	} else if d.HoldDownMin > holdDown {
+		v.add(p+".hold_down_min", "%s is longer than hold_down %s", d.HoldDownMin, holdDown)
+	}
+	if d.FlapWindow != 0 && (d.FlapWindow.D() < time.Second || d.FlapWindow.D() > 24*time.Hour) {
+		v.add(p+".flap_window", "%s is out of range (allowed 1s..24h; 0 = default %s)", d.FlapWindow, Duration(DefaultFlapWindow))
 	}
 	if d.Brake < 0 || d.Brake > 1 {
 		v.add(p+".brake", "%v is out of range (allowed 0 < brake <= 1; 0 = default %v)", d.Brake, DefaultBrake)

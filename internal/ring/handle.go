@@ -209,26 +209,28 @@ func (r *Ring) onConfirm(t *trust, e envelope, p peer, c clock, b []byte, relay 
 	}
 	name := "c/" + cr.From + "/" + cr.Service + "/" + cr.Target
 	r.mu.Lock()
-	last, seen := r.confirms[name]
-	fresh := seen && c.now.Sub(last) < r.cfg.SummaryInterval
+	repeat := r.confirmRepeatLocked(name, cr.At, c.now)
 	r.mu.Unlock()
-	if fresh {
-		return nil // a repeat of a request we already handled
+	if repeat {
+		return nil // a copy of a request we handled, or one too soon after it
 	}
 	if rj := t.verify(e, p); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
-	if last, seen := r.confirms[name]; seen && c.now.Sub(last) < r.cfg.SummaryInterval {
+	if r.confirmRepeatLocked(name, cr.At, c.now) {
 		// The same request by another path (direct and relayed copies are
 		// delivered concurrently) was handled while we verified this one.
 		r.mu.Unlock()
 		return nil
 	}
-	r.confirms[name] = c.now
-	for k, at := range r.confirms {
-		if c.now.Sub(at) > r.cfg.SummaryInterval {
-			delete(r.confirms, k)
+	r.confirms[name] = confirmed{at: cr.At, handled: c.now}
+	if c.now.Sub(r.confirmsPruned) > maxConfirmAge/4 {
+		r.confirmsPruned = c.now
+		for k, cs := range r.confirms {
+			if c.now.Sub(cs.handled) > maxConfirmAge {
+				delete(r.confirms, k)
+			}
 		}
 	}
 	r.mu.Unlock()
@@ -239,6 +241,27 @@ func (r *Ring) onConfirm(t *trust, e envelope, p peer, c clock, b []byte, relay 
 		r.cfg.OnConfirm(s, cr.From)
 	}
 	return nil
+}
+
+// confirmed is the last confirmation request handled from one prober
+// about one subject.
+type confirmed struct {
+	at      int64     // its stamp (Unix ms)
+	handled time.Time // when this node handled it
+}
+
+// minConfirmGap is the shortest time between two requests of one prober
+// about one subject that are both handled: a prober asks when an endpoint
+// turns (down, then up again when it recovers), and no faster; the probes
+// they cause are bounded by the fast cadence and the re-probe budget too.
+const minConfirmGap = time.Second
+
+// confirmRepeatLocked reports whether a request stamped at about name is
+// a copy of (or older than) the last one handled, or comes less than
+// minConfirmGap after it. r.mu is held.
+func (r *Ring) confirmRepeatLocked(name string, at int64, now time.Time) bool {
+	cs, seen := r.confirms[name]
+	return seen && (at <= cs.at || now.Sub(cs.handled) < minConfirmGap)
 }
 
 func (r *Ring) onHeartbeat(t *trust, e envelope, p peer, c clock, b []byte, relay bool) *rejection {

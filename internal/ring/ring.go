@@ -136,7 +136,7 @@ type Ring struct {
 	hbSeq    atomic.Uint64
 	mu       sync.Mutex
 	hbSeen   map[string]uint64     // cluster|from -> newest heartbeat seq seen
-	confirms map[string]time.Time  // confirmation requests seen recently (de-duplication)
+	confirms map[string]confirmed  // confirmation requests handled in the last maxConfirmAge (de-duplication)
 	mismatch map[string]int        // consecutive summaries per prober that did not match our votes
 	leaders  map[string]LeaderVote // newest writer vote per voter
 	leadSeq  atomic.Uint64
@@ -157,6 +157,8 @@ type Ring struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	stopped  atomic.Bool
+
+	confirmsPruned time.Time // last sweep of confirms (under mu)
 }
 
 // ErrNoEncryption is returned by Start when RequireEncryption is set and no key is configured.
@@ -166,7 +168,7 @@ var ErrNoEncryption = errors.New("ring: gossip encryption is required (require_e
 // network.
 func newRing(cfg Config) (*Ring, error) {
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
-		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]time.Time{}, mismatch: map[string]int{},
+		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]confirmed{}, mismatch: map[string]int{},
 		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{}),
 		rttWake: make(chan struct{}, 1)}
 	if r.id.key == nil {
@@ -527,6 +529,7 @@ func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.
 	raw := seal(r.id, msgVote, r.cfg.NodeName, toWire(v))
 	r.store.put(v, raw)
 	if r.q.NumQueued() < maxQueued {
+		r.sendNow(raw)
 		r.queue(msgVote, "v/"+v.Prober+"/"+s.Service+"/"+s.Target, raw)
 	} else {
 		r.needSync.Store(true) // a burst: push/pull carries it
@@ -535,9 +538,34 @@ func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.
 	return v
 }
 
-// Confirm asks probers in other regions to probe s at once.
+// Confirm asks probers in other regions to probe s at once. The request
+// goes straight to every live member as well as by gossip.
 func (r *Ring) Confirm(s health.Subject) {
-	r.broadcast(msgConfirm, "c/"+r.cfg.NodeName+"/"+s.Service+"/"+s.Target, confirmReq{Service: s.Service, Target: s.Target, From: r.cfg.NodeName, Region: r.cfg.Region, At: time.Now().UnixMilli()})
+	msg := seal(r.id, msgConfirm, r.cfg.NodeName, confirmReq{Service: s.Service, Target: s.Target, From: r.cfg.NodeName, Region: r.cfg.Region, At: time.Now().UnixMilli()})
+	r.sendNow(msg)
+	r.queue(msgConfirm, "c/"+r.cfg.NodeName+"/"+s.Service+"/"+s.Target, msg)
+}
+
+// sendNow sends msg at once, best effort (one UDP packet), to every other
+// live member, so that a vote change or a confirmation request does not
+// wait for the next gossip round (memberlist's WAN gossip interval is
+// 500ms, one hop each way). The gossip queue still carries msg: a lost
+// packet costs nothing but that head start. Skipped while the queue is
+// backed up (a burst of changes goes by gossip and push/pull, as before),
+// so it adds at most one packet per member per queued message.
+func (r *Ring) sendNow(msg []byte) {
+	ml := r.mlp.Load()
+	if ml == nil || r.stopped.Load() || r.q.NumQueued() >= maxRelayQueued {
+		return
+	}
+	for _, n := range r.nodeList() {
+		if n.Name == r.cfg.NodeName {
+			continue
+		}
+		if err := ml.SendBestEffort(&n, msg); err != nil {
+			r.log.Debug("ring: direct send failed; gossip carries it", "to", n.Name, "err", err)
+		}
+	}
 }
 
 // SendHeartbeat broadcasts a heartbeat for cluster (used by `meridian agent`).

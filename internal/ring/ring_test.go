@@ -392,3 +392,25 @@ func TestARestartedProberReplacesItsOldVotes(t *testing.T) {
 		return false
 	})
 }
+
+func TestVotesAndConfirmationsGoStraightToEveryMember(t *testing.T) {
+	// No gossip round, probe or push/pull within the test: only the direct
+	// send can carry the messages (the join's state sync happens first).
+	slow := model.Memberlist{GossipInterval: model.Duration(time.Hour), ProbeInterval: model.Duration(time.Hour),
+		ProbeTimeout: model.Duration(time.Second), PushPullInterval: model.Duration(time.Hour), SuspicionMult: 2}
+	l := labFor(t)
+	rb := &recorder{}
+	ca := l.config("a", "r1", RoleProber, "")
+	ca.Memberlist = slow
+	a := l.start(t, ca)
+	cb := l.config("b", "r2", RoleProber, "")
+	cb.Memberlist, cb.Seeds, cb.OnConfirm = slow, []string{a.LocalAddr()}, rb.onConfirm
+	b := l.start(t, cb)
+	eventually(t, "two members", func() bool { return len(a.AllMembers()) == 2 && len(b.AllMembers()) == 2 })
+
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	a.Publish(s, health.Down, time.Now())
+	eventually(t, "b has a's vote at once", func() bool { return hasVote(b, "a", s, health.Down) })
+	a.Confirm(s)
+	eventually(t, "b is asked at once", func() bool { return rb.confirmCount() == 1 })
+}

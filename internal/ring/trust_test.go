@@ -317,3 +317,41 @@ func TestAnAdminStateLargerThanAGossipPacketStillArrives(t *testing.T) {
 	p2.BroadcastShared([]byte(big))
 	eventually(t, "the large state arrives directly", func() bool { s, _ := got.Load().(string); return s == big })
 }
+
+func TestConfirmationRequestsAreDeduplicatedByStamp(t *testing.T) {
+	p2, agent := NewIdentity(), NewIdentity()
+	r := detached(t, p2, agent)
+	var asked atomic.Int32
+	r.cfg.OnConfirm = func(health.Subject, string) { asked.Add(1) }
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	req := func(at time.Time) []byte {
+		return seal(p2, msgConfirm, "p2", confirmReq{Service: s.Service, Target: s.Target, From: "p2", Region: "r2", At: at.UnixMilli()})
+	}
+	now := time.Now()
+	first := req(now.Add(-3 * time.Second))
+	cases := []struct {
+		name string
+		msg  []byte
+		want int32
+	}{
+		{"a first request runs a confirmation", first, 1},
+		{"a copy of it (a relay) does not", first, 1},
+		{"an older request does not", req(now.Add(-4 * time.Second)), 1},
+		{"a newer request a moment later (the endpoint recovering) does", req(now.Add(-1500 * time.Millisecond)), 2},
+		{"a newer request less than a second after the one handled does not", req(now.Add(-1400 * time.Millisecond)), 2},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if i == 3 {
+				r.mu.Lock() // the first request was handled a second and a half ago
+				for k, c := range r.confirms {
+					c.handled = c.handled.Add(-1500 * time.Millisecond)
+					r.confirms[k] = c
+				}
+				r.mu.Unlock()
+			}
+			require.Nil(t, r.handle(tc.msg, false))
+			assert.Equal(t, tc.want, asked.Load())
+		})
+	}
+}

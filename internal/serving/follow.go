@@ -46,21 +46,38 @@ type Follower struct {
 
 	mu       sync.Mutex
 	timeline []api.ChangeEvent // newest last
+	due      time.Time         // when time alone changes the last decision (a hold-down ends, a brake's interval passes)
 }
 
-// Run decides after each wake and at least every interval until ctx is done.
+// Run decides after each wake, at least every interval, and when a
+// hold-down ends or a brake's interval passes (so that a release is not
+// late by up to an interval), until ctx is done.
 func (f *Follower) Run(ctx context.Context, wake <-chan struct{}, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	due := time.NewTimer(interval)
+	defer due.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
 		case <-tick.C:
+		case <-due.C:
 		}
 		f.Decide(time.Now())
+		wait := interval
+		if next := f.nextDue(); !next.IsZero() {
+			wait = min(wait, max(time.Until(next), time.Millisecond))
+		}
+		due.Reset(wait)
 	}
+}
+
+func (f *Follower) nextDue() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.due
 }
 
 // Decide runs one round: the failover decision over the ring's trusted
@@ -83,9 +100,13 @@ func (f *Follower) Decide(now time.Time) *failover.Decision {
 	}
 	m := f.Pipeline.m
 	t0 := time.Now()
-	dec := failover.Decide(failover.Input{Desired: d, Votes: f.Ring.Votes(), Probers: probers, Prev: st.Decision, Now: now}, failover.ParamsFrom(d))
+	params := failover.ParamsFrom(d)
+	dec := failover.Decide(failover.Input{Desired: d, Votes: f.Ring.Votes(), Probers: probers, Prev: st.Decision, Now: now}, params)
 	m.decideSeconds.Observe(time.Since(t0).Seconds())
-	f.record(dec, now)
+	f.record(dec, now, params)
+	f.mu.Lock()
+	f.due = dec.NextDue(params)
+	f.mu.Unlock()
 	if err := f.Pipeline.SetDecision(dec); err != nil {
 		f.log().Error("republish after a health change failed: previous snapshot keeps serving", "err", err)
 	}
@@ -100,7 +121,7 @@ func (f *Follower) log() *slog.Logger {
 }
 
 // record logs every change once, counts it and keeps it for the timeline.
-func (f *Follower) record(d *failover.Decision, now time.Time) {
+func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params) {
 	m := f.Pipeline.m
 	for _, c := range d.Changes {
 		kv := []any{"reason", c.Reason, "from", c.From.String(), "to", c.To.String(), "voters", c.Voters}
@@ -118,6 +139,11 @@ func (f *Follower) record(d *failover.Decision, now time.Time) {
 			f.log().Info("health decision held", kv...)
 		}
 		m.events.WithLabelValues(c.Reason, c.To.String()).Inc()
+		if c.Reason == failover.ReasonHoldDown && !c.StateChanged() {
+			if held := heldUntil(d, c.Subject); !held.IsZero() {
+				m.holds.Observe(held.Sub(c.At).Seconds()) // a hold-down starting
+			}
+		}
 		if c.To == failover.Down && c.StateChanged() && f.FirstFail != nil {
 			if ff, ok := f.FirstFail(c.Subject); ok {
 				m.detection.Observe(now.Sub(ff).Seconds())
@@ -131,12 +157,14 @@ func (f *Follower) record(d *failover.Decision, now time.Time) {
 		f.mu.Unlock()
 	}
 	m.endpointState.Reset()
+	m.holdDown.Reset()
 	for _, e := range d.Endpoints {
 		v := 1.0
 		if e.State == failover.Down {
 			v = 0
 		}
 		m.endpointState.WithLabelValues(e.Subject.Service, e.Subject.Target, e.Cluster).Set(v)
+		m.holdDown.WithLabelValues(e.Subject.Service, e.Subject.Target, e.Cluster).Set(e.HoldDown(p, e.State == failover.Down).Seconds())
 	}
 	for _, c := range d.Clusters {
 		for _, st := range []failover.State{failover.Ready, failover.Unreachable, failover.FailedOver} {
@@ -147,6 +175,16 @@ func (f *Follower) record(d *failover.Decision, now time.Time) {
 			m.clusterState.WithLabelValues(c.Name, st.String()).Set(v)
 		}
 	}
+}
+
+// heldUntil is the end of the hold-down of subject s in d (zero: not held).
+func heldUntil(d *failover.Decision, s health.Subject) time.Time {
+	if s.IsCluster() {
+		c, _ := d.LookupCluster(s.Target)
+		return c.HeldUntil
+	}
+	e, _ := d.LookupEndpoint(s.Service, s.Target)
+	return e.HeldUntil
 }
 
 // Timeline returns the decided changes kept, newest first.
@@ -167,6 +205,7 @@ func (f *Follower) Report() api.HealthReport {
 	cur := st.Effective
 	now := time.Now()
 	fresh := time.Duration(cur.Desired.Decision.FreshVotes) * cur.Desired.Health.Interval.D()
+	params := failover.ParamsFrom(&cur.Desired)
 	r := f.Ring
 	rep := api.HealthReport{Node: r.Name(), Region: r.Region(), Probing: true, PublicKey: r.PublicKey()}
 	for _, m := range r.AllMembers() {
@@ -192,7 +231,8 @@ func (f *Follower) Report() api.HealthReport {
 		}
 		for _, e := range d.Endpoints {
 			eh := api.EndpointHealth{Service: e.Subject.Service, Target: e.Subject.Target, Cluster: e.Cluster, State: e.State.String(),
-				Admin: adminSt[e.Subject], Since: e.Since, Reason: e.Reason, Voters: e.Voters, Failures: e.Failures, Braked: e.Braked(), Votes: votes[e.Subject]}
+				Admin: adminSt[e.Subject], Since: e.Since, Reason: e.Reason, Voters: e.Voters, Failures: e.Failures, Braked: e.Braked(), Votes: votes[e.Subject],
+				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds()}
 			if e.Held() {
 				t := e.HeldUntil
 				eh.HeldUntil = &t

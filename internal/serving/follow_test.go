@@ -118,6 +118,37 @@ func TestFollowerDecides(t *testing.T) {
 		assert.Equal(t, "down", tl[0].To, "newest first")
 	})
 
+	t.Run("a recovery waits the adaptive hold-down, shown in the report and the metrics", func(t *testing.T) {
+		r := &fakeRing{members: twoRegions()}
+		f, m := newFollower(t, r)
+		allUp(r, start)
+		f.Decide(start)
+		assert.Equal(t, 5.0, testutil.ToFloat64(m.holdDown.WithLabelValues("app.gslb.test.", "192.0.2.2", "west")), "a first failure would be held 5s")
+		r.vote("east-1", "us-east", "192.0.2.2", health.Down, start.Add(time.Second))
+		r.vote("west-1", "us-west", "192.0.2.2", health.Down, start.Add(time.Second))
+		f.Decide(start.Add(2 * time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", health.Up, start.Add(3*time.Second))
+		r.vote("west-1", "us-west", "192.0.2.2", health.Up, start.Add(3*time.Second))
+		d := f.Decide(start.Add(3 * time.Second))
+		e, _ := d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
+		require.True(t, e.Held())
+		assert.Equal(t, start.Add(8*time.Second), e.HeldUntil, "held hold_down_min (5s) from the first up verdict")
+		assert.Equal(t, start.Add(8*time.Second), f.nextDue(), "the follower decides again when the hold-down ends")
+		assert.Equal(t, 1, testutil.CollectAndCount(m.holds))
+		for _, eh := range f.Report().Endpoints {
+			if eh.Target == "192.0.2.2" {
+				assert.Equal(t, 5.0, eh.HoldDownSeconds)
+			}
+		}
+		r.vote("east-1", "us-east", "192.0.2.2", health.Up, start.Add(8*time.Second)) // fresh votes (3 × 1s)
+		r.vote("west-1", "us-west", "192.0.2.2", health.Up, start.Add(8*time.Second))
+		d = f.Decide(start.Add(8 * time.Second))
+		e, _ = d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
+		assert.Equal(t, failover.Up, e.State, "released when the hold-down ends")
+		assert.Equal(t, 10.0, testutil.ToFloat64(m.holdDown.WithLabelValues("app.gslb.test.", "192.0.2.2", "west")), "a flap within the window would be held 10s")
+		assert.True(t, f.nextDue().IsZero())
+	})
+
 	t.Run("a down vote from one region alone waits for a second confirmation", func(t *testing.T) {
 		r := &fakeRing{members: twoRegions()}
 		f, _ := newFollower(t, r)
@@ -169,7 +200,7 @@ func TestFollowerDecides(t *testing.T) {
 		r := &fakeRing{members: twoRegions()}
 		f, _ := newFollower(t, r)
 		for i := range MaxTimeline + 10 {
-			f.record(&failover.Decision{Changes: []failover.Change{{Subject: health.ClusterSubject("east"), Reason: "test", At: start.Add(time.Duration(i))}}}, start)
+			f.record(&failover.Decision{Changes: []failover.Change{{Subject: health.ClusterSubject("east"), Reason: "test", At: start.Add(time.Duration(i))}}}, start, failover.DefaultParams())
 		}
 		tl := f.Timeline()
 		require.Len(t, tl, MaxTimeline)
@@ -200,6 +231,69 @@ func TestVoter(t *testing.T) {
 		ff, ok := v.FirstFail(s)
 		require.True(t, ok)
 		assert.Equal(t, now.Add(time.Second), ff)
+	})
+
+	turnCases := []struct {
+		name    string
+		vote    health.Status // this node's standing vote
+		res     health.Result
+		confirm bool
+	}{
+		{"the first failure of an endpoint voted up asks the other regions at once", health.Up,
+			health.Result{Subject: s, Status: health.Up, Err: errors.New("refused"), Turned: true}, true},
+		{"the first success of an endpoint voted down asks the other regions at once", health.Down,
+			health.Result{Subject: s, Status: health.Down, Turned: true}, true},
+		{"a first success with rise 1 votes up and asks the other regions", health.Down,
+			health.Result{Subject: s, Status: health.Up, Turned: true}, true},
+		{"a result that does not turn asks nothing", health.Up,
+			health.Result{Subject: s, Status: health.Up, Err: errors.New("refused")}, false},
+		{"a first failure found for another region's request does not ask again", health.Up,
+			health.Result{Subject: s, Status: health.Up, Err: errors.New("refused"), Turned: true, Reprobe: "confirm"}, false},
+	}
+	for _, tc := range turnCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fakeRing{}
+			v := &Voter{Ring: r, Logger: discard()}
+			v.OnResult(health.Result{Subject: s, Status: tc.vote, At: now})
+			r.confirms = nil // the down vote itself asked
+			tc.res.At = now.Add(time.Second)
+			v.OnResult(tc.res)
+			if tc.confirm {
+				assert.Equal(t, []health.Subject{s}, r.confirms)
+			} else {
+				assert.Empty(t, r.confirms)
+			}
+		})
+	}
+
+	t.Run("the other regions are asked once per failure run", func(t *testing.T) {
+		r := &fakeRing{}
+		v := &Voter{Ring: r, Logger: discard()}
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnSuspect(s)
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now, Err: errors.New("timeout"), Turned: true})
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("timeout")})
+		assert.Equal(t, []health.Subject{s}, r.confirms, "asked when the probe hung, not again at the failure or the local down")
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Turned: true})
+		assert.Len(t, r.confirms, 2, "the first pass of the down endpoint asks")
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("refused")})
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now, Err: errors.New("refused"), Turned: true})
+		assert.Len(t, r.confirms, 3, "a pass ended the run: the next failure asks again")
+	})
+
+	t.Run("a hanging probe of an endpoint voted up asks the other regions; of one voted down it does not", func(t *testing.T) {
+		r := &fakeRing{}
+		v := &Voter{Ring: r, Logger: discard()}
+		v.OnSuspect(s)
+		assert.Empty(t, r.confirms, "no vote yet")
+		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnSuspect(s)
+		assert.Equal(t, []health.Subject{s}, r.confirms)
+		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("timeout")})
+		r.confirms = nil
+		v.OnSuspect(s)
+		assert.Empty(t, r.confirms)
 	})
 
 	t.Run("an unknown status is not voted, but a failure still starts the detection clock", func(t *testing.T) {

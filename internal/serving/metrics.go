@@ -23,6 +23,8 @@ type Metrics struct {
 	events        *prometheus.CounterVec
 	detection     prometheus.Histogram
 	decideSeconds prometheus.Histogram
+	holdDown      *prometheus.GaugeVec
+	holds         prometheus.Histogram
 	latency       latencyMetrics // the latency view (latency.go)
 
 	snap atomic.Pointer[engine.Snapshot] // the last published, for the gauges
@@ -69,6 +71,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to compute one failover decision.",
 			Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10),
 		}),
+		holdDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "meridian_endpoint_hold_down_seconds",
+			Help: "The hold-down an endpoint's next recovery waits: the current one while it is down, the one a failure now would bring while it is up (adaptive: decision.hold_down_min doubling per repeated flap).",
+		}, []string{"service", "endpoint", "cluster"}),
+		holds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "meridian_failover_hold_down_seconds",
+			Help:    "Length of each hold-down started (endpoints and clusters), by the adaptive ladder.",
+			Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 240, 300, 600},
+		}),
 	}
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
@@ -94,7 +105,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		return 0
 	})
 	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected,
-		m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds)
+		m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds)
 	m.latency = newLatencyMetrics(reg)
 	return m
 }

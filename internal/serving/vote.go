@@ -20,7 +20,10 @@ type VoteRing interface {
 // Voter turns this node's probe results into votes on the ring: a vote
 // only when its view of a subject changes (the ring's summaries keep
 // unchanged votes fresh), and a request for confirmation from the other
-// regions when an endpoint newly fails. It also votes on the clusters whose
+// regions when an endpoint turns: when a probe of an endpoint this node
+// votes up hangs (OnSuspect) or fails, at the first success of one it votes
+// down (so that the other regions re-probe at once instead of at their next
+// interval), and when its local view turns down. It also votes on the clusters whose
 // liveness comes from `meridian agent` heartbeats.
 type Voter struct {
 	Ring   VoteRing
@@ -32,12 +35,24 @@ type Voter struct {
 	published map[health.Subject]health.Status // our last vote per subject
 	firstFail map[health.Subject]time.Time     // first failed probe of the current failure run
 	hbSeen    map[string]time.Time             // agent heartbeats per cluster
+	asked     map[health.Subject]bool          // the other regions were asked about the current failure run
 }
 
 func (v *Voter) initLocked() {
 	if v.published == nil {
 		v.published, v.firstFail, v.hbSeen = map[health.Subject]health.Status{}, map[health.Subject]time.Time{}, map[string]time.Time{}
+		v.asked = map[health.Subject]bool{}
 	}
+}
+
+// askDownLocked reports whether to ask the other regions about a failing
+// endpoint: once per failure run (a pass ends the run).
+func (v *Voter) askDownLocked(s health.Subject) bool {
+	if s.IsCluster() || v.asked[s] {
+		return false
+	}
+	v.asked[s] = true
+	return true
 }
 
 // OnResult is health.ProberOptions.OnResult.
@@ -50,6 +65,7 @@ func (v *Voter) OnResult(res health.Result) {
 		}
 	} else {
 		delete(v.firstFail, res.Subject)
+		delete(v.asked, res.Subject)
 	}
 	if res.Status == health.Unknown {
 		v.mu.Unlock()
@@ -60,18 +76,53 @@ func (v *Voter) OnResult(res health.Result) {
 	if changed {
 		v.published[res.Subject] = res.Status
 	}
+	turning := v.turning(res, prev, had)
+	ask := turning && res.Err == nil // a down endpoint answers again
+	if (turning && res.Err != nil) || (changed && res.Status == health.Down) {
+		ask = v.askDownLocked(res.Subject) // the first failure, or the local down if that did not ask
+	}
 	v.mu.Unlock()
+	if ask {
+		v.Logger.Debug("asking other regions to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "vote", res.Status, "err", res.Err)
+		v.Ring.Confirm(res.Subject)
+	}
 	if !changed {
 		return
 	}
 	v.Ring.Publish(res.Subject, res.Status, res.At)
 	if res.Status == health.Down && !res.Subject.IsCluster() {
-		v.Logger.Info("local probe says down: asking other regions to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "err", res.Err)
-		v.Ring.Confirm(res.Subject)
+		v.Logger.Info("local probe says down; the other regions were asked to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "err", res.Err)
 	}
 	if v.Poke != nil {
 		v.Poke()
 	}
+}
+
+// turning reports whether res is the first probe result against this
+// node's standing vote on an endpoint: a failure of one voted up (the vote
+// changes later, at fall) or a success of one voted down (the vote may
+// change at once, with rise 1). Results of probes made for another
+// region's request do not ask again.
+func (v *Voter) turning(res health.Result, prev health.Status, had bool) bool {
+	if !res.Turned || !had || res.Subject.IsCluster() || res.Reprobe == "confirm" {
+		return false
+	}
+	return (res.Err != nil && prev == health.Up) || (res.Err == nil && prev == health.Down)
+}
+
+// OnSuspect is health.ProberOptions.OnSuspect: a probe of an endpoint
+// this node votes up hangs. The other regions are asked to confirm at
+// once, a probe timeout before the first failure would ask.
+func (v *Voter) OnSuspect(s health.Subject) {
+	v.mu.Lock()
+	v.initLocked()
+	ask := v.published[s] == health.Up && v.askDownLocked(s)
+	v.mu.Unlock()
+	if !ask {
+		return
+	}
+	v.Logger.Debug("probe unanswered: asking other regions to confirm", "service", s.Service, "endpoint", s.Target)
+	v.Ring.Confirm(s)
 }
 
 // FirstFail is this node's first failed probe of s in its current
@@ -125,6 +176,7 @@ func (v *Voter) Forget(keep map[health.Subject]bool) {
 		if !keep[s] {
 			delete(v.published, s)
 			delete(v.firstFail, s)
+			delete(v.asked, s)
 		}
 	}
 }
