@@ -261,7 +261,7 @@ func (p params) settings() map[string]string {
 		"backends": "two loopback HTTP servers, 127.0.0.61 and 127.0.0.62, GET /healthz",
 	}
 	if slices.Contains(p.Scenarios, "kill") || slices.Contains(p.Scenarios, "blackhole") {
-		m["trials"] = fmt.Sprintf("%d per fault, backends A and B in turn, each fault after a random 0–1 s pause; bounds: out %v, back %v", p.Trials, p.OutTimeout, p.BackTimeout)
+		m["trials"] = fmt.Sprintf("%d per fault, backends A and B in turn, each fault and each restart after a random 0–5 s pause (one check interval); bounds: out %v, back %v", p.Trials, p.OutTimeout, p.BackTimeout)
 	}
 	if slices.Contains(p.Scenarios, "flap") {
 		m["flap"] = fmt.Sprintf("backend A %v down (killed) / %v up for %v", p.FlapDown, p.FlapUp, p.FlapFor)

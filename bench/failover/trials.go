@@ -158,10 +158,17 @@ type faultResult struct {
 	Back    map[string]measure `json:"back,omitempty"` // restart → back in (kill only)
 }
 
+// faultPhase bounds the random pause before each fault and each restart:
+// one check interval of both servers at their defaults (5 s), so the event
+// falls anywhere in every server's check cycle. (Meridian restarted for the
+// trial is ready right after one of its probes; a shorter pause would put
+// every kill early in its cycle and time its worst case each time.)
+const faultPhase = 5 * time.Second
+
 // faultTrial: ready, then kill (or blackhole) one backend (A and B in
-// turn) after a random 0–1 s pause (so the fault falls anywhere in the
-// servers' check cycles), time until every server dropped it; after a kill,
-// restart it and time until every server answers it again.
+// turn) after a random pause in [0, faultPhase), time until every server
+// dropped it; after a kill, another random pause, then restart it and time
+// until every server answers it again.
 func (b *bench) faultTrial(ctx context.Context, kind string, k int) (faultResult, error) {
 	idx := k % len(b.backends)
 	be := b.backends[idx]
@@ -170,7 +177,7 @@ func (b *bench) faultTrial(ctx context.Context, kind string, k int) (faultResult
 	if err := b.ready(ctx); err != nil {
 		return r, err
 	}
-	if err := sleep(ctx, rand.N(time.Second)); err != nil {
+	if err := sleep(ctx, rand.N(faultPhase)); err != nil {
 		return r, err
 	}
 	t0 := time.Now()
@@ -187,6 +194,9 @@ func (b *bench) faultTrial(ctx context.Context, kind string, k int) (faultResult
 	if kind != "kill" {
 		be.setBlackhole(false)
 		return r, nil
+	}
+	if err := sleep(ctx, rand.N(faultPhase)); err != nil {
+		return r, err
 	}
 	t1 := time.Now()
 	if err := be.start(); err != nil {

@@ -23,6 +23,11 @@ var kindNames = [...]string{"none", "regular", "fall", "rise", "slow", "confirm"
 // it comes back up from down.
 const watchIntervals = 12
 
+// minWatchGap is the shortest cycle of a watched endpoint: twice the fast
+// cadence, but not under a second (the defaults' 250 ms cadence would
+// otherwise probe a recovered endpoint twice a second for a minute).
+const minWatchGap = time.Second
+
 func (k probeKind) String() string { return kindNames[k] }
 
 // reprobe reports whether k runs at the fast cadence.
@@ -59,8 +64,8 @@ func (k probeKind) reprobe() bool { return k > kindRegular }
 //   - Results are observed in start order: a result that comes back after
 //     the result of a probe started later is stale (superseded).
 //   - For watchIntervals intervals after the target comes back Up from
-//     Down, its regular cycle is shortened to twice the fast cadence
-//     (watch probes, counted as re-probes): a flapping endpoint fails again
+//     Down, its regular cycle is shortened to twice the fast cadence, at
+//     least minWatchGap (watch probes, counted as re-probes): a flapping endpoint fails again
 //     while it is still held down, instead of being released between two
 //     regular probes (at the defaults: one probe a second for a minute).
 type schedule struct {
@@ -123,7 +128,7 @@ func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (
 		wait = min(wait, fastDue.Sub(now))
 	}
 	if fast == kindNone && allowFast && status == Up && now.Before(s.watch) && !s.started.IsZero() {
-		watchDue := s.started.Add(2 * s.fastGap)
+		watchDue := s.started.Add(max(2*s.fastGap, minWatchGap))
 		if !watchDue.After(now) {
 			return kindWatch, 0
 		}

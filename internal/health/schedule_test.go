@@ -95,6 +95,8 @@ func TestSchedulePlan(t *testing.T) {
 			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: Up, wantKind: kindWatch},
 		{name: "a watched endpoint waits twice the fast cadence after its last probe",
 			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(500)},
+		{name: "at a 250ms cadence a watched endpoint is still probed at most once a second",
+			sched: func(s *schedule) { s.watch = at(time.Minute); s.reprobe, s.fastGap = ms(250), ms(275) }, now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(400)},
 		{name: "once the watch is over the regular cycle is back",
 			sched: func(s *schedule) { s.watch = at(ms(1000)) }, now: 1100 * time.Millisecond, status: Up, wantKind: kindNone, wantWait: ms(3900)},
 		{name: "a watched endpoint that is down again is not watched",

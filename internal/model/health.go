@@ -30,7 +30,7 @@ const (
 	DefaultHoldDownMax     = 300 * time.Second
 	DefaultHoldDownMin     = 5 * time.Second        // hold-down after a first failure following a quiet flap window
 	DefaultFlapWindow      = 60 * time.Second       // a failure within this long of the last recovery is a repeated flap
-	DefaultReprobeInterval = 500 * time.Millisecond // fast re-probe cadence while a run of results heads for fall or rise
+	DefaultReprobeInterval = 250 * time.Millisecond // fast re-probe cadence while a run of results heads for fall or rise
 	DefaultBrake           = 0.5
 	DefaultHeartbeatPeriod = 10 * time.Second
 	DefaultHeartbeatGrace  = 40 * time.Second

@@ -54,15 +54,15 @@ func TestFastFailoverDefaults(t *testing.T) {
 		reprobe, checkReprobe, holdMn time.Duration
 		flap                          time.Duration
 	}{
-		{name: "the defaults are a 500ms re-probe, a 5s first hold-down and a 60s flap window",
-			reprobe: 500 * time.Millisecond, checkReprobe: 500 * time.Millisecond, holdMn: 5 * time.Second, flap: time.Minute},
+		{name: "the defaults are a 250ms re-probe, a 5s first hold-down and a 60s flap window",
+			reprobe: 250 * time.Millisecond, checkReprobe: 250 * time.Millisecond, holdMn: 5 * time.Second, flap: time.Minute},
 		{name: "the default re-probe cadence is at most the interval", edit: func(d *Desired) { d.Health.Interval = Duration(200 * time.Millisecond) },
 			reprobe: 200 * time.Millisecond, checkReprobe: 200 * time.Millisecond, holdMn: 5 * time.Second, flap: time.Minute},
 		{name: "a service with a shorter interval re-probes at most at its interval", edit: func(d *Desired) {
-			d.Services[0].HealthCheck.Interval = Duration(300 * time.Millisecond)
-		}, reprobe: 500 * time.Millisecond, checkReprobe: 300 * time.Millisecond, holdMn: 5 * time.Second, flap: time.Minute},
+			d.Services[0].HealthCheck.Interval = Duration(200 * time.Millisecond)
+		}, reprobe: 250 * time.Millisecond, checkReprobe: 200 * time.Millisecond, holdMn: 5 * time.Second, flap: time.Minute},
 		{name: "a hold_down shorter than 5s is also the first hold-down", edit: func(d *Desired) { d.Decision.HoldDown = Duration(2 * time.Second) },
-			reprobe: 500 * time.Millisecond, checkReprobe: 500 * time.Millisecond, holdMn: 2 * time.Second, flap: time.Minute},
+			reprobe: 250 * time.Millisecond, checkReprobe: 250 * time.Millisecond, holdMn: 2 * time.Second, flap: time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := minimal()
