@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -286,39 +285,10 @@ func TestFastFailoverIsolatedProberAtDefaults(t *testing.T) {
 
 func TestFastFailoverPacketLossAtDefaults(t *testing.T) {
 	t.Parallel() // its own lab; the four mostly wait on probe cycles, so they share the run
-	minutes := 2
-	if v, err := strconv.Atoi(os.Getenv("E2E_LOSS_MINUTES")); err == nil && v > 0 {
-		minutes = v
-	}
+	minutes := lossMinutes(2)
 	g := newGSLB(t, "floss", gslbOptions{regions: []string{"r1", "r2", "r3"}, endpoints: 3, defaults: true})
 	g.ready(t)
-	start := time.Now()
-	g.lab.SetLoss(t, g.nodes[0].host, 10)
-	deadline := start.Add(time.Duration(minutes) * time.Minute)
-	queries, short, unanswered := 0, 0, 0
-	for time.Now().Before(deadline) {
-		for _, n := range g.nodes[1:] {
-			got, errs := g.answers(t, n)
-			if len(errs) > 0 && strings.HasPrefix(errs[0], "dig:") {
-				unanswered++
-				continue
-			}
-			queries++
-			if len(got) != len(g.endpts) {
-				short++
-			}
-		}
-		time.Sleep(time.Second)
-	}
-	assert.LessOrEqual(t, unanswered, max(2, queries/20), "dig got no answer too often")
-	g.lab.SetLoss(t, g.nodes[0].host, 0)
-	for _, n := range g.nodes {
-		rep, err := g.health(t, n)
-		require.NoError(t, err)
-		changes := stateChanges(rep, start)
-		t.Logf("FIGURE defaults 10%% loss on p1 for %d min: %s decided %d state changes", minutes, n.name, len(changes))
-		assert.Empty(t, changes, "%s: %v", n.name, changes)
-	}
+	queries, short, unanswered := g.lossWithoutFalseDowns(t, minutes, "defaults ")
 	p1 := g.nodes[0]
 	probes := g.metric(t, p1, "meridian_probe_results_total")
 	fails := g.metric(t, p1, "meridian_probe_results_total", `result="fail"`)

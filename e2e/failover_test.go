@@ -98,22 +98,35 @@ func TestFailoverIsolatedProberChangesNothing(t *testing.T) {
 // 3. 10% packet loss on one prober's links: zero false downs. One minute
 // by default; E2E_LOSS_MINUTES=5 for the full variant.
 func TestFailoverPacketLossMakesNoFalseDowns(t *testing.T) {
-	minutes := 1
-	if v, err := strconv.Atoi(os.Getenv("E2E_LOSS_MINUTES")); err == nil && v > 0 {
-		minutes = v
-	}
+	minutes := lossMinutes(1)
 	g := newGSLB(t, "loss", gslbOptions{regions: []string{"r1", "r2", "r3"}, endpoints: 3})
 	g.ready(t)
+	queries, short, unanswered := g.lossWithoutFalseDowns(t, minutes, "")
+	t.Logf("FIGURE 10%% loss: %d answers checked on p2/p3, %d without every endpoint (%d dig timeouts not judged)", queries, short, unanswered)
+	assert.Zero(t, short)
+}
+
+// lossMinutes is E2E_LOSS_MINUTES when set, else def.
+func lossMinutes(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("E2E_LOSS_MINUTES")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// lossWithoutFalseDowns drops 10 % of p1's packets for minutes, checks
+// p2's and p3's answers every second meanwhile, and asserts that no node
+// decided a state change. It returns the answers judged, those without
+// every endpoint, and the dig timeouts (not judged: a loaded machine).
+func (g *gslb) lossWithoutFalseDowns(t *testing.T, minutes int, label string) (queries, short, unanswered int) {
+	t.Helper()
 	start := time.Now()
 	g.lab.SetLoss(t, g.nodes[0].host, 10)
 	deadline := start.Add(time.Duration(minutes) * time.Minute)
-	queries, short, unanswered := 0, 0, 0
 	for time.Now().Before(deadline) {
 		for _, n := range g.nodes[1:] {
 			got, errs := g.answers(t, n)
 			if len(errs) > 0 && strings.HasPrefix(errs[0], "dig:") {
-				// dig itself timed out (a loaded test machine): no answer
-				// to judge; counted apart and bounded below.
 				unanswered++
 				continue
 			}
@@ -130,11 +143,10 @@ func TestFailoverPacketLossMakesNoFalseDowns(t *testing.T) {
 		rep, err := g.health(t, n)
 		require.NoError(t, err)
 		changes := stateChanges(rep, start)
-		t.Logf("FIGURE 10%% loss on p1 for %d min: %s decided %d state changes", minutes, n.name, len(changes))
+		t.Logf("FIGURE %s10%% loss on p1 for %d min: %s decided %d state changes", label, minutes, n.name, len(changes))
 		assert.Empty(t, changes, "%s: %v", n.name, changes)
 	}
-	t.Logf("FIGURE 10%% loss: %d answers checked on p2/p3, %d without every endpoint (%d dig timeouts not judged)", queries, short, unanswered)
-	assert.Zero(t, short)
+	return queries, short, unanswered
 }
 
 // 4. A flapping endpoint (up 3 s, down 3 s) is held down by the doubling
