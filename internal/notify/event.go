@@ -1,0 +1,146 @@
+package notify
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/failover"
+)
+
+// Event kinds (notifications.receivers[].events).
+const (
+	EventDecided  = "decided"  // a decided state change other than a failover: a recovery, a cluster unreachable
+	EventFailover = "failover" // an endpoint decided down or a cluster failed over
+	EventShift    = "shift"    // a progressive shift started, advanced, paused, finished or was aborted
+	EventRollback = "rollback" // a progressive shift returned to its last safe step
+)
+
+// EventKinds lists every kind, in documentation order.
+var EventKinds = []string{EventDecided, EventFailover, EventShift, EventRollback}
+
+// Severities and PagerDuty actions of an Event.
+const (
+	SeverityCritical = "critical"
+	SeverityWarning  = "warning"
+	SeverityInfo     = "info"
+
+	ActionTrigger = "trigger"
+	ActionResolve = "resolve"
+)
+
+// Event is one notification. The generic webhook body is its JSON.
+type Event struct {
+	Kind     string    `json:"kind"` // Event* constant
+	At       time.Time `json:"at"`
+	Node     string    `json:"node,omitempty"` // the node that sent it (set by the Notifier)
+	Service  string    `json:"service,omitempty"`
+	Endpoint string    `json:"endpoint,omitempty"`
+	Cluster  string    `json:"cluster,omitempty"`
+	From     string    `json:"from,omitempty"`
+	To       string    `json:"to,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Voters   []string  `json:"voters,omitempty"`
+	Severity string    `json:"severity"`         // critical, warning or info
+	Action   string    `json:"action,omitempty"` // trigger, resolve or empty (informational: not sent to PagerDuty)
+	DedupKey string    `json:"dedup_key,omitempty"`
+	Summary  string    `json:"summary"` // one line for people
+}
+
+// FromChange turns a decided change into its notification; false for the
+// changes that are not notified: a hold event without a state change, and a
+// subject's first verdict up (every endpoint gets one at start-up).
+//
+//   - to down or failed-over: a failover (critical, PagerDuty trigger);
+//   - from down, unreachable or failed-over back to up or ready: decided
+//     (info, PagerDuty resolve of the same dedup key);
+//   - to unreachable (heartbeat missed below quorum, no traffic effect):
+//     decided (warning, informational).
+func FromChange(c failover.Change) (Event, bool) {
+	if !c.StateChanged() || (c.From == failover.Unknown && (c.To == failover.Up || c.To == failover.Ready)) {
+		return Event{}, false
+	}
+	e := Event{At: c.At, From: c.From.String(), To: c.To.String(), Reason: c.Reason, Voters: c.Voters,
+		DedupKey: "meridian:" + c.Subject.String()}
+	what := "cluster " + c.Subject.Target
+	if c.Subject.IsCluster() {
+		e.Cluster = c.Subject.Target
+	} else {
+		e.Service, e.Endpoint = c.Subject.Service, c.Subject.Target
+		what = "endpoint " + c.Subject.Target + " of " + c.Subject.Service
+	}
+	switch c.To {
+	case failover.Down, failover.FailedOver:
+		e.Kind, e.Severity, e.Action = EventFailover, SeverityCritical, ActionTrigger
+	case failover.Unreachable:
+		e.Kind, e.Severity = EventDecided, SeverityWarning
+	default:
+		e.Kind, e.Severity = EventDecided, SeverityInfo
+		if c.From != failover.Unknown {
+			e.Action = ActionResolve
+		}
+	}
+	e.Summary = fmt.Sprintf("%s decided %s (was %s; reason %s", what, e.To, e.From, e.Reason)
+	if len(c.Voters) > 0 {
+		e.Summary += "; voters " + strings.Join(c.Voters, ",")
+	}
+	e.Summary += ")"
+	return e, true
+}
+
+// slackBody is the Slack incoming-webhook format (also read by Mattermost,
+// Rocket.Chat and Teams' Slack-compatible connectors).
+type slackBody struct {
+	Text string `json:"text"`
+}
+
+func slackText(e Event) string {
+	icon := map[string]string{SeverityCritical: ":red_circle:", SeverityWarning: ":warning:", SeverityInfo: ":information_source:"}[e.Severity]
+	t := fmt.Sprintf("%s *Meridian %s*: %s", icon, e.Kind, e.Summary)
+	if e.Node != "" {
+		t += " — node " + e.Node
+	}
+	return strings.TrimSpace(t) + " at " + e.At.UTC().Format(time.RFC3339)
+}
+
+// pagerDutyBody is a PagerDuty Events API v2 event.
+type pagerDutyBody struct {
+	RoutingKey  string            `json:"routing_key"`
+	EventAction string            `json:"event_action"` // trigger or resolve
+	DedupKey    string            `json:"dedup_key,omitempty"`
+	Payload     *pagerDutyPayload `json:"payload,omitempty"` // trigger only
+}
+
+type pagerDutyPayload struct {
+	Summary       string         `json:"summary"` // at most 1024 characters
+	Source        string         `json:"source"`
+	Severity      string         `json:"severity"` // critical, error, warning or info
+	Timestamp     string         `json:"timestamp,omitempty"`
+	Component     string         `json:"component,omitempty"`
+	Group         string         `json:"group,omitempty"`
+	Class         string         `json:"class,omitempty"`
+	CustomDetails map[string]any `json:"custom_details,omitempty"`
+}
+
+func pagerDuty(e Event, key string) pagerDutyBody {
+	b := pagerDutyBody{RoutingKey: key, EventAction: e.Action, DedupKey: e.DedupKey}
+	if e.Action != ActionTrigger {
+		return b
+	}
+	src := e.Node
+	if src == "" {
+		src = "meridian"
+	}
+	sum := e.Summary
+	if len(sum) > 1024 {
+		sum = sum[:1021] + "..."
+	}
+	comp := e.Endpoint
+	if comp == "" {
+		comp = e.Cluster
+	}
+	b.Payload = &pagerDutyPayload{Summary: sum, Source: src, Severity: e.Severity, Timestamp: e.At.UTC().Format(time.RFC3339Nano),
+		Component: comp, Group: e.Service, Class: e.Kind,
+		CustomDetails: map[string]any{"from": e.From, "to": e.To, "reason": e.Reason, "voters": e.Voters, "cluster": e.Cluster}}
+	return b
+}

@@ -1,0 +1,238 @@
+package notify
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// capture is a test receiver: it keeps every request's body and headers.
+type capture struct {
+	mu     sync.Mutex
+	bodies [][]byte
+	sigs   []string
+	got    chan struct{}
+	fail   atomic.Int32 // answer 503 to this many requests first
+}
+
+func newCapture(t *testing.T) (*capture, *httptest.Server) {
+	c := &capture{got: make(chan struct{}, 100)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if c.fail.Add(-1) >= 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		c.mu.Lock()
+		c.bodies = append(c.bodies, b)
+		c.sigs = append(c.sigs, r.Header.Get(SignatureHeader))
+		c.mu.Unlock()
+		c.got <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+	return c, srv
+}
+
+func (c *capture) wait(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-c.got:
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "receiver got no request")
+		}
+	}
+}
+
+func secretFile(t *testing.T, content string) string {
+	p := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+func start(t *testing.T, rs ...Receiver) (*Notifier, *Metrics) {
+	t.Helper()
+	cfg := Config{Receivers: rs}
+	require.Empty(t, cfg.Validate())
+	cfg.ApplyDefaults()
+	m := NewMetrics(prometheus.NewRegistry())
+	n, err := New(cfg, "node-a", m, nil)
+	require.NoError(t, err)
+	t.Cleanup(n.Close)
+	return n, m
+}
+
+var failoverEvent = Event{Kind: EventFailover, At: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC), Service: "app", Endpoint: "10.0.0.1",
+	From: "up", To: "down", Reason: "threshold", Severity: SeverityCritical, Action: ActionTrigger, DedupKey: "meridian:app 10.0.0.1", Summary: "endpoint 10.0.0.1 of app decided down"}
+
+func TestWebhookBodyIsTheEventSignedWithTheSecret(t *testing.T) {
+	c, srv := newCapture(t)
+	n, m := start(t, Receiver{Name: "hook", Kind: KindWebhook, URL: srv.URL, SecretFile: secretFile(t, "s3cret\n")})
+	n.Notify(failoverEvent)
+	c.wait(t, 1)
+	c.mu.Lock()
+	body, sig := c.bodies[0], c.sigs[0]
+	c.mu.Unlock()
+	assert.True(t, Verify([]byte("s3cret"), body, sig), "signature %q verifies with the key (trailing newline of the file trimmed)", sig)
+	assert.False(t, Verify([]byte("other"), body, sig))
+	var got Event
+	require.NoError(t, json.Unmarshal(body, &got))
+	want := failoverEvent
+	want.Node = "node-a"
+	assert.Equal(t, want, got)
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(m.sent.WithLabelValues("hook", "ok")) == 1 }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestSlackBodyIsOneTextField(t *testing.T) {
+	c, srv := newCapture(t)
+	urlFile := secretFile(t, srv.URL+"/services/T000/B000/XXXX\n")
+	n, _ := start(t, Receiver{Name: "chat", Kind: KindSlack, URLFile: urlFile})
+	n.Notify(failoverEvent)
+	c.wait(t, 1)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(c.bodies[0], &got))
+	require.Len(t, got, 1, "only text: %s", c.bodies[0])
+	assert.Equal(t, ":red_circle: *Meridian failover*: endpoint 10.0.0.1 of app decided down — node node-a at 2026-12-02T01:00:00Z", got["text"])
+	assert.Empty(t, c.sigs[0], "only webhooks are signed")
+}
+
+func TestPagerDutyTriggersAndResolvesWithOneDedupKeyAndSkipsInformationalEvents(t *testing.T) {
+	c, srv := newCapture(t)
+	n, _ := start(t, Receiver{Name: "pd", Kind: KindPagerDuty, URL: srv.URL, RoutingKeyFile: secretFile(t, "R0UT1NG")})
+	n.Notify(Event{Kind: EventShift, Summary: "shift app to eu: step 25%", Severity: SeverityInfo}) // no action: not sent
+	n.Notify(failoverEvent)
+	recovered := failoverEvent
+	recovered.Kind, recovered.From, recovered.To, recovered.Action, recovered.Severity = EventDecided, "down", "up", ActionResolve, SeverityInfo
+	n.Notify(recovered)
+	c.wait(t, 2)
+	var trig, res map[string]any
+	require.NoError(t, json.Unmarshal(c.bodies[0], &trig))
+	require.NoError(t, json.Unmarshal(c.bodies[1], &res))
+	assert.Equal(t, "trigger", trig["event_action"])
+	assert.Equal(t, "R0UT1NG", trig["routing_key"])
+	assert.Equal(t, "meridian:app 10.0.0.1", trig["dedup_key"])
+	p := trig["payload"].(map[string]any)
+	assert.Equal(t, "endpoint 10.0.0.1 of app decided down", p["summary"])
+	assert.Equal(t, "critical", p["severity"])
+	assert.Equal(t, "node-a", p["source"])
+	assert.Equal(t, "app", p["group"])
+	assert.Equal(t, map[string]any{"routing_key": "R0UT1NG", "event_action": "resolve", "dedup_key": "meridian:app 10.0.0.1"}, res)
+}
+
+func TestAReceiverThatIsDownGetsRetriesUntilItAnswers(t *testing.T) {
+	defer setBackoff(time.Millisecond)()
+	c, srv := newCapture(t)
+	c.fail.Store(3)
+	n, m := start(t, Receiver{Name: "hook", Kind: KindWebhook, URL: srv.URL, MaxAttempts: 5})
+	n.Notify(failoverEvent)
+	c.wait(t, 1)
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.retries.WithLabelValues("hook")))
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(m.sent.WithLabelValues("hook", "ok")) == 1 }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestAReceiverDownPastMaxAttemptsCountsAFailureAndTheNextEventIsSent(t *testing.T) {
+	defer setBackoff(time.Millisecond)()
+	c, srv := newCapture(t)
+	c.fail.Store(2)
+	n, m := start(t, Receiver{Name: "hook", Kind: KindWebhook, URL: srv.URL, MaxAttempts: 2})
+	n.Notify(failoverEvent)
+	second := failoverEvent
+	second.Endpoint = "10.0.0.2"
+	n.Notify(second)
+	c.wait(t, 1)
+	var got Event
+	require.NoError(t, json.Unmarshal(c.bodies[0], &got))
+	assert.Equal(t, "10.0.0.2", got.Endpoint)
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.sent.WithLabelValues("hook", "failed")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.retries.WithLabelValues("hook")))
+}
+
+func TestAClientErrorIsNotRetried(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	n, m := start(t, Receiver{Name: "hook", Kind: KindWebhook, URL: srv.URL})
+	n.Notify(failoverEvent)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(m.sent.WithLabelValues("hook", "failed")) == 1 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, int32(1), hits.Load())
+	assert.Zero(t, testutil.ToFloat64(m.retries.WithLabelValues("hook")))
+}
+
+func TestAFullQueueDropsTheOldestAndNotifyDoesNotBlockOnAStuckReceiver(t *testing.T) {
+	release := make(chan struct{})
+	inFlight := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e Event
+		_ = json.NewDecoder(r.Body).Decode(&e)
+		inFlight <- e.Endpoint
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	n, m := start(t, Receiver{Name: "stuck", Kind: KindWebhook, URL: srv.URL, QueueSize: 2, Timeout: time.Minute})
+	send := func(ep string) {
+		e := failoverEvent
+		e.Endpoint = ep
+		n.Notify(e)
+	}
+	send("e0")
+	require.Equal(t, "e0", <-inFlight, "the first event is being sent (the receiver does not answer)")
+	for _, ep := range []string{"e1", "e2", "e3", "e4"} {
+		send(ep) // returns although the receiver is stuck
+	}
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.dropped.WithLabelValues("stuck")), "e1 and e2 dropped")
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.queued.WithLabelValues("stuck")))
+	n.mu.Lock()
+	q := n.receivers[0]
+	n.mu.Unlock()
+	q.mu.Lock()
+	assert.Equal(t, []string{"e3", "e4"}, []string{q.queue[0].Endpoint, q.queue[1].Endpoint}, "the newest are kept")
+	q.mu.Unlock()
+}
+
+func TestEventsFilterSelectsWhatAReceiverGets(t *testing.T) {
+	c, srv := newCapture(t)
+	n, _ := start(t, Receiver{Name: "rollbacks", Kind: KindWebhook, URL: srv.URL, Events: []string{EventRollback}})
+	n.Notify(failoverEvent)
+	n.Notify(Event{Kind: EventRollback, Service: "app", Summary: "shift of app rolled back to 5%", Severity: SeverityWarning, Action: ActionTrigger})
+	c.wait(t, 1)
+	var got Event
+	require.NoError(t, json.Unmarshal(c.bodies[0], &got))
+	assert.Equal(t, EventRollback, got.Kind)
+	assert.False(t, got.At.IsZero(), "Notify stamps a missing time")
+}
+
+func TestNilNotifierDropsEvents(t *testing.T) {
+	var n *Notifier
+	n.Notify(failoverEvent)
+	n.Close()
+}
+
+func TestNewRefusesAnUnreadableSecretFileNamingTheReceiver(t *testing.T) {
+	cfg := Config{Receivers: []Receiver{{Name: "hook", Kind: KindWebhook, URL: "http://127.0.0.1:1/", SecretFile: filepath.Join(t.TempDir(), "missing")}}}
+	cfg.ApplyDefaults()
+	_, err := New(cfg, "n", NewMetrics(nil), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "notifications.receivers[0] (hook): secret_file")
+}
+
+func setBackoff(d time.Duration) func() {
+	f, m := backoffFirst, backoffMax
+	backoffFirst, backoffMax = d, d
+	return func() { backoffFirst, backoffMax = f, m }
+}
