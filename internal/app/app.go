@@ -30,6 +30,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/demo"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers"
@@ -70,6 +71,7 @@ type App struct {
 	reconciler atomic.Pointer[providers.Reconciler] // set once provider sync runs (status page)
 	capacity   atomic.Pointer[observe.Observer]     // the capacity-aware weights loop (set once it runs)
 	backends   *demo.Backends                       // nil without --demo-backends
+	notifier   *notify.Notifier                     // nil without notifications.receivers (Notify is then a no-op)
 	dnsAddrs   []string
 	httpAddr   string
 	dnsUp      atomic.Bool
@@ -95,6 +97,7 @@ func Run(ctx context.Context, opts Options) error {
 		a.startKube,     // member clusters (before the pipeline: their objects are merged)
 		a.startPipeline, // file → Kubernetes → overrides → health → signers/serials → store
 		a.startDemo,     // local backends for the demo's endpoints
+		a.startNotify,   // notification senders (before the follower that feeds them)
 		a.startProbing,  // ring, prober, votes, decisions
 		a.startKubeLoops,
 		a.startCapacity, // ready fractions of capacity-aware services (EndpointSlices, Prometheus)
@@ -267,6 +270,9 @@ func (a *App) Reload(trigger string) error {
 	}
 	if !reflect.DeepEqual(l.File.Server, prev.Loaded.File.Server) {
 		a.log.Warn("config reload: the server section changed; restart to apply it", "trigger", trigger)
+	}
+	if !reflect.DeepEqual(l.File.Notifications, prev.Loaded.File.Notifications) {
+		a.log.Warn("config reload: the notifications section changed; restart to apply it", "trigger", trigger)
 	}
 	if ringChangedBeyondPeers(l.File.Ring, prev.Loaded.File.Ring) {
 		a.log.Warn("config reload: the ring section changed; restart to apply it (ring.peers is applied at once)", "trigger", trigger)

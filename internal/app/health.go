@@ -74,6 +74,9 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.ring, p.voter.Ring = r, r
 	p.follower = &serving.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log,
 		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail}
+	if a.notifier != nil {
+		p.follower.Notifier = a.notifier
+	}
 	p.latency = &serving.LatencyFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
 	a.pipe.SetBroadcast(r.BroadcastShared)
 	a.probing.Store(p)

@@ -17,12 +17,16 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/notify"
 )
 
 // File is the whole configuration file: process settings plus desired state.
 type File struct {
 	Server        Server `yaml:"server"`
 	model.Desired `yaml:",inline"`
+	// Notifications: receivers of decided changes, failovers, shifts and
+	// rollbacks (default: none). A change needs a restart, like server.
+	Notifications notify.Config `yaml:"notifications"`
 }
 
 // Server holds the process settings of `meridian serve`.
@@ -225,11 +229,13 @@ func Parse(name string, data []byte) (*File, error) {
 		errs = append(errs, Error{File: name, Msg: err.Error()})
 	}
 	errs = append(errs, locate(name, data, f.Server.validate())...)
+	errs = append(errs, locate(name, data, f.Notifications.Validate())...)
 	if len(errs) > 0 {
 		return nil, &LoadError{Errors: errs}
 	}
 	f.Desired = *normalized
 	f.Server.applyDefaults()
+	f.Notifications.ApplyDefaults()
 	return &f, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/ring"
 )
 
@@ -25,6 +26,12 @@ type Ring interface {
 	Members() []ring.Member    // trusted live members
 	AllMembers() []ring.Member // every live member, trusted or not
 	Votes() []health.Vote
+}
+
+// Notifier receives notification events (*notify.Notifier). Notify must
+// not block: it is called from the decision round.
+type Notifier interface {
+	Notify(notify.Event)
 }
 
 // Follower turns the ring's votes into failover decisions, like every node
@@ -43,6 +50,9 @@ type Follower struct {
 	FirstFail func(health.Subject) (time.Time, bool)
 	// Probers, when set, is told how many probers counted in each round.
 	Probers func(n int)
+	// Notifier, when set, is given every decided change worth a
+	// notification (notify.FromChange), in the round that decided it.
+	Notifier Notifier
 
 	mu       sync.Mutex
 	timeline []api.ChangeEvent // newest last
@@ -148,6 +158,9 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 			if ff, ok := f.FirstFail(c.Subject); ok {
 				m.detection.Observe(now.Sub(ff).Seconds())
 			}
+		}
+		if e, ok := notify.FromChange(c); ok && f.Notifier != nil {
+			f.Notifier.Notify(e)
 		}
 		f.mu.Lock()
 		f.timeline = append(f.timeline, api.ChangeEvent{At: c.At, Subject: c.Subject.String(), From: c.From.String(), To: c.To.String(), Reason: c.Reason, Voters: c.Voters})
