@@ -51,7 +51,7 @@ func init() {
 }
 
 func netnsHelperMain(mode string, args []string) error {
-	need := map[string]int{"http": 2, "get": 2, "ping": 4, "udpsink": 1, "udpsend": 3, "bpfloss": 2, "delay": 4, "dnsq": 4}
+	need := map[string]int{"http": 2, "get": 2, "ping": 4, "udpsink": 1, "udpsend": 3, "bpfloss": 2, "delay": 4, "dnsq": 4, "hooksink": 1}
 	n, ok := need[mode]
 	if !ok {
 		return errors.New("unknown helper")
@@ -88,6 +88,8 @@ func netnsHelperMain(mode string, args []string) error {
 		return netnsHelperPing(dst, count, interval, wait)
 	case "udpsink":
 		return netnsHelperUDPSink(args[0])
+	case "hooksink":
+		return netnsHelperHookSink(args[0]) // notify_test.go
 	case "delay":
 		return netnsHelperDelay(args[0], args[1], args[2], args[3])
 	case "dnsq":
