@@ -144,3 +144,20 @@ func pagerDuty(e Event, key string) pagerDutyBody {
 		CustomDetails: map[string]any{"from": e.From, "to": e.To, "reason": e.Reason, "voters": e.Voters, "cluster": e.Cluster}}
 	return b
 }
+
+// ShiftEvent is a progressive shift's step of service (started, advanced,
+// paused, resumed, finished, aborted): informational, not sent to PagerDuty.
+func ShiftEvent(service, summary string, at time.Time) Event {
+	return Event{Kind: EventShift, At: at, Service: service, Severity: SeverityInfo, Summary: summary,
+		DedupKey: "meridian:shift " + service}
+}
+
+// RollbackEvent is a progressive shift of service returned from step
+// from to its last safe step to, because of reason: a warning that
+// triggers PagerDuty, keyed by the service's shift (a shift finishing or
+// aborted later does not resolve it: the rollback needs a look).
+func RollbackEvent(service, from, to, reason string, at time.Time) Event {
+	return Event{Kind: EventRollback, At: at, Service: service, From: from, To: to, Reason: reason,
+		Severity: SeverityWarning, Action: ActionTrigger, DedupKey: "meridian:shift " + service,
+		Summary: fmt.Sprintf("shift of %s rolled back from %s to %s: %s", service, from, to, reason)}
+}

@@ -163,7 +163,8 @@ func newReceiver(c Receiver) (*receiver, error) {
 func (r *receiver) push(e Event) (dropped bool) {
 	r.mu.Lock()
 	if len(r.queue) >= r.cfg.QueueSize {
-		r.queue = slices.Delete(r.queue, 0, 1)
+		r.queue[0] = Event{}
+		r.queue = r.queue[1:] // O(1); append moves the rest to a new array when it runs out
 		dropped = true
 	}
 	r.queue = append(r.queue, e)
@@ -182,7 +183,8 @@ func (r *receiver) pop() (Event, bool) {
 		return Event{}, false
 	}
 	e := r.queue[0]
-	r.queue = slices.Delete(r.queue, 0, 1)
+	r.queue[0] = Event{}
+	r.queue = r.queue[1:]
 	return e, true
 }
 
