@@ -26,6 +26,9 @@ func (a *App) startNotify(l *serving.Loaded) error {
 		names[i] = r.Name + " (" + r.Kind + ")"
 	}
 	a.log.Info("notifications enabled", "receivers", names)
+	if !l.File.Desired.Ring.Enabled {
+		a.log.Warn("notifications: ring.enabled is false, so nothing is decided: no failover events are sent (shift events are)")
+	}
 	return nil
 }
 

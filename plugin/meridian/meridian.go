@@ -102,6 +102,9 @@ func (m *Meridian) Start() error {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); m.pipe.RunExpiry(ctx, time.Second) }()
 	}
+	if len(l.File.Notifications.Receivers) > 0 && !m.Ring {
+		log.Warningf("notifications: not sent without the ring property: the plugin decides nothing (the serve nodes send them)")
+	}
 	if p := l.File.Providers; len(p.Route53)+len(p.Cloudflare) > 0 {
 		log.Infof("providers: not pushed from the plugin; the serve nodes' elected writer pushes them")
 	}
