@@ -51,7 +51,7 @@ type Follower struct {
 	// Probers, when set, is told how many probers counted in each round.
 	Probers func(n int)
 	// Notifier, when set, is given every decided change worth a
-	// notification (notify.FromChange), in the round that decided it.
+	// notification (ChangeEvent), in the round that decided it.
 	Notifier Notifier
 
 	mu       sync.Mutex
@@ -159,7 +159,7 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 				m.detection.Observe(now.Sub(ff).Seconds())
 			}
 		}
-		if e, ok := notify.FromChange(c); ok && f.Notifier != nil {
+		if e, ok := ChangeEvent(c); ok && f.Notifier != nil {
 			f.Notifier.Notify(e)
 		}
 		f.mu.Lock()
