@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/secretfile"
@@ -99,7 +100,9 @@ func (n *Notifier) Notify(e Event) {
 		}
 		if r.push(e) {
 			n.m.dropped.WithLabelValues(r.cfg.Name).Inc()
-			n.log.Warn("notification queue full: oldest event dropped", "receiver", r.cfg.Name, "queue_size", r.cfg.QueueSize)
+			if d := r.drops.Add(1); d == 1 || d%100 == 0 { // the first drop, then every 100th
+				n.log.Warn("notification queue full: oldest event dropped", "receiver", r.cfg.Name, "queue_size", r.cfg.QueueSize, "dropped", d)
+			}
 		}
 		n.m.queued.WithLabelValues(r.cfg.Name).Set(float64(r.len()))
 	}
@@ -119,6 +122,8 @@ type receiver struct {
 	url        string
 	secret     []byte // webhook HMAC key, nil: unsigned
 	routingKey string
+
+	drops atomic.Uint64 // events dropped so far (for the log's rate)
 
 	mu    sync.Mutex
 	queue []Event       // oldest first, at most cfg.QueueSize
