@@ -260,19 +260,18 @@ func (n *Notifier) deliver(r *receiver, e Event) {
 	}
 }
 
-// permanentError is an answer that a retry cannot change (4xx but 408/429).
-type permanentError struct{ status int }
+// permanentError is a failure that a retry cannot change: a 4xx answer
+// (but 408 and 429), a request that cannot be built.
+type permanentError struct{ msg string }
 
-func (e permanentError) Error() string {
-	return fmt.Sprintf("receiver answered %d (not retried)", e.status)
-}
+func (e permanentError) Error() string { return e.msg }
 
 func (n *Notifier) post(r *receiver, body []byte) error {
 	ctx, cancel := context.WithTimeout(n.ctx, r.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
 	if err != nil {
-		return permanentError{} // url was validated: not reached
+		return permanentError{msg: fmt.Sprintf("POST %s: request: %v", redact(r.url), err)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "meridian-notify")
@@ -294,7 +293,7 @@ func (n *Notifier) post(r *receiver, body []byte) error {
 	case s >= 200 && s < 300:
 		return nil
 	case s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests:
-		return permanentError{status: s}
+		return permanentError{msg: fmt.Sprintf("POST %s: status %d (not retried)", redact(r.url), s)}
 	default:
 		return fmt.Errorf("POST %s: status %d", redact(r.url), s)
 	}
