@@ -133,7 +133,12 @@ func netnsHelperHTTP(addr, path string) error {
 		}
 		io.WriteString(w, "ok")
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return netnsServe(ctx, ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second})
+}
+
+// netnsServe prints "ready ADDR", serves until ctx ends (SIGTERM) and shuts
+// the server down.
+func netnsServe(ctx context.Context, ln net.Listener, srv *http.Server) error {
 	fmt.Printf("ready %s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

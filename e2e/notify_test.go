@@ -48,17 +48,7 @@ func netnsHelperHookSink(addr string) error {
 		fmt.Printf("hook %d %s %s %s\n", at.UnixNano(), r.URL.Path, sig, base64.StdEncoding.EncodeToString(body))
 		mu.Unlock()
 	})}
-	fmt.Printf("ready %s\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdown)
-	}
+	return netnsServe(ctx, ln, srv)
 }
 
 type hookCall struct {
