@@ -62,7 +62,7 @@ func (p *Pipeline) guard(o *admin.Override, force bool) error {
 		return nil
 	}
 	s := p.State()
-	after, err := p.WhatIf([]admin.Override{*o})
+	after, err := p.whatIf(s, []admin.Override{*o})
 	if err != nil {
 		return err
 	}

@@ -350,7 +350,10 @@ func (s *State) inputs(ovs []admin.Override) (admin.Applied, engine.Options) {
 // extra, without publishing anything: the snapshot the pipeline would
 // serve (unsigned) if extra were set now.
 func (p *Pipeline) WhatIf(extra []admin.Override) (*engine.Snapshot, error) {
-	s := p.State()
+	return p.whatIf(p.State(), extra)
+}
+
+func (p *Pipeline) whatIf(s *State, extra []admin.Override) (*engine.Snapshot, error) {
 	ap, opts := s.inputs(append(p.activeOverrides(), extra...))
 	snap, err := engine.Compile(ap.Desired, opts)
 	if err != nil {
