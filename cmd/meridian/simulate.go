@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -86,6 +87,10 @@ func printSimulation(out io.Writer, r whatif.Report) error {
 	for _, s := range r.Services {
 		fmt.Fprintf(out, "\n%s (%s)\n", s.Service, s.Strategy)
 		for _, p := range s.Places {
+			if slices.Equal(p.Before, p.After) && slices.Equal(p.AnswerBefore, p.AnswerAfter) && p.FailOpenBefore == p.FailOpenAfter {
+				fmt.Fprintf(out, "  %s: %s (unchanged)\n", p.Place, shares(p.Before))
+				continue
+			}
 			fmt.Fprintf(out, "  %s: %s -> %s\n", p.Place, shares(p.Before), shares(p.After))
 			fmt.Fprintf(out, "    answers now:   %s%s\n", strings.Join(p.AnswerBefore, " | "), failOpen(p.FailOpenBefore))
 			fmt.Fprintf(out, "    answers after: %s%s\n", strings.Join(p.AnswerAfter, " | "), failOpen(p.FailOpenAfter))

@@ -111,19 +111,24 @@ func places(ms *model.Service, d *model.Desired) []place {
 	return out
 }
 
+// family is the record type a target is answered with.
+func family(target string) uint16 {
+	a, err := netip.ParseAddr(target)
+	switch {
+	case err != nil:
+		return dns.TypeCNAME
+	case a.Is6():
+		return dns.TypeAAAA
+	}
+	return dns.TypeA
+}
+
 // qtype is the record type a service answers first: A, AAAA or CNAME.
 func qtype(ms *model.Service) uint16 {
 	if len(ms.Endpoints) == 0 {
 		return dns.TypeA
 	}
-	e := ms.Endpoints[0]
-	if e.CNAME != "" {
-		return dns.TypeCNAME
-	}
-	if a, err := netip.ParseAddr(e.Address); err == nil && a.Is6() {
-		return dns.TypeAAAA
-	}
-	return dns.TypeA
+	return family(ms.Endpoints[0].Address + ms.Endpoints[0].CNAME)
 }
 
 func explain(s *engine.Snapshot, name string, t uint16, p place) engine.Explanation {
@@ -185,7 +190,7 @@ func Compare(before, after *engine.Snapshot, changes []Change) Report {
 			r.Same++
 			continue
 		}
-		sr.Load = load(sr.Places, status[ms.Name])
+		sr.Load = load(sr.Places, status[ms.Name], t)
 		r.Services = append(r.Services, sr)
 	}
 	return r
@@ -194,7 +199,7 @@ func Compare(before, after *engine.Snapshot, changes []Change) Report {
 // load averages each cluster's share over the places (no query rates are
 // known: places count equally) and sets it against the cluster's part of
 // the service's ready capacity now.
-func load(ps []PlaceReport, st engine.ServiceStatus) []ClusterLoad {
+func load(ps []PlaceReport, st engine.ServiceStatus, t uint16) []ClusterLoad {
 	type acc struct {
 		before, after, eff, ready float64
 		n                         int
@@ -208,6 +213,9 @@ func load(ps []PlaceReport, st engine.ServiceStatus) []ClusterLoad {
 	}
 	var total float64
 	for _, e := range st.Endpoints {
+		if family(e.Target) != t {
+			continue // the other family's pool: not the answers compared
+		}
 		a := get(e.Cluster)
 		if e.Capacity != nil {
 			a.ready += float64(e.Capacity.Percent)

@@ -141,3 +141,27 @@ func TestSimulate(t *testing.T) {
 		require.ErrorContains(t, err, "give at least one change")
 	})
 }
+
+func TestLoadCountsTheComparedFamilyOnly(t *testing.T) {
+	l, err := serving.Load("test.yaml", []byte(config+`
+  - name: dual.gslb.test
+    strategy: roundrobin
+    endpoints:
+      - {address: 192.0.2.31, cluster: east}
+      - {address: "2001:db8::31", cluster: east}
+      - {address: 192.0.2.32, cluster: west}
+`), "")
+	require.NoError(t, err)
+	p, err := serving.New(l, serving.Options{Logger: slog.New(slog.DiscardHandler), Metrics: serving.NewMetrics(prometheus.NewRegistry())})
+	require.NoError(t, err)
+	r, err := p.Simulate([]whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
+	require.NoError(t, err)
+	var dual whatif.ServiceReport
+	for _, s := range r.Services {
+		if s.Service == "dual.gslb.test." {
+			dual = s
+		}
+	}
+	require.Len(t, dual.Load, 2)
+	assert.Equal(t, whatif.ClusterLoad{Cluster: "west", Before: 50, After: 100, ReadyShare: 50, VsReady: 2}, dual.Load[1], "the IPv6 endpoint is not part of the A answers' capacity")
+}
