@@ -94,6 +94,9 @@ func TestSimulateAndMinHealthyOnTheDemo(t *testing.T) {
 		resp.Body.Close()
 		assert.Contains(t, string(b), `"forced": "min_healthy: service api.demo.meridian.test would keep 0`, "the override records it was forced")
 		assert.Contains(t, m.log(), "forced=", "the log records it")
+		list, err := cli(t, m, "overrides")
+		require.NoError(t, err)
+		assert.Contains(t, list, "drain (forced past min_healthy)", "meridian overrides shows it")
 	})
 }
 

@@ -181,7 +181,11 @@ func adminCommands() []*cobra.Command {
 				if o.Expires != nil {
 					exp = time.Until(*o.Expires).Round(time.Second).String()
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, o.Kind, o.Target(), o.Who, o.Reason, o.At.Format(time.RFC3339), exp)
+				kind := o.Kind
+				if o.Forced != "" {
+					kind += " (forced past " + strings.SplitN(o.Forced, ":", 2)[0] + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, kind, o.Target(), o.Who, o.Reason, o.At.Format(time.RFC3339), exp)
 			}
 			return tw.Flush()
 		}, false, false)
