@@ -49,6 +49,9 @@ func set(cmd *cobra.Command, f *adminFlags, req admin.Request) error {
 		return err
 	}
 	req.Reason, req.ExpiresIn = f.reason, f.expires
+	if force, err := cmd.Flags().GetBool("force"); err == nil { // only drain and force have --force
+		req.Force = force
+	}
 	var o admin.Override
 	if err := c.do("POST", "/v1/admin/overrides", req, &o); err != nil {
 		return err
@@ -86,6 +89,12 @@ func unset(cmd *cobra.Command, f *adminFlags, kinds []string, req admin.Request)
 	return nil
 }
 
+// forceFlag adds --force to a command made by adminCommands' mk.
+func forceFlag(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.Bool("force", false, "do it even if a service would be left below min_healthy (recorded on the override)")
+}
+
 func adminCommands() []*cobra.Command {
 	mk := func(use, short string, run func(cmd *cobra.Command, f *adminFlags, args []string) error, change, needsReason bool) *cobra.Command {
 		f := &adminFlags{}
@@ -111,6 +120,7 @@ func adminCommands() []*cobra.Command {
 			req.Kind = admin.KindDrain
 			return set(cmd, f, req)
 		}, true, true)
+	forceFlag(drain)
 	undrain := mk("undrain (cluster NAME | endpoint SERVICE TARGET)", "Remove a drain",
 		func(cmd *cobra.Command, f *adminFlags, args []string) error {
 			req, err := target(args)
@@ -131,6 +141,7 @@ func adminCommands() []*cobra.Command {
 			req.Kind = "force-" + args[0]
 			return set(cmd, f, req)
 		}, true, true)
+	forceFlag(force)
 	unforce := mk("unforce (cluster NAME | endpoint SERVICE TARGET)", "Remove a force up/down",
 		func(cmd *cobra.Command, f *adminFlags, args []string) error {
 			req, err := target(args)
@@ -170,7 +181,11 @@ func adminCommands() []*cobra.Command {
 				if o.Expires != nil {
 					exp = time.Until(*o.Expires).Round(time.Second).String()
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, o.Kind, o.Target(), o.Who, o.Reason, o.At.Format(time.RFC3339), exp)
+				kind := o.Kind
+				if o.Forced != "" {
+					kind += " (forced past " + strings.SplitN(o.Forced, ":", 2)[0] + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, kind, o.Target(), o.Who, o.Reason, o.At.Format(time.RFC3339), exp)
 			}
 			return tw.Flush()
 		}, false, false)

@@ -39,7 +39,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&caFile, "ca-file", "", "PEM CA certificate(s) to trust for an https:// --http address, e.g. a self-signed server.http.tls certificate (default: $"+envCAFile+", else the system roots)")
 	root.AddCommand(newServe(), newCheckConfig(), newVersion(), newGeo(), newStatus(), newDemo(), newRing(), newAgent(), newPush())
 	root.AddCommand(adminCommands()...)
-	root.AddCommand(newExplain())
+	root.AddCommand(newExplain(), newSimulate())
 	root.AddCommand(newDNSSEC())
 	return root
 }

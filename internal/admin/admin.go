@@ -42,6 +42,9 @@ type Override struct {
 	Reason   string     `json:"reason"`
 	At       time.Time  `json:"at"`
 	Expires  *time.Time `json:"expires,omitempty"`
+	// Forced records a change accepted with force past a guard rail: what
+	// the rule said ("" = no rule was broken).
+	Forced string `json:"forced,omitempty"`
 }
 
 // Target names what the override applies to.
@@ -76,6 +79,9 @@ func (o Override) Describe() string {
 	if o.Expires != nil {
 		fmt.Fprintf(&b, " (until %s)", o.Expires.UTC().Format(time.RFC3339))
 	}
+	if o.Forced != "" {
+		fmt.Fprintf(&b, " [forced past %s]", o.Forced)
+	}
 	return b.String()
 }
 
@@ -91,6 +97,9 @@ type Request struct {
 	Weight    *int   `json:"weight,omitempty"`
 	Reason    string `json:"reason"`
 	ExpiresIn string `json:"expires_in,omitempty"` // Go duration, e.g. 30m
+	// Force accepts a drain or force-down that a guard rail (min_healthy)
+	// refuses; the override records what was forced.
+	Force bool `json:"force,omitempty"`
 }
 
 // FieldError is a rejected request field.
@@ -114,6 +123,9 @@ func (r Request) Validate(d *model.Desired, now time.Time) (Override, error) {
 	return o, err
 }
 
+// MaxForced bounds Override.Forced.
+const MaxForced = 2048
+
 // MaxExpiry is the longest an override may be set for.
 const MaxExpiry = 366 * 24 * time.Hour
 
@@ -130,6 +142,9 @@ func (o *Override) validate(d *model.Desired) error {
 	}
 	if len(o.Reason) > 512 {
 		return FieldError{"reason", "is longer than 512 characters"}
+	}
+	if len(o.Forced) > MaxForced {
+		return FieldError{"forced", fmt.Sprintf("is longer than %d characters", MaxForced)}
 	}
 	switch {
 	case o.Cluster != "" && (o.Service != "" || o.Endpoint != ""):

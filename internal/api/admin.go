@@ -31,7 +31,7 @@ func registerAdmin(mux *router, a AdminControl) {
 	})
 	mux.change("POST /v1/admin/overrides", func(w http.ResponseWriter, r *http.Request, who string) {
 		var req admin.Request
-		if err := decodeStrict(w, r, &req, "kind, cluster, service, endpoint, weight, reason, expires_in"); err != nil {
+		if err := decodeStrict(w, r, &req, "kind, cluster, service, endpoint, weight, reason, expires_in, force"); err != nil {
 			writeError(w, statusOf(err), "%v", err)
 			return
 		}
@@ -40,6 +40,8 @@ func registerAdmin(mux *router, a AdminControl) {
 		switch {
 		case errors.As(err, &fe):
 			writeError(w, http.StatusBadRequest, "%v", err)
+		case errors.Is(err, admin.ErrBelowMinHealthy):
+			writeError(w, http.StatusConflict, "%v", err)
 		case errors.Is(err, admin.ErrTooMany):
 			writeError(w, http.StatusConflict, "%v", err)
 		case err != nil:

@@ -21,6 +21,9 @@ import (
 type fakeAdmin struct {
 	d   *model.Desired
 	ovs []admin.Override
+	// lastOne: east is a service's last healthy cluster, so draining or
+	// forcing it down breaks min_healthy 1 (as serving's guard decides).
+	lastOne bool
 }
 
 func (f *fakeAdmin) List() []admin.Override { return f.ovs }
@@ -28,6 +31,13 @@ func (f *fakeAdmin) Add(req admin.Request, who string) (admin.Override, error) {
 	o, err := req.Validate(f.d, time.Now())
 	if err != nil {
 		return o, err
+	}
+	if f.lastOne && (o.Kind == admin.KindDrain || o.Kind == admin.KindForceDown) {
+		gerr := &admin.GuardError{Shortfalls: []admin.Shortfall{{Service: "app.x.test.", MinHealthy: 1, Before: 1, After: 0}}}
+		if !req.Force {
+			return o, gerr
+		}
+		o.Forced = gerr.Rule()
 	}
 	o.ID, o.Who = "id1", who
 	f.ovs = append(f.ovs, o)
@@ -121,4 +131,19 @@ func TestLoadTokensNamesTheBadLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("alice 0123456789abcdef\nbob short\n"), 0o600))
 	_, err := LoadTokens(p)
 	assert.ErrorContains(t, err, "tokens:2: the token of bob is shorter than 16 characters")
+}
+
+func TestAdminAPIMinHealthy(t *testing.T) {
+	const good = "0123456789abcdef0123"
+	srv, fa := adminServer(t, true)
+	fa.lastOne = true
+	code, body := call(t, srv, "POST", "/v1/admin/overrides", good, `{"kind":"drain","cluster":"east","reason":"x"}`)
+	assert.Equal(t, http.StatusConflict, code, body)
+	assert.Contains(t, body, "refused by rule min_healthy: service app.x.test would keep 0 healthy endpoint(s), below min_healthy 1 (now 1)")
+	assert.Empty(t, fa.ovs)
+	code, body = call(t, srv, "POST", "/v1/admin/overrides", good, `{"kind":"force-down","cluster":"east","reason":"x","force":true}`)
+	assert.Equal(t, http.StatusCreated, code, body)
+	assert.Contains(t, body, `"forced": "min_healthy: service app.x.test would keep 0`)
+	code, body = call(t, srv, "POST", "/v1/admin/overrides", good, `{"kind":"drain","cluster":"east","reason":"x","force":"yes"}`)
+	assert.Equal(t, http.StatusBadRequest, code, body)
 }

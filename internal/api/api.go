@@ -46,7 +46,9 @@ type Options struct {
 	Kube   func() any          // GET /v1/kube: member clusters and watched objects
 	Place  func() any          // GET /v1/placement: propagated templates and their placement
 	Admin  AdminControl        // GET/POST /v1/admin/overrides, DELETE /v1/admin/overrides/{id}
-	Tokens *Tokens             // bearer tokens for every change: admin, ring keys, demo (nil: changes refused)
+	// Simulate answers GET /v1/simulate (what-if; nil: not served).
+	Simulate Simulator
+	Tokens   *Tokens // bearer tokens for every change: admin, ring keys, demo (nil: changes refused)
 	// Overview feeds the live status page at / (GET /v1/overview, GET
 	// /v1/events); without it / is the static snapshot page.
 	Overview func() Overview
@@ -80,6 +82,9 @@ func build(src Source, gatherer prometheus.Gatherer, ready func() error, status 
 	}
 	if opts.Admin != nil {
 		registerAdmin(mux, opts.Admin)
+	}
+	if opts.Simulate != nil {
+		registerSimulate(mux, opts.Simulate)
 	}
 	if opts.Place != nil {
 		mux.HandleFunc("GET /v1/placement", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, opts.Place()) })

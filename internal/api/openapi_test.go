@@ -30,6 +30,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/propagation"
+	"github.com/meridian-gslb/meridian/internal/whatif"
 )
 
 // oaSpec is openapi.yaml decoded into plain maps, with the helpers the
@@ -188,6 +189,7 @@ func oaServer(t *testing.T, opts func(*Options)) (*http.ServeMux, *fakeAdmin) {
 		Overview:        func() Overview { return BuildOverview(src.s, fullHealth()) },
 		MaxEventStreams: 2,
 		Metrics:         NewMetrics(prometheus.NewRegistry()),
+		Simulate:        fakeSimulator{},
 	}
 	if opts != nil {
 		opts(&o)
@@ -347,6 +349,11 @@ var goSchemas = map[string]reflect.Type{
 	"ClusterPlacement": reflect.TypeFor[propagation.ClusterStatus](),
 	"KeyRequest":       reflect.TypeFor[KeyRequest](),
 	"DemoBackend":      reflect.TypeFor[demo.BackendStatus](),
+	"SimulationReport": reflect.TypeFor[whatif.Report](),
+	"SimulatedService": reflect.TypeFor[whatif.ServiceReport](),
+	"SimulatedPlace":   reflect.TypeFor[whatif.PlaceReport](),
+	"SimulatedShare":   reflect.TypeFor[whatif.Share](),
+	"SimulatedLoad":    reflect.TypeFor[whatif.ClusterLoad](),
 }
 
 // Schemas without a Go type this package can see: app.KubeReport (package
@@ -608,6 +615,9 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 		{name: "explain a weighted answer for a subnet", method: "GET", target: "/v1/explain?name=app.gslb.test&type=AAAA&subnet=10.3.0.0/24", code: 200},
 		{name: "explain a name outside the zones", method: "GET", target: "/v1/explain?name=example.org", code: 200},
 		{name: "explain needs a name", method: "GET", target: "/v1/explain", code: 400},
+		{name: "a simulation", method: "GET", target: "/v1/simulate?fail=cluster%3Deast&weight=app.gslb.test/192.0.2.1%3D5", code: 200},
+		{name: "a simulation of nothing is refused", method: "GET", target: "/v1/simulate", code: 400},
+		{name: "a simulation with an unknown parameter is refused", method: "GET", target: "/v1/simulate?explode=east", code: 400},
 		{name: "health", method: "GET", target: "/v1/health", code: 200},
 		{name: "overview", method: "GET", target: "/v1/overview", code: 200},
 		{name: "placement", method: "GET", target: "/v1/placement", code: 200},

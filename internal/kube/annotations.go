@@ -28,13 +28,17 @@ const (
 	// AnnoLatencyTolerance is a latency service's tolerance, e.g. 30%
 	// (service-level; default 20%).
 	AnnoLatencyTolerance = "meridian.io/latency-tolerance"
+	// AnnoMinHealthy is the service's min_healthy guard for operators'
+	// drains and force-downs, 0..1000 (service-level; default:
+	// decision.min_healthy).
+	AnnoMinHealthy = "meridian.io/min-healthy"
 	// AnnoHostnamesFromSpec "true" on a Gateway API route without
 	// meridian.io/hostname serves its spec.hostnames.
 	AnnoHostnamesFromSpec = "meridian.io/hostnames-from-spec"
 )
 
 // InputAnnotations lists the annotations Meridian reads, in documentation order.
-var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky, AnnoCapacity, AnnoLatencyTolerance}
+var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky, AnnoCapacity, AnnoLatencyTolerance, AnnoMinHealthy}
 
 // Settings is what one object's annotations ask for. Zero values mean "not set".
 type Settings struct {
@@ -50,6 +54,8 @@ type Settings struct {
 	Capacity      *bool  // nil = not set; true: capacity-aware weights (source kubernetes)
 	// LatencyTolerance is meridian.io/latency-tolerance (nil = not set).
 	LatencyTolerance *model.Percent
+	// MinHealthy is meridian.io/min-healthy (nil = not set).
+	MinHealthy *int
 }
 
 // GeoPlaces are the client locations one cluster serves.
@@ -146,6 +152,14 @@ func ParseAnnotations(a map[string]string) (Settings, []FieldError) {
 			bad(AnnoLatencyTolerance, "is not a tolerance (allowed: a percentage 0%%..%v%%, e.g. 30%%)", model.MaxLatencyTolerance)
 		} else {
 			s.LatencyTolerance = &p
+		}
+	}
+	if v, ok := a[AnnoMinHealthy]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > model.MaxMinHealthy {
+			bad(AnnoMinHealthy, "is not a min_healthy (allowed: an integer 0..%d; 0 = no guard)", model.MaxMinHealthy)
+		} else {
+			s.MinHealthy = &n
 		}
 	}
 	if v, ok := a[AnnoDrain]; ok {

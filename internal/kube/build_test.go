@@ -186,3 +186,38 @@ func TestBuiltServicesPassTheModelsNormalize(t *testing.T) {
 	_, err := model.Normalize(d)
 	require.NoError(t, err)
 }
+
+func TestMinHealthyIsAServiceLevelSetting(t *testing.T) {
+	tests := []struct {
+		name       string
+		east, west string // meridian.io/min-healthy of the older and the newer object ("" = unset)
+		want       *int
+		conflict   bool
+	}{
+		{"min-healthy on one object sets the service's min_healthy", "", "2", new(2), false},
+		{"the older object's value wins a disagreement, which is reported on the newer", "0", "2", new(0), true},
+		{"no annotation leaves it to decision.min_healthy", "", "", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ea := map[string]string{AnnoHostname: "app.gslb.example.com"}
+			wa := map[string]string{AnnoHostname: "app.gslb.example.com"}
+			if tc.east != "" {
+				ea[AnnoMinHealthy] = tc.east
+			}
+			if tc.west != "" {
+				wa[AnnoMinHealthy] = tc.west
+			}
+			older, newer := obj("east", "app", 1, ea, "198.51.100.1"), obj("west", "app", 2, wa, "198.51.100.2")
+			r := Build([]Object{newer, older}, base())
+			require.Len(t, r.Services, 1)
+			assert.Equal(t, tc.want, r.Services[0].MinHealthy)
+			if tc.conflict {
+				require.Len(t, r.Problems[newer.Ref], 1)
+				assert.Contains(t, r.Problems[newer.Ref][0], `meridian.io/min-healthy "2" differs from "0"`)
+			} else {
+				assert.Empty(t, r.Problems)
+			}
+		})
+	}
+}

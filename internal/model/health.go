@@ -148,6 +148,11 @@ type Decision struct {
 	// recovery is a repeated flap (the hold-down doubles); up this long
 	// since the last recovery forgets the flaps (default 60s; 1s..24h).
 	FlapWindow Duration `yaml:"flap_window"`
+	// MinHealthy is the fewest healthy, answerable endpoints an operator's
+	// drain or force-down may leave a service with before the admin API
+	// refuses it without force (default 1; 0 turns the guard off; at most
+	// 1000). A service's own min_healthy takes precedence.
+	MinHealthy *int `yaml:"min_healthy"`
 }
 
 // Heartbeat configures how a cluster's liveness is known.

@@ -225,6 +225,9 @@ type Service struct {
 	// default: off, the configured weights are drawn as they are).
 	Capacity *Capacity      `yaml:"capacity"`
 	Latency  *LatencyPolicy `yaml:"latency"` // only with strategy latency (default: tolerance 20%)
+	// MinHealthy is this service's guard for operators' drains and
+	// force-downs (default: decision.min_healthy; 0..1000, 0 = no guard).
+	MinHealthy *int `yaml:"min_healthy"`
 }
 
 // Endpoint is one answer candidate of a service.

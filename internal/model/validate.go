@@ -331,6 +331,7 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 	}
 	v.checkOneOf(p+".when_all_down", s.WhenAllDown, []string{WhenAllDownFailOpen, WhenAllDownNoData})
 	v.checkOneOf(p+".sticky", s.Sticky, StickyModes)
+	v.checkMinHealthy(p+".min_healthy", s.MinHealthy)
 	if s.HealthCheck != nil {
 		v.check(p+".health_check", s.HealthCheck, s)
 	}

@@ -203,6 +203,7 @@ func (v *validator) decision(d Decision) {
 	if d.Brake < 0 || d.Brake > 1 {
 		v.add(p+".brake", "%v is out of range (allowed 0 < brake <= 1; 0 = default %v)", d.Brake, DefaultBrake)
 	}
+	v.checkMinHealthy(p+".min_healthy", d.MinHealthy)
 }
 
 func (v *validator) heartbeat(p string, h *Heartbeat, kube bool) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // activeOverrides are the overrides in force now (none without a store).
@@ -39,12 +40,49 @@ func (p *Pipeline) AddOverride(req admin.Request, who string) (admin.Override, e
 	if err != nil {
 		return o, err
 	}
+	if err := p.guard(&o, req.Force); err != nil {
+		return o, err
+	}
 	if o, err = p.opts.Admin.Add(o, who); err != nil {
 		return o, err
 	}
-	p.log.Warn("admin override set", "id", o.ID, "kind", o.Kind, "target", o.Target(), "who", who, "reason", o.Reason, "expires", o.Expires)
+	p.log.Warn("admin override set", "id", o.ID, "kind", o.Kind, "target", o.Target(), "who", who, "reason", o.Reason, "expires", o.Expires, "forced", o.Forced)
 	p.adminChanged(true)
 	return o, nil
+}
+
+// guard applies the min_healthy rule to a drain or force-down: it compiles
+// the current inputs with and without o (admin.Guard compares them) and
+// refuses with an *admin.GuardError, unless force, when o would leave a
+// service below its minimum; forced, o records what the rule said.
+// (Two operators' concurrent changes are each checked against the state
+// before the other: the rule is a guard rail, not a lock.)
+func (p *Pipeline) guard(o *admin.Override, force bool) error {
+	if o.Kind != admin.KindDrain && o.Kind != admin.KindForceDown {
+		return nil
+	}
+	s := p.State()
+	after, err := p.whatIf(s, []admin.Override{*o})
+	if err != nil {
+		return err
+	}
+	d := &s.Effective.Desired
+	byName := map[string]*model.Service{}
+	for i := range d.Services {
+		byName[d.Services[i].Name] = &d.Services[i]
+	}
+	short := admin.Guard(s.Snapshot.Services(), after.Services(), func(name string) int { return d.MinHealthyOf(byName[name]) })
+	if len(short) == 0 {
+		return nil
+	}
+	gerr := &admin.GuardError{Shortfalls: short}
+	if !force {
+		p.m.guard.WithLabelValues("refused").Inc()
+		return gerr
+	}
+	p.m.guard.WithLabelValues("forced").Inc()
+	o.Forced = gerr.Rule()
+	return nil
 }
 
 // RemoveOverride ends an override, republishes and spreads the change.

@@ -18,6 +18,7 @@ type Metrics struct {
 	lastOK        prometheus.Gauge
 	overrides     *prometheus.GaugeVec
 	rejected      *prometheus.CounterVec
+	guard         *prometheus.CounterVec
 	endpointState *prometheus.GaugeVec
 	clusterState  *prometheus.GaugeVec
 	events        *prometheus.CounterVec
@@ -49,6 +50,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_admin_entries_rejected_total",
 			Help: "Override entries skipped because they failed validation, by source (ring, file) and reason (invalid, future, unknown-target).",
 		}, []string{"source", "reason"}),
+		guard: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_admin_guard_total",
+			Help: "Drains and force-downs that would leave a service below min_healthy, by result (refused, forced).",
+		}, []string{"result"}),
 		endpointState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meridian_endpoint_up",
 			Help: "Decided state of an endpoint: 1 up (or unknown), 0 down.",
@@ -83,6 +88,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
+	m.guard.WithLabelValues("refused")
+	m.guard.WithLabelValues("forced")
 	for _, k := range admin.Kinds {
 		m.overrides.WithLabelValues(k)
 	}
@@ -104,7 +111,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 		return 0
 	})
-	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected,
+	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected, m.guard,
 		m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds)
 	m.latency = newLatencyMetrics(reg)
 	return m

@@ -309,17 +309,8 @@ func (p *Pipeline) changed() {
 // set): overrides, health, signers and serials, then the store. Only a
 // published State becomes current.
 func (p *Pipeline) publishLocked(next *State) error {
-	var h engine.Health = engine.NoHealth{}
-	if next.Decision != nil {
-		h = next.Decision
-	}
 	ovs := p.activeOverrides()
-	ap := admin.Apply(&next.Effective.Desired, ovs)
-	opts := engine.Options{Locator: next.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
-	opts.Latency = next.Latency
-	if next.Capacity != nil {
-		opts.Capacity = next.Capacity
-	}
+	ap, opts := next.inputs(ovs)
 	snap, err := p.compile(ap.Desired, opts)
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
@@ -336,6 +327,39 @@ func (p *Pipeline) publishLocked(next *State) error {
 	}
 	p.log.Debug("snapshot published", "generation", snap.Generation())
 	return nil
+}
+
+// inputs is what a compile of s's inputs with the overrides ovs takes:
+// the served desired state and the engine options (health, notes,
+// capacity, latency). Publishing and a what-if (WhatIf) share it.
+func (s *State) inputs(ovs []admin.Override) (admin.Applied, engine.Options) {
+	var h engine.Health = engine.NoHealth{}
+	if s.Decision != nil {
+		h = s.Decision
+	}
+	ap := admin.Apply(&s.Effective.Desired, ovs)
+	opts := engine.Options{Locator: s.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
+	opts.Latency = s.Latency
+	if s.Capacity != nil {
+		opts.Capacity = s.Capacity
+	}
+	return ap, opts
+}
+
+// WhatIf compiles the current inputs with the overrides in force plus
+// extra, without publishing anything: the snapshot the pipeline would
+// serve (unsigned) if extra were set now.
+func (p *Pipeline) WhatIf(extra []admin.Override) (*engine.Snapshot, error) {
+	return p.whatIf(p.State(), extra)
+}
+
+func (p *Pipeline) whatIf(s *State, extra []admin.Override) (*engine.Snapshot, error) {
+	ap, opts := s.inputs(append(p.activeOverrides(), extra...))
+	snap, err := engine.Compile(ap.Desired, opts)
+	if err != nil {
+		return nil, fmt.Errorf("what-if compile: %w", err)
+	}
+	return snap, nil
 }
 
 // compile publishes d with the DNSSEC signers of its signed zones and, for
