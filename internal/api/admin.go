@@ -31,7 +31,7 @@ func registerAdmin(mux *router, a AdminControl) {
 	})
 	mux.change("POST /v1/admin/overrides", func(w http.ResponseWriter, r *http.Request, who string) {
 		var req admin.Request
-		if err := decodeStrict(w, r, &req, "kind, cluster, service, endpoint, weight, reason, expires_in"); err != nil {
+		if err := decodeStrict(w, r, &req, "kind, cluster, service, endpoint, weight, reason, expires_in, to, steps, every, abort_if, max_failures"); err != nil {
 			writeError(w, statusOf(err), "%v", err)
 			return
 		}
