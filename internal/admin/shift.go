@@ -97,6 +97,9 @@ func (o *Override) validateShift(d *model.Desired) error {
 	if i < 0 {
 		return FieldError{"service", fmt.Sprintf("%q is not a service", o.Service)}
 	}
+	if o.Shift.Spec.AbortIf != "" && d.Shift.PrometheusURL == "" {
+		return FieldError{"abort_if", "needs shift.prometheus_url in the config (the Prometheus the guard queries)"}
+	}
 	s := d.Services[i]
 	if s.Strategy != "" && s.Strategy != model.StrategyWeighted {
 		return FieldError{"service", fmt.Sprintf("%s has strategy %s: a shift moves weighted traffic (allowed: strategy weighted)", svc, s.Strategy)}

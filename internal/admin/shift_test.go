@@ -49,6 +49,18 @@ func TestValidateShift(t *testing.T) {
 			assert.Equal(t, tt.field, fe.Field)
 		})
 	}
+	t.Run("a guard without a configured Prometheus is refused", func(t *testing.T) {
+		r := shiftReq()
+		r.AbortIf = "up == 0"
+		_, err := r.Validate(desired(), now)
+		var fe FieldError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, "abort_if", fe.Field)
+		d := desired()
+		d.Shift.PrometheusURL = "http://prometheus:9090"
+		_, err = r.Validate(d, now)
+		require.NoError(t, err)
+	})
 	t.Run("a shift of a failover service is refused", func(t *testing.T) {
 		d := desired()
 		d.Services[0].Strategy = model.StrategyFailover
