@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/capacity/observe"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -302,7 +304,7 @@ func (r *ShiftRunner) ResumeShift(service, who string) (admin.Override, error) {
 }
 
 // ErrNoShift is returned when a service has no shift in force.
-var ErrNoShift = errors.New("no shift in force")
+var ErrNoShift = api.ErrNoShift
 
 func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress, time.Time) shift.Progress) (admin.Override, error) {
 	p := r.Pipeline
@@ -337,4 +339,20 @@ func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress
 		return got, nil
 	}
 	return admin.Override{}, fmt.Errorf("%w for %s", ErrNoShift, strings.TrimSuffix(svc, "."))
+}
+
+// ShiftEvent puts a shift's step on the status page's timeline (the
+// Follower is a ShiftNotifier).
+func (f *Follower) ShiftEvent(ev ShiftEvent) {
+	reason := ev.Action + ": " + ev.Reason
+	if ev.Who != "" {
+		reason += " (" + ev.Who + ")"
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.timeline = append(f.timeline, api.ChangeEvent{At: ev.At, Subject: "shift " + ev.Service + " to " + ev.To,
+		From: fmt.Sprintf("%d%%", ev.From), To: fmt.Sprintf("%d%%", ev.Percent), Reason: reason})
+	if len(f.timeline) > MaxTimeline {
+		f.timeline = slices.Delete(f.timeline, 0, len(f.timeline)-MaxTimeline)
+	}
 }
