@@ -1,9 +1,6 @@
 package model
 
-import (
-	"net/url"
-	"time"
-)
+import "time"
 
 // Defaults of the shift section.
 const (
@@ -36,15 +33,7 @@ func (s ShiftConfig) TimeoutOr() time.Duration {
 
 func (v *validator) shiftConfig(s ShiftConfig) {
 	if s.PrometheusURL != "" {
-		u, err := url.Parse(s.PrometheusURL)
-		switch {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			v.add("shift.prometheus_url", "%q is not an http or https URL with a host (e.g. http://prometheus.monitoring:9090)", s.PrometheusURL)
-		case u.User != nil:
-			v.add("shift.prometheus_url", "must not carry credentials (user:password@): they would show in logs and reports")
-		case u.RawQuery != "" || u.Fragment != "":
-			v.add("shift.prometheus_url", "%q has a query or fragment (allowed: scheme, host, port and a path prefix)", s.PrometheusURL)
-		}
+		v.prometheusURL("shift.prometheus_url", s.PrometheusURL)
 	}
 	if t := s.Timeout.D(); t != 0 && (t < time.Second || t > time.Minute) {
 		v.add("shift.timeout", "%s is out of range (allowed 1s..1m; default %s)", t, DefaultShiftGuardTimeout)
