@@ -189,5 +189,5 @@ func adminCommands() []*cobra.Command {
 			}
 			return tw.Flush()
 		}, false, false)
-	return []*cobra.Command{drain, undrain, force, unforce, weight, unweight, list}
+	return []*cobra.Command{drain, undrain, force, unforce, weight, unweight, list, shiftCommand()}
 }

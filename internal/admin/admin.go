@@ -25,10 +25,11 @@ const (
 	KindForceUp   = "force-up"   // answered whatever the probes say
 	KindForceDown = "force-down" // out of the answers whatever the probes say
 	KindWeight    = "weight"     // endpoint weight replaced
+	KindShift     = "shift"      // a service's traffic moved step by step to a cluster (see internal/shift)
 )
 
 // Kinds lists every kind, in documentation order.
-var Kinds = []string{KindDrain, KindForceUp, KindForceDown, KindWeight}
+var Kinds = []string{KindDrain, KindForceUp, KindForceDown, KindWeight, KindShift}
 
 // Override is one operator decision on a cluster or an endpoint.
 type Override struct {
@@ -38,6 +39,7 @@ type Override struct {
 	Service  string     `json:"service,omitempty"`  // with endpoint: one endpoint of a service
 	Endpoint string     `json:"endpoint,omitempty"` // address or CNAME target
 	Weight   *int       `json:"weight,omitempty"`   // kind weight: 0..1000
+	Shift    *Shift     `json:"shift,omitempty"`    // kind shift: the spec and where it stands
 	Who      string     `json:"who"`
 	Reason   string     `json:"reason"`
 	At       time.Time  `json:"at"`
@@ -49,6 +51,9 @@ type Override struct {
 
 // Target names what the override applies to.
 func (o Override) Target() string {
+	if o.Kind == KindShift {
+		return "service " + strings.TrimSuffix(o.Service, ".")
+	}
 	if o.Cluster != "" {
 		return "cluster " + o.Cluster
 	}
@@ -70,6 +75,10 @@ func (o Override) Describe() string {
 			fmt.Fprintf(&b, "weight set to %d", *o.Weight)
 		} else {
 			b.WriteString("weight set") // never stored without one (validate); kept safe anyway
+		}
+	case KindShift:
+		if o.Shift != nil {
+			b.WriteString(o.Shift.Describe())
 		}
 	}
 	fmt.Fprintf(&b, " by %s", o.Who)
@@ -100,6 +109,13 @@ type Request struct {
 	// Force accepts a drain or force-down that a guard rail (min_healthy)
 	// refuses; the override records what was forced.
 	Force bool `json:"force,omitempty"`
+
+	// Kind shift (with Service): see internal/shift.Spec.
+	To          string `json:"to,omitempty"`           // target cluster
+	Steps       []int  `json:"steps,omitempty"`        // default 1,5,25,50,100
+	Every       string `json:"every,omitempty"`        // Go duration, default 5m
+	AbortIf     string `json:"abort_if,omitempty"`     // PromQL guard, optional
+	MaxFailures *int   `json:"max_failures,omitempty"` // guard errors tolerated in a row, default 0
 }
 
 // FieldError is a rejected request field.
@@ -118,6 +134,15 @@ func (r Request) Validate(d *model.Desired, now time.Time) (Override, error) {
 		}
 		t := now.Add(dur)
 		o.Expires = &t
+	}
+	if r.Kind == KindShift {
+		sh, err := r.shift(now)
+		if err != nil {
+			return o, err
+		}
+		o.Shift = sh
+	} else if r.To != "" || r.Steps != nil || r.Every != "" || r.AbortIf != "" || r.MaxFailures != nil {
+		return o, FieldError{"to", "to, steps, every, abort_if and max_failures only go with kind shift"}
 	}
 	err := o.validate(d)
 	return o, err
@@ -145,6 +170,9 @@ func (o *Override) validate(d *model.Desired) error {
 	}
 	if len(o.Forced) > MaxForced {
 		return FieldError{"forced", fmt.Sprintf("is longer than %d characters", MaxForced)}
+	}
+	if o.Kind == KindShift || o.Shift != nil {
+		return o.validateShift(d)
 	}
 	switch {
 	case o.Cluster != "" && (o.Service != "" || o.Endpoint != ""):

@@ -27,7 +27,12 @@ func Apply(d *model.Desired, ovs []Override) Applied {
 	out.Clusters = slices.Clone(d.Clusters)
 	out.Services = slices.Clone(d.Services)
 	cloned := map[int]bool{}
+	var shifts []Override
 	for _, o := range ovs {
+		if o.Kind == KindShift {
+			shifts = append(shifts, o) // after the weights: a shift splits what they set
+			continue
+		}
 		key := engine.NoteKey(o.Service, o.Endpoint)
 		if o.Cluster != "" {
 			key = engine.NoteKey("", o.Cluster)
@@ -75,6 +80,25 @@ func Apply(d *model.Desired, ovs []Override) Applied {
 			case KindWeight:
 				w := *o.Weight
 				eps[j].Weight = &w
+			}
+		}
+	}
+	for _, o := range shifts {
+		si := slices.IndexFunc(out.Services, func(s model.Service) bool { return s.Name == o.Service })
+		if si < 0 || o.Shift == nil {
+			continue // the service left the config; the shift waits
+		}
+		if !cloned[si] {
+			out.Services[si].Endpoints = slices.Clone(out.Services[si].Endpoints)
+			cloned[si] = true
+		}
+		applyShift(out.Services[si].Endpoints, o.Shift.Spec.To, o.Shift.Percent())
+		for _, e := range out.Services[si].Endpoints {
+			key := engine.NoteKey(o.Service, e.Address+e.CNAME)
+			if n := a.Notes[key]; n != "" {
+				a.Notes[key] = n + "; " + o.Describe()
+			} else {
+				a.Notes[key] = o.Describe()
 			}
 		}
 	}

@@ -162,3 +162,30 @@ func (s *Store) saveLocked(next State) error {
 	s.st = next
 	return nil
 }
+
+// Update writes a new version of the override id in force: f gets the
+// current one and returns the next (a shift's progress; id, kind, author
+// and time are kept). The new version wins over the old on every node.
+func (s *Store) Update(id string, f func(Override) (Override, error)) (Override, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.st.Entries[id]
+	now := s.now()
+	if !ok || e.Deleted || !e.Override.Active(now) {
+		return Override{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	o, err := f(e.Override)
+	if err != nil {
+		return Override{}, err
+	}
+	o.ID, o.Kind, o.Who, o.At = e.Override.ID, e.Override.Kind, e.Override.Who, e.Override.At
+	if err := o.validate(nil); err != nil {
+		return Override{}, err
+	}
+	next := s.st.Clone()
+	next.Entries[id] = Entry{Override: o, Stamp: Stamp{At: max(now.UnixNano(), e.Stamp.At+1), Node: s.node}}
+	if err := s.saveLocked(next); err != nil {
+		return Override{}, err
+	}
+	return o, nil
+}

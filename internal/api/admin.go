@@ -18,6 +18,18 @@ type AdminControl interface {
 	Remove(id, who string) (admin.Override, error)
 }
 
+// ShiftControl pauses and resumes progressive shifts (an AdminControl
+// that also implements it gets /v1/admin/shifts/{service}/pause|resume).
+type ShiftControl interface {
+	PauseShift(service, who, reason string) (admin.Override, error)
+	ResumeShift(service, who string) (admin.Override, error)
+}
+
+// ShiftRequest is the body of a pause or resume.
+type ShiftRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
 // maxAdminBody bounds admin request bodies.
 const maxAdminBody = 16 << 10
 
@@ -31,7 +43,7 @@ func registerAdmin(mux *router, a AdminControl) {
 	})
 	mux.change("POST /v1/admin/overrides", func(w http.ResponseWriter, r *http.Request, who string) {
 		var req admin.Request
-		if err := decodeStrict(w, r, &req, "kind, cluster, service, endpoint, weight, reason, expires_in, force"); err != nil {
+		if err := decodeStrict(w, r, &req, "kind, cluster, service, endpoint, weight, reason, expires_in, to, steps, every, abort_if, max_failures, force"); err != nil {
 			writeError(w, statusOf(err), "%v", err)
 			return
 		}
@@ -50,6 +62,44 @@ func registerAdmin(mux *router, a AdminControl) {
 			writeJSON(w, http.StatusCreated, o)
 		}
 	})
+	if sc, ok := a.(ShiftControl); ok {
+		for _, action := range []string{"pause", "resume"} {
+			mux.change("POST /v1/admin/shifts/{service}/"+action, func(w http.ResponseWriter, r *http.Request, who string) {
+				var req ShiftRequest
+				if err := decodeStrict(w, r, &req, "reason"); err != nil {
+					writeError(w, statusOf(err), "%v", err)
+					return
+				}
+				if len(req.Reason) > 512 {
+					writeError(w, http.StatusBadRequest, "reason: is longer than 512 characters")
+					return
+				}
+				service := r.PathValue("service")
+				if len(service) > 255 {
+					writeError(w, http.StatusBadRequest, "service: is longer than 255 characters")
+					return
+				}
+				var o admin.Override
+				var err error
+				if action == "pause" {
+					o, err = sc.PauseShift(service, who, req.Reason)
+				} else {
+					o, err = sc.ResumeShift(service, who)
+				}
+				var fe admin.FieldError
+				switch {
+				case errors.Is(err, admin.ErrNotFound) || errors.Is(err, ErrNoShift):
+					writeError(w, http.StatusNotFound, "%v", err)
+				case errors.As(err, &fe):
+					writeError(w, http.StatusBadRequest, "%v", err)
+				case err != nil:
+					writeError(w, http.StatusInternalServerError, "%v (nothing was changed)", err)
+				default:
+					writeJSON(w, http.StatusOK, o)
+				}
+			})
+		}
+	}
 	mux.change("DELETE /v1/admin/overrides/{id}", func(w http.ResponseWriter, r *http.Request, who string) {
 		o, err := a.Remove(r.PathValue("id"), who)
 		switch {
@@ -62,6 +112,10 @@ func registerAdmin(mux *router, a AdminControl) {
 		}
 	})
 }
+
+// ErrNoShift is wrapped by a ShiftControl when the service has no shift
+// in force (404).
+var ErrNoShift = errors.New("no shift in force")
 
 type httpError struct {
 	code int

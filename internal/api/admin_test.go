@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,6 +52,23 @@ func (f *fakeAdmin) Remove(id, _ string) (admin.Override, error) {
 		}
 	}
 	return admin.Override{}, admin.ErrNotFound
+}
+
+// PauseShift and ResumeShift make fakeAdmin a ShiftControl.
+func (f *fakeAdmin) PauseShift(service, _, reason string) (admin.Override, error) {
+	return f.shiftOp(service, reason)
+}
+func (f *fakeAdmin) ResumeShift(service, _ string) (admin.Override, error) {
+	return f.shiftOp(service, "")
+}
+func (f *fakeAdmin) shiftOp(service, reason string) (admin.Override, error) {
+	for _, o := range f.ovs {
+		if o.Kind == admin.KindShift && strings.TrimSuffix(o.Service, ".") == strings.TrimSuffix(service, ".") {
+			o.Reason = reason
+			return o, nil
+		}
+	}
+	return admin.Override{}, fmt.Errorf("%w for %s", ErrNoShift, service)
 }
 
 func adminServer(t *testing.T, withTokens bool) (*httptest.Server, *fakeAdmin) {

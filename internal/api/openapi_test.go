@@ -31,6 +31,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/propagation"
 	"github.com/meridian-gslb/meridian/internal/whatif"
+	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
 // oaSpec is openapi.yaml decoded into plain maps, with the helpers the
@@ -322,6 +323,10 @@ var goSchemas = map[string]reflect.Type{
 	"ErrorBody":        reflect.TypeFor[ErrorBody](),
 	"OverrideRequest":  reflect.TypeFor[admin.Request](),
 	"Override":         reflect.TypeFor[admin.Override](),
+	"Shift":            reflect.TypeFor[admin.Shift](),
+	"ShiftRequest":     reflect.TypeFor[ShiftRequest](),
+	"ShiftSpec":        reflect.TypeFor[shift.Spec](),
+	"ShiftProgress":    reflect.TypeFor[shift.Progress](),
 	"Explanation":      reflect.TypeFor[engine.Explanation](),
 	"ExplainClient":    reflect.TypeFor[engine.ExplainClient](),
 	"ExplainCandidate": reflect.TypeFor[engine.ExplainCandidate](),

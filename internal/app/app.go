@@ -67,6 +67,7 @@ type App struct {
 	pipe       *serving.Pipeline
 	tokens     *api.Tokens                          // admin API tokens (nil: changes refused)
 	kube       *kubeParts                           // nil without Kubernetes sources
+	shifts     *serving.ShiftRunner                 // steps progressive shifts (set with the pipeline)
 	probing    atomic.Pointer[probing]              // nil with ring.enabled false (set while other goroutines read it)
 	reconciler atomic.Pointer[providers.Reconciler] // set once provider sync runs (status page)
 	capacity   atomic.Pointer[observe.Observer]     // the capacity-aware weights loop (set once it runs)

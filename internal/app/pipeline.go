@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
@@ -50,7 +52,33 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 		a.log.Info("admin overrides restored", "file", path, "active", n)
 	}
 	a.goBackground(func(ctx context.Context) { a.pipe.RunExpiry(ctx, time.Second) })
+	a.shifts = &serving.ShiftRunner{Pipeline: a.pipe, Notify: shiftNotifier{a}}
+	a.goBackground(a.shifts.Run)
 	return nil
+}
+
+// shiftNotifier sends shift events to the status page's timeline (the
+// follower's, while probing runs) and to the notification receivers.
+type shiftNotifier struct{ a *App }
+
+func (n shiftNotifier) ShiftEvent(ev serving.ShiftEvent) {
+	if p := n.a.probing.Load(); p != nil && p.follower != nil {
+		p.follower.ShiftEvent(ev)
+	}
+	n.a.Notify(shiftNotification(ev))
+}
+
+// shiftNotification is the notification of one shift step: a rollback is
+// a warning (PagerDuty triggers), every other step information.
+func shiftNotification(ev serving.ShiftEvent) notify.Event {
+	if ev.Action == "rollback" {
+		return notify.RollbackEvent(ev.Service, fmt.Sprintf("%d%%", ev.From), fmt.Sprintf("%d%%", ev.Percent), ev.Reason, ev.At)
+	}
+	summary := fmt.Sprintf("shift of %s to %s: %s, %d%% -> %d%%", ev.Service, ev.To, ev.Action, ev.From, ev.Percent)
+	if ev.Reason != "" {
+		summary += " (" + ev.Reason + ")"
+	}
+	return notify.ShiftEvent(ev.Service, summary, ev.At)
 }
 
 // adminStatePath is where overrides persist: server.admin.state_file,
@@ -80,7 +108,10 @@ func (a *App) serialStatePath(configured string) (path, legacy string) {
 }
 
 // adminControl is api.AdminControl over the pipeline's overrides.
-type adminControl struct{ p *serving.Pipeline }
+type adminControl struct {
+	p *serving.Pipeline
+	r *serving.ShiftRunner
+}
 
 func (c adminControl) List() []admin.Override { return c.p.Overrides() }
 func (c adminControl) Add(req admin.Request, who string) (admin.Override, error) {
@@ -88,4 +119,14 @@ func (c adminControl) Add(req admin.Request, who string) (admin.Override, error)
 }
 func (c adminControl) Remove(id, who string) (admin.Override, error) {
 	return c.p.RemoveOverride(id, who)
+}
+
+// shiftControl is api.ShiftControl over the shift runner.
+type shiftControl struct{ adminControl }
+
+func (c shiftControl) PauseShift(service, who, reason string) (admin.Override, error) {
+	return c.r.PauseShift(service, who, reason)
+}
+func (c shiftControl) ResumeShift(service, who string) (admin.Override, error) {
+	return c.r.ResumeShift(service, who)
 }

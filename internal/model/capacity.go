@@ -158,17 +158,25 @@ func (v *validator) capacity(p string, c *Capacity, strategy string) {
 	}
 }
 
-func (v *validator) capacityPrometheus(p string, pr *CapacityPrometheus) {
-	u, err := url.Parse(pr.URL)
+// prometheusURL checks the base URL of a Prometheus HTTP API (capacity
+// queries, shift guards).
+func (v *validator) prometheusURL(path, raw string) {
+	u, err := url.Parse(raw)
 	switch {
-	case pr.URL == "":
-		v.add(p+".url", "is required: the base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		v.add(p+".url", "%q is not an http or https URL with a host (e.g. http://prometheus.monitoring:9090)", pr.URL)
+		v.add(path, "%q is not an http or https URL with a host (e.g. http://prometheus.monitoring:9090)", raw)
 	case u.User != nil:
-		v.add(p+".url", "must not carry credentials (user:password@): they would show in logs and reports")
+		v.add(path, "must not carry credentials (user:password@): they would show in logs and reports")
 	case u.RawQuery != "" || u.Fragment != "":
-		v.add(p+".url", "%q has a query or fragment (allowed: scheme, host, port and a path prefix)", pr.URL)
+		v.add(path, "%q has a query or fragment (allowed: scheme, host, port and a path prefix)", raw)
+	}
+}
+
+func (v *validator) capacityPrometheus(p string, pr *CapacityPrometheus) {
+	if pr.URL == "" {
+		v.add(p+".url", "is required: the base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090")
+	} else {
+		v.prometheusURL(p+".url", pr.URL)
 	}
 	q := strings.TrimSpace(pr.Query)
 	switch {

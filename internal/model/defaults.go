@@ -24,6 +24,7 @@ func Normalize(d *Desired) (*Desired, error) {
 		Decision:   d.Decision,
 		Providers:  d.Providers,
 		Kubernetes: normalizeKubernetes(d.Kubernetes),
+		Shift:      d.Shift,
 	}
 	pr := &out.Providers
 	pr.Writers = slices.Clone(pr.Writers)

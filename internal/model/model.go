@@ -64,15 +64,16 @@ const (
 
 // Desired is the whole desired state of one Meridian installation.
 type Desired struct {
-	Zones      []Zone     `yaml:"zones"`
-	Clusters   []Cluster  `yaml:"clusters"`
-	Services   []Service  `yaml:"services"`
-	Geo        Geo        `yaml:"geo"`
-	Health     Health     `yaml:"health"`     // probing defaults
-	Ring       Ring       `yaml:"ring"`       // prober gossip ring
-	Decision   Decision   `yaml:"decision"`   // failover decision tuning
-	Providers  Providers  `yaml:"providers"`  // Route53 / Cloudflare push
-	Kubernetes Kubernetes `yaml:"kubernetes"` // Kubernetes member clusters and annotated objects
+	Zones      []Zone      `yaml:"zones"`
+	Clusters   []Cluster   `yaml:"clusters"`
+	Services   []Service   `yaml:"services"`
+	Geo        Geo         `yaml:"geo"`
+	Health     Health      `yaml:"health"`     // probing defaults
+	Ring       Ring        `yaml:"ring"`       // prober gossip ring
+	Decision   Decision    `yaml:"decision"`   // failover decision tuning
+	Providers  Providers   `yaml:"providers"`  // Route53 / Cloudflare push
+	Kubernetes Kubernetes  `yaml:"kubernetes"` // Kubernetes member clusters and annotated objects
+	Shift      ShiftConfig `yaml:"shift"`      // progressive shifts: guard Prometheus, tick
 }
 
 // Zone is an authoritative zone Meridian answers for.

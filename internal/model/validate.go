@@ -108,6 +108,7 @@ func Validate(d *Desired) error {
 	v.kubernetes(d.Kubernetes, zones)
 	v.leaderElection("kubernetes.leader_election", d)
 	v.route53Latency(d)
+	v.shiftConfig(d.Shift)
 	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 {
 		v.add("providers.writers", "is required in a multi-node ring: list the ring node names that may push (a strict majority of them must agree on the one writer)")
 	}

@@ -27,6 +27,7 @@ type Metrics struct {
 	holdDown      *prometheus.GaugeVec
 	holds         prometheus.Histogram
 	latency       latencyMetrics // the latency view (latency.go)
+	shift         shiftMetrics   // progressive shifts (shift.go)
 
 	snap atomic.Pointer[engine.Snapshot] // the last published, for the gauges
 }
@@ -114,6 +115,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected, m.guard,
 		m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds)
 	m.latency = newLatencyMetrics(reg)
+	m.shift = newShiftMetrics(reg)
 	return m
 }
 

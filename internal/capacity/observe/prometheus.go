@@ -182,3 +182,23 @@ func short(s string, n int) string {
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
+
+// Instant runs one instant query against the Prometheus at url, with the
+// same bounds as the capacity queries (timeout, MaxResponseBytes, errors
+// named by reason), and returns the samples' values. It serves the
+// progressive shift's --abort-if guard.
+func Instant(ctx context.Context, url, query string, timeout time.Duration, now time.Time) ([]float64, error) {
+	p, err := newProm(model.CapacityPrometheus{URL: url, Query: query, Timeout: model.Duration(timeout)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	samples, _, err := p.query(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(samples))
+	for i, s := range samples {
+		out[i] = s.Value
+	}
+	return out, nil
+}

@@ -1,0 +1,358 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/capacity/observe"
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/shift"
+)
+
+// ShiftEvent is one step of a progressive shift: it advanced, finished,
+// rolled back, was paused or resumed.
+type ShiftEvent struct {
+	At      time.Time `json:"at"`
+	ID      string    `json:"id"`
+	Service string    `json:"service"`
+	To      string    `json:"to"`
+	Action  string    `json:"action"` // advance, finish, rollback, pause, resume
+	From    int       `json:"from"`   // percent before
+	Percent int       `json:"percent"`
+	Reason  string    `json:"reason"`
+	Who     string    `json:"who,omitempty"` // pause and resume
+}
+
+// ShiftNotifier is where shift events go: the status page's timeline and,
+// once wired, the notification webhooks (internal/notify). It must not
+// block.
+type ShiftNotifier interface {
+	ShiftEvent(ShiftEvent)
+}
+
+// GuardQuery runs a shift's --abort-if instant query and returns the
+// samples' values (observe.Instant; tests give a fake).
+type GuardQuery func(ctx context.Context, url, query string, timeout time.Duration, now time.Time) ([]float64, error)
+
+// ShiftRunner steps the shifts in force every tick (shift.tick).
+type ShiftRunner struct {
+	Pipeline *Pipeline
+	Notify   ShiftNotifier // nil: events are only logged and counted
+	Query    GuardQuery    // nil: observe.Instant
+
+	mu   sync.Mutex
+	seen map[string]bool // "service\x00cluster" gauges set last tick
+}
+
+type shiftMetrics struct {
+	percent   *prometheus.GaugeVec
+	rollbacks *prometheus.CounterVec
+	steps     *prometheus.CounterVec
+	guard     *prometheus.CounterVec
+}
+
+func newShiftMetrics(reg prometheus.Registerer) shiftMetrics {
+	m := shiftMetrics{
+		percent: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "meridian_shift_percent",
+			Help: "Share (0..100) of a service's traffic a progressive shift sends to its target cluster now.",
+		}, []string{"service", "cluster"}),
+		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_shift_rollbacks_total",
+			Help: "Progressive shifts rolled back to their last safe step (target unhealthy, guard breached or failing).",
+		}, []string{"service"}),
+		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_shift_steps_total",
+			Help: "Steps progressive shifts took, by action (advance, finish, rollback, pause, resume).",
+		}, []string{"service", "action"}),
+		guard: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_shift_guard_queries_total",
+			Help: "Guard (--abort-if) queries of progressive shifts, by result (hold, breach, error).",
+		}, []string{"result"}),
+	}
+	for _, r := range []string{"hold", "breach", "error"} {
+		m.guard.WithLabelValues(r)
+	}
+	reg.MustRegister(m.percent, m.rollbacks, m.steps, m.guard)
+	return m
+}
+
+// Run steps the shifts every tick of the config's shift.tick until ctx
+// is done.
+func (r *ShiftRunner) Run(ctx context.Context) {
+	for {
+		tick := model.DefaultShiftTick
+		if st := r.Pipeline.State(); st != nil && st.Effective != nil {
+			tick = st.Effective.Desired.Shift.TickOr()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(tick):
+			r.Step(ctx, time.Now())
+		}
+	}
+}
+
+var errUnchanged = errors.New("unchanged")
+
+// Step decides every shift in force once at now, stores what changed,
+// republishes and reports the events. A panic on one shift is recovered
+// and logged; the others still step.
+func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []ShiftEvent {
+	p := r.Pipeline
+	if p.opts.Admin == nil {
+		return nil
+	}
+	st := p.State()
+	var events []ShiftEvent
+	seen := map[string]bool{}
+	changed := false
+	for _, o := range p.opts.Admin.Active() {
+		if o.Kind != admin.KindShift || o.Shift == nil {
+			continue
+		}
+		ev, ch := r.stepOne(ctx, st, o, now)
+		changed = changed || ch
+		if ev != nil {
+			events = append(events, *ev)
+		}
+	}
+	if changed {
+		p.adminChanged(true)
+	}
+	for _, o := range p.opts.Admin.Active() {
+		if o.Kind == admin.KindShift && o.Shift != nil {
+			key := strings.TrimSuffix(o.Service, ".") + "\x00" + o.Shift.Spec.To
+			seen[key] = true
+			p.m.shift.percent.WithLabelValues(strings.TrimSuffix(o.Service, "."), o.Shift.Spec.To).Set(float64(o.Shift.Percent()))
+		}
+	}
+	r.mu.Lock()
+	for key := range r.seen {
+		if !seen[key] {
+			svc, cl, _ := strings.Cut(key, "\x00")
+			p.m.shift.percent.DeleteLabelValues(svc, cl)
+		}
+	}
+	r.seen = seen
+	r.mu.Unlock()
+	for _, ev := range events {
+		r.emit(ev)
+	}
+	return events
+}
+
+func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, now time.Time) (ev *ShiftEvent, changed bool) {
+	p := r.Pipeline
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("shift: stepping panicked (recovered); the shift holds", "id", o.ID, "service", o.Service, "panic", fmt.Sprint(v))
+			ev, changed = nil, false
+		}
+	}()
+	if o.Shift.Progress.Paused || o.Shift.Progress.Done {
+		return nil, false
+	}
+	obs := shift.Observation{Now: now, TargetHealthy: true}
+	if st != nil && st.Effective != nil {
+		obs.TargetHealthy, obs.Unhealthy = targetHealth(st, o.Service, o.Shift.Spec.To)
+		if obs.TargetHealthy && o.Shift.Spec.AbortIf != "" {
+			obs.Guard = r.guard(ctx, st.Effective.Desired.Shift, o.Shift.Spec.AbortIf, now)
+		}
+	}
+	var d shift.Decision
+	from := o.Shift.Percent()
+	_, err := p.opts.Admin.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
+		if cur.Shift == nil {
+			return cur, errUnchanged
+		}
+		d = shift.Decide(cur.Shift.Spec, cur.Shift.Progress, obs)
+		if d.Action == shift.Hold && d.Progress.Failures == cur.Shift.Progress.Failures {
+			return cur, errUnchanged
+		}
+		from = cur.Shift.Percent()
+		sh := *cur.Shift
+		sh.Progress = d.Progress
+		cur.Shift = &sh
+		return cur, nil
+	})
+	switch {
+	case errors.Is(err, errUnchanged) || errors.Is(err, admin.ErrNotFound):
+		return nil, false
+	case err != nil:
+		p.log.Error("shift: progress not saved; the shift holds", "id", o.ID, "service", o.Service, "err", err)
+		return nil, false
+	case d.Action == shift.Hold:
+		p.log.Warn("shift: guard query failed", "id", o.ID, "service", o.Service, "reason", d.Reason)
+		return nil, true
+	}
+	return &ShiftEvent{At: now, ID: o.ID, Service: strings.TrimSuffix(o.Service, "."), To: o.Shift.Spec.To, Action: string(d.Action), From: from, Percent: d.Percent, Reason: d.Reason}, true
+}
+
+// guard runs the --abort-if query: a non-empty result with a non-zero
+// sample is a breach; an error counts against --max-failures.
+func (r *ShiftRunner) guard(ctx context.Context, cfg model.ShiftConfig, query string, now time.Time) shift.Guard {
+	m := r.Pipeline.m.shift
+	if cfg.PrometheusURL == "" {
+		m.guard.WithLabelValues("error").Inc()
+		return shift.Guard{Checked: true, Err: errors.New("shift.prometheus_url is not configured")}
+	}
+	q := r.Query
+	if q == nil {
+		q = observe.Instant
+	}
+	vals, err := q(ctx, cfg.PrometheusURL, query, cfg.TimeoutOr(), now)
+	if err != nil {
+		m.guard.WithLabelValues("error").Inc()
+		return shift.Guard{Checked: true, Err: err}
+	}
+	for _, v := range vals {
+		if v != 0 || math.IsNaN(v) {
+			m.guard.WithLabelValues("breach").Inc()
+			return shift.Guard{Checked: true, Breach: true, Detail: fmt.Sprintf("%g (%d samples)", v, len(vals))}
+		}
+	}
+	m.guard.WithLabelValues("hold").Inc()
+	return shift.Guard{Checked: true, Detail: fmt.Sprintf("%d samples, all 0", len(vals))}
+}
+
+// targetHealth reports whether the target cluster and every endpoint of
+// the service in it pass their probes (the ring's decision; Unknown, not
+// probed yet, counts as passing like everywhere else) and are not forced
+// down by an operator.
+func targetHealth(st *State, service, to string) (bool, string) {
+	var h engine.Health = engine.NoHealth{}
+	if st.Decision != nil {
+		h = st.Decision
+	}
+	d := &st.Effective.Desired
+	if st.Served != nil {
+		d = st.Served
+	}
+	for _, c := range d.Clusters {
+		if c.Name == to && (c.State == model.StateDown || h.Cluster(to) == engine.Down) {
+			return false, "cluster " + to + " is down"
+		}
+	}
+	var down []string
+	n := 0
+	for _, s := range d.Services {
+		if s.Name != service {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Cluster != to {
+				continue
+			}
+			n++
+			if e.State == model.StateDown || h.Endpoint(s.Name, e.Address+e.CNAME) == engine.Down {
+				down = append(down, e.Address+e.CNAME)
+			}
+		}
+	}
+	if n == 0 {
+		return false, "the service has no endpoint in " + to
+	}
+	if len(down) > 0 {
+		return false, fmt.Sprintf("%d of %d endpoints down (%s)", len(down), n, strings.Join(down, ", "))
+	}
+	return true, ""
+}
+
+func (r *ShiftRunner) emit(ev ShiftEvent) {
+	p := r.Pipeline
+	p.m.shift.steps.WithLabelValues(ev.Service, ev.Action).Inc()
+	kv := []any{"id", ev.ID, "service", ev.Service, "to", ev.To, "action", ev.Action, "from", ev.From, "percent", ev.Percent, "reason", ev.Reason}
+	if ev.Action == string(shift.Rollback) {
+		p.m.shift.rollbacks.WithLabelValues(ev.Service).Inc()
+		p.log.Warn("shift rolled back", kv...)
+	} else {
+		p.log.Info("shift stepped", kv...)
+	}
+	if r.Notify != nil {
+		r.Notify.ShiftEvent(ev)
+	}
+}
+
+// PauseShift pauses the shift of service (who and why recorded in its
+// progress), republishes and spreads it.
+func (r *ShiftRunner) PauseShift(service, who, reason string) (admin.Override, error) {
+	return r.operate(service, who, "pause", func(p shift.Progress, now time.Time) shift.Progress {
+		why := "paused by " + who
+		if reason = strings.TrimSpace(reason); reason != "" {
+			why += ": " + reason
+		}
+		return shift.Pause(p, why)
+	})
+}
+
+// ResumeShift resumes the paused shift of service.
+func (r *ShiftRunner) ResumeShift(service, who string) (admin.Override, error) {
+	return r.operate(service, who, "resume", shift.Resume)
+}
+
+// ErrNoShift is returned when a service has no shift in force.
+var ErrNoShift = api.ErrNoShift
+
+func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress, time.Time) shift.Progress) (admin.Override, error) {
+	p := r.Pipeline
+	if p.opts.Admin == nil {
+		return admin.Override{}, errNoAdmin
+	}
+	if len(who) > 128 {
+		return admin.Override{}, admin.FieldError{Field: "who", Msg: "is longer than 128 characters"}
+	}
+	svc := model.CanonicalName(service)
+	for _, o := range p.opts.Admin.Active() {
+		if o.Kind != admin.KindShift || o.Service != svc || o.Shift == nil {
+			continue
+		}
+		now := time.Now()
+		from := o.Shift.Percent()
+		got, err := p.opts.Admin.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
+			sh := *cur.Shift
+			sh.Progress = f(sh.Progress, now)
+			if len(sh.Progress.Reason) > 2048 {
+				return cur, admin.FieldError{Field: "reason", Msg: "is longer than 512 characters"}
+			}
+			cur.Shift = &sh
+			return cur, nil
+		})
+		if err != nil {
+			return got, err
+		}
+		p.log.Warn("shift "+action, "id", got.ID, "service", got.Service, "who", who)
+		p.adminChanged(true)
+		r.emit(ShiftEvent{At: now, ID: got.ID, Service: strings.TrimSuffix(got.Service, "."), To: got.Shift.Spec.To, Action: action, From: from, Percent: got.Shift.Percent(), Reason: got.Shift.Progress.Reason, Who: who})
+		return got, nil
+	}
+	return admin.Override{}, fmt.Errorf("%w for %s", ErrNoShift, strings.TrimSuffix(svc, "."))
+}
+
+// ShiftEvent puts a shift's step on the status page's timeline (the
+// Follower is a ShiftNotifier).
+func (f *Follower) ShiftEvent(ev ShiftEvent) {
+	reason := ev.Action + ": " + ev.Reason
+	if ev.Who != "" {
+		reason += " (" + ev.Who + ")"
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.timeline = append(f.timeline, api.ChangeEvent{At: ev.At, Subject: "shift " + ev.Service + " to " + ev.To,
+		From: fmt.Sprintf("%d%%", ev.From), To: fmt.Sprintf("%d%%", ev.Percent), Reason: reason})
+	if len(f.timeline) > MaxTimeline {
+		f.timeline = slices.Delete(f.timeline, 0, len(f.timeline)-MaxTimeline)
+	}
+}
