@@ -30,8 +30,8 @@ import (
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/propagation"
-	"github.com/meridian-gslb/meridian/internal/whatif"
 	"github.com/meridian-gslb/meridian/internal/shift"
+	"github.com/meridian-gslb/meridian/internal/whatif"
 )
 
 // oaSpec is openapi.yaml decoded into plain maps, with the helpers the
