@@ -24,10 +24,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 )
 
 // params of one run; every field has a BENCH_FAILOVER_* variable.
@@ -66,67 +67,9 @@ const (
 )
 
 func loadParams() (params, error) {
-	var errs []error
-	geti := func(name string, def, lo, hi int) int {
-		s := os.Getenv(name)
-		if s == "" {
-			return def
-		}
-		v, err := strconv.Atoi(s)
-		if err != nil || v < lo || v > hi {
-			errs = append(errs, fmt.Errorf("%s=%q: want an integer in [%d, %d]", name, s, lo, hi))
-			return def
-		}
-		return v
-	}
-	// Durations accept Go syntax ("90s", "2m") or plain seconds ("60").
-	getd := func(name string, def, lo time.Duration) time.Duration {
-		s := os.Getenv(name)
-		if s == "" {
-			return def
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			if n, nerr := strconv.Atoi(s); nerr == nil {
-				d, err = time.Duration(n)*time.Second, nil
-			}
-		}
-		if err != nil || d < lo {
-			errs = append(errs, fmt.Errorf("%s=%q: want a duration of at least %v (e.g. 60 or 60s)", name, s, lo))
-			return def
-		}
-		return d
-	}
-	getb := func(name string, def bool) bool {
-		switch strings.ToLower(os.Getenv(name)) {
-		case "":
-			return def
-		case "1", "true", "yes", "on":
-			return true
-		case "0", "false", "no", "off":
-			return false
-		}
-		errs = append(errs, fmt.Errorf("%s=%q: want 1 or 0", name, os.Getenv(name)))
-		return def
-	}
-	getl := func(name string, all []string) []string {
-		s := os.Getenv(name)
-		if strings.TrimSpace(s) == "" {
-			return all
-		}
-		var out []string
-		for _, w := range strings.Fields(s) {
-			switch {
-			case !slices.Contains(all, w):
-				errs = append(errs, fmt.Errorf("%s: unknown %q (allowed: %s)", name, w, strings.Join(all, " ")))
-			case slices.Contains(out, w):
-				errs = append(errs, fmt.Errorf("%s: %q is listed twice", name, w))
-			default:
-				out = append(out, w)
-			}
-		}
-		return out
-	}
+	env := &benchenv.Env{}
+	geti, getd, getb := env.Int, env.Duration, env.Bool
+	getl := env.List
 	p := params{
 		Trials:       geti("BENCH_FAILOVER_TRIALS", 5, 1, 50),
 		Servers:      getl("BENCH_FAILOVER_SERVERS", allServers),
@@ -149,12 +92,12 @@ func loadParams() (params, error) {
 		KeepTmp:      getb("BENCH_FAILOVER_KEEP_TMP", false),
 	}
 	if len(p.Servers) == 0 {
-		errs = append(errs, errors.New("BENCH_FAILOVER_SERVERS: no server"))
+		env.Add(errors.New("BENCH_FAILOVER_SERVERS: no server"))
 	}
 	if len(p.Scenarios) == 0 {
-		errs = append(errs, errors.New("BENCH_FAILOVER_SCENARIOS: no scenario"))
+		env.Add(errors.New("BENCH_FAILOVER_SCENARIOS: no scenario"))
 	}
-	return p, errors.Join(errs...)
+	return p, env.Err()
 }
 
 // bench is one run: the backends, the servers, the poller and the results.

@@ -21,10 +21,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 )
 
 // params of one run; every field has a BENCH_RING_* variable.
@@ -54,49 +55,8 @@ type params struct {
 }
 
 func loadParams() (params, error) {
-	var errs []error
-	geti := func(name string, def, lo, hi int) int {
-		s := os.Getenv(name)
-		if s == "" {
-			return def
-		}
-		v, err := strconv.Atoi(s)
-		if err != nil || v < lo || v > hi {
-			errs = append(errs, fmt.Errorf("%s=%q: want an integer in [%d, %d]", name, s, lo, hi))
-			return def
-		}
-		return v
-	}
-	// Durations accept Go syntax ("90s", "2m") or plain seconds ("60").
-	getd := func(name string, def, lo time.Duration) time.Duration {
-		s := os.Getenv(name)
-		if s == "" {
-			return def
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			if n, nerr := strconv.Atoi(s); nerr == nil {
-				d, err = time.Duration(n)*time.Second, nil
-			}
-		}
-		if err != nil || d < lo {
-			errs = append(errs, fmt.Errorf("%s=%q: want a duration of at least %v (e.g. 60 or 60s)", name, s, lo))
-			return def
-		}
-		return d
-	}
-	getb := func(name string, def bool) bool {
-		switch strings.ToLower(os.Getenv(name)) {
-		case "":
-			return def
-		case "1", "true", "yes", "on":
-			return true
-		case "0", "false", "no", "off":
-			return false
-		}
-		errs = append(errs, fmt.Errorf("%s=%q: want 1 or 0", name, os.Getenv(name)))
-		return def
-	}
+	env := &benchenv.Env{}
+	geti, getd, getb := env.Int, env.Duration, env.Bool
 	p := params{
 		Probers:         geti("BENCH_RING_PROBERS", 5, 1, 50),
 		Regions:         geti("BENCH_RING_REGIONS", 3, 1, 50),
@@ -125,9 +85,9 @@ func loadParams() (params, error) {
 		p.Regions = p.Probers
 	}
 	if p.Probers > 100 {
-		errs = append(errs, errors.New("BENCH_RING_PROBERS: at most 100 (ports BasePort+100+i)"))
+		env.Add(errors.New("BENCH_RING_PROBERS: at most 100 (ports BasePort+100+i)"))
 	}
-	return p, errors.Join(errs...)
+	return p, env.Err()
 }
 
 func main() { os.Exit(run()) }

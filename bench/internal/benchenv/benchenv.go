@@ -1,0 +1,93 @@
+// Package benchenv reads the benchmarks' settings from the environment:
+// each getter returns the default for an unset variable and collects an
+// error naming the variable, its value and what is allowed for a bad one,
+// so a run reports every bad setting at once.
+package benchenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Env collects the errors of the settings read so far.
+type Env struct{ errs []error }
+
+// Err is every bad setting read so far, joined (nil: none).
+func (e *Env) Err() error { return errors.Join(e.errs...) }
+
+// Add records an error of a check made outside the getters.
+func (e *Env) Add(err error) { e.errs = append(e.errs, err) }
+
+// Int reads an integer in [lo, hi].
+func (e *Env) Int(name string, def, lo, hi int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < lo || v > hi {
+		e.Add(fmt.Errorf("%s=%q: want an integer in [%d, %d]", name, s, lo, hi))
+		return def
+	}
+	return v
+}
+
+// Duration reads a duration of at least lo, in Go syntax ("90s", "2m")
+// or plain seconds ("60").
+func (e *Env) Duration(name string, def, lo time.Duration) time.Duration {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if n, nerr := strconv.Atoi(s); nerr == nil {
+			d, err = time.Duration(n)*time.Second, nil
+		}
+	}
+	if err != nil || d < lo {
+		e.Add(fmt.Errorf("%s=%q: want a duration of at least %v (e.g. 60 or 60s)", name, s, lo))
+		return def
+	}
+	return d
+}
+
+// Bool reads 1/0 (true/false, yes/no, on/off).
+func (e *Env) Bool(name string, def bool) bool {
+	switch strings.ToLower(os.Getenv(name)) {
+	case "":
+		return def
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	e.Add(fmt.Errorf("%s=%q: want 1 or 0", name, os.Getenv(name)))
+	return def
+}
+
+// List reads a space-separated subset of all, in the given order (unset:
+// all of them).
+func (e *Env) List(name string, all []string) []string {
+	s := os.Getenv(name)
+	if strings.TrimSpace(s) == "" {
+		return all
+	}
+	var out []string
+	for _, w := range strings.Fields(s) {
+		switch {
+		case !slices.Contains(all, w):
+			e.Add(fmt.Errorf("%s: unknown %q (allowed: %s)", name, w, strings.Join(all, " ")))
+		case slices.Contains(out, w):
+			e.Add(fmt.Errorf("%s: %q is listed twice", name, w))
+		default:
+			out = append(out, w)
+		}
+	}
+	return out
+}
