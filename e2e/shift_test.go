@@ -19,8 +19,9 @@ import (
 
 // A scripted progressive shift of app.t.test to c2 on a two-node netns
 // lab: 1 → 5 → 25 %, then c2's backend dies at 25 % and the shift is back
-// at 5 % within one step interval, on the status page timeline of the node
-// that decided it and at a signed webhook; after the backend returns, a resume runs it on to 100 %.
+// at 5 % within one step interval, on the status page timeline of the
+// ring's writer (the one node that steps shifts) and, once, at a signed
+// webhook; after the backend returns, a resume runs it on to 100 %.
 func TestShiftRollsBackOnATargetFailure(t *testing.T) {
 	const every = 6 * time.Second
 	regions := []string{"r1", "r2"}
@@ -72,7 +73,7 @@ func TestShiftRollsBackOnATargetFailure(t *testing.T) {
 			}
 		}
 	}
-	assert.GreaterOrEqual(t, found, 1, "the rollback is on a node's timeline")
+	assert.Equal(t, 1, found, "the rollback is on one node's timeline: the ring's writer steps the shift")
 	// ... and reaches the webhook, signed.
 	var rollback *hookCall
 	require.Eventually(t, func() bool {
@@ -86,6 +87,16 @@ func TestShiftRollsBackOnATargetFailure(t *testing.T) {
 		return false
 	}, every, 100*time.Millisecond, "the rollback reaches the webhook")
 	require.True(t, notify.Verify([]byte(key), rollback.body, rollback.sig), "webhook signature %q verifies", rollback.sig)
+	writer := g.writerNode(t, g.nodes)
+	time.Sleep(time.Second)
+	var senders []string
+	for _, c := range hookCalls(t, sinkProc) {
+		var ev notify.Event
+		if c.path == "/hook" && json.Unmarshal(c.body, &ev) == nil && ev.Kind == notify.EventRollback {
+			senders = append(senders, ev.Node)
+		}
+	}
+	assert.Equal(t, []string{writer.name}, senders, "one rollback, stepped and sent by the ring's writer")
 	t.Logf("FIGURE shift rollback notification at the webhook %s after the backend stopped: %s", sink, rollback.at.Sub(stopped).Round(time.Millisecond))
 
 	g.startBackend(t, target)

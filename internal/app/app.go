@@ -73,6 +73,8 @@ type App struct {
 	capacity   atomic.Pointer[observe.Observer]     // the capacity-aware weights loop (set once it runs)
 	backends   *demo.Backends                       // nil without --demo-backends
 	notifier   *notify.Notifier                     // nil without notifications.receivers (Notify is then a no-op)
+	decided    *notify.Gate                         // the decided changes' notifications: sent by the ring's writer only (nil without receivers)
+	writer     writerRole                           // the ring's writer election
 	dnsAddrs   []string
 	httpAddr   string
 	dnsUp      atomic.Bool
@@ -100,6 +102,7 @@ func Run(ctx context.Context, opts Options) error {
 		a.startDemo,     // local backends for the demo's endpoints
 		a.startNotify,   // notification senders (before the follower that feeds them)
 		a.startProbing,  // ring, prober, votes, decisions
+		a.startWriter,   // the ring's one writer: provider pushes, notifications, shift steps
 		a.startKubeLoops,
 		a.startCapacity, // ready fractions of capacity-aware services (EndpointSlices, Prometheus)
 		a.startProviders,

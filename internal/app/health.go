@@ -74,8 +74,8 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.ring, p.voter.Ring = r, r
 	p.follower = &serving.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log,
 		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail}
-	if a.notifier != nil {
-		p.follower.Notifier = a.notifier
+	if a.decided != nil {
+		p.follower.Notifier = a.decided // every node decides; the writer notifies
 	}
 	p.latency = &serving.LatencyFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
 	a.pipe.SetBroadcast(r.BroadcastShared)

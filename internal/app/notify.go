@@ -21,6 +21,12 @@ func (a *App) startNotify(l *serving.Loaded) error {
 	}
 	a.notifier = n
 	a.defer_(n.Close)
+	a.decided = &notify.Gate{Next: n, Keep: notifyHandover}
+	a.writer.OnChange(func(w bool) {
+		if sent := a.decided.Set(w); sent > 0 {
+			a.log.Info("notifications: this node became the ring's writer and sent the changes decided during the handover", "events", sent)
+		}
+	})
 	names := make([]string, len(cfg.Receivers))
 	for i, r := range cfg.Receivers {
 		names[i] = r.Name + " (" + r.Kind + ")"
@@ -34,5 +40,7 @@ func (a *App) startNotify(l *serving.Loaded) error {
 
 // Notify sends e to the configured receivers without blocking (nothing
 // without a notifications section). For the producers of shift and
-// rollback events.
+// rollback events, which happen on one node: the writer steps shifts, and
+// a pause or resume is the node that was asked. Decided changes go through
+// a.decided instead.
 func (a *App) Notify(e notify.Event) { a.notifier.Notify(e) }

@@ -52,7 +52,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 		a.log.Info("admin overrides restored", "file", path, "active", n)
 	}
 	a.goBackground(func(ctx context.Context) { a.pipe.RunExpiry(ctx, time.Second) })
-	a.shifts = &serving.ShiftRunner{Pipeline: a.pipe, Notify: shiftNotifier{a}}
+	a.shifts = &serving.ShiftRunner{Pipeline: a.pipe, Notify: shiftNotifier{a}, Active: a.writer.Writer}
 	a.goBackground(a.shifts.Run)
 	return nil
 }

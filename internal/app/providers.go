@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/api"
@@ -80,28 +79,13 @@ func (a *App) startProviders(*serving.Loaded) error {
 			Logger:   a.log,
 			Metrics:  metrics,
 		}
-		if h := a.probing.Load(); h != nil {
-			cands := d.Providers.Writers
-			if len(cands) == 0 {
-				cands = []string{h.ring.Name()} // a one-node ring (validation requires writers with seeds)
+		rec.IsWriter = a.writer.Writer
+		a.writer.OnChange(func(w bool) {
+			metrics.Writer.Set(b2f(w))
+			if w {
+				rec.Trigger()
 			}
-			el := &leader.Elector{Transport: ringTransport{h.ring}, Candidates: cands, Logger: a.log,
-				OnChange: func(w bool) {
-					if w {
-						metrics.Writer.Set(1)
-						rec.Trigger()
-					} else {
-						metrics.Writer.Set(0)
-					}
-				}}
-			rec.IsWriter = el.Writer
-			var ewg sync.WaitGroup
-			ewg.Add(1)
-			go func() { defer ewg.Done(); el.Run(ctx) }()
-			defer ewg.Wait()
-		} else {
-			metrics.Writer.Set(1) // no ring: this process is the only writer
-		}
+		})
 		a.reconciler.Store(rec)
 		a.pipe.Store().Subscribe(func(*engine.Snapshot) { rec.Trigger() })
 		a.log.Info("provider sync enabled", "zones", len(zones), "owner", d.Providers.OwnerID)

@@ -69,9 +69,9 @@ func (e *Elector) set(w bool, out Output) {
 		return
 	}
 	if w {
-		e.Logger.Info("provider writer: this node now pushes", "votes", out.Votes, "needed", out.Needed)
+		e.Logger.Info("ring writer: this node now writes (provider pushes, notifications, shift steps)", "votes", out.Votes, "needed", out.Needed)
 	} else {
-		e.Logger.Warn("provider writer: this node stopped pushing", "votes", out.Votes, "needed", out.Needed)
+		e.Logger.Warn("ring writer: this node stopped writing", "votes", out.Votes, "needed", out.Needed)
 	}
 	if e.OnChange != nil {
 		e.OnChange(w)

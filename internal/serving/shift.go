@@ -50,6 +50,10 @@ type ShiftRunner struct {
 	Pipeline *Pipeline
 	Notify   ShiftNotifier // nil: events are only logged and counted
 	Query    GuardQuery    // nil: observe.Instant
+	// Active tells whether this node steps the shifts now: only the ring's
+	// elected writer does, so that a shift's progress (its guard failures
+	// above all) is decided once, not once per node. nil: always.
+	Active func() bool
 
 	mu   sync.Mutex
 	seen map[string]bool // "service\x00cluster" gauges set last tick
@@ -119,8 +123,9 @@ func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []ShiftEvent {
 	var events []ShiftEvent
 	seen := map[string]bool{}
 	changed := false
+	stepping := r.Active == nil || r.Active()
 	for _, o := range p.opts.Admin.Active() {
-		if o.Kind != admin.KindShift || o.Shift == nil {
+		if !stepping || o.Kind != admin.KindShift || o.Shift == nil {
 			continue
 		}
 		ev, ch := r.stepOne(ctx, st, o, now)

@@ -25,7 +25,6 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/config"
-	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
 )
@@ -48,14 +47,7 @@ type Meridian struct {
 	pipe     *serving.Pipeline
 	ring     *ring.Ring        // nil without ring
 	follower *serving.Follower // nil without ring
-	notifier *notify.Notifier  // nil without ring or notifications.receivers
 }
-
-// notifyMetrics are the notification senders' metrics, registered once per
-// process as coredns_meridian_notify_...
-var notifyMetrics = sync.OnceValue(func() *notify.Metrics {
-	return notify.NewMetrics(prometheus.WrapRegistererWithPrefix(plugin.Namespace+"_", prometheus.DefaultRegisterer))
-})
 
 // pipelineMetrics are the pipeline's metrics, registered once per process
 // as coredns_meridian_...: CoreDNS may start several instances (server
@@ -102,8 +94,8 @@ func (m *Meridian) Start() error {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); m.pipe.RunExpiry(ctx, time.Second) }()
 	}
-	if len(l.File.Notifications.Receivers) > 0 && !m.Ring {
-		log.Warningf("notifications: not sent without the ring property: the plugin decides nothing (the serve nodes send them)")
+	if len(l.File.Notifications.Receivers) > 0 {
+		log.Infof("notifications: not sent from the plugin; the serve nodes' elected writer sends them (one message per change)")
 	}
 	if p := l.File.Providers; len(p.Route53)+len(p.Cloudflare) > 0 {
 		log.Infof("providers: not pushed from the plugin; the serve nodes' elected writer pushes them")
@@ -118,7 +110,6 @@ func (m *Meridian) Stop() error {
 		m.cancel()
 	}
 	m.wg.Wait()
-	m.notifier.Close()
 	return nil
 }
 
@@ -216,14 +207,6 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 	m.ring = r
 	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
-	if nc := l.File.Notifications; len(nc.Receivers) > 0 {
-		// The plugin decides like a serve node, so it notifies like one.
-		if m.notifier, err = notify.New(nc, m.nodeName(l), notifyMetrics(), slogFor()); err != nil {
-			_ = r.Shutdown()
-			return fmt.Errorf("meridian: %s: notifications: %w", m.ConfigPath, err)
-		}
-		m.follower.Notifier = m.notifier
-	}
 	lat := &serving.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
 	m.wg.Add(1)
 	go func() {
