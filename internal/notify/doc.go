@@ -8,7 +8,8 @@
 // receiver (the oldest event is dropped and counted when it is full) and
 // one goroutine per receiver sends in order, with up to max_attempts
 // attempts and an exponential backoff on network errors, 5xx, 408 and 429.
-// A 4xx answer is not retried. Secrets (the URL of a Slack webhook, the
+// A 4xx answer is not retried; a 3xx is neither followed (it would re-post
+// the body elsewhere) nor retried. Secrets (the URL of a Slack webhook, the
 // HMAC key, the PagerDuty routing key) come from secret files and are never
 // logged: URLs are logged as scheme://host/… only.
 //

@@ -56,7 +56,7 @@ func New(cfg Config, node string, m *Metrics, log *slog.Logger) (*Notifier, erro
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Notifier{node: node, log: log, m: m, client: &http.Client{}, first: backoffFirst, max: backoffMax}
+	n := &Notifier{node: node, log: log, m: m, client: &http.Client{CheckRedirect: noRedirect}, first: backoffFirst, max: backoffMax}
 	rs := make([]*receiver, 0, len(cfg.Receivers))
 	for i, rc := range cfg.Receivers {
 		r, err := newReceiver(rc)
@@ -260,8 +260,14 @@ func (n *Notifier) deliver(r *receiver, e Event) {
 	}
 }
 
-// permanentError is a failure that a retry cannot change: a 4xx answer
-// (but 408 and 429), a request that cannot be built.
+// noRedirect makes the client return a 3xx answer as it is: following it
+// would re-post the (signed) body to wherever the receiver points, internal
+// addresses included.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// permanentError is a failure that a retry cannot change: a 3xx answer
+// (redirects are not followed), a 4xx answer (but 408 and 429), a request
+// that cannot be built.
 type permanentError struct{ msg string }
 
 func (e permanentError) Error() string { return e.msg }
@@ -292,6 +298,12 @@ func (n *Notifier) post(r *receiver, body []byte) error {
 	switch s := resp.StatusCode; {
 	case s >= 200 && s < 300:
 		return nil
+	case s >= 300 && s < 400:
+		to := ""
+		if u, err := resp.Location(); err == nil {
+			to = " to " + redact(u.String())
+		}
+		return permanentError{msg: fmt.Sprintf("POST %s: status %d, a redirect%s (redirects are not followed: set the final URL; not retried)", redact(r.url), s, to)}
 	case s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests:
 		return permanentError{msg: fmt.Sprintf("POST %s: status %d (not retried)", redact(r.url), s)}
 	default:

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -235,4 +236,47 @@ func setBackoff(d time.Duration) func() {
 	f, m := backoffFirst, backoffMax
 	backoffFirst, backoffMax = d, d
 	return func() { backoffFirst, backoffMax = f, m }
+}
+
+func TestARedirectIsNotFollowedAndIsAPermanentErrorNamingTheHostAndStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+	}{
+		{"a 301 moved permanently is not followed", http.StatusMovedPermanently},
+		{"a 302 found is not followed", http.StatusFound},
+		{"a 303 see other is not followed", http.StatusSeeOther},
+		{"a 307 temporary redirect, which would re-post the signed body, is not followed", http.StatusTemporaryRedirect},
+		{"a 308 permanent redirect, which would re-post the signed body, is not followed", http.StatusPermanentRedirect},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var elsewhere atomic.Int32 // an internal address the receiver points at
+			internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+			defer internal.Close()
+			var hits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				http.Redirect(w, r, internal.URL+"/admin/secret-path", tc.status)
+			}))
+			defer srv.Close()
+			n, m := start(t, Receiver{Name: "hook", Kind: KindWebhook, URL: srv.URL + "/hook/s3cret-path", SecretFile: secretFile(t, "k")})
+			n.Notify(failoverEvent)
+			require.Eventually(t, func() bool { return testutil.ToFloat64(m.sent.WithLabelValues("hook", "failed")) == 1 }, 5*time.Second, 10*time.Millisecond)
+			assert.Equal(t, int32(1), hits.Load(), "one attempt: not retried")
+			assert.Zero(t, testutil.ToFloat64(m.retries.WithLabelValues("hook")))
+			assert.Zero(t, elsewhere.Load(), "the redirect's target got nothing")
+
+			n.mu.Lock()
+			r := n.receivers[0]
+			n.mu.Unlock()
+			err := n.post(r, []byte(`{}`))
+			require.Error(t, err)
+			var perm permanentError
+			assert.ErrorAs(t, err, &perm)
+			assert.Contains(t, err.Error(), fmt.Sprintf("POST %s/…: status %d, a redirect to %s/…", srv.URL, tc.status, internal.URL))
+			assert.NotContains(t, err.Error(), "s3cret-path", "the receiver's path is redacted")
+			assert.NotContains(t, err.Error(), "secret-path", "the target's path is redacted")
+			assert.Zero(t, elsewhere.Load())
+		})
+	}
 }
