@@ -1,6 +1,8 @@
 // Package notify sends Meridian's events — decided changes, failovers,
 // progressive-shift steps and rollbacks — to webhooks: a generic JSON body
-// signed with an HMAC-SHA256 header (X-Meridian-Signature), a
+// signed with an HMAC-SHA256 header (X-Meridian-Signature, over the
+// X-Meridian-Timestamp header, a dot and the body, so that a receiver can
+// refuse a replay: Verify), a
 // Slack-compatible {"text": ...} body, or a PagerDuty Events API v2 event
 // (trigger on a failover, resolve with the same dedup_key on recovery).
 //
