@@ -27,7 +27,7 @@ import (
 )
 
 // netnsHelperHookSink answers 200 to every POST and prints one line per
-// request: "hook <arrival unix ns> <path> <X-Meridian-Signature or -> <base64 body>".
+// request: "hook <arrival unix ns> <path> <X-Meridian-Signature or -> <X-Meridian-Timestamp or -> <base64 body>".
 func netnsHelperHookSink(addr string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -39,12 +39,15 @@ func netnsHelperHookSink(addr string) error {
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		at := time.Now()
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		sig := r.Header.Get(notify.SignatureHeader)
+		sig, ts := r.Header.Get(notify.SignatureHeader), r.Header.Get(notify.TimestampHeader)
 		if sig == "" {
 			sig = "-"
 		}
+		if ts == "" || strings.ContainsAny(ts, " \t") {
+			ts = "-"
+		}
 		mu.Lock()
-		fmt.Printf("hook %d %s %s %s\n", at.UnixNano(), r.URL.Path, sig, base64.StdEncoding.EncodeToString(body))
+		fmt.Printf("hook %d %s %s %s %s\n", at.UnixNano(), r.URL.Path, sig, ts, base64.StdEncoding.EncodeToString(body))
 		mu.Unlock()
 	})}
 	return netnsServe(ctx, ln, srv)
@@ -54,7 +57,14 @@ type hookCall struct {
 	at   time.Time
 	path string
 	sig  string
+	ts   string // X-Meridian-Timestamp
 	body []byte
+}
+
+// verify checks a webhook call's signature and timestamp as a receiver
+// does, at the time it arrived.
+func (c hookCall) verify(key string) error {
+	return notify.Verify([]byte(key), c.body, c.ts, c.sig, c.at)
 }
 
 func hookCalls(t *testing.T, p *Proc) []hookCall {
@@ -62,14 +72,14 @@ func hookCalls(t *testing.T, p *Proc) []hookCall {
 	var out []hookCall
 	for _, l := range strings.Split(p.Output(), "\n") {
 		f := strings.Fields(l)
-		if len(f) != 5 || f[0] != "hook" {
+		if len(f) != 6 || f[0] != "hook" {
 			continue
 		}
 		ns, err := strconv.ParseInt(f[1], 10, 64)
 		require.NoError(t, err)
-		body, err := base64.StdEncoding.DecodeString(f[4])
+		body, err := base64.StdEncoding.DecodeString(f[5])
 		require.NoError(t, err)
-		out = append(out, hookCall{at: time.Unix(0, ns), path: f[2], sig: f[3], body: body})
+		out = append(out, hookCall{at: time.Unix(0, ns), path: f[2], sig: f[3], ts: f[4], body: body})
 	}
 	return out
 }
@@ -231,7 +241,7 @@ func failoversOf(t *testing.T, sink *Proc, key, victim string) failoverCalls {
 	for _, c := range hookCalls(t, sink) {
 		switch {
 		case c.path == "/hook":
-			require.True(t, notify.Verify([]byte(key), c.body, c.sig), "webhook signature %q verifies", c.sig)
+			require.NoError(t, c.verify(key), "webhook signature %q of timestamp %s verifies", c.sig, c.ts)
 			var e notify.Event
 			require.NoError(t, json.Unmarshal(c.body, &e))
 			if e.Kind == notify.EventFailover && e.Endpoint == victim {
@@ -240,6 +250,7 @@ func failoversOf(t *testing.T, sink *Proc, key, victim string) failoverCalls {
 			}
 		case strings.HasPrefix(c.path, "/slack/"):
 			require.Equal(t, "-", c.sig, "Slack bodies are not signed")
+			require.Equal(t, "-", c.ts, "Slack bodies are not signed")
 			var b map[string]string
 			require.NoError(t, json.Unmarshal(c.body, &b))
 			text := b["text"]

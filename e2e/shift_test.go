@@ -86,7 +86,7 @@ func TestShiftRollsBackOnATargetFailure(t *testing.T) {
 		}
 		return false
 	}, every, 100*time.Millisecond, "the rollback reaches the webhook")
-	require.True(t, notify.Verify([]byte(key), rollback.body, rollback.sig), "webhook signature %q verifies", rollback.sig)
+	require.NoError(t, rollback.verify(key), "webhook signature %q of timestamp %s verifies", rollback.sig, rollback.ts)
 	writer := g.writerNode(t, g.nodes)
 	time.Sleep(time.Second)
 	var senders []string

@@ -41,7 +41,7 @@ type Receiver struct {
 	Kind           string        `yaml:"kind"`             // webhook, slack or pagerduty (required)
 	URL            string        `yaml:"url"`              // http(s) URL; one of url / url_file (pagerduty: default the Events API v2 URL)
 	URLFile        string        `yaml:"url_file"`         // secret file holding the URL (a Slack incoming-webhook URL is a secret)
-	SecretFile     string        `yaml:"secret_file"`      // webhook: HMAC-SHA256 key for X-Meridian-Signature (default: unsigned)
+	SecretFile     string        `yaml:"secret_file"`      // webhook: HMAC-SHA256 key for X-Meridian-Signature over X-Meridian-Timestamp "." body (default: unsigned)
 	RoutingKeyFile string        `yaml:"routing_key_file"` // pagerduty: the integration's routing key (required for pagerduty)
 	Events         []string      `yaml:"events"`           // event kinds sent: decided, failover, shift, rollback (default: all)
 	Timeout        time.Duration `yaml:"timeout"`          // per attempt (default 5s; 100ms..1m)

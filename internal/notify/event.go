@@ -51,14 +51,24 @@ type slackBody struct {
 	Text string `json:"text"`
 }
 
+// slackText is the event's line in Slack mrkdwn; every piece that is not
+// Meridian's own text (the summary, which holds names and reasons such as
+// an abort_if query or Prometheus's error, the node name) is escaped.
 func slackText(e Event) string {
 	icon := map[string]string{SeverityCritical: ":red_circle:", SeverityWarning: ":warning:", SeverityInfo: ":information_source:"}[e.Severity]
-	t := fmt.Sprintf("%s *Meridian %s*: %s", icon, e.Kind, e.Summary)
+	t := fmt.Sprintf("%s *Meridian %s*: %s", icon, slackEscape(e.Kind), slackEscape(e.Summary))
 	if e.Node != "" {
-		t += " — node " + e.Node
+		t += " — node " + slackEscape(e.Node)
 	}
 	return strings.TrimSpace(t) + " at " + e.At.UTC().Format(time.RFC3339)
 }
+
+// slackEscaper replaces the three characters Slack's mrkdwn gives a meaning
+// (<!channel>, <@U123>, <http://x|y> links), as its formatting rules
+// require; & first so an escape is not escaped again.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
 
 // pagerDutyBody is a PagerDuty Events API v2 event.
 type pagerDutyBody struct {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,9 +22,18 @@ import (
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
-// SignatureHeader carries "sha256=" + the hex HMAC-SHA256 of the body, keyed
-// with the receiver's secret_file, on generic webhook requests.
-const SignatureHeader = "X-Meridian-Signature"
+// Headers of a signed generic webhook request: TimestampHeader is the unix
+// time in seconds the attempt was sent, SignatureHeader "sha256=" + the hex
+// HMAC-SHA256 of TimestampHeader's value, ".", and the body, keyed with the
+// receiver's secret_file (Sign). A receiver checks both with Verify.
+const (
+	SignatureHeader = "X-Meridian-Signature"
+	TimestampHeader = "X-Meridian-Timestamp"
+)
+
+// MaxSignatureAge is how far a signed request's timestamp may be from the
+// receiver's clock, either way, before Verify refuses it as a replay.
+const MaxSignatureAge = 5 * time.Minute
 
 // Backoff between attempts of one event: first, then doubled up to max.
 var (
@@ -56,7 +66,7 @@ func New(cfg Config, node string, m *Metrics, log *slog.Logger) (*Notifier, erro
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Notifier{node: node, log: log, m: m, client: &http.Client{}, first: backoffFirst, max: backoffMax}
+	n := &Notifier{node: node, log: log, m: m, client: &http.Client{CheckRedirect: noRedirect}, first: backoffFirst, max: backoffMax}
 	rs := make([]*receiver, 0, len(cfg.Receivers))
 	for i, rc := range cfg.Receivers {
 		r, err := newReceiver(rc)
@@ -260,8 +270,14 @@ func (n *Notifier) deliver(r *receiver, e Event) {
 	}
 }
 
-// permanentError is a failure that a retry cannot change: a 4xx answer
-// (but 408 and 429), a request that cannot be built.
+// noRedirect makes the client return a 3xx answer as it is: following it
+// would re-post the (signed) body to wherever the receiver points, internal
+// addresses included.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// permanentError is a failure that a retry cannot change: a 3xx answer
+// (redirects are not followed), a 4xx answer (but 408 and 429), a request
+// that cannot be built.
 type permanentError struct{ msg string }
 
 func (e permanentError) Error() string { return e.msg }
@@ -276,7 +292,9 @@ func (n *Notifier) post(r *receiver, body []byte) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "meridian-notify")
 	if r.secret != nil {
-		req.Header.Set(SignatureHeader, Sign(r.secret, body))
+		ts := strconv.FormatInt(time.Now().Unix(), 10) // each attempt's own: a retry is not a replay
+		req.Header.Set(TimestampHeader, ts)
+		req.Header.Set(SignatureHeader, Sign(r.secret, ts, body))
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {
@@ -292,6 +310,12 @@ func (n *Notifier) post(r *receiver, body []byte) error {
 	switch s := resp.StatusCode; {
 	case s >= 200 && s < 300:
 		return nil
+	case s >= 300 && s < 400:
+		to := ""
+		if u, err := resp.Location(); err == nil {
+			to = " to " + redact(u.String())
+		}
+		return permanentError{msg: fmt.Sprintf("POST %s: status %d, a redirect%s (redirects are not followed: set the final URL; not retried)", redact(r.url), s, to)}
 	case s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests:
 		return permanentError{msg: fmt.Sprintf("POST %s: status %d (not retried)", redact(r.url), s)}
 	default:
@@ -311,16 +335,37 @@ func (r *receiver) encode(e Event) ([]byte, error) {
 	}
 }
 
-// Sign returns the X-Meridian-Signature value of body: "sha256=" and the
-// hex HMAC-SHA256 of body keyed with secret.
-func Sign(secret, body []byte) string {
+// Sign returns the X-Meridian-Signature value of a request with body sent
+// with X-Meridian-Timestamp timestamp: "sha256=" and the hex HMAC-SHA256 of
+// timestamp + "." + body keyed with secret. The timestamp is signed so that
+// a captured request cannot be replayed later (Verify).
+func Sign(secret []byte, timestamp string, body []byte) string {
 	h := hmac.New(sha256.New, secret)
+	h.Write([]byte(timestamp))
+	h.Write([]byte{'.'})
 	h.Write(body)
 	return "sha256=" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Verify reports whether sig is body's signature under secret (constant
-// time), for receivers written in Go and for the tests.
-func Verify(secret, body []byte, sig string) bool {
-	return hmac.Equal([]byte(sig), []byte(Sign(secret, body)))
+// Verify checks a signed webhook request received at now: timestamp and
+// signature are its X-Meridian-Timestamp and X-Meridian-Signature headers,
+// body the raw bytes received. It refuses a timestamp that is not unix
+// seconds, a signature that does not match (compared in constant time)
+// and a timestamp more than MaxSignatureAge from now either way (a replay,
+// or a clock that is off). For receivers written in Go and for the tests.
+func Verify(secret, body []byte, timestamp, signature string, now time.Time) error {
+	if timestamp == "" {
+		return fmt.Errorf("no %s header (signed requests carry one)", TimestampHeader)
+	}
+	sec, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil || strings.TrimLeft(timestamp, "0123456789") != "" {
+		return fmt.Errorf("%s %.32q is not unix seconds", TimestampHeader, timestamp)
+	}
+	if !hmac.Equal([]byte(signature), []byte(Sign(secret, timestamp, body))) {
+		return fmt.Errorf("%s %.80q does not match the body and timestamp", SignatureHeader, signature)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > MaxSignatureAge || d < -MaxSignatureAge {
+		return fmt.Errorf("%s %s is %s away from now (allowed %s either way): a replay, or a clock off", TimestampHeader, timestamp, d.Round(time.Second), MaxSignatureAge)
+	}
+	return nil
 }

@@ -1,12 +1,17 @@
 package notify
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +28,7 @@ type capture struct {
 	mu     sync.Mutex
 	bodies [][]byte
 	sigs   []string
+	stamps []string // X-Meridian-Timestamp
 	got    chan struct{}
 	fail   atomic.Int32 // answer 503 to this many requests first
 }
@@ -38,6 +44,7 @@ func newCapture(t *testing.T) (*capture, *httptest.Server) {
 		c.mu.Lock()
 		c.bodies = append(c.bodies, b)
 		c.sigs = append(c.sigs, r.Header.Get(SignatureHeader))
+		c.stamps = append(c.stamps, r.Header.Get(TimestampHeader))
 		c.mu.Unlock()
 		c.got <- struct{}{}
 	}))
@@ -80,13 +87,18 @@ var failoverEvent = Event{Kind: EventFailover, At: time.Date(2026, 12, 2, 1, 0, 
 func TestWebhookBodyIsTheEventSignedWithTheSecret(t *testing.T) {
 	c, srv := newCapture(t)
 	n, m := start(t, Receiver{Name: "hook", Kind: KindWebhook, URL: srv.URL, SecretFile: secretFile(t, "s3cret\n")})
+	before := time.Now().Unix()
 	n.Notify(failoverEvent)
 	c.wait(t, 1)
 	c.mu.Lock()
-	body, sig := c.bodies[0], c.sigs[0]
+	body, sig, ts := c.bodies[0], c.sigs[0], c.stamps[0]
 	c.mu.Unlock()
-	assert.True(t, Verify([]byte("s3cret"), body, sig), "signature %q verifies with the key (trailing newline of the file trimmed)", sig)
-	assert.False(t, Verify([]byte("other"), body, sig))
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	require.NoError(t, err, "%s %q is unix seconds", TimestampHeader, ts)
+	assert.GreaterOrEqual(t, sec, before, "the time of sending, not the event's")
+	assert.NoError(t, Verify([]byte("s3cret"), body, ts, sig, time.Now()), "signature %q verifies with the key (trailing newline of the file trimmed)", sig)
+	assert.Equal(t, Sign([]byte("s3cret"), ts, body), sig, "the HMAC of timestamp.body")
+	assert.Error(t, Verify([]byte("other"), body, ts, sig, time.Now()))
 	var got Event
 	require.NoError(t, json.Unmarshal(body, &got))
 	want := failoverEvent
@@ -106,6 +118,7 @@ func TestSlackBodyIsOneTextField(t *testing.T) {
 	require.Len(t, got, 1, "only text: %s", c.bodies[0])
 	assert.Equal(t, ":red_circle: *Meridian failover*: endpoint 10.0.0.1 of app decided down — node node-a at 2026-12-02T01:00:00Z", got["text"])
 	assert.Empty(t, c.sigs[0], "only webhooks are signed")
+	assert.Empty(t, c.stamps[0], "only webhooks are signed")
 }
 
 func TestPagerDutyTriggersAndResolvesWithOneDedupKeyAndSkipsInformationalEvents(t *testing.T) {
@@ -235,4 +248,101 @@ func setBackoff(d time.Duration) func() {
 	f, m := backoffFirst, backoffMax
 	backoffFirst, backoffMax = d, d
 	return func() { backoffFirst, backoffMax = f, m }
+}
+
+func TestARedirectIsNotFollowedAndIsAPermanentErrorNamingTheHostAndStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+	}{
+		{"a 301 moved permanently is not followed", http.StatusMovedPermanently},
+		{"a 302 found is not followed", http.StatusFound},
+		{"a 303 see other is not followed", http.StatusSeeOther},
+		{"a 307 temporary redirect, which would re-post the signed body, is not followed", http.StatusTemporaryRedirect},
+		{"a 308 permanent redirect, which would re-post the signed body, is not followed", http.StatusPermanentRedirect},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var elsewhere atomic.Int32 // an internal address the receiver points at
+			internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+			defer internal.Close()
+			var hits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				http.Redirect(w, r, internal.URL+"/admin/secret-path", tc.status)
+			}))
+			defer srv.Close()
+			n, m := start(t, Receiver{Name: "hook", Kind: KindWebhook, URL: srv.URL + "/hook/s3cret-path", SecretFile: secretFile(t, "k")})
+			n.Notify(failoverEvent)
+			require.Eventually(t, func() bool { return testutil.ToFloat64(m.sent.WithLabelValues("hook", "failed")) == 1 }, 5*time.Second, 10*time.Millisecond)
+			assert.Equal(t, int32(1), hits.Load(), "one attempt: not retried")
+			assert.Zero(t, testutil.ToFloat64(m.retries.WithLabelValues("hook")))
+			assert.Zero(t, elsewhere.Load(), "the redirect's target got nothing")
+
+			n.mu.Lock()
+			r := n.receivers[0]
+			n.mu.Unlock()
+			err := n.post(r, []byte(`{}`))
+			require.Error(t, err)
+			var perm permanentError
+			assert.ErrorAs(t, err, &perm)
+			assert.Contains(t, err.Error(), fmt.Sprintf("POST %s/…: status %d, a redirect to %s/…", srv.URL, tc.status, internal.URL))
+			assert.NotContains(t, err.Error(), "s3cret-path", "the receiver's path is redacted")
+			assert.NotContains(t, err.Error(), "secret-path", "the target's path is redacted")
+			assert.Zero(t, elsewhere.Load())
+		})
+	}
+}
+
+func TestVerifyRefusesAForgedOrReplayedWebhook(t *testing.T) {
+	key, body := []byte("k3y"), []byte(`{"kind":"rollback","at":"2026-12-02T01:00:00Z"}`)
+	sent := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	ts := strconv.FormatInt(sent.Unix(), 10)
+	sig := Sign(key, ts, body)
+	oldScheme := func() string { // the HMAC of the body alone (before the timestamp was signed)
+		h := hmac.New(sha256.New, key)
+		h.Write(body)
+		return "sha256=" + hex.EncodeToString(h.Sum(nil))
+	}()
+	for _, tc := range []struct {
+		name    string
+		key     []byte
+		body    []byte
+		ts, sig string
+		now     time.Time
+		wantErr string // "" = verifies
+	}{
+		{name: "a request checked as it arrives verifies", key: key, body: body, ts: ts, sig: sig, now: sent.Add(time.Second)},
+		{name: "a request exactly five minutes old still verifies", key: key, body: body, ts: ts, sig: sig, now: sent.Add(MaxSignatureAge)},
+		{name: "a clock five minutes behind the sender's still verifies", key: key, body: body, ts: ts, sig: sig, now: sent.Add(-MaxSignatureAge)},
+		{name: "a replay more than five minutes later is refused", key: key, body: body, ts: ts, sig: sig, now: sent.Add(MaxSignatureAge + time.Second),
+			wantErr: "X-Meridian-Timestamp " + ts + " is 5m1s away from now (allowed 5m0s either way)"},
+		{name: "a timestamp more than five minutes ahead is refused", key: key, body: body, ts: ts, sig: sig, now: sent.Add(-MaxSignatureAge - time.Second),
+			wantErr: "is -5m1s away from now"},
+		{name: "a replay with a fresh timestamp does not match the signature", key: key, body: body, ts: strconv.FormatInt(sent.Unix()+600, 10), sig: sig, now: sent.Add(600 * time.Second),
+			wantErr: "X-Meridian-Signature \"" + sig + "\" does not match the body and timestamp"},
+		{name: "a signature of the body alone is refused", key: key, body: body, ts: ts, sig: oldScheme, now: sent,
+			wantErr: "does not match the body and timestamp"},
+		{name: "a changed body does not match", key: key, body: []byte(`{"kind":"failover"}`), ts: ts, sig: sig, now: sent,
+			wantErr: "does not match"},
+		{name: "another key does not match", key: []byte("other"), body: body, ts: ts, sig: sig, now: sent,
+			wantErr: "does not match"},
+		{name: "a request without a timestamp is refused", key: key, body: body, ts: "", sig: sig, now: sent,
+			wantErr: "no X-Meridian-Timestamp header"},
+		{name: "a timestamp in milliseconds signed as such is too far from now", key: key, body: body, ts: ts + "000", sig: Sign(key, ts+"000", body), now: sent,
+			wantErr: "away from now"},
+		{name: "a signed timestamp with a sign is not unix seconds", key: key, body: body, ts: "+" + ts, sig: Sign(key, "+"+ts, body), now: sent,
+			wantErr: `X-Meridian-Timestamp "+` + ts + `" is not unix seconds`},
+		{name: "a timestamp with a fraction is not unix seconds", key: key, body: body, ts: ts + ".5", sig: sig, now: sent,
+			wantErr: "is not unix seconds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Verify(tc.key, tc.body, tc.ts, tc.sig, tc.now)
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.wantErr)
+		})
+	}
 }

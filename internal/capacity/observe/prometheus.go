@@ -82,11 +82,9 @@ func (p *prom) query(ctx context.Context, now time.Time) (samples []capacity.Sam
 			samples, err = nil, &queryError{FailPanic, fmt.Errorf("reading the answer panicked (recovered): %v", r)}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout.D())
-	defer cancel()
-	v, warns, _, err := p.api.Query(ctx, p.cfg.Query, now, promv1.WithTimeout(p.cfg.Timeout.D()))
+	v, warns, err := p.run(ctx, now)
 	if err != nil {
-		return nil, nil, classify(ctx, err)
+		return nil, nil, err
 	}
 	vec, ok := v.(prommodel.Vector)
 	if !ok {
@@ -118,6 +116,18 @@ func (p *prom) query(ctx context.Context, now time.Time) (samples []capacity.Sam
 		samples = append(samples, capacity.Sample{Labels: labels, Value: float64(s.Value)})
 	}
 	return samples, warns, nil
+}
+
+// run sends the instant query once, within the configured timeout, and
+// returns Prometheus's answer; a failure is a *queryError.
+func (p *prom) run(ctx context.Context, now time.Time) (prommodel.Value, []string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout.D())
+	defer cancel()
+	v, warns, _, err := p.api.Query(ctx, p.cfg.Query, now, promv1.WithTimeout(p.cfg.Timeout.D()))
+	if err != nil {
+		return nil, nil, classify(ctx, err)
+	}
+	return v, warns, nil
 }
 
 // classify names why a query failed.
@@ -185,20 +195,46 @@ func short(s string, n int) string {
 
 // Instant runs one instant query against the Prometheus at url, with the
 // same bounds as the capacity queries (timeout, MaxResponseBytes, errors
-// named by reason), and returns the samples' values. It serves the
-// progressive shift's --abort-if guard.
-func Instant(ctx context.Context, url, query string, timeout time.Duration, now time.Time) ([]float64, error) {
+// named by reason), and returns the values of every sample of the answer:
+// one per element of an instant vector, or the one value of a scalar (a
+// comparison like `x > bool 1` or `scalar(...)` gives one). Any other result
+// (a range vector, a string) is a FailResult error naming the query. It
+// serves the progressive shift's --abort-if guard, which needs no labels.
+// The answer's size (MaxResponseBytes) is the only bound on the samples:
+// none is skipped.
+func Instant(ctx context.Context, url, query string, timeout time.Duration, now time.Time) (vals []float64, err error) {
 	p, err := newProm(model.CapacityPrometheus{URL: url, Query: query, Timeout: model.Duration(timeout)}, nil)
 	if err != nil {
 		return nil, err
 	}
-	samples, _, err := p.query(ctx, now)
+	defer func() {
+		if r := recover(); r != nil {
+			vals, err = nil, &queryError{FailPanic, fmt.Errorf("reading the answer panicked (recovered): %v", r)}
+		}
+	}()
+	v, _, err := p.run(ctx, now)
+	if qe := (*queryError)(nil); errors.As(err, &qe) && qe.reason == FailResult {
+		// The client refuses a result it cannot decode (a string).
+		return nil, &queryError{FailResult, fmt.Errorf("abort_if %q must return an instant vector or a scalar: %w", short(query, 200), qe.err)}
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, len(samples))
-	for i, s := range samples {
-		out[i] = s.Value
+	typ := "nothing"
+	switch v := v.(type) {
+	case prommodel.Vector:
+		vals = make([]float64, len(v))
+		for i, s := range v {
+			vals[i] = float64(s.Value)
+		}
+		return vals, nil
+	case *prommodel.Scalar:
+		if v != nil {
+			return []float64{float64(v.Value)}, nil
+		}
+	case nil:
+	default:
+		typ = v.Type().String()
 	}
-	return out, nil
+	return nil, &queryError{FailResult, fmt.Errorf("abort_if %q must return an instant vector or a scalar, got %s", short(query, 200), typ)}
 }
