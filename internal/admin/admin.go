@@ -154,6 +154,10 @@ const MaxForced = 2048
 // MaxExpiry is the longest an override may be set for.
 const MaxExpiry = 366 * 24 * time.Hour
 
+// MaxReason is the longest reason an override (and an operator's pause of
+// a shift) may give, in bytes.
+const MaxReason = 512
+
 // validate checks what o asks for — the same rules for an API request and
 // for an entry that arrives from the ring or a state file — and resolves
 // its service and endpoint to their canonical form against d (nil d: the
@@ -165,8 +169,8 @@ func (o *Override) validate(d *model.Desired) error {
 	if o.Reason == "" {
 		return FieldError{"reason", "is required: say why (it is shown with the override)"}
 	}
-	if len(o.Reason) > 512 {
-		return FieldError{"reason", "is longer than 512 characters"}
+	if len(o.Reason) > MaxReason {
+		return FieldError{"reason", fmt.Sprintf("is longer than %d characters", MaxReason)}
 	}
 	if len(o.Forced) > MaxForced {
 		return FieldError{"forced", fmt.Sprintf("is longer than %d characters", MaxForced)}

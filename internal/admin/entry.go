@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -29,6 +30,11 @@ func (e EntryError) Error() string { return fmt.Sprintf("override %q: %s: %v", e
 func (e EntryError) Unwrap() error { return e.Err }
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// targetFields are the fields that name a cluster, service or endpoint
+// (a shift's target cluster "to" included): an entry refused on one of
+// them against the config is an unknown target, not invalid.
+var targetFields = []string{"cluster", "service", "endpoint", "to"}
 
 // CheckEntry validates an entry that did not come through this node's API
 // exactly as the API validates a request (the same rules, see validate),
@@ -70,7 +76,7 @@ func CheckEntry(id string, e Entry, d *model.Desired, now time.Time, skew time.D
 	if err := resolved.validate(d); err != nil {
 		reason := RejectInvalid
 		var fe FieldError
-		if errors.As(err, &fe) && (fe.Field == "cluster" || fe.Field == "service" || fe.Field == "endpoint") {
+		if errors.As(err, &fe) && slices.Contains(targetFields, fe.Field) {
 			reason = RejectUnknownTarget
 		}
 		return bad(reason, "%w", err)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
 func entry(o Override, stamp int64) Entry {
@@ -49,6 +51,9 @@ func TestCheckEntry(t *testing.T) {
 		{"an expiry before the set time is invalid", "abc123", entry(Override{Kind: KindDrain, Cluster: "east", Reason: "x", Expires: ptrTime(now.Add(-time.Minute))}, stamp), RejectInvalid},
 		{"an expiry two years out is invalid", "abc123", entry(Override{Kind: KindDrain, Cluster: "east", Reason: "x", Expires: ptrTime(now.Add(2 * 365 * 24 * time.Hour))}, stamp), RejectInvalid},
 		{"a drain of a cluster this node does not have is an unknown target", "abc123", entry(Override{Kind: KindDrain, Cluster: "mars", Reason: "x"}, stamp), RejectUnknownTarget},
+		{"a shift to a cluster this node does not have is an unknown target", "abc123", entry(shiftOverride("mars"), stamp), RejectUnknownTarget},
+		{"a shift to a known cluster is accepted", "abc123", entry(shiftOverride("west"), stamp), ""},
+		{"a shift without steps is invalid, not an unknown target", "abc123", entry(func() Override { o := shiftOverride("west"); o.Shift.Spec.Steps = nil; return o }(), stamp), RejectInvalid},
 		{"a service name not in canonical form is invalid", "abc123", entry(Override{Kind: KindDrain, Service: "APP.gslb.test", Endpoint: "192.0.2.1", Reason: "x"}, stamp), RejectInvalid},
 		{"a removal of an override on a target we lack is kept (it only removes)", "abc123", Entry{Override: entry(Override{Kind: KindDrain, Cluster: "mars", Reason: "x"}, 0).Override, Deleted: true, Stamp: Stamp{At: stamp, Node: "n1"}}, ""},
 	}
@@ -66,6 +71,14 @@ func TestCheckEntry(t *testing.T) {
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
+
+// shiftOverride is a shift of app.gslb.test. to cluster to, started now.
+func shiftOverride(to string) Override {
+	return Override{Kind: KindShift, Service: "app.gslb.test.", Reason: "x", Shift: &Shift{
+		Spec:     shift.Spec{To: to, Steps: []int{1, 50, 100}, Every: time.Minute},
+		Progress: shift.Start(now),
+	}}
+}
 
 func TestABadEntryInTheStateFileIsSkippedNotFatal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admin.json")

@@ -70,8 +70,8 @@ func registerAdmin(mux *router, a AdminControl) {
 					writeError(w, statusOf(err), "%v", err)
 					return
 				}
-				if len(req.Reason) > 512 {
-					writeError(w, http.StatusBadRequest, "reason: is longer than 512 characters")
+				if len(req.Reason) > admin.MaxReason {
+					writeError(w, http.StatusBadRequest, "reason: is longer than %d characters", admin.MaxReason)
 					return
 				}
 				service := r.PathValue("service")

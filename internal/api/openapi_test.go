@@ -623,6 +623,7 @@ func TestOpenAPIResponsesMatchSchemas(t *testing.T) {
 		{name: "a simulation", method: "GET", target: "/v1/simulate?fail=cluster%3Deast&weight=app.gslb.test/192.0.2.1%3D5", code: 200},
 		{name: "a simulation of nothing is refused", method: "GET", target: "/v1/simulate", code: 400},
 		{name: "a simulation with an unknown parameter is refused", method: "GET", target: "/v1/simulate?explode=east", code: 400},
+		{name: "a simulation while another runs is refused with 429", method: "GET", target: "/v1/simulate?fail=cluster%3Dbusy", code: 429},
 		{name: "health", method: "GET", target: "/v1/health", code: 200},
 		{name: "overview", method: "GET", target: "/v1/overview", code: 200},
 		{name: "placement", method: "GET", target: "/v1/placement", code: 200},

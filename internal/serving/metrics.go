@@ -26,8 +26,9 @@ type Metrics struct {
 	decideSeconds prometheus.Histogram
 	holdDown      *prometheus.GaugeVec
 	holds         prometheus.Histogram
-	latency       latencyMetrics // the latency view (latency.go)
-	shift         shiftMetrics   // progressive shifts (shift.go)
+	latency       latencyMetrics         // the latency view (latency.go)
+	shift         shiftMetrics           // progressive shifts (shift.go)
+	simulations   *prometheus.CounterVec // GET /v1/simulate (simulate.go)
 
 	snap atomic.Pointer[engine.Snapshot] // the last published, for the gauges
 }
@@ -116,6 +117,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds)
 	m.latency = newLatencyMetrics(reg)
 	m.shift = newShiftMetrics(reg)
+	m.simulations = newSimulateMetric(reg)
 	return m
 }
 

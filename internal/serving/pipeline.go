@@ -96,6 +96,8 @@ type Pipeline struct {
 	pending   map[string][]byte // ring admin states with entries on targets we did not have yet
 
 	broadcast atomic.Pointer[func([]byte)] // spreads a local admin change on the ring
+
+	sim simulations // GET /v1/simulate: one at a time, the last report kept (simulate.go)
 }
 
 // New builds the first State from l and publishes it. An error (a file the

@@ -64,6 +64,7 @@ type shiftMetrics struct {
 	rollbacks *prometheus.CounterVec
 	steps     *prometheus.CounterVec
 	guard     *prometheus.CounterVec
+	notSaved  *prometheus.CounterVec
 }
 
 func newShiftMetrics(reg prometheus.Registerer) shiftMetrics {
@@ -84,11 +85,18 @@ func newShiftMetrics(reg prometheus.Registerer) shiftMetrics {
 			Name: "meridian_shift_guard_queries_total",
 			Help: "Guard (--abort-if) queries of progressive shifts, by result (hold, breach, error).",
 		}, []string{"result"}),
+		notSaved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_shift_not_saved_total",
+			Help: "Shift steps decided but not saved, by reason (stale: the stored progress changed since the decision; error: the store refused it).",
+		}, []string{"reason"}),
 	}
 	for _, r := range []string{"hold", "breach", "error"} {
 		m.guard.WithLabelValues(r)
 	}
-	reg.MustRegister(m.percent, m.rollbacks, m.steps, m.guard)
+	for _, r := range []string{"stale", "error"} {
+		m.notSaved.WithLabelValues(r)
+	}
+	reg.MustRegister(m.percent, m.rollbacks, m.steps, m.guard, m.notSaved)
 	return m
 }
 
@@ -109,7 +117,8 @@ func (r *ShiftRunner) Run(ctx context.Context) {
 	}
 }
 
-var errUnchanged = errors.New("unchanged")
+// errStale refuses a step decided on a progress the store no longer holds.
+var errStale = errors.New("the shift's progress changed since the decision")
 
 // Step decides every shift in force once at now, stores what changed,
 // republishes and reports the events. A panic on one shift is recovered
@@ -172,32 +181,40 @@ func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, 
 	}
 	obs := shift.Observation{Now: now, TargetHealthy: true}
 	if st != nil && st.Effective != nil {
-		obs.TargetHealthy, obs.Unhealthy = targetHealth(st, o.Service, o.Shift.Spec.To)
+		targetHealth(st, o.Service, o.Shift.Spec.To, &obs)
 		if obs.TargetHealthy && o.Shift.Spec.AbortIf != "" {
 			obs.Guard = r.guard(ctx, st.Effective.Desired.Shift, o.Shift.Spec.AbortIf, now)
 		}
 	}
-	var d shift.Decision
+	d := shift.Decide(o.Shift.Spec, o.Shift.Progress, obs)
+	if d.Action == shift.Hold && d.Progress.Failures == o.Shift.Progress.Failures {
+		return nil, false
+	}
 	from := o.Shift.Percent()
+	// Compare and swap: the decision stands only on the progress it was
+	// made from. Another node's version (from the ring) or an operator's
+	// pause or resume may have replaced it while the guard ran; then the
+	// next tick decides again on what is stored.
 	_, err := p.opts.Admin.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
-		if cur.Shift == nil {
-			return cur, errUnchanged
+		if cur.Shift == nil || !cur.Shift.Progress.Equal(o.Shift.Progress) {
+			return cur, errStale
 		}
-		d = shift.Decide(cur.Shift.Spec, cur.Shift.Progress, obs)
-		if d.Action == shift.Hold && d.Progress.Failures == cur.Shift.Progress.Failures {
-			return cur, errUnchanged
-		}
-		from = cur.Shift.Percent()
 		sh := *cur.Shift
 		sh.Progress = d.Progress
 		cur.Shift = &sh
 		return cur, nil
 	})
 	switch {
-	case errors.Is(err, errUnchanged) || errors.Is(err, admin.ErrNotFound):
+	case errors.Is(err, admin.ErrNotFound):
+		return nil, false
+	case errors.Is(err, errStale):
+		p.m.shift.notSaved.WithLabelValues("stale").Inc()
+		p.log.Info("shift: progress changed since the decision (another node or an operator stepped it); not saved, decided again next tick",
+			"id", o.ID, "service", o.Service, "action", string(d.Action))
 		return nil, false
 	case err != nil:
-		p.log.Error("shift: progress not saved; the shift holds", "id", o.ID, "service", o.Service, "err", err)
+		p.m.shift.notSaved.WithLabelValues("error").Inc()
+		p.log.Error("shift: progress not saved; the shift holds", "id", o.ID, "service", o.Service, "action", string(d.Action), "err", err)
 		return nil, false
 	case d.Action == shift.Hold:
 		p.log.Warn("shift: guard query failed", "id", o.ID, "service", o.Service, "reason", d.Reason)
@@ -236,8 +253,9 @@ func (r *ShiftRunner) guard(ctx context.Context, cfg model.ShiftConfig, query st
 // targetHealth reports whether the target cluster and every endpoint of
 // the service in it pass their probes (the ring's decision; Unknown, not
 // probed yet, counts as passing like everywhere else) and are not forced
-// down by an operator.
-func targetHealth(st *State, service, to string) (bool, string) {
+// down by an operator. It fills o's TargetHealthy, Unhealthy, Down (the
+// first shift.MaxNamed down endpoints only), DownCount and Endpoints.
+func targetHealth(st *State, service, to string, o *shift.Observation) {
 	var h engine.Health = engine.NoHealth{}
 	if st.Decision != nil {
 		h = st.Decision
@@ -246,13 +264,13 @@ func targetHealth(st *State, service, to string) (bool, string) {
 	if st.Served != nil {
 		d = st.Served
 	}
+	o.TargetHealthy, o.Unhealthy, o.Down, o.DownCount, o.Endpoints = false, "", nil, 0, 0
 	for _, c := range d.Clusters {
 		if c.Name == to && (c.State == model.StateDown || h.Cluster(to) == engine.Down) {
-			return false, "cluster " + to + " is down"
+			o.Unhealthy = "cluster " + to + " is down"
+			return
 		}
 	}
-	var down []string
-	n := 0
 	for _, s := range d.Services {
 		if s.Name != service {
 			continue
@@ -261,19 +279,21 @@ func targetHealth(st *State, service, to string) (bool, string) {
 			if e.Cluster != to {
 				continue
 			}
-			n++
+			o.Endpoints++
 			if e.State == model.StateDown || h.Endpoint(s.Name, e.Address+e.CNAME) == engine.Down {
-				down = append(down, e.Address+e.CNAME)
+				o.DownCount++
+				if len(o.Down) < shift.MaxNamed {
+					o.Down = append(o.Down, e.Address+e.CNAME)
+				}
 			}
 		}
 	}
-	if n == 0 {
-		return false, "the service has no endpoint in " + to
+	switch {
+	case o.Endpoints == 0:
+		o.Unhealthy = "the service has no endpoint in " + to
+	case o.DownCount == 0:
+		o.TargetHealthy = true
 	}
-	if len(down) > 0 {
-		return false, fmt.Sprintf("%d of %d endpoints down (%s)", len(down), n, strings.Join(down, ", "))
-	}
-	return true, ""
 }
 
 func (r *ShiftRunner) emit(ev ShiftEvent) {
@@ -294,6 +314,9 @@ func (r *ShiftRunner) emit(ev ShiftEvent) {
 // PauseShift pauses the shift of service (who and why recorded in its
 // progress), republishes and spreads it.
 func (r *ShiftRunner) PauseShift(service, who, reason string) (admin.Override, error) {
+	if len(reason) > admin.MaxReason {
+		return admin.Override{}, admin.FieldError{Field: "reason", Msg: fmt.Sprintf("is longer than %d characters", admin.MaxReason)}
+	}
 	return r.operate(service, who, "pause", func(p shift.Progress, now time.Time) shift.Progress {
 		why := "paused by " + who
 		if reason = strings.TrimSpace(reason); reason != "" {
@@ -329,8 +352,8 @@ func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress
 		got, err := p.opts.Admin.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
 			sh := *cur.Shift
 			sh.Progress = f(sh.Progress, now)
-			if len(sh.Progress.Reason) > 2048 {
-				return cur, admin.FieldError{Field: "reason", Msg: "is longer than 512 characters"}
+			if len(sh.Progress.Reason) > shift.MaxProgressReason {
+				return cur, admin.FieldError{Field: "reason", Msg: fmt.Sprintf("with who it is longer than %d bytes", shift.MaxProgressReason)}
 			}
 			cur.Shift = &sh
 			return cur, nil

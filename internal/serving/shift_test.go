@@ -3,6 +3,8 @@ package serving
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
 type events []ShiftEvent
@@ -97,5 +100,101 @@ func TestShiftRunner(t *testing.T) {
 		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1")})
 		_, err := (&ShiftRunner{Pipeline: p}).PauseShift("app.gslb.test", "alice", "")
 		require.ErrorIs(t, err, ErrNoShift)
+	})
+}
+
+// longCNAMEConfig is a weighted CNAME service with one endpoint in east
+// and n long CNAME endpoints (about 240 bytes each) in west, all down.
+func longCNAMEConfig(n int) string {
+	var b strings.Builder
+	b.WriteString(`
+zones:
+  - apex: gslb.test
+    soa: {serial: 7, minimum: 20}
+    nameservers: [{name: ns1.gslb.test, ipv4: [192.0.2.53]}]
+clusters:
+  - {name: east, region: us-east}
+  - {name: west, region: us-west}
+services:
+  - name: app.gslb.test
+    endpoints:
+      - {cname: east.example.com., cluster: east}
+`)
+	for i := range n {
+		fmt.Fprintf(&b, "      - {cname: ep%02d.%s.%s.%s.%s.example.com., cluster: west, state: down}\n", i,
+			strings.Repeat("a", 60), strings.Repeat("b", 60), strings.Repeat("c", 60), strings.Repeat("d", 40))
+	}
+	return b.String()
+}
+
+func TestShiftRunnerSaves(t *testing.T) {
+	req := admin.Request{Kind: admin.KindShift, Service: "app.gslb.test", To: "west", Every: "3s", Reason: "move to west"}
+
+	t.Run("a rollback of a target with 60 long CNAME endpoints down is saved, naming three of them", func(t *testing.T) {
+		m := NewMetrics(prometheus.NewRegistry())
+		p := newPipeline(t, load(t, longCNAMEConfig(60)), Options{Admin: memoryAdmin(t, "n1"), Metrics: m})
+		var got events
+		r := &ShiftRunner{Pipeline: p, Notify: &got}
+		o, err := p.AddOverride(req, "alice")
+		require.NoError(t, err)
+		r.Step(context.Background(), o.Shift.Progress.Since.Add(time.Second))
+		require.Len(t, got, 1, "the rollback is decided and reported")
+		assert.Equal(t, "rollback", got[0].Action)
+		stored := p.Overrides()[0].Shift.Progress
+		assert.True(t, stored.Paused, "the rollback is saved: the shift is paused")
+		assert.Equal(t, 1, stored.Rollbacks)
+		assert.Equal(t, -1, stored.Step)
+		assert.Contains(t, stored.Reason, "60 of 60 endpoints down (ep00.")
+		assert.Contains(t, stored.Reason, "and 57 more)")
+		assert.NotContains(t, stored.Reason, "ep03.")
+		assert.LessOrEqual(t, len(stored.Reason), shift.MaxReason)
+		assert.Zero(t, testutil.ToFloat64(m.shift.notSaved.WithLabelValues("error")))
+	})
+
+	t.Run("a decision on a progress that another node replaced while the guard ran is not saved and is counted as stale", func(t *testing.T) {
+		cfg := baseConfig + "shift: {prometheus_url: 'http://prom.test:9090'}\n"
+		m := NewMetrics(prometheus.NewRegistry())
+		st := memoryAdmin(t, "n1")
+		p := newPipeline(t, load(t, cfg), Options{Admin: st, Metrics: m})
+		var got events
+		g := req
+		g.AbortIf = "errors > 0"
+		o, err := p.AddOverride(g, "alice")
+		require.NoError(t, err)
+		t0 := o.Shift.Progress.Since
+		var other shift.Progress
+		r := &ShiftRunner{Pipeline: p, Notify: &got, Query: func(context.Context, string, string, time.Duration, time.Time) ([]float64, error) {
+			// Meanwhile another node's version arrives: it advanced to 5%.
+			cur, err := st.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
+				sh := *cur.Shift
+				sh.Progress.Safe, sh.Progress.Step, sh.Progress.Since = 0, 1, t0.Add(3*time.Second)
+				cur.Shift = &sh
+				return cur, nil
+			})
+			require.NoError(t, err)
+			other = cur.Shift.Progress
+			return []float64{1}, nil // a breach, seen on the 1% step
+		}}
+		assert.Empty(t, r.Step(context.Background(), t0.Add(4*time.Second)))
+		assert.Empty(t, got, "no rollback is reported for a state the store no longer holds")
+		assert.True(t, p.Overrides()[0].Shift.Progress.Equal(other), "the other node's version stands")
+		assert.Equal(t, 1.0, testutil.ToFloat64(m.shift.notSaved.WithLabelValues("stale")))
+		assert.Zero(t, testutil.ToFloat64(m.shift.rollbacks.WithLabelValues("app.gslb.test")))
+	})
+
+	t.Run("a pause reason longer than the API's 512 characters is refused naming the limit", func(t *testing.T) {
+		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1")})
+		_, err := p.AddOverride(req, "alice")
+		require.NoError(t, err)
+		r := &ShiftRunner{Pipeline: p}
+		_, err = r.PauseShift("app.gslb.test", "alice", strings.Repeat("x", 513))
+		var fe admin.FieldError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, "reason", fe.Field)
+		assert.Contains(t, fe.Msg, "512")
+		assert.False(t, p.Overrides()[0].Shift.Progress.Paused)
+		_, err = r.PauseShift("app.gslb.test", "alice", strings.Repeat("x", 512))
+		require.NoError(t, err)
+		assert.True(t, p.Overrides()[0].Shift.Progress.Paused)
 	})
 }

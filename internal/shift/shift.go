@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits on a shift's spec (the API, the CLI, the ring and state files
@@ -20,6 +21,16 @@ const (
 	MaxEvery       = 24 * time.Hour
 	MaxMaxFailures = 100
 	MaxAbortIf     = 1024 // bytes of PromQL
+
+	// MaxProgressReason is the longest Progress.Reason ValidProgress
+	// accepts (from the ring, a state file or this node's store).
+	MaxProgressReason = 2048
+	// MaxReason is the longest reason Decide stores: under
+	// MaxProgressReason, so that a rollback is always saved.
+	MaxReason = 2000
+	// MaxNamed is how many down endpoints a rollback reason names; the
+	// rest are counted ("and N more").
+	MaxNamed = 3
 )
 
 // DefaultSteps are the percentages when none are given.
@@ -102,6 +113,14 @@ type Progress struct {
 	Reason    string    `json:"reason,omitempty"`    // why it stands where it stands (last rollback or pause)
 }
 
+// Equal reports whether p and q are the same progress (Since compared as
+// an instant, whatever its location).
+func (p Progress) Equal(q Progress) bool {
+	a, b := p, q
+	a.Since, b.Since = time.Time{}, time.Time{}
+	return a == b && p.Since.Equal(q.Since)
+}
+
 // Start is the progress of a shift created at now: the first step.
 func Start(now time.Time) Progress { return Progress{Step: 0, Safe: -1, Since: now} }
 
@@ -124,9 +143,65 @@ type Guard struct {
 // Observation is what the caller saw at Now.
 type Observation struct {
 	Now           time.Time
-	TargetHealthy bool   // the target cluster's endpoints for the service pass their probes
-	Unhealthy     string // why not, for the reason
+	TargetHealthy bool     // the target cluster's endpoints for the service pass their probes
+	Unhealthy     string   // why not (e.g. "cluster eu-west is down"), for the reason
+	Down          []string // target endpoints that are down; the reason names the first MaxNamed
+	DownCount     int      // how many target endpoints are down when Down lists only the first ones (0: len(Down))
+	Endpoints     int      // how many endpoints the service has in the target cluster
 	Guard         Guard
+}
+
+// why says why the target is unhealthy: Unhealthy and the down endpoints.
+func (o Observation) why() string {
+	n := max(o.DownCount, len(o.Down))
+	if n == 0 {
+		return o.Unhealthy
+	}
+	down := EndpointsDown(o.Down, n, o.Endpoints)
+	if o.Unhealthy == "" {
+		return down
+	}
+	return o.Unhealthy + "; " + down
+}
+
+// EndpointsDown says "N of M endpoints down (a, b, c and K more)": it
+// names at most the first MaxNamed of named and counts the rest, so the
+// text stays short whatever the number of endpoints.
+func EndpointsDown(named []string, down, total int) string {
+	down = max(down, len(named))
+	var b strings.Builder
+	if total >= down {
+		fmt.Fprintf(&b, "%d of %d endpoints down", down, total)
+	} else {
+		fmt.Fprintf(&b, "%d endpoints down", down)
+	}
+	if len(named) == 0 {
+		return b.String()
+	}
+	shown := named[:min(len(named), MaxNamed)]
+	b.WriteString(" (" + strings.Join(shown, ", "))
+	if more := down - len(shown); more > 0 {
+		fmt.Fprintf(&b, " and %d more", more)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Clip cuts s to at most n bytes on a UTF-8 boundary, ending in "…" when
+// it cut.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	tail, cut := ellipsis, n-len(ellipsis)
+	if cut < 0 {
+		tail, cut = "", max(n, 0)
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + tail
 }
 
 // Action is what Decide did.
@@ -167,8 +242,8 @@ func Decide(s Spec, p Progress, o Observation) Decision {
 	switch {
 	case !o.TargetHealthy:
 		breach = "target " + s.To + " unhealthy"
-		if o.Unhealthy != "" {
-			breach += ": " + o.Unhealthy
+		if why := o.why(); why != "" {
+			breach += ": " + why
 		}
 	case o.Guard.Checked && o.Guard.Err != nil:
 		p.Failures++
@@ -188,7 +263,7 @@ func Decide(s Spec, p Progress, o Observation) Decision {
 		p.Step = p.Safe
 		p.Since, p.Paused, p.Failures = o.Now, true, 0
 		p.Rollbacks++
-		p.Reason = fmt.Sprintf("rolled back from %d%% to %d%%: %s", from, s.Percent(p), breach)
+		p.Reason = Clip(fmt.Sprintf("rolled back from %d%% to %d%%: %s", from, s.Percent(p), breach), MaxReason)
 		return Decision{Action: Rollback, Progress: p, Percent: s.Percent(p), Reason: p.Reason}
 	}
 	p.Failures = 0
@@ -204,9 +279,10 @@ func Decide(s Spec, p Progress, o Observation) Decision {
 	return Decision{Action: Advance, Progress: p, Percent: s.Percent(p), Reason: fmt.Sprintf("%d%% held %s", s.Steps[p.Safe], s.Every)}
 }
 
-// Pause stops the shift where it stands.
+// Pause stops the shift where it stands (the reason is cut to MaxReason
+// bytes).
 func Pause(p Progress, reason string) Progress {
-	p.Paused, p.Reason = true, reason
+	p.Paused, p.Reason = true, Clip(reason, MaxReason)
 	return p
 }
 
@@ -234,8 +310,8 @@ func (s Spec) ValidProgress(p Progress) error {
 		return FieldError{"progress.failures", fmt.Sprintf("%d is out of range", p.Failures)}
 	case p.Rollbacks < 0:
 		return FieldError{"progress.rollbacks", "is negative"}
-	case len(p.Reason) > 2048:
-		return FieldError{"progress.reason", "is longer than 2048 characters"}
+	case len(p.Reason) > MaxProgressReason:
+		return FieldError{"progress.reason", fmt.Sprintf("is longer than %d bytes", MaxProgressReason)}
 	case p.Since.IsZero():
 		return FieldError{"progress.since", "is missing"}
 	}

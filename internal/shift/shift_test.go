@@ -2,8 +2,11 @@ package shift
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -167,4 +170,104 @@ func TestValidProgress(t *testing.T) {
 	t.Run("a safe step after the current one is refused", func(t *testing.T) {
 		require.Error(t, spec().ValidProgress(Progress{Step: 1, Safe: 2, Since: t0}))
 	})
+}
+
+// longNames are n CNAME targets of about 250 bytes each.
+func longNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("ep%02d.%s.example.com.", i, strings.Repeat("a", 60)+"."+strings.Repeat("b", 60)+"."+strings.Repeat("c", 60)+"."+strings.Repeat("d", 40))
+	}
+	return out
+}
+
+func TestDecideLongReasons(t *testing.T) {
+	names := longNames(60)
+	old := "60 of 60 endpoints down (" + strings.Join(names, ", ") + ")" // what targetHealth used to give
+	require.Greater(t, len(old), 5000)
+	cases := []struct {
+		name     string
+		spec     func(*Spec)
+		o        Observation
+		contains []string
+		absent   []string
+	}{
+		{"a target of 60 long CNAME endpoints down rolls back naming the first 3 and counting the rest",
+			func(*Spec) {}, Observation{Now: t0.Add(time.Minute), Down: names, Endpoints: 60},
+			[]string{"rolled back from 25% to 5%", "60 of 60 endpoints down", names[0], names[1], names[2], "and 57 more"}, []string{names[3]}},
+		{"a target that lists only the first down endpoints still counts them all",
+			func(*Spec) {}, Observation{Now: t0.Add(time.Minute), Down: names[:3], DownCount: 60, Endpoints: 60},
+			[]string{"60 of 60 endpoints down", "and 57 more"}, []string{names[3]}},
+		{"a 5 kB unhealthy text is cut so that the rollback is still stored",
+			func(*Spec) {}, Observation{Now: t0.Add(time.Minute), Unhealthy: old},
+			[]string{"rolled back from 25% to 5%: target eu-west unhealthy: 60 of 60", "…"}, nil},
+		{"a reason of multi-byte characters is cut on a character boundary",
+			func(*Spec) {}, Observation{Now: t0.Add(time.Minute), Unhealthy: strings.Repeat("é", 3000)},
+			[]string{"rolled back from 25% to 5%"}, nil},
+		{"a long guard and a long guard result are cut so that the rollback is still stored",
+			func(s *Spec) { s.AbortIf = strings.Repeat("x", MaxAbortIf) },
+			Observation{Now: t0.Add(time.Minute), TargetHealthy: true, Guard: Guard{Checked: true, Breach: true, Detail: strings.Repeat("9", 3000)}},
+			[]string{"guard breached: xxx"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := spec()
+			c.spec(&s)
+			d := Decide(s, at(2, 1, t0), c.o)
+			require.Equal(t, Rollback, d.Action)
+			require.Equal(t, 5, d.Percent)
+			require.True(t, d.Progress.Paused)
+			require.LessOrEqual(t, len(d.Reason), MaxReason)
+			require.True(t, utf8.ValidString(d.Reason), "the reason is cut on a UTF-8 boundary")
+			require.Equal(t, d.Reason, d.Progress.Reason)
+			require.NoError(t, s.ValidProgress(d.Progress), "the rollback passes the store's check")
+			for _, w := range c.contains {
+				require.Contains(t, d.Reason, w)
+			}
+			for _, w := range c.absent {
+				require.NotContains(t, d.Reason, w)
+			}
+		})
+	}
+}
+
+func TestEndpointsDown(t *testing.T) {
+	cases := []struct {
+		name        string
+		named       []string
+		down, total int
+		want        string
+	}{
+		{"a few down endpoints are all named", []string{"a", "b"}, 2, 4, "2 of 4 endpoints down (a, b)"},
+		{"more than three down endpoints name three and count the rest", []string{"a", "b", "c", "d", "e"}, 5, 5, "5 of 5 endpoints down (a, b, c and 2 more)"},
+		{"a count above the names counts the ones not listed", []string{"a"}, 3, 9, "3 of 9 endpoints down (a and 2 more)"},
+		{"no names gives the count alone", nil, 2, 3, "2 of 3 endpoints down"},
+		{"an unknown total leaves it out", []string{"a"}, 1, 0, "1 endpoints down (a)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, EndpointsDown(c.named, c.down, c.total))
+		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	cases := []struct {
+		name string
+		s    string
+		n    int
+		want string
+	}{
+		{"a short text is kept", "abc", 10, "abc"},
+		{"a long text is cut and ends in an ellipsis", "abcdefghij", 6, "abc…"},
+		{"a cut never splits a character", "ééééé", 6, "é…"},
+		{"a limit below the ellipsis cuts without it", "abcdef", 2, "ab"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Clip(c.s, c.n)
+			require.Equal(t, c.want, got)
+			require.LessOrEqual(t, len(got), c.n)
+		})
+	}
 }

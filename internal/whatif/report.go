@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"net/netip"
 	"slices"
@@ -161,8 +162,9 @@ func round1(f float64) float64 { return math.Round(f*10) / 10 }
 // before (what is served) and after (the same inputs with the simulated
 // overrides), with the load each cluster would get relative to its ready
 // capacity. Both snapshots must come from the same desired state's
-// services (after only adds overrides).
-func Compare(before, after *engine.Snapshot, changes []Change) Report {
+// services (after only adds overrides). It stops with ctx's error between
+// services when ctx is done (the client went away).
+func Compare(ctx context.Context, before, after *engine.Snapshot, changes []Change) (Report, error) {
 	r := Report{Services: []ServiceReport{}}
 	for _, c := range changes {
 		r.Changes = append(r.Changes, c.String())
@@ -173,6 +175,9 @@ func Compare(before, after *engine.Snapshot, changes []Change) Report {
 		status[s.Name] = s
 	}
 	for i := range d.Services {
+		if err := ctx.Err(); err != nil {
+			return Report{}, err
+		}
 		ms := &d.Services[i]
 		t := qtype(ms)
 		sr := ServiceReport{Service: ms.Name, Strategy: ms.Strategy}
@@ -193,7 +198,7 @@ func Compare(before, after *engine.Snapshot, changes []Change) Report {
 		sr.Load = load(sr.Places, status[ms.Name], t)
 		r.Services = append(r.Services, sr)
 	}
-	return r
+	return r, nil
 }
 
 // load averages each cluster's share over the places (no query rates are

@@ -1,6 +1,7 @@
 package whatif_test
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestSimulate(t *testing.T) {
 	t.Run("failing a cluster moves its share to the others and changes nothing served", func(t *testing.T) {
 		p := pipeline(t)
 		gen := p.State().Snapshot.Generation()
-		r, err := p.Simulate([]whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
+		r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
 		require.NoError(t, err)
 		assert.Equal(t, gen, p.State().Snapshot.Generation(), "nothing was published")
 		assert.Empty(t, p.Overrides(), "nothing was stored")
@@ -109,7 +110,7 @@ func TestSimulate(t *testing.T) {
 
 	t.Run("a geo service is compared at every place its rules and clusters name", func(t *testing.T) {
 		p := pipeline(t)
-		r, err := p.Simulate([]whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
+		r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
 		require.NoError(t, err)
 		g := r.Services[1]
 		assert.Equal(t, "geo.gslb.test.", g.Service)
@@ -127,7 +128,7 @@ func TestSimulate(t *testing.T) {
 
 	t.Run("draining an endpoint or setting a weight is simulated like the override", func(t *testing.T) {
 		p := pipeline(t)
-		r, err := p.Simulate([]whatif.Change{{Kind: "weight", Spec: "app.gslb.test/192.0.2.3=0"}, {Kind: "drain", Spec: "endpoint=app.gslb.test/192.0.2.2"}})
+		r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "weight", Spec: "app.gslb.test/192.0.2.3=0"}, {Kind: "drain", Spec: "endpoint=app.gslb.test/192.0.2.2"}})
 		require.NoError(t, err)
 		require.Len(t, r.Services, 1)
 		assert.Equal(t, []whatif.Share{{"east", 100}}, r.Services[0].Places[0].After)
@@ -135,9 +136,9 @@ func TestSimulate(t *testing.T) {
 
 	t.Run("a change naming what the config does not have is refused like the admin API refuses it", func(t *testing.T) {
 		p := pipeline(t)
-		_, err := p.Simulate([]whatif.Change{{Kind: "fail", Spec: "cluster=mars"}})
+		_, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=mars"}})
 		require.ErrorContains(t, err, `--fail cluster=mars: cluster: "mars" is not a cluster (allowed: east, west, eu)`)
-		_, err = p.Simulate(nil)
+		_, err = p.Simulate(context.Background(), nil)
 		require.ErrorContains(t, err, "give at least one change")
 	})
 }
@@ -154,7 +155,7 @@ func TestLoadCountsTheComparedFamilyOnly(t *testing.T) {
 	require.NoError(t, err)
 	p, err := serving.New(l, serving.Options{Logger: slog.New(slog.DiscardHandler), Metrics: serving.NewMetrics(prometheus.NewRegistry())})
 	require.NoError(t, err)
-	r, err := p.Simulate([]whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
+	r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
 	require.NoError(t, err)
 	var dual whatif.ServiceReport
 	for _, s := range r.Services {
@@ -164,4 +165,20 @@ func TestLoadCountsTheComparedFamilyOnly(t *testing.T) {
 	}
 	require.Len(t, dual.Load, 2)
 	assert.Equal(t, whatif.ClusterLoad{Cluster: "west", Before: 50, After: 100, ReadyShare: 50, VsReady: 2}, dual.Load[1], "the IPv6 endpoint is not part of the A answers' capacity")
+}
+
+func TestCompareStopsWhenTheContextIsDone(t *testing.T) {
+	snap := pipeline(t).State().Snapshot
+	changes := []whatif.Change{{Kind: "fail", Spec: "cluster=east"}}
+	t.Run("a live context compares every service", func(t *testing.T) {
+		r, err := whatif.Compare(context.Background(), snap, snap, changes)
+		require.NoError(t, err)
+		assert.Equal(t, 3, r.Same, "the same snapshot twice: nothing changes")
+	})
+	t.Run("a done context stops before the next service with its error", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := whatif.Compare(ctx, snap, snap, changes)
+		require.ErrorIs(t, err, context.Canceled)
+	})
 }
