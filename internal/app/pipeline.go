@@ -58,14 +58,17 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 }
 
 // shiftNotifier sends shift events to the status page's timeline (the
-// follower's, while probing runs) and to the notification receivers.
+// follower's, while probing runs) and, when this node took the step, to
+// the notification receivers.
 type shiftNotifier struct{ a *App }
 
 func (n shiftNotifier) ShiftEvent(ev serving.ShiftEvent) {
 	if p := n.a.probing.Load(); p != nil && p.follower != nil {
 		p.follower.ShiftEvent(ev)
 	}
-	n.a.Notify(shiftNotification(ev))
+	if !ev.Observed { // another node's step: that node notified it
+		n.a.Notify(shiftNotification(ev))
+	}
 }
 
 // shiftNotification is the notification of one shift step: a rollback is

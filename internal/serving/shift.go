@@ -32,6 +32,10 @@ type ShiftEvent struct {
 	Percent int       `json:"percent"`
 	Reason  string    `json:"reason"`
 	Who     string    `json:"who,omitempty"` // pause and resume
+	// Observed: another node took this step (the ring's writer stepped
+	// the shift, or an operator paused it there); this node only puts it
+	// on its timeline: it is not notified, counted or logged as a step.
+	Observed bool `json:"observed,omitempty"`
 }
 
 // ShiftNotifier is where shift events go: the status page's timeline and,
@@ -55,8 +59,9 @@ type ShiftRunner struct {
 	// above all) is decided once, not once per node. nil: always.
 	Active func() bool
 
-	mu   sync.Mutex
-	seen map[string]bool // "service\x00cluster" gauges set last tick
+	mu    sync.Mutex
+	seen  map[string]bool           // "service\x00cluster" gauges set last tick
+	known map[string]shift.Progress // override id -> the progress seen last tick (or set here)
 }
 
 type shiftMetrics struct {
@@ -161,11 +166,54 @@ func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []ShiftEvent {
 		}
 	}
 	r.seen = seen
+	observed := r.observe(now, events)
 	r.mu.Unlock()
 	for _, ev := range events {
 		r.emit(ev)
 	}
+	if r.Notify != nil {
+		for _, ev := range observed {
+			p.log.Info("shift step taken by another node", "id", ev.ID, "service", ev.Service, "action", ev.Action, "from", ev.From, "percent", ev.Percent)
+			r.Notify.ShiftEvent(ev)
+		}
+	}
 	return events
+}
+
+// observe returns the steps other nodes stored since the last tick (the
+// shifts' progress this node did not change itself) and remembers the
+// progress of every shift in force. r.mu is held.
+func (r *ShiftRunner) observe(now time.Time, mine []ShiftEvent) []ShiftEvent {
+	took := map[string]bool{}
+	for _, ev := range mine {
+		took[ev.ID] = true
+	}
+	known := map[string]shift.Progress{}
+	var out []ShiftEvent
+	for _, o := range r.Pipeline.opts.Admin.Active() {
+		if o.Kind != admin.KindShift || o.Shift == nil {
+			continue
+		}
+		cur := o.Shift.Progress
+		known[o.ID] = cur
+		prev, ok := r.known[o.ID]
+		if !ok || took[o.ID] || prev.Equal(cur) {
+			continue
+		}
+		a := shift.Observed(prev, cur)
+		if a == shift.Hold {
+			continue
+		}
+		at := now
+		if !cur.Since.Equal(prev.Since) && cur.Since.Before(now) {
+			at = cur.Since // when the step was taken, by the node that took it
+		}
+		before := admin.Shift{Spec: o.Shift.Spec, Progress: prev}
+		out = append(out, ShiftEvent{At: at, ID: o.ID, Service: strings.TrimSuffix(o.Service, "."), To: o.Shift.Spec.To,
+			Action: string(a), From: before.Percent(), Percent: o.Shift.Percent(), Reason: cur.Reason, Observed: true})
+	}
+	r.known = known
+	return out
 }
 
 func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, now time.Time) (ev *ShiftEvent, changed bool) {
@@ -362,6 +410,11 @@ func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress
 			return got, err
 		}
 		p.log.Warn("shift "+action, "id", got.ID, "service", got.Service, "who", who)
+		r.mu.Lock()
+		if r.known != nil {
+			r.known[got.ID] = got.Shift.Progress // taken here: not observed again next tick
+		}
+		r.mu.Unlock()
 		p.adminChanged(true)
 		r.emit(ShiftEvent{At: now, ID: got.ID, Service: strings.TrimSuffix(got.Service, "."), To: got.Shift.Spec.To, Action: action, From: from, Percent: got.Shift.Percent(), Reason: got.Shift.Progress.Reason, Who: who})
 		return got, nil
