@@ -17,7 +17,9 @@ import (
 func TestSimulateBounds(t *testing.T) {
 	ctx := context.Background()
 	failEast := []whatif.Change{{Kind: whatif.Fail, Spec: "cluster=east"}}
-	count := func(m *Metrics, result string) float64 { return testutil.ToFloat64(m.simulations.WithLabelValues(result)) }
+	count := func(m *Metrics, result string) float64 {
+		return testutil.ToFloat64(m.simulations.WithLabelValues(result))
+	}
 
 	t.Run("the same question asked again is answered from the last report without compiling", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
