@@ -16,13 +16,25 @@ var ErrBelowMinHealthy = errors.New("min_healthy")
 type Shortfall struct {
 	Service    string `json:"service"`
 	MinHealthy int    `json:"min_healthy"`
-	Before     int    `json:"before"` // healthy, answerable endpoints now
-	After      int    `json:"after"`  // with the change
+	From       string `json:"from,omitempty"` // where min_healthy comes from (config, default, annotation and object)
+	Before     int    `json:"before"`         // healthy, answerable endpoints now
+	After      int    `json:"after"`          // with the change
 }
 
 func (s Shortfall) String() string {
-	return fmt.Sprintf("service %s would keep %d healthy endpoint(s), below min_healthy %d (now %d)",
-		strings.TrimSuffix(s.Service, "."), s.After, s.MinHealthy, s.Before)
+	from := ""
+	if s.From != "" {
+		from = ", set by " + s.From
+	}
+	return fmt.Sprintf("service %s would keep %d healthy endpoint(s), below min_healthy %d (now %d)%s",
+		strings.TrimSuffix(s.Service, "."), s.After, s.MinHealthy, s.Before, from)
+}
+
+// MinHealthy is a service's guard and where it comes from (see
+// model.Desired.MinHealthyRule).
+type MinHealthy struct {
+	N    int
+	From string
 }
 
 // GuardError is a change refused by the min_healthy rule.
@@ -51,11 +63,11 @@ func Healthy(eps []engine.EndpointStatus) int {
 }
 
 // Guard compares the services before and after a change and returns the
-// services it would leave below their min_healthy (minOf; 0 = no guard).
+// services it would leave below their min_healthy (minOf; N 0 = no guard).
 // A service the change does not make worse is never refused: one already
 // below its minimum (everything down) does not block an unrelated drain.
 // It is pure: the caller compiles before and after with the same inputs.
-func Guard(before, after []engine.ServiceStatus, minOf func(service string) int) []Shortfall {
+func Guard(before, after []engine.ServiceStatus, minOf func(service string) MinHealthy) []Shortfall {
 	was := make(map[string]int, len(before))
 	for _, s := range before {
 		was[s.Name] = Healthy(s.Endpoints)
@@ -65,10 +77,10 @@ func Guard(before, after []engine.ServiceStatus, minOf func(service string) int)
 		minimum := minOf(s.Name)
 		now := Healthy(s.Endpoints)
 		prev, ok := was[s.Name]
-		if minimum <= 0 || !ok || now >= minimum || now >= prev {
+		if minimum.N <= 0 || !ok || now >= minimum.N || now >= prev {
 			continue
 		}
-		out = append(out, Shortfall{Service: s.Name, MinHealthy: minimum, Before: prev, After: now})
+		out = append(out, Shortfall{Service: s.Name, MinHealthy: minimum.N, From: minimum.From, Before: prev, After: now})
 	}
 	return out
 }

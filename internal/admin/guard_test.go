@@ -26,12 +26,12 @@ func TestGuard(t *testing.T) {
 	svc := func(name string, eps ...engine.EndpointStatus) engine.ServiceStatus {
 		return engine.ServiceStatus{Name: name, Endpoints: eps}
 	}
-	one := func(string) int { return 1 }
-	two := func(string) int { return 2 }
+	one := func(string) MinHealthy { return MinHealthy{N: 1} }
+	two := func(string) MinHealthy { return MinHealthy{N: 2} }
 	tests := []struct {
 		name          string
 		before, after []engine.ServiceStatus
-		minOf         func(string) int
+		minOf         func(string) MinHealthy
 		want          []Shortfall
 	}{
 		{"draining one of two healthy endpoints keeps one and is allowed",
@@ -50,7 +50,7 @@ func TestGuard(t *testing.T) {
 			[]Shortfall{{Service: "app.", MinHealthy: 2, Before: 2, After: 1}}},
 		{"a min_healthy of zero turns the guard off",
 			[]engine.ServiceStatus{svc("app.", up("a"))},
-			[]engine.ServiceStatus{svc("app.", drained("a"))}, func(string) int { return 0 }, nil},
+			[]engine.ServiceStatus{svc("app.", drained("a"))}, func(string) MinHealthy { return MinHealthy{} }, nil},
 		{"a service already below its minimum does not block a change that leaves it as it is",
 			[]engine.ServiceStatus{svc("app.", down("a")), svc("web.", up("x"), up("y"))},
 			[]engine.ServiceStatus{svc("app.", down("a")), svc("web.", drained("x"), up("y"))}, one, nil},
@@ -61,8 +61,10 @@ func TestGuard(t *testing.T) {
 		{"each service is held to its own minimum",
 			[]engine.ServiceStatus{svc("app.", up("a"), up("b")), svc("web.", up("x"), up("y"))},
 			[]engine.ServiceStatus{svc("app.", up("a"), drained("b")), svc("web.", drained("x"), up("y"))},
-			func(s string) int { return map[string]int{"app.": 1, "web.": 2}[s] },
-			[]Shortfall{{Service: "web.", MinHealthy: 2, Before: 2, After: 1}}},
+			func(s string) MinHealthy {
+				return map[string]MinHealthy{"app.": {N: 1}, "web.": {N: 2, From: "services[].min_healthy in the config"}}[s]
+			},
+			[]Shortfall{{Service: "web.", MinHealthy: 2, From: "services[].min_healthy in the config", Before: 2, After: 1}}},
 		{"a service that appears only after the change is not judged",
 			nil, []engine.ServiceStatus{svc("new.", down("a"))}, one, nil},
 	}
@@ -80,6 +82,12 @@ func TestGuardErrorNamesTheRuleTheServiceAndWhatRemains(t *testing.T) {
 	assert.Contains(t, err.Error(), "service app.demo.test would keep 1 healthy endpoint(s), below min_healthy 2 (now 2)")
 	assert.Contains(t, err.Error(), "force")
 	assert.Equal(t, "min_healthy: service app.demo.test would keep 1 healthy endpoint(s), below min_healthy 2 (now 2)", err.(*GuardError).Rule())
+}
+
+func TestShortfallNamesWhereItsMinimumComesFrom(t *testing.T) {
+	s := Shortfall{Service: "web.team-a.test.", MinHealthy: 3, Before: 3, After: 2,
+		From: "annotation meridian.io/min-healthy on service team-a/web in cluster east = 1000, clamped to the service's 3 endpoint(s)"}
+	assert.Equal(t, "service web.team-a.test would keep 2 healthy endpoint(s), below min_healthy 3 (now 3), set by annotation meridian.io/min-healthy on service team-a/web in cluster east = 1000, clamped to the service's 3 endpoint(s)", s.String())
 }
 
 func TestForcedIsShownAndBounded(t *testing.T) {

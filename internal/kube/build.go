@@ -313,6 +313,10 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 				if l.anno == AnnoStrategy {
 					owner = o.Ref
 				}
+				if l.anno == AnnoMinHealthy {
+					svc.MinHealthyFrom = fmt.Sprintf("annotation %s on %s %s/%s in cluster %s",
+						AnnoMinHealthy, strings.ToLower(o.Ref.Kind), o.Ref.Namespace, o.Ref.Name, o.Ref.Cluster)
+				}
 				continue
 			}
 			if !l.equal(&winner.Settings, &o.Settings) {

@@ -193,10 +193,13 @@ func TestMinHealthyIsAServiceLevelSetting(t *testing.T) {
 		east, west string // meridian.io/min-healthy of the older and the newer object ("" = unset)
 		want       *int
 		conflict   bool
+		from       string // MinHealthyFrom: the annotation and the object that set it
 	}{
-		{"min-healthy on one object sets the service's min_healthy", "", "2", new(2), false},
-		{"the older object's value wins a disagreement, which is reported on the newer", "0", "2", new(0), true},
-		{"no annotation leaves it to decision.min_healthy", "", "", nil, false},
+		{"min-healthy on one object sets the service's min_healthy and names its namespace", "", "2", new(2), false,
+			"annotation meridian.io/min-healthy on service default/app in cluster west"},
+		{"the older object's value wins a disagreement, which is reported on the newer", "0", "2", new(0), true,
+			"annotation meridian.io/min-healthy on service default/app in cluster east"},
+		{"no annotation leaves it to decision.min_healthy", "", "", nil, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,6 +215,7 @@ func TestMinHealthyIsAServiceLevelSetting(t *testing.T) {
 			r := Build([]Object{newer, older}, base())
 			require.Len(t, r.Services, 1)
 			assert.Equal(t, tc.want, r.Services[0].MinHealthy)
+			assert.Equal(t, tc.from, r.Services[0].MinHealthyFrom)
 			if tc.conflict {
 				require.Len(t, r.Problems[newer.Ref], 1)
 				assert.Contains(t, r.Problems[newer.Ref][0], `meridian.io/min-healthy "2" differs from "0"`)

@@ -227,8 +227,13 @@ type Service struct {
 	Capacity *Capacity      `yaml:"capacity"`
 	Latency  *LatencyPolicy `yaml:"latency"` // only with strategy latency (default: tolerance 20%)
 	// MinHealthy is this service's guard for operators' drains and
-	// force-downs (default: decision.min_healthy; 0..1000, 0 = no guard).
+	// force-downs (default: decision.min_healthy; 0..1000, 0 = no guard;
+	// above the service's endpoint count it counts as that count).
 	MinHealthy *int `yaml:"min_healthy"`
+	// MinHealthyFrom says where a Kubernetes-sourced service's MinHealthy
+	// comes from (the annotation and object), for the guard's messages;
+	// "" for a service of the config file. Not read from YAML.
+	MinHealthyFrom string `yaml:"-"`
 }
 
 // Endpoint is one answer candidate of a service.

@@ -71,7 +71,10 @@ func (p *Pipeline) guard(o *admin.Override, force bool) error {
 	for i := range d.Services {
 		byName[d.Services[i].Name] = &d.Services[i]
 	}
-	short := admin.Guard(s.Snapshot.Services(), after.Services(), func(name string) int { return d.MinHealthyOf(byName[name]) })
+	short := admin.Guard(s.Snapshot.Services(), after.Services(), func(name string) admin.MinHealthy {
+		n, from := d.MinHealthyRule(byName[name])
+		return admin.MinHealthy{N: n, From: from}
+	})
 	if len(short) == 0 {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 func TestPipelineMinHealthy(t *testing.T) {
@@ -37,7 +38,7 @@ func TestPipelineMinHealthy(t *testing.T) {
 		req := admin.Request{Kind: admin.KindDrain, Cluster: "east", Reason: "rebuild", Force: true}
 		o, err := p.AddOverride(req, "alice")
 		require.NoError(t, err)
-		assert.Equal(t, "min_healthy: service app.gslb.test would keep 0 healthy endpoint(s), below min_healthy 1 (now 1)", o.Forced)
+		assert.Equal(t, "min_healthy: service app.gslb.test would keep 0 healthy endpoint(s), below min_healthy 1 (now 1), set by the default", o.Forced)
 		assert.Contains(t, p.Overrides()[1].Describe(), "[forced past min_healthy")
 		assert.Equal(t, 1.0, testutil.ToFloat64(m.guard.WithLabelValues("forced")))
 	})
@@ -56,6 +57,43 @@ func TestPipelineMinHealthy(t *testing.T) {
 		p := newPipeline(t, load(t, cfg), Options{Admin: memoryAdmin(t, "n1")})
 		_, err := p.AddOverride(drain("192.0.2.2"), "alice")
 		require.ErrorContains(t, err, "would keep 1 healthy endpoint(s), below min_healthy 2 (now 2)")
+	})
+
+	t.Run("a refusal names where the service's min_healthy comes from", func(t *testing.T) {
+		for _, c := range []struct{ cfg, from string }{
+			{baseConfig, "set by the default"},
+			{baseConfig + "decision: {min_healthy: 2}\n", "set by decision.min_healthy in the config"},
+			{strings.Replace(baseConfig, "  - name: app.gslb.test\n", "  - name: app.gslb.test\n    min_healthy: 2\n", 1), "set by services[].min_healthy in the config"},
+		} {
+			p := newPipeline(t, load(t, c.cfg), Options{Admin: memoryAdmin(t, "n1")})
+			_, err := p.AddOverride(admin.Request{Kind: admin.KindDrain, Cluster: "east", Reason: "r"}, "alice")
+			if err == nil {
+				_, err = p.AddOverride(admin.Request{Kind: admin.KindDrain, Cluster: "west", Reason: "r"}, "alice")
+			}
+			require.ErrorIs(t, err, admin.ErrBelowMinHealthy)
+			assert.Contains(t, err.Error(), "service app.gslb.test would keep")
+			assert.Contains(t, err.Error(), c.from)
+		}
+	})
+
+	t.Run("a min_healthy above the service's endpoint count counts as all of them and the refusal says it was clamped", func(t *testing.T) {
+		cfg := strings.Replace(baseConfig, "  - name: app.gslb.test\n", "  - name: app.gslb.test\n    min_healthy: 1000\n", 1)
+		p := newPipeline(t, load(t, cfg), Options{Admin: memoryAdmin(t, "n1")})
+		_, err := p.AddOverride(drain("192.0.2.2"), "alice")
+		require.ErrorIs(t, err, admin.ErrBelowMinHealthy)
+		assert.Contains(t, err.Error(), "would keep 1 healthy endpoint(s), below min_healthy 2 (now 2), set by services[].min_healthy in the config = 1000, clamped to the service's 2 endpoint(s)")
+	})
+
+	t.Run("a Kubernetes service's annotation is named with its object and namespace", func(t *testing.T) {
+		n := 1000
+		web := model.Service{Name: "web.gslb.test", MinHealthy: &n,
+			MinHealthyFrom: "annotation meridian.io/min-healthy on service team-a/web in cluster east",
+			Endpoints:      []model.Endpoint{{Address: "192.0.2.11", Cluster: "east"}, {Address: "192.0.2.12", Cluster: "west"}}}
+		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1"), Kube: &fakeKube{add: []model.Service{web}}})
+		_, err := p.AddOverride(admin.Request{Kind: admin.KindDrain, Cluster: "west", Reason: "r"}, "alice")
+		require.ErrorIs(t, err, admin.ErrBelowMinHealthy)
+		assert.Contains(t, err.Error(), "service web.gslb.test would keep 1 healthy endpoint(s), below min_healthy 2 (now 2), set by annotation meridian.io/min-healthy on service team-a/web in cluster east = 1000, clamped to the service's 2 endpoint(s)")
+		assert.NotContains(t, err.Error(), "service app.gslb.test", "app keeps its one east endpoint: min_healthy 1 holds")
 	})
 
 	t.Run("decision.min_healthy 0 turns the guard off", func(t *testing.T) {

@@ -103,28 +103,17 @@ func TestShiftRunner(t *testing.T) {
 	})
 }
 
-// longCNAMEConfig is a weighted CNAME service with one endpoint in east
-// and n long CNAME endpoints (about 240 bytes each) in west, all down.
+// longCNAMEConfig is baseConfig with app a CNAME service: one endpoint in
+// east and n long CNAME endpoints (about 240 bytes each) in west, all down.
 func longCNAMEConfig(n int) string {
 	var b strings.Builder
-	b.WriteString(`
-zones:
-  - apex: gslb.test
-    soa: {serial: 7, minimum: 20}
-    nameservers: [{name: ns1.gslb.test, ipv4: [192.0.2.53]}]
-clusters:
-  - {name: east, region: us-east}
-  - {name: west, region: us-west}
-services:
-  - name: app.gslb.test
-    endpoints:
-      - {cname: east.example.com., cluster: east}
-`)
+	b.WriteString("      - {cname: east.example.com., cluster: east}\n")
 	for i := range n {
 		fmt.Fprintf(&b, "      - {cname: ep%02d.%s.%s.%s.%s.example.com., cluster: west, state: down}\n", i,
 			strings.Repeat("a", 60), strings.Repeat("b", 60), strings.Repeat("c", 60), strings.Repeat("d", 40))
 	}
-	return b.String()
+	eps := "      - {address: 192.0.2.1, cluster: east}\n      - {address: 192.0.2.2, cluster: west}\n"
+	return strings.Replace(baseConfig, eps, b.String(), 1)
 }
 
 func TestShiftRunnerSaves(t *testing.T) {
