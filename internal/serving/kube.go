@@ -37,15 +37,20 @@ type Kube struct {
 func (k *Kube) Merge(l *Loaded) (*config.File, error) {
 	secrets := k.Secrets.Members()
 	k.Manager.Configure(l.File.Kubernetes, MemberSources(&l.File.Desired, secrets))
+	return k.merge(l, secrets, k.Manager.Objects(), k.Manager.Observe)
+}
+
+// merge is Merge on the given member Secrets and watched objects; observe
+// is handed the build result (the Manager's conflict log).
+func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object, observe func(kube.Result)) (*config.File, error) {
 	base := l.File.Desired
 	clusters, problems := WithSecretClusters(&base, secrets)
 	base.Clusters = clusters
-	objs := k.Manager.Objects()
 	res, err := kube.BuildSafe(objs, &base)
 	if err != nil {
 		return nil, err
 	}
-	k.Manager.Observe(res)
+	observe(res)
 	k.mu.Lock()
 	k.objs, k.res = objs, res
 	for name, why := range res.Dropped {
