@@ -32,6 +32,12 @@ type Options struct {
 	// Latency is the RTT table latency services are compiled with (nil:
 	// nothing measured yet: they answer by weight).
 	Latency LatencyTable
+	// Previous is the snapshot this compile follows (nil: none). The
+	// compiled form of a service whose inputs are provably the same as in
+	// Previous is shared with it instead of compiled again (see reuser);
+	// the answers are the same either way. The new snapshot does not keep
+	// Previous.
+	Previous *Snapshot
 }
 
 // NoteKey is the key of Options.Notes for an endpoint of a service, or for
@@ -62,6 +68,8 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		zones:      make(map[string]*zone, len(d.Zones)),
 		locator:    opts.Locator,
 		notes:      opts.Notes,
+		health:     opts.Health,
+		services:   make([]*service, 0, len(d.Services)),
 	}
 	if err := s.compileECSTrust(d.Geo.ECSTrusted); err != nil {
 		return nil, err
@@ -78,15 +86,19 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 	for i := range d.Clusters {
 		clusters[d.Clusters[i].Name] = &d.Clusters[i]
 	}
+	reuse := newReuser(opts.Previous, d, opts, clusters)
 	for i := range d.Services {
 		ms := &d.Services[i]
 		z := s.zoneFor(ms.Name)
 		if z == nil {
 			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
-		svc, err := compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency)
-		if err != nil {
-			return nil, fmt.Errorf("service %s: %w", ms.Name, err)
+		svc := reuse.service(i, ms)
+		if svc == nil {
+			var err error
+			if svc, err = compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency); err != nil {
+				return nil, fmt.Errorf("service %s: %w", ms.Name, err)
+			}
 		}
 		s.services = append(s.services, svc)
 		n := z.ensure(ms.Name)
@@ -98,6 +110,9 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 	}
 	for _, z := range s.zones {
 		z.addEmptyNonTerminals()
+	}
+	if reuse != nil {
+		s.shared = reuse.shared
 	}
 	return s, nil
 }
@@ -258,20 +273,12 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
 	var v4, v6, cn []cand
 	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
-	for _, e := range ms.Endpoints {
-		c := clusters[e.Cluster]
-		target := e.Address
-		if e.CNAME != "" {
-			target = e.CNAME
-		}
-		state := h.Endpoint(ms.Name, target)
-		if e.State == model.StateDown || c.State == model.StateDown || h.Cluster(c.Name) == Down {
-			state = Down
-		}
-		drained := e.Drain || c.Drain
-		cp := capacityOf(ms, target, capa)
-		svc.status = append(svc.status, EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: drained, Capacity: cp})
-		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, cp), available: state != Down && !drained, drained: drained}
+	for i := range ms.Endpoints {
+		e := &ms.Endpoints[i]
+		st := endpointStatus(ms, e, clusters, h, capa)
+		svc.status = append(svc.status, st)
+		target, drained := st.Target, st.Drained
+		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, st.Capacity), available: st.State != Down && !drained, drained: drained}
 		if e.Priority != nil {
 			x.priority = *e.Priority
 		}

@@ -40,6 +40,8 @@ type Snapshot struct {
 	// ecsTrusted holds the sources whose ECS option is used (geo.ecs_trusted);
 	// nil: every source's.
 	ecsTrusted *geo.PrefixSet
+	health     Health // what the services were compiled with (for Options.Previous)
+	shared     int    // services shared with Options.Previous
 }
 
 type zone struct {
@@ -74,6 +76,10 @@ func (s *Snapshot) Generation() uint64 { return s.generation }
 // Note returns the administrative note on an endpoint of a service (or on
 // a cluster with service ""), "" when none.
 func (s *Snapshot) Note(service, target string) string { return s.notes[NoteKey(service, target)] }
+
+// SharedServices is how many compiled services the snapshot shares with
+// the snapshot it followed (Options.Previous); the others were compiled.
+func (s *Snapshot) SharedServices() int { return s.shared }
 
 // Built is when the snapshot was compiled.
 func (s *Snapshot) Built() time.Time { return s.built }
