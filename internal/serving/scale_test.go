@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
@@ -266,4 +268,92 @@ func BenchmarkFullCompile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+const mergeConfig = `
+zones:
+  - apex: gslb.test
+    ttl: 45
+    soa: {serial: 7, minimum: 20}
+    nameservers: [{name: ns1.gslb.test, ipv4: [192.0.2.53]}]
+clusters:
+  - {name: east, region: us-east, country: US, continent: NA}
+  - {name: west, region: us-west, country: US, continent: NA, heartbeat: {interval: 2s, agent: true}}
+  - {name: eu, region: eu-west, country: DE, continent: EU}
+health: {interval: 3s}
+services:
+  - name: App.gslb.test
+    max_answers: 2
+    health_check: {kind: http, path: /healthz}
+    min_healthy: 1
+    endpoints:
+      - {address: 192.0.2.1, cluster: east, weight: 300}
+      - {address: "2001:db8::1", cluster: west}
+  - name: geo.gslb.test
+    strategy: geo
+    geo: {rules: [{continents: [EU], clusters: [eu]}], default: [east]}
+    endpoints:
+      - {address: 192.0.2.11, cluster: east}
+      - {address: 192.0.2.12, cluster: eu, drain: true}
+  - name: fo.gslb.test
+    strategy: failover
+    failover: {order: [west, east]}
+    when_all_down: nodata
+    endpoints:
+      - {address: 192.0.2.21, cluster: east, state: down}
+      - {address: 192.0.2.22, cluster: west}
+  - name: rr.gslb.test
+    strategy: roundrobin
+    sticky: subnet
+    ttl: 30
+    endpoints:
+      - {cname: a.example.org, cluster: east}
+`
+
+func TestKubeMergeIsTheWholeNormalized(t *testing.T) {
+	l := load(t, mergeConfig)
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	weight, ttl := 40, 90
+	obj := func(cluster, name, host string, s kube.Settings, targets ...string) kube.Object {
+		s.Hostnames = []string{host}
+		return kube.Object{Ref: kube.ObjectRef{Cluster: cluster, Kind: kube.KindService, Namespace: "shop", Name: name},
+			Created: created, Settings: s, Valid: true, Targets: targets}
+	}
+	objs := []kube.Object{
+		obj("east", "web", "web.gslb.test.", kube.Settings{Weight: &weight, TTL: ttl}, "192.0.2.101"),
+		obj("west", "web", "web.gslb.test.", kube.Settings{}, "192.0.2.102", "2001:db8::102"),
+		obj("east", "api", "api.gslb.test.", kube.Settings{Strategy: model.StrategyFailover, FailoverOrder: []string{"west", "east"},
+			HealthCheck: &model.Check{Kind: "tcp", Port: 8443}, Sticky: model.StickySubnet}, "192.0.2.111"),
+		obj("west", "api", "api.gslb.test.", kube.Settings{Drain: true}, "192.0.2.112"),
+		obj("eu", "geo", "g.gslb.test.", kube.Settings{Strategy: model.StrategyGeo, Geo: &kube.GeoPlaces{Continents: []string{"EU"}}}, "192.0.2.121"),
+		obj("east", "app", "app.gslb.test.", kube.Settings{}, "192.0.2.131"), // defined in the file: not taken
+	}
+	whole := func(objs []kube.Object) *model.Desired {
+		res := kube.Build(objs, &l.File.Desired)
+		d := l.File.Desired
+		d.Services = append(slices.Clone(d.Services), res.Services...)
+		nd, err := model.Normalize(&d)
+		require.NoError(t, err)
+		return nd
+	}
+	k := &Kube{Logger: discard()}
+	f, err := k.merge(l, nil, objs, func(r kube.Result) { require.Len(t, r.Dropped, 1, "%v", r.Dropped) })
+	require.NoError(t, err)
+	require.Len(t, f.Services, 4+3, "the file's services and three from Kubernetes")
+	assert.Equal(t, *whole(objs), f.Desired, "the merge is the whole desired state normalized")
+	for i := range 4 {
+		assert.Same(t, &l.File.Services[i].Endpoints[0], &f.Services[i].Endpoints[0], "the file's services are the values it loaded")
+	}
+
+	objs[4].Settings.Geo = &kube.GeoPlaces{Countries: []string{"FR"}}
+	f2, err := k.merge(l, nil, objs, func(kube.Result) {})
+	require.NoError(t, err)
+	assert.Equal(t, *whole(objs), f2.Desired, "after a change too")
+	byName := func(f *config.File, name string) *model.Service {
+		i := slices.IndexFunc(f.Services, func(s model.Service) bool { return s.Name == name })
+		require.GreaterOrEqual(t, i, 0, name)
+		return &f.Services[i]
+	}
+	assert.Same(t, &byName(f, "web.gslb.test.").Endpoints[0], &byName(f2, "web.gslb.test.").Endpoints[0], "an unchanged Kubernetes service keeps its value")
+	assert.NotSame(t, &byName(f, "g.gslb.test.").Endpoints[0], &byName(f2, "g.gslb.test.").Endpoints[0], "the changed one is new")
 }
