@@ -87,34 +87,72 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		clusters[d.Clusters[i].Name] = &d.Clusters[i]
 	}
 	reuse := newReuser(opts.Previous, d, opts, clusters)
+	zs, err := s.compileServices(d, opts, clusters, reuse)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.placeServices(d, zs, reuse.sharedNames(s, d)); err != nil {
+		return nil, err
+	}
+	if opts.Previous != nil {
+		s.incremental = true
+	}
+	if reuse != nil {
+		s.shared = reuse.shared
+	}
+	return s, nil
+}
+
+// compileServices compiles (or shares, see reuser) the services of d into
+// s.services and returns the zone of each.
+func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) ([]*zone, error) {
+	zs := make([]*zone, len(d.Services))
 	for i := range d.Services {
 		ms := &d.Services[i]
 		z := s.zoneFor(ms.Name)
 		if z == nil {
 			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
+		zs[i] = z
 		svc := reuse.service(i, ms)
 		if svc == nil {
 			var err error
 			if svc, err = compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency); err != nil {
 				return nil, fmt.Errorf("service %s: %w", ms.Name, err)
 			}
+			if opts.Previous != nil {
+				s.fresh = append(s.fresh, i)
+			}
 		}
 		s.services = append(s.services, svc)
-		n := z.ensure(ms.Name)
-		if n.svc != nil || len(n.a)+len(n.aaaa) > 0 {
-			return nil, fmt.Errorf("service %s: name is already in use", ms.Name)
+	}
+	return zs, nil
+}
+
+// placeServices puts each compiled service at its name in its zone zs[i]:
+// in name tables copied from the previous snapshot when shared (see
+// reuser.sharedNames), else in tables built here, with the empty
+// non-terminals between the names and the apexes.
+func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, shared bool) error {
+	for i := range d.Services {
+		ms := &d.Services[i]
+		if shared {
+			zs[i].replaceService(ms, s.services[i])
+			continue
 		}
-		n.svc = svc
+		n := zs[i].ensure(ms.Name)
+		if n.svc != nil || len(n.a)+len(n.aaaa) > 0 {
+			return fmt.Errorf("service %s: name is already in use", ms.Name)
+		}
+		n.svc = s.services[i]
 		n.hinfo = hinfo(ms.Name, uint32(ms.TTL))
 	}
-	for _, z := range s.zones {
-		z.addEmptyNonTerminals()
+	if !shared {
+		for _, z := range s.zones {
+			z.addEmptyNonTerminals()
+		}
 	}
-	if reuse != nil {
-		s.shared = reuse.shared
-	}
-	return s, nil
+	return nil
 }
 
 // compileECSTrust builds the set of sources whose ECS option is honoured

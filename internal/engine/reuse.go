@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 )
@@ -129,4 +131,50 @@ func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*m
 		state = Down
 	}
 	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Capacity: capacityOf(ms, target, capa)}
+}
+
+// sharedNames reports whether the zones' owner names can start from the
+// previous snapshot's (a copy of each zone's name table, in which only the
+// services compiled anew are replaced): the same zones with the same
+// apex, nameservers and TTLs, and the same service names in the same
+// order. Then it copies the tables into s's zones. Otherwise the tables
+// are built from scratch.
+func (r *reuser) sharedNames(s *Snapshot, d *model.Desired) bool {
+	if r == nil || len(d.Zones) != len(r.prev.zones) || len(d.Services) != len(r.prev.desired.Services) {
+		return false
+	}
+	for i := range d.Zones {
+		pz := r.prev.zones[d.Zones[i].Apex]
+		if pz == nil || !slices.ContainsFunc(r.prev.desired.Zones, func(z model.Zone) bool { return sameZoneNames(&z, &d.Zones[i]) }) {
+			return false
+		}
+	}
+	for i, ps := range r.prev.desired.Services {
+		if ps.Name != d.Services[i].Name {
+			return false
+		}
+	}
+	for apex, z := range s.zones {
+		z.names = maps.Clone(r.prev.zones[apex].names)
+	}
+	return true
+}
+
+// sameZoneNames reports whether two zones have the same owner names apart
+// from services: compileZone reads only these fields into the name table.
+func sameZoneNames(a, b *model.Zone) bool {
+	return a.Apex == b.Apex && a.SOA.TTL == b.SOA.TTL && a.NSTTL == b.NSTTL && reflect.DeepEqual(a.Nameservers, b.Nameservers)
+}
+
+// replaceService puts svc at its name in a name table copied from the
+// previous snapshot (see sharedNames), unless the node there has it.
+func (z *zone) replaceService(ms *model.Service, svc *service) {
+	pn := z.names[ms.Name]
+	if pn.svc == svc {
+		return
+	}
+	n := *pn
+	n.svc = svc
+	n.hinfo = hinfo(ms.Name, uint32(ms.TTL))
+	z.names[ms.Name] = &n
 }

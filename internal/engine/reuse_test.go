@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/stretchr/testify/assert"
@@ -129,6 +130,11 @@ var mutations = []mutation{
 		c := &d.Clusters[pick(r, d.Clusters)]
 		c.Drain = !c.Drain
 	}},
+	{"a zone's TTLs", func(r *rand.Rand, d *model.Desired, _ *fakeHealth) {
+		d.Zones = slices.Clone(d.Zones)
+		z := &d.Zones[pick(r, d.Zones)]
+		z.NSTTL, z.SOA.TTL = 60+r.IntN(100), 600+r.IntN(100)
+	}},
 	{"a service removed and added back last", func(r *rand.Rand, d *model.Desired, _ *fakeHealth) {
 		i := pick(r, d.Services)
 		s := d.Services[i]
@@ -159,6 +165,24 @@ func explainAll(s *Snapshot, names []string) map[string]Explanation {
 	return out
 }
 
+// lookupAll is the deterministic part of every lookup: rcode, zone,
+// service and, for the types no draw picks, the records.
+func lookupAll(s *Snapshot, names []string) map[string]string {
+	out := map[string]string{}
+	for _, name := range append(slices.Clone(names), "nothere.example.test.", "b.example.test.", "a.b.example.test.", "ns1.example.test.", "example.test.") {
+		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeANY, dns.TypeSOA, dns.TypeNS, dns.TypeTXT} {
+			var r Result
+			s.Lookup(name, qt, Client{Addr: resolver, Bits: 32}, &r)
+			v := fmt.Sprintf("%d %s %s %s %d", r.Rcode, r.Zone, r.Service, r.Strategy, len(r.Answer))
+			if qt != dns.TypeA && qt != dns.TypeAAAA {
+				v += fmt.Sprint(r.Answer, r.Ns, r.Extra)
+			}
+			out[name+" "+dns.TypeToString[qt]] = v
+		}
+	}
+	return out
+}
+
 func TestIncrementalCompileAnswersAsACompileFromScratch(t *testing.T) {
 	base := desired(t, fixture)
 	var nets []geo.Network
@@ -181,7 +205,8 @@ func TestIncrementalCompileAnswersAsACompileFromScratch(t *testing.T) {
 				}
 				return h
 			}
-			prev, err := Compile(d, Options{Health: health(), Locator: loc})
+			now := time.Now() // the SOA serial of a zone without one
+			prev, err := Compile(d, Options{Health: health(), Locator: loc, Now: now})
 			require.NoError(t, err)
 			shared := 0
 			for round := range 25 {
@@ -193,9 +218,9 @@ func TestIncrementalCompileAnswersAsACompileFromScratch(t *testing.T) {
 					did = append(did, m.name)
 				}
 				d = &next
-				incr, err := Compile(d, Options{Health: health(), Locator: loc, Previous: prev})
+				incr, err := Compile(d, Options{Health: health(), Locator: loc, Previous: prev, Now: now})
 				require.NoError(t, err)
-				full, err := Compile(d, Options{Health: health(), Locator: loc})
+				full, err := Compile(d, Options{Health: health(), Locator: loc, Now: now})
 				require.NoError(t, err)
 				names := make([]string, len(d.Services))
 				for i, s := range d.Services {
@@ -206,6 +231,7 @@ func TestIncrementalCompileAnswersAsACompileFromScratch(t *testing.T) {
 				for k := range want {
 					require.Equal(t, want[k], got[k], "round %d after %v: %s", round, did, k)
 				}
+				require.Equal(t, lookupAll(full, names), lookupAll(incr, names), "round %d after %v", round, did)
 				shared += incr.SharedServices()
 				prev = incr
 			}
@@ -232,6 +258,15 @@ func TestIncrementalCompileSharesOnlyWhatDidNotChange(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, n-1, s.SharedServices())
 		assert.Equal(t, []string{"192.0.2.22"}, addrs(lookup(s, "fo.example.test.", dns.TypeA, Client{Addr: resolver}).Answer))
+		re := s.Recompiled()
+		require.Len(t, re, 1)
+		assert.Equal(t, "fo.example.test.", re[0].Name)
+		st, ok := s.Service("fo.example.test.")
+		require.True(t, ok)
+		assert.Equal(t, re[0], st)
+		assert.Equal(t, Down, st.Endpoints[0].State)
+		_, ok = s.Service("nothere.example.test.")
+		assert.False(t, ok)
 	})
 	t.Run("one service's new endpoints recompile it only", func(t *testing.T) {
 		d2 := *d
@@ -248,5 +283,6 @@ func TestIncrementalCompileSharesOnlyWhatDidNotChange(t *testing.T) {
 		s, err := Compile(&d2, Options{Health: h, Previous: prev})
 		require.NoError(t, err)
 		assert.Zero(t, s.SharedServices())
+		assert.Equal(t, s.Services(), s.Recompiled())
 	})
 }
