@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
@@ -185,12 +184,7 @@ func lookupAll(s *Snapshot, names []string) map[string]string {
 
 func TestIncrementalCompileAnswersAsACompileFromScratch(t *testing.T) {
 	base := desired(t, fixture)
-	var nets []geo.Network
-	for _, n := range base.Geo.Networks {
-		nets = append(nets, geo.Network{Prefix: netip.MustParsePrefix(n.CIDR), Region: n.Region, Country: n.Country, Continent: n.Continent})
-	}
-	loc, err := geo.New(nets, "")
-	require.NoError(t, err)
+	loc := locator(t, base)
 
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprintf("random changes, seed %d, answer and explain as from scratch", seed), func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -149,22 +148,6 @@ func scalePipeline(tb testing.TB, st scaleState, src *objectSource, adm *admin.S
 	return p
 }
 
-// servedAddrs is every A record name is answered with over enough draws.
-func servedAddrs(p *Pipeline, name string) map[string]bool {
-	out := map[string]bool{}
-	snap := p.Store().Load()
-	for range 32 {
-		var r engine.Result
-		snap.Lookup(name, dns.TypeA, engine.Client{}, &r)
-		for _, rr := range r.Answer {
-			if a, ok := rr.(*dns.A); ok {
-				out[a.A.String()] = true
-			}
-		}
-	}
-	return out
-}
-
 // BenchmarkOneServiceChange measures the time from one service's change to
 // the new snapshot answering, on the generated state: a Kubernetes
 // annotation (meridian.io/weight 0 and back on one object, through the
@@ -197,7 +180,7 @@ func BenchmarkOneServiceChange(b *testing.B) {
 			if err := p.Remerge(); err != nil {
 				b.Fatal(err)
 			}
-			if got := servedAddrs(p, name); len(got) != len(want) || !got[east] {
+			if got := answers(b, p, name); len(got) != len(want) || !got[east] {
 				b.Fatalf("iteration %d: %s answers %v, want %v", i, name, got, want)
 			}
 		}
@@ -216,7 +199,7 @@ func BenchmarkOneServiceChange(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got := servedAddrs(p, name); got[west] {
+			if got := answers(b, p, name); got[west] {
 				b.Fatalf("iteration %d: drained %s still answered: %v", i, west, got)
 			}
 			if _, err := p.RemoveOverride(o.ID, "bench"); err != nil {
@@ -249,7 +232,7 @@ func BenchmarkOneServiceChange(b *testing.B) {
 			if err := p.SetDecision(d); err != nil {
 				b.Fatal(err)
 			}
-			if got := servedAddrs(p, name); got[east] != (i%2 == 0) {
+			if got := answers(b, p, name); got[east] != (i%2 == 0) {
 				b.Fatalf("iteration %d: %s answers %v", i, name, got)
 			}
 		}
