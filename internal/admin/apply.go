@@ -2,6 +2,7 @@ package admin
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -133,3 +134,41 @@ func (f forced) Cluster(name string) engine.State {
 	}
 	return f.inner.Cluster(name)
 }
+
+// ChangedSince implements engine.HealthDiff: what the inner health says
+// changed, plus the services whose forced-up endpoints differ from prev's.
+// A forced-up cluster that differs, or an inner health that cannot tell,
+// gives ok false.
+func (f forced) ChangedSince(prev engine.Health) (map[string]bool, bool) {
+	prevInner, prevUp := prev, map[string]bool(nil)
+	if p, ok := prev.(forced); ok {
+		prevInner, prevUp = p.inner, p.up
+	}
+	hd, ok := f.inner.(engine.HealthDiff)
+	if !ok {
+		return nil, false
+	}
+	inner, ok := hd.ChangedSince(prevInner)
+	if !ok {
+		return nil, false
+	}
+	changed := map[string]bool{}
+	for s := range inner {
+		changed[s] = true
+	}
+	for _, pair := range [2][2]map[string]bool{{f.up, prevUp}, {prevUp, f.up}} {
+		for key := range pair[0] {
+			if pair[1][key] {
+				continue
+			}
+			service, _, _ := strings.Cut(key, " ")
+			if service == "cluster" || service == "" {
+				return nil, false // a cluster's forced-up state changed (engine.NoteKey("", name))
+			}
+			changed[service] = true
+		}
+	}
+	return changed, true
+}
+
+var _ engine.HealthDiff = forced{}

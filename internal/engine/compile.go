@@ -32,6 +32,12 @@ type Options struct {
 	// Latency is the RTT table latency services are compiled with (nil:
 	// nothing measured yet: they answer by weight).
 	Latency LatencyTable
+	// Previous is the snapshot this compile follows (nil: none). The
+	// compiled form of a service whose inputs are provably the same as in
+	// Previous is shared with it instead of compiled again (see reuser);
+	// the answers are the same either way. The new snapshot does not keep
+	// Previous.
+	Previous *Snapshot
 }
 
 // NoteKey is the key of Options.Notes for an endpoint of a service, or for
@@ -62,6 +68,8 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		zones:      make(map[string]*zone, len(d.Zones)),
 		locator:    opts.Locator,
 		notes:      opts.Notes,
+		health:     opts.Health,
+		services:   make([]*service, 0, len(d.Services)),
 	}
 	if err := s.compileECSTrust(d.Geo.ECSTrusted); err != nil {
 		return nil, err
@@ -78,28 +86,73 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 	for i := range d.Clusters {
 		clusters[d.Clusters[i].Name] = &d.Clusters[i]
 	}
+	reuse := newReuser(opts.Previous, d, opts, clusters)
+	zs, err := s.compileServices(d, opts, clusters, reuse)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.placeServices(d, zs, reuse.sharedNames(s, d)); err != nil {
+		return nil, err
+	}
+	if opts.Previous != nil {
+		s.incremental = true
+	}
+	if reuse != nil {
+		s.shared = reuse.shared
+	}
+	return s, nil
+}
+
+// compileServices compiles (or shares, see reuser) the services of d into
+// s.services and returns the zone of each.
+func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) ([]*zone, error) {
+	zs := make([]*zone, len(d.Services))
 	for i := range d.Services {
 		ms := &d.Services[i]
 		z := s.zoneFor(ms.Name)
 		if z == nil {
 			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
-		svc, err := compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency)
-		if err != nil {
-			return nil, fmt.Errorf("service %s: %w", ms.Name, err)
+		zs[i] = z
+		svc := reuse.service(i, ms)
+		if svc == nil {
+			var err error
+			if svc, err = compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency); err != nil {
+				return nil, fmt.Errorf("service %s: %w", ms.Name, err)
+			}
+			if opts.Previous != nil {
+				s.fresh = append(s.fresh, i)
+			}
 		}
 		s.services = append(s.services, svc)
-		n := z.ensure(ms.Name)
-		if n.svc != nil || len(n.a)+len(n.aaaa) > 0 {
-			return nil, fmt.Errorf("service %s: name is already in use", ms.Name)
+	}
+	return zs, nil
+}
+
+// placeServices puts each compiled service at its name in its zone zs[i]:
+// in name tables copied from the previous snapshot when shared (see
+// reuser.sharedNames), else in tables built here, with the empty
+// non-terminals between the names and the apexes.
+func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, shared bool) error {
+	for i := range d.Services {
+		ms := &d.Services[i]
+		if shared {
+			zs[i].replaceService(ms, s.services[i])
+			continue
 		}
-		n.svc = svc
+		n := zs[i].ensure(ms.Name)
+		if n.svc != nil || len(n.a)+len(n.aaaa) > 0 {
+			return fmt.Errorf("service %s: name is already in use", ms.Name)
+		}
+		n.svc = s.services[i]
 		n.hinfo = hinfo(ms.Name, uint32(ms.TTL))
 	}
-	for _, z := range s.zones {
-		z.addEmptyNonTerminals()
+	if !shared {
+		for _, z := range s.zones {
+			z.addEmptyNonTerminals()
+		}
 	}
-	return s, nil
+	return nil
 }
 
 // compileECSTrust builds the set of sources whose ECS option is honoured
@@ -258,20 +311,12 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
 	var v4, v6, cn []cand
 	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
-	for _, e := range ms.Endpoints {
-		c := clusters[e.Cluster]
-		target := e.Address
-		if e.CNAME != "" {
-			target = e.CNAME
-		}
-		state := h.Endpoint(ms.Name, target)
-		if e.State == model.StateDown || c.State == model.StateDown || h.Cluster(c.Name) == Down {
-			state = Down
-		}
-		drained := e.Drain || c.Drain
-		cp := capacityOf(ms, target, capa)
-		svc.status = append(svc.status, EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: drained, Capacity: cp})
-		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, cp), available: state != Down && !drained, drained: drained}
+	for i := range ms.Endpoints {
+		e := &ms.Endpoints[i]
+		st := endpointStatus(ms, e, clusters, h, capa)
+		svc.status = append(svc.status, st)
+		target, drained := st.Target, st.Drained
+		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, st.Capacity), available: st.State != Down && !drained, drained: drained}
 		if e.Priority != nil {
 			x.priority = *e.Priority
 		}

@@ -118,16 +118,22 @@ func desired(t testing.TB, yaml string) *model.Desired {
 	return &f.Desired
 }
 
-func compile(t testing.TB, h Health) *Snapshot {
+// locator locates clients by d's geo.networks.
+func locator(t testing.TB, d *model.Desired) *geo.Locator {
 	t.Helper()
-	d := desired(t, fixture)
 	var nets []geo.Network
 	for _, n := range d.Geo.Networks {
 		nets = append(nets, geo.Network{Prefix: netip.MustParsePrefix(n.CIDR), Region: n.Region, Country: n.Country, Continent: n.Continent})
 	}
 	loc, err := geo.New(nets, "")
 	require.NoError(t, err)
-	s, err := Compile(d, Options{Health: h, Locator: loc})
+	return loc
+}
+
+func compile(t testing.TB, h Health) *Snapshot {
+	t.Helper()
+	d := desired(t, fixture)
+	s, err := Compile(d, Options{Health: h, Locator: locator(t, d)})
 	require.NoError(t, err)
 	return s
 }

@@ -40,6 +40,12 @@ type Snapshot struct {
 	// ecsTrusted holds the sources whose ECS option is used (geo.ecs_trusted);
 	// nil: every source's.
 	ecsTrusted *geo.PrefixSet
+	health     Health // what the services were compiled with (for Options.Previous)
+	shared     int    // services shared with Options.Previous
+	// incremental: compiled after Options.Previous; fresh are the indexes
+	// of the services compiled (not shared) then.
+	incremental bool
+	fresh       []int
 }
 
 type zone struct {
@@ -75,6 +81,10 @@ func (s *Snapshot) Generation() uint64 { return s.generation }
 // a cluster with service ""), "" when none.
 func (s *Snapshot) Note(service, target string) string { return s.notes[NoteKey(service, target)] }
 
+// SharedServices is how many compiled services the snapshot shares with
+// the snapshot it followed (Options.Previous); the others were compiled.
+func (s *Snapshot) SharedServices() int { return s.shared }
+
 // Built is when the snapshot was compiled.
 func (s *Snapshot) Built() time.Time { return s.built }
 
@@ -102,7 +112,40 @@ type ServiceStatus struct {
 func (s *Snapshot) Services() []ServiceStatus {
 	out := make([]ServiceStatus, len(s.services))
 	for i, svc := range s.services {
-		out[i] = ServiceStatus{Name: svc.name, Strategy: svc.strategy, Endpoints: svc.status}
+		out[i] = svc.statusOf()
 	}
 	return out
+}
+
+// Recompiled returns the state of the services the snapshot compiled
+// rather than shared with the snapshot it followed (Options.Previous), in
+// config order: every service when it followed none. A service not in it
+// has the same state in both snapshots.
+func (s *Snapshot) Recompiled() []ServiceStatus {
+	if !s.incremental {
+		return s.Services()
+	}
+	out := make([]ServiceStatus, len(s.fresh))
+	for i, k := range s.fresh {
+		out[i] = s.services[k].statusOf()
+	}
+	return out
+}
+
+// Service returns the state of the service with the canonical name, ok
+// false when the snapshot has none.
+func (s *Snapshot) Service(name string) (st ServiceStatus, ok bool) {
+	z := s.zoneFor(name)
+	if z == nil {
+		return st, false
+	}
+	n := z.names[name]
+	if n == nil || n.svc == nil {
+		return st, false
+	}
+	return n.svc.statusOf(), true
+}
+
+func (svc *service) statusOf() ServiceStatus {
+	return ServiceStatus{Name: svc.name, Strategy: svc.strategy, Endpoints: svc.status}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
@@ -66,12 +67,24 @@ func (p *Pipeline) guard(o *admin.Override, force bool) error {
 	if err != nil {
 		return err
 	}
-	d := &s.Effective.Desired
-	byName := map[string]*model.Service{}
-	for i := range d.Services {
-		byName[d.Services[i].Name] = &d.Services[i]
+	// after follows the current snapshot: the services it shares have the
+	// same state in both, so only those it compiled can fall short.
+	changed := after.Recompiled()
+	before := make([]engine.ServiceStatus, 0, len(changed))
+	byName := make(map[string]*model.Service, len(changed))
+	for _, st := range changed {
+		if b, ok := s.Snapshot.Service(st.Name); ok {
+			before = append(before, b)
+		}
+		byName[st.Name] = nil
 	}
-	short := admin.Guard(s.Snapshot.Services(), after.Services(), func(name string) admin.MinHealthy {
+	d := &s.Effective.Desired
+	for i := range d.Services {
+		if _, ok := byName[d.Services[i].Name]; ok {
+			byName[d.Services[i].Name] = &d.Services[i]
+		}
+	}
+	short := admin.Guard(before, changed, func(name string) admin.MinHealthy {
 		n, from := d.MinHealthyRule(byName[name])
 		return admin.MinHealthy{N: n, From: from}
 	})

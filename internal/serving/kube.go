@@ -3,6 +3,7 @@ package serving
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ type Kube struct {
 	objs    []kube.Object
 	res     kube.Result
 	dropped map[string]string // last logged dropped reasons, so each is logged once
+	// normalized is what the last merge normalized (see mergeServices).
+	normalized normalizedKube
 }
 
 // Merge adds the Kubernetes-sourced services to l's desired state. A
@@ -37,15 +40,20 @@ type Kube struct {
 func (k *Kube) Merge(l *Loaded) (*config.File, error) {
 	secrets := k.Secrets.Members()
 	k.Manager.Configure(l.File.Kubernetes, MemberSources(&l.File.Desired, secrets))
+	return k.merge(l, secrets, k.Manager.Objects(), k.Manager.Observe)
+}
+
+// merge is Merge on the given member Secrets and watched objects; observe
+// is handed the build result (the Manager's conflict log).
+func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object, observe func(kube.Result)) (*config.File, error) {
 	base := l.File.Desired
 	clusters, problems := WithSecretClusters(&base, secrets)
 	base.Clusters = clusters
-	objs := k.Manager.Objects()
 	res, err := kube.BuildSafe(objs, &base)
 	if err != nil {
 		return nil, err
 	}
-	k.Manager.Observe(res)
+	observe(res)
 	k.mu.Lock()
 	k.objs, k.res = objs, res
 	for name, why := range res.Dropped {
@@ -64,6 +72,11 @@ func (k *Kube) Merge(l *Loaded) (*config.File, error) {
 	if len(res.Services) == 0 && len(clusters) == len(l.File.Clusters) && len(secrets) == 0 {
 		return l.File, nil
 	}
+	if len(secrets) == 0 {
+		if f, ok := k.mergeServices(l, res.Services); ok {
+			return f, nil
+		}
+	}
 	d := base
 	d.Services = append(slices.Clone(d.Services), res.Services...)
 	nd, err := model.Normalize(&d)
@@ -73,6 +86,60 @@ func (k *Kube) Merge(l *Loaded) (*config.File, error) {
 	f := *l.File
 	f.Desired = *nd
 	return &f, nil
+}
+
+// mergeServices adds the Kubernetes services svcs to the file's desired
+// state without normalizing the file's services again, so that they stay
+// the values the file loaded (and the engine shares their compiled form
+// with the previous snapshot). It gives the same desired state as
+// model.Normalize of the whole, because:
+//   - l.File is loaded by Load: normalized and validated, and Normalize of
+//     a normalized service is that service (TestKubeMergeIsTheWholeNormalized);
+//   - the clusters are the file's (no member Secret adds one), so the zones,
+//     clusters and the other settings every service is validated against
+//     are those the file's services were validated against at load;
+//   - model.Validate checks each service against those settings alone,
+//     except that owner names are unique, and kube.Build never gives a
+//     name the file defines (and gives each name once).
+//
+// The Kubernetes services are validated and normalized with the file's
+// settings; one that did not change since the last merge keeps the value
+// that merge gave (the same input gives the same value). ok is false when
+// they do not validate: the caller then normalizes the whole, for the
+// error with the merged paths.
+func (k *Kube) mergeServices(l *Loaded, svcs []model.Service) (*config.File, bool) {
+	kd := l.File.Desired
+	kd.Services = svcs
+	nk, err := model.Normalize(&kd)
+	if err != nil {
+		return nil, false
+	}
+	k.mu.Lock()
+	prev := k.normalized
+	if prev.file != l.File {
+		prev = normalizedKube{}
+	}
+	next := normalizedKube{file: l.File, raw: make(map[string]model.Service, len(svcs)), norm: make(map[string]model.Service, len(svcs))}
+	for i := range nk.Services {
+		name := svcs[i].Name
+		if raw, ok := prev.raw[name]; ok && reflect.DeepEqual(raw, svcs[i]) {
+			nk.Services[i] = prev.norm[name]
+		}
+		next.raw[name], next.norm[name] = svcs[i], nk.Services[i]
+	}
+	k.normalized = next
+	k.mu.Unlock()
+	f := *l.File
+	f.Desired = *nk
+	f.Desired.Services = append(slices.Clip(l.File.Services), nk.Services...)
+	return &f, true
+}
+
+// normalizedKube is what the last merge normalized, for l.File: the
+// Kubernetes services as built and as normalized, by name.
+type normalizedKube struct {
+	file      *config.File
+	raw, norm map[string]model.Service
 }
 
 // Last is the objects and build result of the last merge.

@@ -327,7 +327,7 @@ func (p *Pipeline) publishLocked(next *State) error {
 	for _, k := range admin.Kinds {
 		p.m.overrides.WithLabelValues(k).Set(float64(counts[k]))
 	}
-	p.log.Debug("snapshot published", "generation", snap.Generation())
+	p.log.Debug("snapshot published", "generation", snap.Generation(), "services", len(next.Served.Services), "shared", snap.SharedServices())
 	return nil
 }
 
@@ -357,6 +357,7 @@ func (p *Pipeline) WhatIf(extra []admin.Override) (*engine.Snapshot, error) {
 
 func (p *Pipeline) whatIf(s *State, extra []admin.Override) (*engine.Snapshot, error) {
 	ap, opts := s.inputs(append(p.activeOverrides(), extra...))
+	opts.Previous = s.Snapshot // shares the services the extra overrides leave as they are
 	snap, err := engine.Compile(ap.Desired, opts)
 	if err != nil {
 		return nil, fmt.Errorf("what-if compile: %w", err)
@@ -372,6 +373,10 @@ func (p *Pipeline) compile(d *model.Desired, opts engine.Options) (*engine.Snaps
 		return nil, fmt.Errorf("dnssec: %w", err)
 	}
 	opts.Signers = signers
+	// Only the pipeline publishes to its store, under its lock: the
+	// current snapshot is the one this compile follows. The services whose
+	// inputs did not change are shared with it, not compiled again.
+	opts.Previous = p.store.Load()
 	return p.xfr.publish(&p.store, d, opts, p.log)
 }
 

@@ -49,7 +49,7 @@ func load(t *testing.T, text string) *Loaded {
 
 // answers returns the A records the snapshot gives for name, sorted by
 // draw: enough draws that every address in the answer set shows up.
-func answers(t *testing.T, p *Pipeline, name string) map[string]bool {
+func answers(t testing.TB, p *Pipeline, name string) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	snap := p.Store().Load()

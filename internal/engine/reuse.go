@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// HealthDiff is implemented by a Health that can tell, against the Health
+// an earlier snapshot was compiled with, which services' endpoint states
+// may differ (see Options.Previous). ok is false when it cannot tell (then
+// a compile asks for the state of every endpoint of every service it would
+// share). A service not in services gives the same Endpoint result for
+// every target under both, and Cluster gives the same result for every
+// cluster.
+type HealthDiff interface {
+	Health
+	ChangedSince(prev Health) (services map[string]bool, ok bool)
+}
+
+// ChangedSince implements HealthDiff: NoHealth after NoHealth changes nothing.
+func (NoHealth) ChangedSince(prev Health) (map[string]bool, bool) {
+	_, ok := prev.(NoHealth)
+	return nil, ok
+}
+
+var _ HealthDiff = NoHealth{}
+
+// reuser finds, for a compile that follows a previous snapshot, the
+// compiled services it can share with it. A compiled service is a pure
+// function of its model.Service, the clusters, and the health and capacity
+// of its endpoints; it is shared only when all of these are the same:
+//   - the model.Service is the same value (sameService: the same scalars
+//     and the same slices and pointers; a desired state is never modified
+//     once compiled, see Snapshot.Desired);
+//   - the clusters are equal (otherwise nothing is shared);
+//   - every endpoint's state, drain and capacity are what the previous
+//     compile saw (asked of the Health, or known unchanged from HealthDiff);
+//   - it is not a latency service (its RTT table changes on its own).
+type reuser struct {
+	prev        *Snapshot
+	h           Health
+	capa        Capacity
+	clusters    map[string]*model.Cluster
+	byName      map[string]int  // the previous services by name, when positions differ
+	changed     map[string]bool // services whose health may differ (with healthKnown)
+	healthKnown bool
+	shared      int
+}
+
+// newReuser returns nil when nothing of prev can be shared.
+func newReuser(prev *Snapshot, d *model.Desired, opts Options, clusters map[string]*model.Cluster) *reuser {
+	if prev == nil || prev.desired == nil || !reflect.DeepEqual(prev.desired.Clusters, d.Clusters) {
+		return nil
+	}
+	r := &reuser{prev: prev, h: opts.Health, capa: opts.Capacity, clusters: clusters}
+	if hd, ok := opts.Health.(HealthDiff); ok && prev.health != nil {
+		r.changed, r.healthKnown = hd.ChangedSince(prev.health)
+	}
+	return r
+}
+
+// service returns the previous compiled form of ms (the i-th service of
+// the compile), or nil when it must be compiled.
+func (r *reuser) service(i int, ms *model.Service) *service {
+	if r == nil || ms.Strategy == model.StrategyLatency {
+		return nil
+	}
+	pd := r.prev.desired.Services
+	j := i
+	if j >= len(pd) || pd[j].Name != ms.Name {
+		if r.byName == nil {
+			r.byName = make(map[string]int, len(pd))
+			for k := range pd {
+				r.byName[pd[k].Name] = k
+			}
+		}
+		var ok bool
+		if j, ok = r.byName[ms.Name]; !ok {
+			return nil
+		}
+	}
+	if !sameService(ms, &pd[j]) {
+		return nil
+	}
+	svc := r.prev.services[j]
+	if !r.healthKnown || r.changed[ms.Name] || ms.Capacity != nil {
+		for k := range ms.Endpoints {
+			if !sameStatus(endpointStatus(ms, &ms.Endpoints[k], r.clusters, r.h, r.capa), svc.status[k]) {
+				return nil
+			}
+		}
+	}
+	r.shared++
+	return svc
+}
+
+// sameService reports whether a and b are the same service value: equal
+// scalars, and the same slices and pointers (not equal copies: a copy is
+// compiled again). TestSameServiceSeesEveryField keeps it complete.
+func sameService(a, b *model.Service) bool {
+	return a.Name == b.Name && a.Strategy == b.Strategy && a.TTL == b.TTL && a.MaxAnswers == b.MaxAnswers &&
+		a.WhenAllDown == b.WhenAllDown && a.FailOpenTTL == b.FailOpenTTL && a.Sticky == b.Sticky &&
+		sameSlice(a.Endpoints, b.Endpoints) && a.HealthCheck == b.HealthCheck && a.Failover == b.Failover &&
+		a.Geo == b.Geo && a.Capacity == b.Capacity && a.Latency == b.Latency && a.MinHealthy == b.MinHealthy &&
+		a.MinHealthyFrom == b.MinHealthyFrom
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func sameStatus(a, b EndpointStatus) bool {
+	if (a.Capacity == nil) != (b.Capacity == nil) || (a.Capacity != nil && *a.Capacity != *b.Capacity) {
+		return false
+	}
+	a.Capacity, b.Capacity = nil, nil
+	return a == b
+}
+
+// endpointStatus is the effective state of endpoint e of service ms.
+func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*model.Cluster, h Health, capa Capacity) EndpointStatus {
+	c := clusters[e.Cluster]
+	target := e.Address
+	if e.CNAME != "" {
+		target = e.CNAME
+	}
+	state := h.Endpoint(ms.Name, target)
+	if e.State == model.StateDown || c.State == model.StateDown || h.Cluster(c.Name) == Down {
+		state = Down
+	}
+	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Capacity: capacityOf(ms, target, capa)}
+}
+
+// sharedNames reports whether the zones' owner names can start from the
+// previous snapshot's (a copy of each zone's name table, in which only the
+// services compiled anew are replaced): the same zones with the same
+// apex, nameservers and TTLs, and the same service names in the same
+// order. Then it copies the tables into s's zones. Otherwise the tables
+// are built from scratch.
+func (r *reuser) sharedNames(s *Snapshot, d *model.Desired) bool {
+	if r == nil || len(d.Zones) != len(r.prev.zones) || len(d.Services) != len(r.prev.desired.Services) {
+		return false
+	}
+	for i := range d.Zones {
+		pz := r.prev.zones[d.Zones[i].Apex]
+		if pz == nil || !slices.ContainsFunc(r.prev.desired.Zones, func(z model.Zone) bool { return sameZoneNames(&z, &d.Zones[i]) }) {
+			return false
+		}
+	}
+	for i, ps := range r.prev.desired.Services {
+		if ps.Name != d.Services[i].Name {
+			return false
+		}
+	}
+	for apex, z := range s.zones {
+		z.names = maps.Clone(r.prev.zones[apex].names)
+	}
+	return true
+}
+
+// sameZoneNames reports whether two zones have the same owner names apart
+// from services: compileZone reads only these fields into the name table.
+func sameZoneNames(a, b *model.Zone) bool {
+	return a.Apex == b.Apex && a.SOA.TTL == b.SOA.TTL && a.NSTTL == b.NSTTL && reflect.DeepEqual(a.Nameservers, b.Nameservers)
+}
+
+// replaceService puts svc at its name in a name table copied from the
+// previous snapshot (see sharedNames), unless the node there has it.
+func (z *zone) replaceService(ms *model.Service, svc *service) {
+	pn := z.names[ms.Name]
+	if pn.svc == svc {
+		return
+	}
+	n := *pn
+	n.svc = svc
+	n.hinfo = hinfo(ms.Name, uint32(ms.TTL))
+	z.names[ms.Name] = &n
+}
