@@ -548,16 +548,22 @@ wait_ready() { # $1 = server
 
 declare -A SPLIT=()
 
-sanity() { # $1 = server
-	local s=$1 p out a q="" i n1 n2 total g
-	p=$(port_of "$s")
-	g=$(g_addr_of "$s")
-	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$W_NAME" A 2>&1) || true
-	[[ -n $out ]] || die "sanity: $(label_of "$s") gave no answer for $W_NAME A on port $p"
+# The answer of server $1 on port $2 for $3 A must be one or both of W_ADDRS.
+check_w_answer() { # $1 = server, $2 = port, $3 = name
+	local out a
+	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$2" "$3" A 2>&1) || true
+	[[ -n $out ]] || die "sanity: $(label_of "$1") gave no answer for $3 A on port $2"
 	while read -r a; do
 		[[ " $W_ADDRS " == *" $a "* ]] ||
-			die "sanity: $(label_of "$s") answered '$a' for $W_NAME A on port $p (expected one of $W_ADDRS)"
+			die "sanity: $(label_of "$1") answered '$a' for $3 A on port $2 (expected one of $W_ADDRS)"
 	done <<<"$out"
+}
+
+sanity() { # $1 = server
+	local s=$1 p out q="" i n1 n2 total g
+	p=$(port_of "$s")
+	g=$(g_addr_of "$s")
+	check_w_answer "$s" "$p" "$W_NAME"
 	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$G_NAME" A 2>&1) || true
 	[[ $out == "$g" ]] ||
 		die "sanity: $(label_of "$s") answered '${out//$'\n'/ }' for $G_NAME A on port $p (expected $g)"
@@ -579,12 +585,7 @@ sanity() { # $1 = server
 	if [[ $BENCH_QUERIES == names ]]; then
 		# The first, a middle and the last of the generated names.
 		for i in 0 $((BENCH_NAMES / 2)) $((BENCH_NAMES - 1)); do
-			out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$N_PREFIX$i.$ZONE" A 2>&1) || true
-			[[ -n $out ]] || die "sanity: $(label_of "$s") gave no answer for $N_PREFIX$i.$ZONE A on port $p"
-			while read -r a; do
-				[[ " $W_ADDRS " == *" $a "* ]] ||
-					die "sanity: $(label_of "$s") answered '$a' for $N_PREFIX$i.$ZONE A on port $p (expected one of $W_ADDRS)"
-			done <<<"$out"
+			check_w_answer "$s" "$p" "$N_PREFIX$i.$ZONE"
 		done
 	fi
 	log "sanity ok: $(label_of "$s") on port $p; w split: ${SPLIT[$s]}"
