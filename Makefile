@@ -76,6 +76,10 @@ bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs C
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine/ ./internal/geo/
 	bench/run.sh
 
+.PHONY: bench-names
+bench-names: build ## dnsperf over 10 000 distinct weighted names: Meridian vs Knot, pinned, 3 interleaved rounds (bench/run.sh BENCH_QUERIES=names)
+	MERIDIAN_BIN=$(CURDIR)/$(BIN) BENCH_QUERIES=names BENCH_ROUNDS=$${BENCH_ROUNDS:-3} bench/run.sh
+
 .PHONY: bench-ring
 bench-ring: build ## 5 probers × 1000 endpoints on loopback: CPU, memory, gossip bytes/s (bench/ring)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/ring

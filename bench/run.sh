@@ -16,9 +16,14 @@
 #   BENCH_WARMUP=2          unmeasured dnsperf run before each measurement
 #   BENCH_ROUNDS=1          measure every server this many times, interleaved;
 #                           the table shows each server's median-QPS round
-#   BENCH_QUERIES=mix       mix: 80% w (weighted) + 20% g (geo); weighted: w only
+#   BENCH_QUERIES=mix       mix: 80% w (weighted) + 20% g (geo); weighted: w only;
+#                           names: BENCH_NAMES distinct weighted names n0..nN-1
+#                           (Meridian: generated services; Knot: the same names
+#                           as static records), queried in a shuffled order
+#   BENCH_NAMES=10000       distinct names of BENCH_QUERIES=names (1..100000)
 #   BENCH_SERVERS="meridian meridian-signed knot pdns coredns-meridian coredns-fixed"
-#                           which servers to run, in this order
+#                           which servers to run, in this order (names: "meridian knot",
+#                           the only two it runs)
 #   BENCH_CLIENTS=8  BENCH_OUTSTANDING=100  BENCH_TIMEOUT=5   dnsperf -c / -q / -t
 #   BENCH_CLIENT_CPU=0  BENCH_SERVER_CPU=1   taskset CPU lists
 #   MERIDIAN_BIN=./bin/meridian   (built from ./cmd/meridian when left unset)
@@ -45,8 +50,14 @@ BENCH_SECONDS=${BENCH_SECONDS:-10}
 BENCH_WARMUP=${BENCH_WARMUP:-2}
 BENCH_ROUNDS=${BENCH_ROUNDS:-1}
 BENCH_QUERIES=${BENCH_QUERIES:-mix}
+BENCH_NAMES=${BENCH_NAMES:-10000}
 ALL_SERVERS="meridian meridian-signed knot pdns coredns-meridian coredns-fixed"
-BENCH_SERVERS=${BENCH_SERVERS:-$ALL_SERVERS}
+NAMES_SERVERS="meridian knot"
+if [[ $BENCH_QUERIES == names ]]; then
+	BENCH_SERVERS=${BENCH_SERVERS:-$NAMES_SERVERS}
+else
+	BENCH_SERVERS=${BENCH_SERVERS:-$ALL_SERVERS}
+fi
 BENCH_CLIENTS=${BENCH_CLIENTS:-8}
 BENCH_OUTSTANDING=${BENCH_OUTSTANDING:-100}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-5}
@@ -72,14 +83,21 @@ log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 1; }
 
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-for v in BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_CLIENTS BENCH_OUTSTANDING BENCH_TIMEOUT BENCH_IDLE_WAIT BENCH_NOISE_MAX KNOT_PORT PDNS_PORT COREDNS_MERIDIAN_PORT COREDNS_FIXED_PORT MERIDIAN_SIGNED_PORT; do
+for v in BENCH_NAMES BENCH_SECONDS BENCH_WARMUP BENCH_ROUNDS BENCH_CLIENTS BENCH_OUTSTANDING BENCH_TIMEOUT BENCH_IDLE_WAIT BENCH_NOISE_MAX KNOT_PORT PDNS_PORT COREDNS_MERIDIAN_PORT COREDNS_FIXED_PORT MERIDIAN_SIGNED_PORT; do
 	is_uint "${!v}" || die "$v must be a non-negative integer (got '${!v}')"
 done
 ((BENCH_SECONDS >= 1)) || die "BENCH_SECONDS must be at least 1"
 ((BENCH_ROUNDS >= 1)) || die "BENCH_ROUNDS must be at least 1"
 case $BENCH_QUERIES in
 mix | weighted) ;;
-*) die "BENCH_QUERIES must be 'mix' (80% w / 20% g) or 'weighted' (w only), got '$BENCH_QUERIES'" ;;
+names)
+	((BENCH_NAMES >= 1 && BENCH_NAMES <= 100000)) || die "BENCH_NAMES must be in 1..100000 (got '$BENCH_NAMES')"
+	for s in $BENCH_SERVERS; do
+		[[ " $NAMES_SERVERS " == *" $s "* ]] ||
+			die "BENCH_QUERIES=names runs only $NAMES_SERVERS (got '$s' in BENCH_SERVERS)"
+	done
+	;;
+*) die "BENCH_QUERIES must be 'mix' (80% w / 20% g), 'weighted' (w only) or 'names' (BENCH_NAMES distinct names), got '$BENCH_QUERIES'" ;;
 esac
 [[ $BENCH_PROFILE == [01] ]] || die "BENCH_PROFILE must be 0 or 1 (got '$BENCH_PROFILE')"
 [[ $BENCH_OVERHEAD_MIN =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "BENCH_OVERHEAD_MIN must be a number (got '$BENCH_OVERHEAD_MIN')"
@@ -332,6 +350,30 @@ if [[ " $BENCH_SERVERS " == *" meridian-signed "* ]]; then
 		die "'$MERIDIAN_BIN check-config $MERIDIAN_SIGNED_CONFIG' failed"
 fi
 
+# ------------------------------------------------------- many names ----
+
+# BENCH_QUERIES=names: BENCH_NAMES weighted services n0..nN-1 added to
+# bench/meridian.yaml (whose services list is its last section), the same
+# names as static records in Knot's zone (both addresses, as for w), and a
+# query file over all of them in a shuffled order (fixed seed).
+N_PREFIX=n
+if [[ $BENCH_QUERIES == names && " $BENCH_SERVERS " == *" meridian "* ]]; then
+	NAMES_CONFIG=$TMP/meridian-names.yaml
+	[[ $(tail -c1 "$MERIDIAN_CONFIG" | wc -l) == 1 ]] || die "$MERIDIAN_CONFIG must end with a newline"
+	[[ $(grep -c '^services:' "$MERIDIAN_CONFIG") == 1 && -z $(sed -n '/^services:/,$p' "$MERIDIAN_CONFIG" | sed 1d | grep -E '^[^ #]') ]] ||
+		die "$MERIDIAN_CONFIG must end with its services: list (BENCH_QUERIES=names appends to it)"
+	{
+		cat "$MERIDIAN_CONFIG"
+		awk -v n="$BENCH_NAMES" -v p="$N_PREFIX" -v z="$ZONE" 'BEGIN {
+			for (i = 0; i < n; i++)
+				printf "  - {name: %s%d.%s, strategy: weighted, ttl: 30, endpoints: [{address: 192.0.2.1, cluster: local, weight: 700}, {address: 192.0.2.2, cluster: far, weight: 300}]}\n", p, i, z
+		}'
+	} >"$NAMES_CONFIG"
+	log "checking the $BENCH_NAMES-name config"
+	"$MERIDIAN_BIN" check-config "$NAMES_CONFIG" >&2 || die "'$MERIDIAN_BIN check-config $NAMES_CONFIG' failed"
+	MERIDIAN_CONFIG=$NAMES_CONFIG
+fi
+
 # ----------------------------------------------------- zone and queries ----
 
 # The static zone Knot serves; PowerDNS serves the same with w as a LUA record.
@@ -351,15 +393,30 @@ EOF
 			echo "w         IN A   192.0.2.1"
 			echo "w         IN A   192.0.2.2"
 		fi
+		if [[ $BENCH_QUERIES == names ]]; then
+			awk -v n="$BENCH_NAMES" -v p="$N_PREFIX" 'BEGIN {
+				for (i = 0; i < n; i++) printf "%s%d IN A 192.0.2.1\n%s%d IN A 192.0.2.2\n", p, i, p, i
+			}'
+		fi
 	} >"$1"
 }
 
 QUERIES=$TMP/queries.txt
-# 1000 lines; dnsperf loops over the file. In the mix every fifth query is g.
-awk -v mode="$BENCH_QUERIES" -v w="$W_NAME" -v g="$G_NAME" 'BEGIN {
-	for (i = 1; i <= 1000; i++)
-		print ((mode == "mix" && i % 5 == 0) ? g : w) " A"
-}' >"$QUERIES"
+if [[ $BENCH_QUERIES == names ]]; then
+	# Every name once, shuffled (Fisher-Yates, fixed seed); dnsperf loops.
+	awk -v n="$BENCH_NAMES" -v p="$N_PREFIX" -v z="$ZONE" 'BEGIN {
+		srand(1)
+		for (i = 0; i < n; i++) a[i] = i
+		for (i = n - 1; i > 0; i--) { j = int(rand() * (i + 1)); t = a[i]; a[i] = a[j]; a[j] = t }
+		for (i = 0; i < n; i++) printf "%s%d.%s A\n", p, a[i], z
+	}' >"$QUERIES"
+else
+	# 1000 lines; dnsperf loops over the file. In the mix every fifth query is g.
+	awk -v mode="$BENCH_QUERIES" -v w="$W_NAME" -v g="$G_NAME" 'BEGIN {
+		for (i = 1; i <= 1000; i++)
+			print ((mode == "mix" && i % 5 == 0) ? g : w) " A"
+	}' >"$QUERIES"
+fi
 
 # ------------------------------------------------------ server starters ----
 
@@ -491,16 +548,22 @@ wait_ready() { # $1 = server
 
 declare -A SPLIT=()
 
-sanity() { # $1 = server
-	local s=$1 p out a q="" i n1 n2 total g
-	p=$(port_of "$s")
-	g=$(g_addr_of "$s")
-	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$W_NAME" A 2>&1) || true
-	[[ -n $out ]] || die "sanity: $(label_of "$s") gave no answer for $W_NAME A on port $p"
+# The answer of server $1 on port $2 for $3 A must be one or both of W_ADDRS.
+check_w_answer() { # $1 = server, $2 = port, $3 = name
+	local out a
+	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$2" "$3" A 2>&1) || true
+	[[ -n $out ]] || die "sanity: $(label_of "$1") gave no answer for $3 A on port $2"
 	while read -r a; do
 		[[ " $W_ADDRS " == *" $a "* ]] ||
-			die "sanity: $(label_of "$s") answered '$a' for $W_NAME A on port $p (expected one of $W_ADDRS)"
+			die "sanity: $(label_of "$1") answered '$a' for $3 A on port $2 (expected one of $W_ADDRS)"
 	done <<<"$out"
+}
+
+sanity() { # $1 = server
+	local s=$1 p out q="" i n1 n2 total g
+	p=$(port_of "$s")
+	g=$(g_addr_of "$s")
+	check_w_answer "$s" "$p" "$W_NAME"
 	out=$(dig +short +time=2 +tries=2 @127.0.0.1 -p "$p" "$G_NAME" A 2>&1) || true
 	[[ $out == "$g" ]] ||
 		die "sanity: $(label_of "$s") answered '${out//$'\n'/ }' for $G_NAME A on port $p (expected $g)"
@@ -519,6 +582,12 @@ sanity() { # $1 = server
 		SPLIT[$s]="no answers"
 	fi
 	[[ $s != coredns-fixed ]] || SPLIT[$s]+=" (fixed answer, no selection)"
+	if [[ $BENCH_QUERIES == names ]]; then
+		# The first, a middle and the last of the generated names.
+		for i in 0 $((BENCH_NAMES / 2)) $((BENCH_NAMES - 1)); do
+			check_w_answer "$s" "$p" "$N_PREFIX$i.$ZONE"
+		done
+	fi
 	log "sanity ok: $(label_of "$s") on port $p; w split: ${SPLIT[$s]}"
 	if [[ $s == meridian-signed ]]; then
 		# With DO=1 (as dnsperf -D sends) both names must come back signed.
@@ -757,6 +826,8 @@ CPU_MODEL=$(sed -nE 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n1)
 [[ -n $CPU_MODEL ]] || CPU_MODEL=$(uname -m)
 if [[ $BENCH_QUERIES == mix ]]; then
 	MIX="80% \`$W_NAME A\` (weighted), 20% \`$G_NAME A\` (geo / static)"
+elif [[ $BENCH_QUERIES == names ]]; then
+	MIX="$BENCH_NAMES distinct names \`${N_PREFIX}0..$N_PREFIX$((BENCH_NAMES - 1)).$ZONE A\`, each once per pass in a shuffled order (Meridian: weighted services 70/30; Knot: static RRsets of both addresses); target Meridian/Knot per server CPU ≥ 0.95"
 else
 	MIX="100% \`$W_NAME A\` (weighted)"
 fi

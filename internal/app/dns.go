@@ -2,16 +2,24 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/dnsserver"
+	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 // startDNS serves the pipeline's store on server.dns.listen.
 func (a *App) startDNS(l *serving.Loaded) error {
 	c := l.File.Server.DNS
+	exempt, err := rrlExempt(c.RRL.Exempt)
+	if err != nil {
+		return err
+	}
 	srv := dnsserver.New(dnsserver.Config{
 		Listen:            c.Listen,
 		UDPSockets:        c.UDPSockets,
@@ -42,6 +50,7 @@ func (a *App) startDNS(l *serving.Loaded) error {
 			}(),
 			IPv4Prefix: c.RRL.IPv4Prefix,
 			IPv6Prefix: c.RRL.IPv6Prefix,
+			Exempt:     exempt,
 		},
 		Logger:    a.log,
 		Metrics:   dnsserver.NewMetrics(a.reg),
@@ -60,4 +69,25 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		a.dnsAddrs = append(a.dnsAddrs, ap.String())
 	}
 	return nil
+}
+
+// rrlExempt builds the set of server.dns.rrl.exempt (validated by the
+// config; an error here names the entry all the same). nil: none.
+func rrlExempt(list []string) (*geo.PrefixSet, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	prefixes := make([]netip.Prefix, 0, len(list))
+	for i, s := range list {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("server.dns.rrl.exempt[%d]: %w", i, err)
+		}
+		prefixes = append(prefixes, p)
+	}
+	set, err := geo.NewPrefixSet(prefixes)
+	if err != nil {
+		return nil, fmt.Errorf("server.dns.rrl.exempt: %w", err)
+	}
+	return set, nil
 }

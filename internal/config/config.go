@@ -84,15 +84,20 @@ type SignLimit struct {
 }
 
 // RRL configures response rate limiting per client prefix (UDP only): a
-// token bucket per prefix that refills at responses_per_second and holds
-// window seconds of it (a quiet prefix may burst rate×window responses).
+// token bucket per prefix and response identity (name and type of an
+// answer, the zone of an NXDOMAIN, or any error; see docs/dns.md) that
+// refills at responses_per_second and holds window seconds of it (a quiet
+// prefix may burst rate×window responses of one identity).
 type RRL struct {
 	Enabled         *bool `yaml:"enabled"`              // default true
-	ResponsesPerSec int   `yaml:"responses_per_second"` // per prefix (default 200; 1..1000000)
+	ResponsesPerSec int   `yaml:"responses_per_second"` // per prefix and response identity (default 200; 1..1000000)
 	Slip            *int  `yaml:"slip"`                 // every Nth limited response is sent truncated (TC=1); 0 = drop all, 1 = truncate all (default 2; 0..10)
 	IPv4Prefix      int   `yaml:"ipv4_prefix"`          // default 24 (8..32)
 	IPv6Prefix      int   `yaml:"ipv6_prefix"`          // default 56 (16..64)
 	Window          int   `yaml:"window"`               // seconds of credit a prefix may save up (default 15; 1..3600)
+	// Exempt lists the source networks (CIDR) never rate limited, e.g.
+	// known resolvers (default: none; at most 10000 networks).
+	Exempt []string `yaml:"exempt"`
 }
 
 // Defaults of server.dns.rrl and server.dns.max_tcp_per_client.
@@ -102,6 +107,7 @@ const (
 	DefaultRRLIPv4Prefix      = 24
 	DefaultRRLIPv6Prefix      = 56
 	DefaultRRLWindow          = 15
+	MaxRRLExempt              = 10000 // networks in server.dns.rrl.exempt
 	DefaultMaxTCPPerClient    = 32
 )
 
@@ -375,6 +381,11 @@ func (s *Server) validate() []model.FieldError {
 	}
 	if w := s.DNS.RRL.Window; w < 0 || w > 3600 {
 		add("server.dns.rrl.window", "%d is out of range (allowed 1..3600 seconds; 0 = default %d)", w, DefaultRRLWindow)
+	}
+	if n := len(s.DNS.RRL.Exempt); n > MaxRRLExempt {
+		add("server.dns.rrl.exempt", "lists %d networks (allowed at most %d)", n, MaxRRLExempt)
+	} else {
+		errs = append(errs, model.PrefixListErrors("server.dns.rrl.exempt", s.DNS.RRL.Exempt)...)
 	}
 	if l := s.HTTP.ReadOnlyListen; l != "" {
 		if _, err := netip.ParseAddrPort(l); err != nil {

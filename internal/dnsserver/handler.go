@@ -1,6 +1,7 @@
 package dnsserver
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"time"
@@ -25,11 +26,21 @@ type worker struct {
 	tcpDur prometheus.Observer
 	slips  uint32 // limited responses since the last slip (RRL)
 
+	// The RRL identity of the last response serve built (see rrlClass):
+	// its class and the name and type the class is keyed on.
+	rrlClass rrlClass
+	rrlName  string
+	rrlType  uint16
+	// rrlLimited counts limited responses by class; rrlExempt counts
+	// responses to sources in RRL.Exempt.
+	rrlLimited [rrlClasses]prometheus.Counter
+	rrlExempt  prometheus.Counter
+
 	signLimitedUDP, signLimitedTCP prometheus.Counter
 }
 
 func (s *Server) newWorker() *worker {
-	return &worker{
+	w := &worker{
 		s:      s,
 		out:    make([]byte, dns.MaxMsgSize),
 		frame:  make([]byte, dns.MaxMsgSize+2),
@@ -39,7 +50,12 @@ func (s *Server) newWorker() *worker {
 
 		signLimitedUDP: s.m.SignLimited.WithLabelValues("udp"),
 		signLimitedTCP: s.m.SignLimited.WithLabelValues("tcp"),
+		rrlExempt:      s.m.RRLExempt,
 	}
+	for c := range rrlClasses {
+		w.rrlLimited[c] = s.m.RRLLimited.WithLabelValues(c.String())
+	}
+	return w
 }
 
 const headerLen = 12
@@ -57,24 +73,49 @@ type Transfers interface {
 }
 
 // serveUDP is serve for a UDP query received at now, with response rate
-// limiting: a limited query is not answered at all (dropped), or gets an
-// empty truncated reply (slipped) so that a real client retries over TCP.
+// limiting: the response is built first, because its identity (class, name,
+// type) decides its bucket; a limited response is not sent at all (dropped),
+// or replaced by an empty truncated reply (slipped) so that a real client
+// retries over TCP.
 func (w *worker) serveUDP(in []byte, src netip.Addr, now time.Time) []byte {
-	if l := w.s.rrl; l != nil && len(in) >= headerLen && in[2]&0x80 == 0 {
-		switch l.check(src, now, &w.slips) {
-		case rrlDrop:
-			w.s.m.RRLDropped.Inc()
-			return nil
-		case rrlSlip:
-			if resp := slipReply(w.out, in); resp != nil {
-				w.s.m.RRLSlipped.Inc()
-				return resp
-			}
-			w.s.m.RRLDropped.Inc()
-			return nil
-		}
+	resp := w.serve(in, src, false)
+	l := w.s.rrl
+	if l == nil || resp == nil {
+		return resp
 	}
-	return w.serve(in, src, false)
+	switch l.check(src, rrlIdentity(w.rrlClass, w.rrlName, w.rrlType), now, &w.slips) {
+	case rrlExempt:
+		w.rrlExempt.Inc()
+	case rrlDrop:
+		w.s.m.RRLDropped.Inc()
+		w.rrlLimited[w.rrlClass].Inc()
+		return nil
+	case rrlSlip:
+		w.rrlLimited[w.rrlClass].Inc()
+		if resp := slipReply(w.out, in); resp != nil {
+			w.s.m.RRLSlipped.Inc()
+			return resp
+		}
+		w.s.m.RRLDropped.Inc()
+		return nil
+	}
+	return resp
+}
+
+// classify sets the RRL identity of the response to q (see rrlClass): zone
+// is the apex of the zone that answered, answered whether the answer
+// section has records.
+func (w *worker) classify(rcode int, zone string, answered bool) {
+	w.rrlClass, w.rrlName, w.rrlType = rrlError, "", 0
+	switch {
+	case rcode == dns.RcodeNameError:
+		w.rrlClass, w.rrlName = rrlNXDomain, zone
+	case rcode != dns.RcodeSuccess || len(w.req.Question) == 0:
+	case answered:
+		w.rrlClass, w.rrlName, w.rrlType = rrlAnswer, w.req.Question[0].Name, w.req.Question[0].Qtype
+	default:
+		w.rrlClass, w.rrlName, w.rrlType = rrlNoData, w.req.Question[0].Name, w.req.Question[0].Qtype
+	}
 }
 
 // serve answers one wire-format query and returns the wire response, or nil
@@ -84,9 +125,11 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	if len(in) < headerLen || in[2]&0x80 != 0 {
 		return nil // too short for a header, or a response (never answer those)
 	}
+	w.rrlClass, w.rrlName, w.rrlType = rrlError, "", 0 // until an answer says otherwise
 	defer func() {
 		if v := recover(); v != nil {
 			w.s.recoverPanic(v)
+			w.rrlClass, w.rrlName, w.rrlType = rrlError, "", 0
 			resp = w.headerOnly(in, dns.RcodeServerFailure)
 		}
 	}()
@@ -95,7 +138,11 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 		return w.headerOnly(in, dns.RcodeFormatError)
 	}
 	if t := w.s.cfg.Transfers; t != nil && t.Wants(&w.req) {
-		return t.Answer(&w.req, in, src, tcp)
+		resp := t.Answer(&w.req, in, src, tcp)
+		if len(resp) >= headerLen {
+			w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0)
+		}
+		return resp
 	}
 	snap := w.s.src.Load()
 	if snap == nil {
@@ -123,6 +170,7 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 		w.signLimitedTCP.Inc() // and answered with the SERVFAIL Respond built
 	}
 	m := &w.rep.Msg
+	w.classify(out.Rcode, out.Zone, len(m.Answer) > 0)
 	wire, err := m.PackBuffer(w.out)
 	if err != nil {
 		panic(err)

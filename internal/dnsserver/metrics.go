@@ -19,6 +19,9 @@ type Metrics struct {
 	TCPClientRejected prometheus.Counter
 	RRLDropped        prometheus.Counter // meridian_dns_rrl_dropped_total
 	RRLSlipped        prometheus.Counter // meridian_dns_rrl_slipped_total
+	// meridian_dns_rrl_limited_total{class}
+	RRLLimited *prometheus.CounterVec
+	RRLExempt  prometheus.Counter // meridian_dns_rrl_exempt_total
 	// meridian_dnssec_sign_limited_total{proto}
 	SignLimited *prometheus.CounterVec
 	ECSIgnored  prometheus.Counter // meridian_dns_ecs_ignored_total
@@ -72,6 +75,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_dns_rrl_slipped_total",
 			Help: "UDP queries over the response rate limit answered with an empty truncated reply (TC=1) instead, so that real clients retry over TCP.",
 		}),
+		RRLLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_dns_rrl_limited_total",
+			Help: "UDP responses over the response rate limit (dropped or slipped), by response class: answer, nodata, nxdomain, error.",
+		}, []string{"class"}),
+		RRLExempt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_dns_rrl_exempt_total",
+			Help: "UDP responses sent without rate limiting because their source is in server.dns.rrl.exempt.",
+		}),
 		SignLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_dnssec_sign_limited_total",
 			Help: "Denials in signed zones not signed because their client prefix was over the signing limit, by transport: udp got an empty truncated reply (TC=1), tcp got SERVFAIL.",
@@ -83,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Queries, m.Duration, m.Truncated, m.Malformed, m.Panics, m.FailOpen, m.TCPConns, m.TCPRejected,
-			m.TCPClientRejected, m.RRLDropped, m.RRLSlipped, m.SignLimited, m.ECSIgnored)
+			m.TCPClientRejected, m.RRLDropped, m.RRLSlipped, m.RRLLimited, m.RRLExempt, m.SignLimited, m.ECSIgnored)
 	}
 	return m
 }

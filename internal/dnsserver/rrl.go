@@ -6,31 +6,95 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/geo"
 )
 
 // RRL configures response rate limiting on UDP. The zero value is off; New
 // sets the zero fields of an enabled RRL to 200/s, 15s, /24 and /56 (Slip 0
 // is meaningful and kept).
+//
+// Responses are counted per response identity, as in BIND's and Knot's RRL:
+// client prefix + response class (see rrlClass) + the name and type the
+// class is keyed on. So a resolver asking for many names has a budget per
+// name, and a flood of random names that do not exist is one budget (their
+// zone's NXDOMAIN class).
 type RRL struct {
 	Enabled         bool
-	ResponsesPerSec int // sustained responses per second per client prefix (1..1000000)
+	ResponsesPerSec int // sustained responses per second per client prefix and response identity (1..1000000)
 	Window          int // seconds of credit a quiet prefix saves up: a burst of ResponsesPerSec×Window
 	Slip            int // every Slip-th limited response is sent truncated (TC=1); 0 = drop all, 1 = truncate all
 	IPv4Prefix      int // client prefix length for IPv4 (1..32)
 	IPv6Prefix      int // client prefix length for IPv6 (1..64)
+	// Exempt: sources never limited (e.g. known resolvers); nil = none.
+	Exempt *geo.PrefixSet
+}
+
+// rrlClass is the class of a response that RRL counts it in. Like BIND
+// and Knot, the class decides what else identifies the bucket:
+//
+//   - answer and nodata: the query name and type, so each name a client
+//     asks for has its own budget;
+//   - nxdomain: the zone (its apex), whatever the name and type, so a flood
+//     of random names is one bucket per client prefix and zone;
+//   - error (REFUSED, FORMERR, SERVFAIL, NOTIMP, ...): nothing else, so
+//     every error to one client prefix shares one bucket.
+//
+// The engine serves no delegations and no wildcards, so there is no
+// referral or wildcard class: those responses cannot occur.
+type rrlClass uint8
+
+const (
+	rrlAnswer   rrlClass = iota // NOERROR with records in the answer section
+	rrlNoData                   // NOERROR without answer records
+	rrlNXDomain                 // NXDOMAIN
+	rrlError                    // any other rcode
+	rrlClasses                  // number of classes
+)
+
+var rrlClassNames = [rrlClasses]string{"answer", "nodata", "nxdomain", "error"}
+
+func (c rrlClass) String() string {
+	if c < rrlClasses {
+		return rrlClassNames[c]
+	}
+	return "unknown"
+}
+
+// rrlIdentity hashes a response identity (without the client prefix): its
+// class, the name it is keyed on (ASCII case folded, so 0x20-randomised
+// names share a bucket) and its type. FNV-1a; the limiter mixes the result
+// with a random seed, so the identity need not be unpredictable itself.
+func rrlIdentity(class rrlClass, name string, qtype uint16) uint64 {
+	h := uint64(14695981039346656037) ^ uint64(class)<<16 ^ uint64(qtype)
+	h *= 1099511628211
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // rrlAction is what to do with the response to one UDP query.
 type rrlAction uint8
 
 const (
-	rrlSend rrlAction = iota // within the rate: answer
-	rrlDrop                  // over the rate: send nothing
-	rrlSlip                  // over the rate: send an empty truncated reply (TC=1)
+	rrlSend   rrlAction = iota // within the rate: answer
+	rrlDrop                    // over the rate: send nothing
+	rrlSlip                    // over the rate: send an empty truncated reply (TC=1)
+	rrlExempt                  // the source is in RRL.Exempt: answer, not counted
 )
 
-// rrlSlots is the number of client prefixes the limiter tracks at once: a
-// fixed table of 2^17 words (1 MiB), allocated once.
+// rrlSlots is the number of (client prefix, response identity) buckets the
+// limiter tracks at once: a fixed table of 2^17 words (1 MiB), allocated
+// once. A bucket occupies its slot only while it holds debt (a response
+// charged less than 1/rate ago, or a limited identity); a full bucket's slot
+// is free for reuse, so the table holds the identities active in the last
+// moments, not every one ever seen.
 const (
 	rrlSlotBits = 17
 	rrlSlots    = 1 << rrlSlotBits
@@ -44,7 +108,8 @@ const (
 	rrlTimeMask = 1<<rrlTimeBits - 1
 )
 
-// limiter is a response rate limiter keyed by client prefix. It implements
+// limiter is a response rate limiter keyed by client prefix and response
+// identity (one bucket per pair; "prefix" below means that pair). It implements
 // the token bucket as GCRA (generic cell rate algorithm): a prefix's whole
 // state is its "theoretical arrival time" tat, advanced by one interval
 // (1/rate) per response sent; a response is allowed while tat stays within
@@ -67,6 +132,7 @@ type limiter struct {
 	burst    uint64 // window, in units: how far tat may run ahead of now
 	v4, v6   int    // prefix lengths
 	slip     uint32
+	exempt   *geo.PrefixSet // never limited (nil: none)
 }
 
 // units converts a duration to the limiter's time unit (1/16 µs).
@@ -81,12 +147,13 @@ func newLimiter(cfg RRL, epoch time.Time) *limiter {
 	var b [8]byte
 	rand.Read(b[:])
 	l := &limiter{
-		slots: make([]atomic.Uint64, rrlSlots),
-		seed:  binary.LittleEndian.Uint64(b[:]),
-		epoch: epoch,
-		v4:    cfg.IPv4Prefix,
-		v6:    cfg.IPv6Prefix,
-		slip:  uint32(max(cfg.Slip, 0)),
+		slots:  make([]atomic.Uint64, rrlSlots),
+		seed:   binary.LittleEndian.Uint64(b[:]),
+		epoch:  epoch,
+		v4:     cfg.IPv4Prefix,
+		v6:     cfg.IPv6Prefix,
+		slip:   uint32(max(cfg.Slip, 0)),
+		exempt: cfg.Exempt,
 	}
 	rate := max(cfg.ResponsesPerSec, 1)
 	l.interval = max(units(time.Second)/uint64(rate), 1)
@@ -131,11 +198,11 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-// allow reports whether a response to src may be sent at now and charges it
-// when it may.
-func (l *limiter) allow(src netip.Addr, now time.Time) bool {
+// allow reports whether a response of identity id (see rrlIdentity) to src
+// may be sent at now and charges it when it may.
+func (l *limiter) allow(src netip.Addr, id uint64, now time.Time) bool {
 	t := units(now.Sub(l.epoch)) + 1 // never 0, so an empty slot is always in the past
-	h := mix(l.prefixKey(src) ^ l.seed)
+	h := mix(mix(l.prefixKey(src)^l.seed) ^ id)
 	tag := h >> rrlTimeBits
 	s1 := &l.slots[h&(rrlSlots-1)]
 	s2 := &l.slots[(h>>rrlSlotBits)&(rrlSlots-1)]
@@ -163,11 +230,15 @@ func (l *limiter) allow(src netip.Addr, now time.Time) bool {
 	}
 }
 
-// check decides about the response to one query from src. slipCount is the
+// check decides about a response of identity id to src. slipCount is the
 // caller's counter of limited responses (one per reader goroutine, so no
-// shared state): every slip-th limited response is slipped.
-func (l *limiter) check(src netip.Addr, now time.Time, slipCount *uint32) rrlAction {
-	if l.allow(src, now) {
+// shared state): every slip-th limited response is slipped. Exempt sources
+// are never limited (and not charged).
+func (l *limiter) check(src netip.Addr, id uint64, now time.Time, slipCount *uint32) rrlAction {
+	if l.exempt.Contains(src) {
+		return rrlExempt
+	}
+	if l.allow(src, id, now) {
 		return rrlSend
 	}
 	if l.slip == 0 {

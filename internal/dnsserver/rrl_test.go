@@ -35,13 +35,16 @@ func newTestLimiter(cfg RRL) (*limiter, *fakeClock) {
 	return newLimiter(cfg, clk.t), clk
 }
 
+// testID is the response identity the limiter tests charge.
+var testID = rrlIdentity(rrlAnswer, "app.example.test.", dns.TypeA)
+
 // send asks the limiter about n responses to src spread evenly over d and
 // returns how many were allowed.
 func send(l *limiter, clk *fakeClock, src string, n int, d time.Duration) int {
 	a := netip.MustParseAddr(src)
 	ok := 0
 	for range n {
-		if l.allow(a, clk.t) {
+		if l.allow(a, testID, clk.t) {
 			ok++
 		}
 		clk.advance(d / time.Duration(n))
@@ -110,7 +113,7 @@ func TestLimiter(t *testing.T) {
 			func(t *testing.T, l *limiter, clk *fakeClock) {
 				require.Equal(t, 600, send(l, clk, "203.0.113.1", 1000, 0))
 				for i := range 3 * rrlSlots { // one query from each of 393216 other /24s
-					l.allow(netip.AddrFrom4([4]byte{byte(11 + i>>16), byte(i >> 8), byte(i), 1}), clk.t)
+					l.allow(netip.AddrFrom4([4]byte{byte(11 + i>>16), byte(i >> 8), byte(i), 1}), testID, clk.t)
 				}
 				assert.Equal(t, 0, send(l, clk, "203.0.113.1", 100, 0), "still limited")
 				assert.Len(t, l.slots, rrlSlots, "the table never grows")
@@ -138,10 +141,10 @@ func TestSlip(t *testing.T) {
 			l, clk := newTestLimiter(RRL{ResponsesPerSec: 1, Window: 1, Slip: tc.slip})
 			src := netip.MustParseAddr("192.0.2.1")
 			var slips uint32
-			require.Equal(t, rrlSend, l.check(src, clk.t, &slips))
+			require.Equal(t, rrlSend, l.check(src, testID, clk.t, &slips))
 			got := ""
 			for range 6 {
-				switch l.check(src, clk.t, &slips) {
+				switch l.check(src, testID, clk.t, &slips) {
 				case rrlDrop:
 					got += "d"
 				case rrlSlip:
@@ -165,7 +168,7 @@ func TestLimiterIsExactUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			src := netip.AddrFrom4([4]byte{192, 0, 2, byte(g)})
 			for range 1000 {
-				if l.allow(src, clk.t) {
+				if l.allow(src, testID, clk.t) {
 					allowed.Add(1)
 				}
 			}
@@ -402,6 +405,14 @@ zones:
 		assert.Equal(t, 15, r.Window)
 		assert.Equal(t, 32, f.Server.DNS.MaxTCPPerClient)
 	})
+	t.Run("exempt networks are kept as written and none are exempt by default", func(t *testing.T) {
+		f, err := parse("    rrl: {exempt: [192.0.2.0/24, \"2001:db8::/32\"]}\n")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"192.0.2.0/24", "2001:db8::/32"}, f.Server.DNS.RRL.Exempt)
+		f, err = parse("    listen: [\"127.0.0.1:5353\"]\n")
+		require.NoError(t, err)
+		assert.Empty(t, f.Server.DNS.RRL.Exempt)
+	})
 	t.Run("slip 0 and enabled false are kept, not defaulted", func(t *testing.T) {
 		f, err := parse("    rrl: {enabled: false, slip: 0}\n")
 		require.NoError(t, err)
@@ -418,6 +429,9 @@ zones:
 		{"an IPv6 prefix longer than 64 is rejected", "    rrl: {ipv6_prefix: 128}\n", "server.dns.rrl.ipv6_prefix: 128 is out of range (allowed 16..64"},
 		{"a window over an hour is rejected", "    rrl: {window: 7200}\n", "server.dns.rrl.window: 7200 is out of range (allowed 1..3600 seconds"},
 		{"a negative max_tcp_per_client is rejected", "    max_tcp_per_client: -3\n", "server.dns.max_tcp_per_client: -3 is out of range"},
+		{"an exempt entry that is not a CIDR prefix is rejected with its index", "    rrl: {exempt: [192.0.2.0/24, resolver.example]}\n", `server.dns.rrl.exempt[1]: "resolver.example" is not a CIDR prefix`},
+		{"an exempt network with host bits set is rejected", "    rrl: {exempt: [192.0.2.1/24]}\n", `server.dns.rrl.exempt[0]: "192.0.2.1/24" has host bits set (did you mean 192.0.2.0/24?)`},
+		{"an exempt network listed twice is rejected", "    rrl: {exempt: [\"2001:db8::/32\", \"2001:db8::/32\"]}\n", "server.dns.rrl.exempt[1]: duplicate network 2001:db8::/32 (already server.dns.rrl.exempt[0])"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(tc.server)
@@ -434,7 +448,7 @@ func BenchmarkLimiter(b *testing.B) {
 		i := uint32(0)
 		for pb.Next() {
 			i++
-			l.allow(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), 1}), clk.t)
+			l.allow(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), 1}), testID, clk.t)
 		}
 	})
 }

@@ -64,7 +64,8 @@ var _ engine.SignGate = (*signGate)(nil)
 
 // AllowSign implements engine.SignGate. It is called only when a denial
 // needs a fresh signature, never on the cached path.
-func (g *signGate) AllowSign(src netip.Addr) bool { return g.l.allow(src, g.now()) }
+// The bucket is the client prefix alone (identity 0).
+func (g *signGate) AllowSign(src netip.Addr) bool { return g.l.allow(src, 0, g.now()) }
 
 // newSignGates returns the gates of UDP and TCP for an enabled limit with
 // defaults applied.

@@ -284,24 +284,36 @@ func (v *validator) geo(g Geo) {
 // ecsTrusted checks geo.ecs_trusted: networks in CIDR form without host
 // bits, each listed once.
 func (v *validator) ecsTrusted(list []string) {
+	v.errs = append(v.errs, PrefixListErrors("geo.ecs_trusted", list)...)
+}
+
+// PrefixListErrors checks a list of networks (the field at path, e.g.
+// geo.ecs_trusted or server.dns.rrl.exempt): each in CIDR form without host
+// bits, listed once (IPv4-mapped IPv6 networks count as IPv4).
+func PrefixListErrors(path string, list []string) []FieldError {
+	var errs []FieldError
+	add := func(p, format string, args ...any) {
+		errs = append(errs, FieldError{Path: p, Msg: fmt.Sprintf(format, args...)})
+	}
 	seen := map[netip.Prefix]int{}
 	for i, s := range list {
-		p := fmt.Sprintf("geo.ecs_trusted[%d]", i)
+		p := fmt.Sprintf("%s[%d]", path, i)
 		pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
 		switch {
 		case err != nil:
-			v.add(p, "%q is not a CIDR prefix (e.g. 192.0.2.0/24, 2001:db8::/32, or 192.0.2.53/32 for one address)", s)
+			add(p, "%q is not a CIDR prefix (e.g. 192.0.2.0/24, 2001:db8::/32, or 192.0.2.53/32 for one address)", s)
 			continue
 		case pfx.Masked() != pfx:
-			v.add(p, "%q has host bits set (did you mean %s?)", s, pfx.Masked())
+			add(p, "%q has host bits set (did you mean %s?)", s, pfx.Masked())
 			continue
 		}
 		pfx = unmapPrefix(pfx)
 		if j, dup := seen[pfx]; dup {
-			v.add(p, "duplicate network %s (already geo.ecs_trusted[%d])", pfx, j)
+			add(p, "duplicate network %s (already %s[%d])", pfx, path, j)
 		}
 		seen[pfx] = i
 	}
+	return errs
 }
 
 func (v *validator) service(p string, s *Service, zones, clusters map[string]bool, names map[string]string) {
