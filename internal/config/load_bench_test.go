@@ -17,7 +17,8 @@ import (
 // BenchmarkLoad measures the load path of `meridian check-config` and
 // `meridian serve` on a generated file (internal/config/scalegen: one
 // zone, N services of 3 endpoints, weighted/geo/failover), step by step:
-// parse (YAML decode), validate (model.Normalize and the server section),
+// parse (the YAML decode of a good file), parse-positioned (the decode
+// that keeps positions, for a file that fails), validate (model.Normalize and the server section),
 // compile (engine.Compile) and the whole of Prepare. N is 10 000, or
 // $MERIDIAN_SCALE_SERVICES (e.g. 100000). Profile with
 //
@@ -26,6 +27,15 @@ import (
 func BenchmarkLoad(b *testing.B) {
 	data := scaleData(b)
 	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, ok := decodeFast(data); !ok {
+				b.Fatal("the fast decode refused the generated file")
+			}
+		}
+	})
+	b.Run("parse-positioned", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
