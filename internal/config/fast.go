@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 
 	yaml3 "go.yaml.in/yaml/v3"
 
@@ -85,7 +86,7 @@ func plain(n *yaml3.Node, t reflect.Type) bool {
 				if k.Kind != yaml3.ScalarNode || k.Tag != "!!str" || k.Style&yaml3.TaggedStyle != 0 {
 					return false // also the merge key <<
 				}
-				ft, found := fieldByTag(t, k.Value)
+				ft, found := yamlFields(t)[k.Value]
 				if !found || !plain(n.Content[i+1], ft) {
 					return false
 				}
@@ -140,4 +141,22 @@ func yaml11Bool(s string) bool {
 		return true
 	}
 	return false
+}
+
+var fieldTypes sync.Map // reflect.Type → map[string]reflect.Type
+
+// yamlFields maps the YAML field names of struct type t (inline fields
+// included) to their types, once per type.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldTypes.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	for _, name := range tags(t) {
+		if ft, ok := fieldByTag(t, name); ok {
+			m[name] = ft
+		}
+	}
+	fieldTypes.Store(t, m)
+	return m
 }
