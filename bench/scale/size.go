@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 	"github.com/meridian-gslb/meridian/internal/config/scalegen"
 )
 
@@ -118,7 +119,7 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 		return fmt.Errorf("serve: not ready (/readyz) after %v: %w (log: %s)", p.ReadyTimeout, err, logFile.Name())
 	}
 	r.ReadySec = time.Since(start).Seconds()
-	if err := pause(ctx, p.Settle); err != nil {
+	if err := benchenv.Sleep(ctx, p.Settle); err != nil {
 		return err
 	}
 	var m memory
@@ -144,7 +145,7 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 			return fmt.Errorf("reload %d: %w (log: %s)", i+1, err, logFile.Name())
 		}
 		st := step{Sec: time.Since(start).Seconds()}
-		if err := pause(ctx, p.Settle); err != nil {
+		if err := benchenv.Sleep(ctx, p.Settle); err != nil {
 			return err
 		}
 		if m, err = s.memory(); err != nil {
@@ -264,17 +265,6 @@ func waitFor(ctx context.Context, exited <-chan struct{}, timeout time.Duration,
 			return errors.Join(ctx.Err(), last)
 		case <-t.C:
 		}
-	}
-}
-
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -5,6 +5,7 @@
 package benchenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -110,5 +111,17 @@ func RepoRoot() (string, error) {
 			return "", errors.New("run from inside the meridian repository (no go.mod of github.com/meridian-gslb/meridian above the working directory)")
 		}
 		dir = parent
+	}
+}
+
+// Sleep waits d or until ctx is done (its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
