@@ -84,6 +84,10 @@ bench-names: build ## dnsperf over 10 000 distinct weighted names: Meridian vs K
 bench-ring: build ## 5 probers × 1000 endpoints on loopback: CPU, memory, gossip bytes/s (bench/ring)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/ring
 
+.PHONY: bench-scale
+bench-scale: build ## generated configs of 1k/10k/100k services (BENCH_SCALE_SIZES): check-config, serve ready, RSS, 5 SIGHUP reloads (bench/scale)
+	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/scale
+
 .PHONY: bench-failover
 bench-failover: build ## Meridian vs PowerDNS Lua ifurlup on the same loopback backends: kill, restart, blackhole, flap, 10 % loss (bench/failover)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/failover

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 )
 
 // trials runs the scenarios in order.
@@ -80,7 +82,7 @@ func (b *bench) ready(ctx context.Context) error {
 	t0 := time.Now()
 	deadline := t0.Add(b.p.ReadyTimeout)
 	for {
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := benchenv.Sleep(ctx, 250*time.Millisecond); err != nil {
 			return err
 		}
 		if err := b.alive(); err != nil {
@@ -115,7 +117,7 @@ func (b *bench) ready(ctx context.Context) error {
 func (b *bench) await(ctx context.Context, from time.Time, pred func(answerSet) bool, bound time.Duration) (map[string]measure, error) {
 	deadline := from.Add(bound)
 	for {
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := benchenv.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return nil, err
 		}
 		if err := b.alive(); err != nil {
@@ -177,7 +179,7 @@ func (b *bench) faultTrial(ctx context.Context, kind string, k int) (faultResult
 	if err := b.ready(ctx); err != nil {
 		return r, err
 	}
-	if err := sleep(ctx, rand.N(faultPhase)); err != nil {
+	if err := benchenv.Sleep(ctx, rand.N(faultPhase)); err != nil {
 		return r, err
 	}
 	t0 := time.Now()
@@ -195,7 +197,7 @@ func (b *bench) faultTrial(ctx context.Context, kind string, k int) (faultResult
 		be.setBlackhole(false)
 		return r, nil
 	}
-	if err := sleep(ctx, rand.N(faultPhase)); err != nil {
+	if err := benchenv.Sleep(ctx, rand.N(faultPhase)); err != nil {
 		return r, err
 	}
 	t1 := time.Now()
@@ -259,7 +261,7 @@ func (b *bench) flap(ctx context.Context) (*flapResult, error) {
 	for time.Now().Before(end) {
 		be.kill()
 		ts = append(ts, truth{time.Now(), false})
-		if err := sleep(ctx, min(b.p.FlapDown, time.Until(end))); err != nil {
+		if err := benchenv.Sleep(ctx, min(b.p.FlapDown, time.Until(end))); err != nil {
 			return nil, err
 		}
 		if err := be.start(); err != nil {
@@ -267,7 +269,7 @@ func (b *bench) flap(ctx context.Context) (*flapResult, error) {
 		}
 		ts = append(ts, truth{time.Now(), true})
 		if d := time.Until(end); d > 0 {
-			if err := sleep(ctx, min(b.p.FlapUp, d)); err != nil {
+			if err := benchenv.Sleep(ctx, min(b.p.FlapUp, d)); err != nil {
 				return nil, err
 			}
 		}
@@ -342,7 +344,7 @@ func (b *bench) loss(ctx context.Context) (*lossResult, error) {
 	for _, be := range b.backends {
 		be.setLoss(b.p.LossPercent)
 	}
-	if err := sleep(ctx, b.p.LossFor); err != nil {
+	if err := benchenv.Sleep(ctx, b.p.LossFor); err != nil {
 		return nil, err
 	}
 	for _, be := range b.backends {
@@ -350,7 +352,7 @@ func (b *bench) loss(ctx context.Context) (*lossResult, error) {
 	}
 	t1 := time.Now()
 	// A decision begun under loss may land a little later: count it too.
-	if err := sleep(ctx, b.p.Tail); err != nil {
+	if err := benchenv.Sleep(ctx, b.p.Tail); err != nil {
 		return nil, err
 	}
 	if err := b.alive(); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 )
 
 // churnResult is what the churn phase saw.
@@ -57,7 +59,7 @@ func (b *bench) churn(ctx context.Context) error {
 	// Down: poll every node until each has decided every failing endpoint down.
 	deadline := tFail.Add(b.p.DownTimeout)
 	for {
-		if err := sleep(ctx, 2*time.Second); err != nil {
+		if err := benchenv.Sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
 		if err := b.checkAlive(); err != nil {
@@ -98,7 +100,7 @@ func (b *bench) churn(ctx context.Context) error {
 	logf("churn: the %d endpoints are healthy again; waiting up to %v for every node to decide them up (hold-down included)", len(failing), b.p.RecoverTimeout)
 	deadline = tUp.Add(b.p.RecoverTimeout)
 	for {
-		if err := sleep(ctx, 2*time.Second); err != nil {
+		if err := benchenv.Sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
 		if err := b.checkAlive(); err != nil {
@@ -176,7 +178,7 @@ func (b *bench) restart(ctx context.Context) error {
 	b.rep.restart = r
 	deadline := t0.Add(b.p.RestartTimeout)
 	for {
-		if err := sleep(ctx, 2*time.Second); err != nil {
+		if err := benchenv.Sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
 		if err := b.checkAlive(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 	"github.com/meridian-gslb/meridian/internal/api"
 )
 
@@ -30,7 +31,7 @@ func (b *bench) settle(ctx context.Context, t0 time.Time) error {
 		return err
 	}
 	for {
-		if err := sleep(ctx, b.p.Sample); err != nil {
+		if err := benchenv.Sleep(ctx, b.p.Sample); err != nil {
 			return err
 		}
 		if err := b.checkAlive(); err != nil {
@@ -227,7 +228,7 @@ func (b *bench) converge(ctx context.Context, t0 time.Time) error {
 		if time.Now().After(deadline) {
 			break
 		}
-		if err := sleep(ctx, 2*time.Second); err != nil {
+		if err := benchenv.Sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -100,7 +99,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "bench-ring: %v\n", err)
 		return 2
 	}
-	root, err := repoRoot()
+	root, err := benchenv.RepoRoot()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench-ring: %v\n", err)
 		return 2
@@ -142,38 +141,7 @@ func writeReport(path, md string) error {
 	return nil
 }
 
-// repoRoot is the directory of the module's go.mod, from the working directory up.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/meridian-gslb/meridian\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the meridian repository (no go.mod of github.com/meridian-gslb/meridian above the working directory)")
-		}
-		dir = parent
-	}
-}
-
 // logf prints a progress line on stderr.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "==> %s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 )
 
 // ---------------------------------------------------------------- /proc ----
@@ -396,7 +398,7 @@ func (b *bench) window(ctx context.Context, d time.Duration, onStart func()) (*w
 	}
 	deadline := w.Start.Add(d)
 	for time.Until(deadline) > 0 {
-		if err := sleep(ctx, min(b.p.Sample, time.Until(deadline))); err != nil {
+		if err := benchenv.Sleep(ctx, min(b.p.Sample, time.Until(deadline))); err != nil {
 			return nil, err
 		}
 		if err := b.checkAlive(); err != nil {

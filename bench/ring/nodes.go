@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 )
 
 const zone = "ring.bench.meridian.test"
@@ -73,7 +75,7 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	if b.p.Warmup > 0 {
 		logf("warm-up %v", b.p.Warmup)
-		if err := sleep(ctx, b.p.Warmup); err != nil {
+		if err := benchenv.Sleep(ctx, b.p.Warmup); err != nil {
 			return err
 		}
 		if err := b.checkAlive(); err != nil {
@@ -320,7 +322,7 @@ func (b *bench) waitReady(ctx context.Context, ns []*node) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("node %s: /readyz not 200 after 30 s: %w; last log lines:\n%s", n.name, err, tail(n.logPath, 20))
 			}
-			if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			if err := benchenv.Sleep(ctx, 200*time.Millisecond); err != nil {
 				return err
 			}
 		}

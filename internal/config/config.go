@@ -220,7 +220,20 @@ func Load(path string) (*File, error) {
 
 // Parse decodes and validates a configuration; name is used in error messages.
 // On success the returned File has every default filled in and canonical names.
+//
+// A file is decoded once, without positions (parseFast); only a file that
+// fails there is decoded again with positions (parseChecked), so that every
+// error names its file:line exactly as before.
 func Parse(name string, data []byte) (*File, error) {
+	if f, ok := parseFast(data); ok {
+		return f, nil
+	}
+	return parseChecked(name, data)
+}
+
+// parseChecked decodes data keeping positions and validates it, naming the
+// file:line of every problem.
+func parseChecked(name string, data []byte) (*File, error) {
 	var f File
 	if err := decode(data, &f); err != nil {
 		return nil, &LoadError{Errors: []Error{decodeError(name, data, err)}}

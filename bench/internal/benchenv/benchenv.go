@@ -5,9 +5,11 @@
 package benchenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,4 +92,36 @@ func (e *Env) List(name string, all []string) []string {
 		}
 	}
 	return out
+}
+
+// RepoRoot is the directory of the module's go.mod, from the working
+// directory up.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/meridian-gslb/meridian\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the meridian repository (no go.mod of github.com/meridian-gslb/meridian above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+// Sleep waits d or until ctx is done (its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
