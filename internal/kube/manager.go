@@ -253,9 +253,10 @@ type member struct {
 	since     time.Time
 	cs        kubernetes.Interface // one-shot requests: connect_timeout bounds each
 	cfg       *rest.Config
-	watch     kubernetes.Interface // informers and status writes: no overall timeout (watchConfig)
+	watch     kubernetes.Interface // informers: no overall timeout (watchConfig)
 	watchCfg  *rest.Config
-	limiter   *rate.Limiter // status writes (Events, meridian.io/status): status_qps, status_burst
+	writer    kubernetes.Interface // status writes: watchConfig's, paced by limiter only
+	limiter   *rate.Limiter        // status writes (Events, meridian.io/status): status_qps, status_burst
 	events    *eventWriter
 	objs      map[ObjectRef]*objState
 	written   map[ObjectRef]string   // status text last written (or seen) per object
@@ -426,14 +427,22 @@ func (m *member) connect(ctx context.Context, timeout time.Duration) (kubernetes
 	if err != nil {
 		return nil, fmt.Errorf("watch client: %w", err)
 	}
+	// Status writes have their own budget (limiter): client-go's limiter,
+	// shared with the informers' requests, would hold them at 20/s.
+	wrcfg := rest.CopyConfig(wcfg)
+	wrcfg.QPS = -1
+	writer, err := kubernetes.NewForConfig(wrcfg)
+	if err != nil {
+		return nil, fmt.Errorf("status client: %w", err)
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := readyz(cctx, cs); err != nil {
 		return nil, fmt.Errorf("%s", Reason(err))
 	}
 	m.mu.Lock()
-	m.cs, m.cfg, m.watch, m.watchCfg = cs, cfg, watch, wcfg
-	m.events = newEventWriter(watch, func(result string) { m.mg.m.events.WithLabelValues(m.src.Cluster, result).Inc() })
+	m.cs, m.cfg, m.watch, m.watchCfg, m.writer = cs, cfg, watch, wcfg, writer
+	m.events = newEventWriter(writer, func(result string) { m.mg.m.events.WithLabelValues(m.src.Cluster, result).Inc() })
 	m.events.pace = m.limiter.Wait
 	m.mu.Unlock()
 	m.setState(StateReady, "")

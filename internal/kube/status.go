@@ -55,11 +55,11 @@ const statusWorkers = 16
 // and are worth retrying.
 func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string, annotation bool) (failed int) {
 	m.mu.Lock()
-	if m.state != StateReady || m.watch == nil {
+	if m.state != StateReady || m.writer == nil {
 		m.mu.Unlock()
 		return 0
 	}
-	cs, ew, ctx := m.watch, m.events, m.ctx
+	cs, ew, ctx := m.writer, m.events, m.ctx
 	var jobs []statusJob
 	unchanged := 0
 	for ref, st := range m.objs {

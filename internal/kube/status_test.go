@@ -47,7 +47,7 @@ func newLab(t *testing.T, svcs ...*corev1.Service) *lab {
 	cs := fake.NewClientset(objs...)
 	mg := NewManager(context.Background(), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()})
 	mem := newMember(mg, MemberSource{Cluster: "east"}, model.Kubernetes{})
-	mem.state, mem.cs, mem.watch = StateReady, cs, cs
+	mem.state, mem.cs, mem.writer = StateReady, cs, cs
 	mem.events = newEventWriter(cs, nil)
 	for _, s := range svcs {
 		mem.upsert(s)
@@ -204,12 +204,13 @@ func TestStatusWritesRunInParallel(t *testing.T) {
 	var mu sync.Mutex
 	inflight, most := 0, 0
 	reached := make(chan struct{})
+	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		inflight++
 		most = max(most, inflight)
 		if inflight == want {
-			close(reached)
+			once.Do(func() { close(reached) })
 		}
 		mu.Unlock()
 		select { // a sequential writer never gets here twice at once: do not hang it
@@ -230,7 +231,7 @@ func TestStatusWritesRunInParallel(t *testing.T) {
 		svcs = append(svcs, lb("team-a", fmt.Sprintf("web-%d", i), fmt.Sprintf("app%d.gslb.example.com", i), "198.51.100.1", t0))
 	}
 	l := newLab(t, svcs...)
-	l.mem.watch = cs
+	l.mem.writer = cs
 	assert.Zero(t, l.write(true))
 	mu.Lock()
 	defer mu.Unlock()
