@@ -155,7 +155,7 @@ func measure(t *testing.T, bins, bin string, n, changes, workers int, bound time
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		no := false
-		created, err := c.Create(ctx, &corev1.Service{
+		_, err := c.Create(ctx, &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: s.name, Annotations: map[string]string{
 				"meridian.io/hostname": strings.TrimSuffix(s.host, "."), "meridian.io/health-check": "none"}},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: &no,
@@ -164,8 +164,10 @@ func measure(t *testing.T, bins, bin string, n, changes, workers int, bound time
 		if err != nil {
 			return fmt.Errorf("create %s: %w", s.name, err)
 		}
-		created.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: s.ip}}
-		if _, err := c.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// A merge patch of the status subresource: Meridian may have
+		// written meridian.io/status since the create.
+		status, _ := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": []map[string]string{{"ip": s.ip}}}}})
+		if _, err := c.Patch(ctx, s.name, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
 			return fmt.Errorf("status of %s: %w", s.name, err)
 		}
 		return nil

@@ -25,16 +25,7 @@ func TestKubernetesStatusRateValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := minimal()
 			in.Kubernetes.StatusQPS, in.Kubernetes.StatusBurst = tt.qps, tt.burst
-			err := Validate(in)
-			if tt.path == "" {
-				require.NoError(t, err)
-				return
-			}
-			var verr *ValidationError
-			require.ErrorAs(t, err, &verr)
-			require.Len(t, verr.Fields, 1, "one error: %v", err)
-			assert.Equal(t, tt.path, verr.Fields[0].Path)
-			assert.Contains(t, verr.Fields[0].Msg, tt.msg)
+			requireFieldError(t, Validate(in), tt.path, tt.msg)
 		})
 	}
 }
