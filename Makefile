@@ -92,6 +92,11 @@ bench-scale: build ## generated configs of 1k/10k/100k services (BENCH_SCALE_SIZ
 bench-failover: build ## Meridian vs PowerDNS Lua ifurlup on the same loopback backends: kill, restart, blackhole, flap, 10 % loss (bench/failover)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/failover
 
+.PHONY: bench-kube-scale
+bench-kube-scale: build ## 2 000 and 10 000 annotated Services on 2 real kube-apiservers: time to served, one annotation change, status write-back, RSS (bench/kubescale; KUBESCALE_SIZES)
+	@kube_bins=$$(GO=$(GO) scripts/kube-bins.sh | tail -n 1) && [ -n "$$kube_bins" ] && \
+	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags kubescale -run '^TestKubeScale$$' -timeout 60m -v ./bench/kubescale
+
 fuzz: ## fuzz the request path, the config loader, the Kubernetes annotations and member kubeconfigs, and ring messages for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./internal/dnsserver/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/

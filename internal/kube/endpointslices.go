@@ -76,7 +76,7 @@ func (mg *Manager) EnableEndpointSlices() {
 	mg.mu.Unlock()
 	for _, mem := range mg.list() {
 		mem.mu.Lock()
-		ctx, cs := mem.ctx, mem.cs
+		ctx, cs := mem.ctx, mem.watch
 		mem.mu.Unlock()
 		if ctx != nil && cs != nil {
 			mem.startSlices(ctx, cs)

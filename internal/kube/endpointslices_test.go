@@ -65,7 +65,7 @@ func TestAMemberCountsTheEndpointSlicesOfEachService(t *testing.T) {
 	var pokes atomic.Int32
 	mg := NewManager(context.Background(), Options{OnEndpointSlices: func() { pokes.Add(1) }})
 	m := newMember(mg, MemberSource{Cluster: "east"}, model.Kubernetes{})
-	m.state, m.cs = StateReady, cs
+	m.state, m.cs, m.watch = StateReady, cs, cs
 	mg.members["east"] = m
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

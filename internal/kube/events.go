@@ -44,6 +44,9 @@ type eventWriter struct {
 	host    string
 	now     func() time.Time
 	counted func(result string) // created, failed or suppressed; may be nil
+	// pace, when set, is waited on before each create (the member's status
+	// write rate); its error ends the write uncounted.
+	pace func(context.Context) error
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -101,6 +104,11 @@ func (w *eventWriter) write(ctx context.Context, key string, obj runtime.Object,
 	if err != nil {
 		w.count("failed")
 		return fmt.Errorf("event reference: %w", err)
+	}
+	if w.pace != nil {
+		if err := w.pace(ctx); err != nil {
+			return fmt.Errorf("event %s: waiting for the status write rate: %w", reason, err)
+		}
 	}
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."

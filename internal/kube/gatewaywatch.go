@@ -91,7 +91,7 @@ func discoverGateway(cs kubernetes.Interface) (map[string]schema.GroupVersionRes
 // installed later are picked up. It logs the absence of the CRDs once.
 func (m *member) tryGateway(ctx context.Context, cs kubernetes.Interface) {
 	m.mu.Lock()
-	cfg, running := m.cfg, len(m.gvrs)
+	cfg, running := m.watchCfg, len(m.gvrs)
 	m.mu.Unlock()
 	if running == len(gatewayResources) || cfg == nil {
 		return

@@ -123,7 +123,7 @@ func TestStatusIsWrittenOnARouteThroughTheDynamicClient(t *testing.T) {
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{gvr: "HTTPRouteList"}, route.DeepCopy())
 	cs := fake.NewClientset()
-	m.state, m.cs, m.dyn = StateReady, cs, dyn
+	m.state, m.cs, m.writer, m.dyn = StateReady, cs, cs, dyn
 	m.gvrs[KindHTTPRoute] = gvr
 	m.events = newEventWriter(cs, nil)
 	m.upsert(route)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,7 +97,8 @@ func (mg *Manager) Configure(k model.Kubernetes, srcs []MemberSource) {
 	mg.mu.Lock()
 	defer mg.mu.Unlock()
 	restartAll := !slices.Equal(k.Namespaces, mg.kcfg.Namespaces) || k.Resync != mg.kcfg.Resync ||
-		k.ConnectTimeout != mg.kcfg.ConnectTimeout || k.RetryInterval != mg.kcfg.RetryInterval
+		k.ConnectTimeout != mg.kcfg.ConnectTimeout || k.RetryInterval != mg.kcfg.RetryInterval ||
+		k.StatusQPS != mg.kcfg.StatusQPS || k.StatusBurst != mg.kcfg.StatusBurst
 	mg.kcfg = k
 	want := map[string]MemberSource{}
 	for _, s := range srcs {
@@ -249,8 +251,12 @@ type member struct {
 	state     string
 	reason    string
 	since     time.Time
-	cs        kubernetes.Interface
+	cs        kubernetes.Interface // one-shot requests: connect_timeout bounds each
 	cfg       *rest.Config
+	watch     kubernetes.Interface // informers: no overall timeout (watchConfig)
+	watchCfg  *rest.Config
+	writer    kubernetes.Interface // status writes: watchConfig's, paced by limiter only
+	limiter   *rate.Limiter        // status writes (Events, meridian.io/status): status_qps, status_burst
 	events    *eventWriter
 	objs      map[ObjectRef]*objState
 	written   map[ObjectRef]string   // status text last written (or seen) per object
@@ -284,7 +290,14 @@ type objState struct {
 }
 
 func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
-	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(),
+	qps, burst := k.StatusQPS, k.StatusBurst
+	if qps <= 0 {
+		qps = model.DefaultKubeStatusQPS
+	}
+	if burst <= 0 {
+		burst = model.DefaultKubeStatusBurst
+	}
+	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(), limiter: rate.NewLimiter(rate.Limit(qps), burst),
 		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, gateways: map[string]*gwv1.Gateway{},
 		gvrs: map[string]schema.GroupVersionResource{}, slices: map[sliceKey]map[string]SliceCounts{}, sliceOwner: map[string]sliceKey{}}
 }
@@ -360,12 +373,13 @@ func (m *member) run(ctx context.Context) {
 			}
 		}
 	}
-	m.startInformers(ctx, cs)
 	m.mu.Lock()
 	m.ctx = ctx
+	watch := m.watch
 	m.mu.Unlock()
+	m.startInformers(ctx, watch)
 	if m.mg.endpointSlicesOn() {
-		m.startSlices(ctx, cs)
+		m.startSlices(ctx, watch)
 	}
 	m.tryGateway(ctx, cs)
 	t := time.NewTicker(retry)
@@ -405,14 +419,31 @@ func (m *member) connect(ctx context.Context, timeout time.Duration) (kubernetes
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	wcfg, err := watchConfig(cfg, timeout)
+	if err != nil {
+		return nil, err
+	}
+	watch, err := kubernetes.NewForConfig(wcfg)
+	if err != nil {
+		return nil, fmt.Errorf("watch client: %w", err)
+	}
+	// Status writes have their own budget (limiter): client-go's limiter,
+	// shared with the informers' requests, would hold them at 20/s.
+	wrcfg := rest.CopyConfig(wcfg)
+	wrcfg.QPS = -1
+	writer, err := kubernetes.NewForConfig(wrcfg)
+	if err != nil {
+		return nil, fmt.Errorf("status client: %w", err)
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := readyz(cctx, cs); err != nil {
 		return nil, fmt.Errorf("%s", Reason(err))
 	}
 	m.mu.Lock()
-	m.cs, m.cfg = cs, cfg
-	m.events = newEventWriter(cs, func(result string) { m.mg.m.events.WithLabelValues(m.src.Cluster, result).Inc() })
+	m.cs, m.cfg, m.watch, m.watchCfg, m.writer = cs, cfg, watch, wcfg, writer
+	m.events = newEventWriter(writer, func(result string) { m.mg.m.events.WithLabelValues(m.src.Cluster, result).Inc() })
+	m.events.pace = m.limiter.Wait
 	m.mu.Unlock()
 	m.setState(StateReady, "")
 	return cs, nil

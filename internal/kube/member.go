@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,8 +40,11 @@ type MemberSource struct {
 	Origin     string           // "config" or "secret NAMESPACE/NAME", for messages
 }
 
-// restConfig builds the member's client configuration. TLS is always
-// verified: a kubeconfig that turns verification off is refused.
+// restConfig builds the member's client configuration for one-shot
+// requests (the readiness probe, discovery, other controllers through
+// Manager.Config): timeout bounds each whole request. Informers use
+// watchConfig's. TLS is always verified: a kubeconfig that turns
+// verification off is refused.
 func (s MemberSource) restConfig(timeout time.Duration) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
@@ -64,6 +69,46 @@ func (s MemberSource) restConfig(timeout time.Duration) (*rest.Config, error) {
 	cfg.UserAgent = "meridian"
 	cfg.QPS, cfg.Burst = 20, 40
 	return cfg, nil
+}
+
+// watchConfig derives, from a member's request configuration, the one its
+// informers (LIST and WATCH) and status writes use: no overall request
+// timeout (a watch stays open until the server ends it after its own
+// timeoutSeconds; a LIST of many objects takes what it takes), while
+// dialing and the TLS handshake stay bounded by timeout, so an unreachable
+// or silent server still fails fast.
+//
+// The TLS handshake bound needs a transport of our own (client-go's is
+// fixed at 10s); a configuration whose credentials come from an exec or
+// auth-provider plugin (file members only: a Secret's kubeconfig may not
+// have them) keeps client-go's transport, with the dial bound only.
+func watchConfig(cfg *rest.Config, timeout time.Duration) (*rest.Config, error) {
+	out := rest.CopyConfig(cfg)
+	out.Timeout = 0
+	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
+	if cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.WrapTransport != nil || cfg.Transport != nil {
+		out.Dial = dial
+		return out, nil
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client TLS configuration: %w", err)
+	}
+	proxy := http.ProxyFromEnvironment
+	if cfg.Proxy != nil {
+		proxy = cfg.Proxy
+	}
+	out.Transport = utilnet.SetTransportDefaults(&http.Transport{
+		Proxy:               proxy,
+		DialContext:         dial,
+		TLSHandshakeTimeout: timeout,
+		TLSClientConfig:     tlsCfg,
+		MaxIdleConnsPerHost: 25,
+		DisableCompression:  cfg.DisableCompression,
+	})
+	// The transport carries the TLS settings now; client-go refuses both.
+	out.TLSClientConfig = rest.TLSClientConfig{}
+	return out, nil
 }
 
 // clientCertProblem checks the client certificate in cfg locally, so an

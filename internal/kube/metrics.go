@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 		}, []string{"cluster", "annotation"}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_kube_status_writes_total",
-			Help: "Patches of the meridian.io/status annotation, by cluster and result (success, failure).",
+			Help: "Patches of the meridian.io/status annotation, by cluster and result (success, failure; unchanged: not written, the text on the object is already current).",
 		}, []string{"cluster", "result"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_kube_events_total",

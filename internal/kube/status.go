@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,34 +40,71 @@ func (s Status) Text() string {
 	return string(b)
 }
 
+// statusWorkers is how many status writes of one member may be in flight
+// at once; the member's limiter (kubernetes.status_qps, status_burst)
+// decides how many start per second.
+const statusWorkers = 16
+
 // writeStatus records an Event for each new annotation error and problem
 // of an object and, without the annotation, for each change of its
-// serving; with annotation it patches meridian.io/status where it differs.
-// A member that is not Ready gets nothing. It returns how many writes
-// failed and are worth retrying.
+// serving; with annotation it patches meridian.io/status where it differs
+// (an unchanged text is not written: counted as result "unchanged"). The
+// writes run in parallel, at most statusWorkers at once, each started
+// within the member's rate (kubernetes.status_qps and status_burst). A
+// member that is not Ready gets nothing. It returns how many writes failed
+// and are worth retrying.
 func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string, annotation bool) (failed int) {
 	m.mu.Lock()
-	if m.state != StateReady || m.cs == nil {
+	if m.state != StateReady || m.writer == nil {
 		m.mu.Unlock()
 		return 0
 	}
-	cs, ew := m.cs, m.events
+	cs, ew, ctx := m.writer, m.events, m.ctx
 	var jobs []statusJob
+	unchanged := 0
 	for ref, st := range m.objs {
 		j := m.statusJob(ref, st, statuses[ref], problems[ref], annotation)
+		if annotation && !j.patch {
+			unchanged++
+		}
 		if j.patch || len(j.warnings) > 0 || j.status != "" {
 			jobs = append(jobs, j)
 		}
 	}
 	m.mu.Unlock()
-	for _, j := range jobs {
-		m.recordEvents(ew, j)
-		if !j.patch {
-			continue
-		}
-		failed += m.patch(cs, j)
+	if unchanged > 0 {
+		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "unchanged").Add(float64(unchanged))
 	}
-	return failed
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var (
+		wg    sync.WaitGroup
+		next  = make(chan statusJob)
+		fails atomic.Int64
+	)
+	for range min(statusWorkers, len(jobs)) {
+		wg.Go(func() {
+			for j := range next {
+				m.recordEvents(ctx, ew, j)
+				if j.patch {
+					fails.Add(int64(m.patch(ctx, cs, j)))
+				}
+			}
+		})
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	return int(fails.Load())
+}
+
+// wait takes one token of the member's status write rate; false when the
+// member stopped.
+func (m *member) wait(ctx context.Context) bool {
+	return m.limiter.Wait(ctx) == nil
 }
 
 // statusJob is what is due for one object.
@@ -137,11 +176,10 @@ func eventReason(msg string) string {
 	return ReasonConflict
 }
 
-func (m *member) recordEvents(ew *eventWriter, j statusJob) {
+func (m *member) recordEvents(ctx context.Context, ew *eventWriter, j statusJob) {
 	if ew == nil || j.obj == nil {
 		return
 	}
-	ctx := context.Background()
 	for _, msg := range j.warnings {
 		if err := ew.write(ctx, j.ref.String(), j.obj, corev1.EventTypeWarning, eventReason(msg), msg); err != nil {
 			m.mg.log.Warn("kubernetes: recording an Event failed", "object", j.ref.String(), "err", err)
@@ -156,12 +194,15 @@ func (m *member) recordEvents(ew *eventWriter, j statusJob) {
 
 // patch writes one object's meridian.io/status; it returns 1 when the
 // write failed and is worth retrying.
-func (m *member) patch(cs kubernetes.Interface, j statusJob) int {
+func (m *member) patch(ctx context.Context, cs kubernetes.Interface, j statusJob) int {
+	if !m.wait(ctx) {
+		return 0 // the member stopped
+	}
 	var err error
 	if isRouteKind(j.ref.Kind) {
-		err = m.patchRouteStatus(context.Background(), j.ref, j.text, m.mg.opts.FieldManager)
+		err = m.patchRouteStatus(ctx, j.ref, j.text, m.mg.opts.FieldManager)
 	} else {
-		err = patchStatus(context.Background(), cs, j.ref, j.text, m.mg.opts.FieldManager)
+		err = patchStatus(ctx, cs, j.ref, j.text, m.mg.opts.FieldManager)
 	}
 	if err != nil {
 		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "failure").Inc()

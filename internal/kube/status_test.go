@@ -3,21 +3,29 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -39,7 +47,7 @@ func newLab(t *testing.T, svcs ...*corev1.Service) *lab {
 	cs := fake.NewClientset(objs...)
 	mg := NewManager(context.Background(), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()})
 	mem := newMember(mg, MemberSource{Cluster: "east"}, model.Kubernetes{})
-	mem.state, mem.cs = StateReady, cs
+	mem.state, mem.cs, mem.writer = StateReady, cs, cs
 	mem.events = newEventWriter(cs, nil)
 	for _, s := range svcs {
 		mem.upsert(s)
@@ -160,4 +168,72 @@ func TestEveryObjectHasAnEventBudget(t *testing.T) {
 	assert.Equal(t, "created", results[len(results)-1], "one more after a refill period")
 	require.NoError(t, w.write(context.Background(), "east/other", svc, corev1.EventTypeWarning, ReasonConflict, "x"))
 	assert.Equal(t, "created", results[len(results)-1], "another object has its own budget")
+}
+
+func TestAnUnchangedStatusIsNotWrittenAgainAndIsCounted(t *testing.T) {
+	l := newLab(t,
+		lb("team-a", "web", "app.gslb.example.com", "198.51.100.1", t0),
+		lb("team-b", "api", "api.gslb.example.com", "203.0.113.66", t0))
+	assert.Zero(t, l.write(true))
+	require.Equal(t, []string{"patch", "patch"}, l.verbs("services"))
+	assert.Zero(t, testutil.ToFloat64(l.mg.m.statusWrites.WithLabelValues("east", "unchanged")))
+	assert.Zero(t, l.write(true))
+	assert.Equal(t, []string{"patch", "patch"}, l.verbs("services"), "the same text is not written twice")
+	assert.Equal(t, 2.0, testutil.ToFloat64(l.mg.m.statusWrites.WithLabelValues("east", "unchanged")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(l.mg.m.statusWrites.WithLabelValues("east", "success")))
+}
+
+func TestStatusWritesStayWithinTheMembersRate(t *testing.T) {
+	var svcs []*corev1.Service
+	for i := range 5 {
+		svcs = append(svcs, lb("team-a", fmt.Sprintf("web-%d", i), fmt.Sprintf("app%d.gslb.example.com", i), "198.51.100.1", t0))
+	}
+	l := newLab(t, svcs...)
+	// Three writes at once, the next one an hour later: the writes past
+	// the burst wait for their turn and end with the member.
+	l.mem.limiter = rate.NewLimiter(rate.Every(time.Hour), 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l.mem.ctx = ctx
+	assert.Zero(t, l.write(true), "a write cut by the member's end is not retried")
+	assert.Len(t, l.verbs("services"), 3, "only the burst went out")
+}
+
+func TestStatusWritesRunInParallel(t *testing.T) {
+	const n, want = 8, 4
+	var mu sync.Mutex
+	inflight, most := 0, 0
+	reached := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inflight++
+		most = max(most, inflight)
+		if inflight == want {
+			once.Do(func() { close(reached) })
+		}
+		mu.Unlock()
+		select { // a sequential writer never gets here twice at once: do not hang it
+		case <-reached:
+		case <-time.After(2 * time.Second):
+		}
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"Service","apiVersion":"v1","metadata":{"name":"x"}}`)
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	require.NoError(t, err)
+	var svcs []*corev1.Service
+	for i := range n {
+		svcs = append(svcs, lb("team-a", fmt.Sprintf("web-%d", i), fmt.Sprintf("app%d.gslb.example.com", i), "198.51.100.1", t0))
+	}
+	l := newLab(t, svcs...)
+	l.mem.writer = cs
+	assert.Zero(t, l.write(true))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.GreaterOrEqual(t, most, want, "several patches in flight at once")
 }

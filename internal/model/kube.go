@@ -12,6 +12,8 @@ const (
 	DefaultKubeResync         = 10 * time.Minute
 	DefaultKubeConnectTimeout = 5 * time.Second
 	DefaultKubeRetryInterval  = 10 * time.Second
+	DefaultKubeStatusQPS      = 100 // status writes per second per member
+	DefaultKubeStatusBurst    = 200
 )
 
 func (v *validator) kubeMember(p string, k *KubeMember) {
@@ -50,6 +52,12 @@ func (v *validator) kubernetes(k Kubernetes, zones map[string]bool) {
 	}
 	if k.ConnectTimeout != 0 && (k.ConnectTimeout.D() < 100*time.Millisecond || k.ConnectTimeout.D() > time.Minute) {
 		v.add(p+".connect_timeout", "%s is out of range (allowed 100ms..1m)", k.ConnectTimeout)
+	}
+	if k.StatusQPS != 0 && (k.StatusQPS < 1 || k.StatusQPS > 1000) {
+		v.add(p+".status_qps", "%d is out of range (allowed 1..1000 status writes per second per member)", k.StatusQPS)
+	}
+	if k.StatusBurst != 0 && (k.StatusBurst < 1 || k.StatusBurst > 5000) {
+		v.add(p+".status_burst", "%d is out of range (allowed 1..5000)", k.StatusBurst)
 	}
 	if k.RetryInterval != 0 && k.RetryInterval.D() < 100*time.Millisecond {
 		v.add(p+".retry_interval", "%s is too short (at least 100ms)", k.RetryInterval)
@@ -90,6 +98,8 @@ func normalizeKubernetes(k Kubernetes) Kubernetes {
 	k.Resync = orDefaultDuration(k.Resync, DefaultKubeResync)
 	k.ConnectTimeout = orDefaultDuration(k.ConnectTimeout, DefaultKubeConnectTimeout)
 	k.RetryInterval = orDefaultDuration(k.RetryInterval, DefaultKubeRetryInterval)
+	k.StatusQPS = orDefault(k.StatusQPS, DefaultKubeStatusQPS)
+	k.StatusBurst = orDefault(k.StatusBurst, DefaultKubeStatusBurst)
 	le := &k.LeaderElection
 	le.LeaseName = orDefaultString(le.LeaseName, DefaultLeaseName)
 	le.LeaseDuration = orDefaultDuration(le.LeaseDuration, DefaultLeaseDuration)

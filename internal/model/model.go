@@ -140,7 +140,7 @@ type Kubernetes struct {
 	MemberSecrets   *MemberSecrets `yaml:"member_secrets"`   // register members from Secrets
 	StatusWriteback *bool          `yaml:"status_writeback"` // Events on annotated objects: problems, conflicts, served or not (default true)
 	Resync          Duration       `yaml:"resync"`           // informer resync period (default 10m)
-	ConnectTimeout  Duration       `yaml:"connect_timeout"`  // preflight and heartbeat request timeout (default 5s)
+	ConnectTimeout  Duration       `yaml:"connect_timeout"`  // timeout of the readiness probe (preflight, heartbeat) and of dialing and the TLS handshake of every connection; watches and LISTs have no overall timeout (default 5s)
 	RetryInterval   Duration       `yaml:"retry_interval"`   // retry of a NotReady member (default 10s)
 	Propagation     *Propagation   `yaml:"propagation"`      // place workloads from a hub into members
 
@@ -158,6 +158,13 @@ type Kubernetes struct {
 	// LeaderElection elects the one node that writes status and
 	// propagates, with a coordination.k8s.io Lease in the hub cluster.
 	LeaderElection LeaderElection `yaml:"leader_election"`
+	// StatusQPS bounds the status writes (Events and meridian.io/status
+	// patches) per member cluster, in requests per second; they run in
+	// parallel within it (default 100, allowed 1..1000).
+	StatusQPS int `yaml:"status_qps"`
+	// StatusBurst is how many status writes may go at once above
+	// StatusQPS before the rate applies (default 200, allowed 1..5000).
+	StatusBurst int `yaml:"status_burst"`
 }
 
 // LeaderElection configures the Kubernetes writer election: only the
