@@ -61,19 +61,25 @@ func TestShiftRollsBackOnATargetFailure(t *testing.T) {
 	t.Logf("FIGURE shift rollback 25%%→5%%: %s after the backend stopped (bound: one step, %s)", took.Round(10*time.Millisecond), every)
 	assert.Less(t, took, every)
 	// The writer takes the rollback and puts it on its timeline; the
-	// others see the new progress from the ring and put it on theirs.
-	found := 0
-	for _, m := range g.nodes {
+	// others see the new progress from the ring and put it on theirs at
+	// their next shift tick (which may come just after `shift status`
+	// already shows 5 %).
+	rollbacks := func(m *gnode) int {
 		rep, err := g.health(t, m)
 		require.NoError(t, err)
+		n := 0
 		for _, c := range rep.Changes {
 			if c.Subject == "shift app.t.test to c2" && c.From == "25%" && c.To == "5%" {
-				found++
+				n++
 				assert.Contains(t, c.Reason, target.String())
 			}
 		}
+		return n
 	}
-	assert.Equal(t, len(g.nodes), found, "the rollback is on every node's timeline: the writer took it, the others saw its new progress")
+	g.waitAll(t, "the rollback on every node's timeline", 5*time.Second, func(m *gnode) bool { return rollbacks(m) > 0 })
+	for _, m := range g.nodes {
+		assert.Equal(t, 1, rollbacks(m), "node %s has the rollback on its timeline once: the writer took it, the others saw its new progress", m.name)
+	}
 	// ... and reaches the webhook, signed.
 	var rollback *hookCall
 	require.Eventually(t, func() bool {
