@@ -300,21 +300,11 @@ func notServed(t *testing.T, server string, svcs []svc, workers int) []svc {
 
 // rss reads VmRSS and VmHWM (peak) of pid, in MiB.
 func rss(pid int) (now, peak float64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	r, h, err := benchenv.Memory(pid)
 	if err != nil {
 		return 0, 0
 	}
-	for line := range strings.Lines(string(b)) {
-		k, v, _ := strings.Cut(line, ":")
-		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		switch k {
-		case "VmRSS":
-			now = kb / 1024
-		case "VmHWM":
-			peak = kb / 1024
-		}
-	}
-	return now, peak
+	return float64(r) / 1024, float64(h) / 1024
 }
 
 // server is one running `meridian serve`.

@@ -63,26 +63,12 @@ func readProc(pid string) (procSample, error) {
 		return s, fmt.Errorf("/proc/%s/stat: %w", pid, err)
 	}
 	s.Ticks, s.Threads = ut+st, th
-	status, err := os.ReadFile("/proc/" + pid + "/status")
+	n, err := strconv.Atoi(pid)
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("pid %q: %w", pid, err)
 	}
-	for line := range strings.Lines(string(status)) {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "VmRSS", "VmHWM":
-			n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if k == "VmRSS" {
-				s.RSSKB = n
-			} else {
-				s.HWMKB = n
-			}
-		}
-	}
-	return s, nil
+	s.RSSKB, s.HWMKB, err = benchenv.Memory(n)
+	return s, err
 }
 
 // cpuPct is the CPU used between a and b in % of one core.

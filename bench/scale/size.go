@@ -221,24 +221,11 @@ type memory struct{ rssMB, hwmMB, heapMB float64 }
 
 func (s *server) memory() (memory, error) {
 	var m memory
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	rss, hwm, err := benchenv.Memory(s.cmd.Process.Pid)
 	if err != nil {
 		return m, err
 	}
-	for line := range strings.Lines(string(b)) {
-		k, v, _ := strings.Cut(line, ":")
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[0], 64)
-		switch k {
-		case "VmRSS":
-			m.rssMB = kb / 1024
-		case "VmHWM":
-			m.hwmMB = kb / 1024
-		}
-	}
+	m.rssMB, m.hwmMB = float64(rss)/1024, float64(hwm)/1024
 	heap, err := s.metric("go_memstats_heap_inuse_bytes")
 	m.heapMB = heap / (1 << 20)
 	return m, err

@@ -125,3 +125,26 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// Memory reads VmRSS and VmHWM (the peak since the process started) of
+// pid from /proc/PID/status, in KiB.
+func Memory(pid int) (rssKB, hwmKB uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch k {
+		case "VmRSS":
+			rssKB = n
+		case "VmHWM":
+			hwmKB = n
+		}
+	}
+	return rssKB, hwmKB, nil
+}
