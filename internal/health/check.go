@@ -154,7 +154,7 @@ func newHTTPChecker(c *model.Check, timeout time.Duration) (*httpChecker, error)
 			return nil, fmt.Errorf("%s check: %w", c.Kind, err)
 		}
 	}
-	h.client = probeClient(tc)
+	h.client = probeClient(tc, timeout)
 	return h, nil
 }
 
@@ -183,17 +183,39 @@ func tlsConfig(serverName, caFile string, insecure bool) (*tls.Config, error) {
 // probeClient is an HTTP client for probes: no proxy from the environment, no
 // redirects followed, a fresh connection per probe (so a dead server is seen
 // at once), and the deadline taken from the request's context.
-func probeClient(tc *tls.Config) *http.Client {
+//
+// net/http dials on a context detached from the request's: a probe that
+// times out returns, but its dial (and TLS handshake) would go on until the
+// system gives up — about two minutes of SYN retries against an endpoint
+// that drops them — holding a socket and a goroutine per probe, and
+// re-sending SYNs at an endpoint that is already struggling. So both are
+// bounded by the probe's own timeout (0: not bounded here).
+func probeClient(tc *tls.Config, timeout time.Duration) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:                  nil,
-			DialContext:            (&net.Dialer{}).DialContext,
+			DialContext:            boundedDial((&net.Dialer{}).DialContext, timeout),
 			TLSClientConfig:        tc,
+			TLSHandshakeTimeout:    timeout,
 			DisableKeepAlives:      true,
 			DisableCompression:     true,
 			MaxResponseHeaderBytes: 64 << 10,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// boundedDial gives every dial at most d (d <= 0: as dial does).
+func boundedDial(dial dialFunc, d time.Duration) dialFunc {
+	if d <= 0 {
+		return dial
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return dial(ctx, network, addr)
 	}
 }
 

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -390,4 +392,84 @@ func TestHTTPCheckIPv6(t *testing.T) {
 	err = probeOnce(t, &model.Check{Kind: model.CheckHTTP, Port: port, Path: "/healthz"}, addr, 2*time.Second)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "http "+srv.Listener.Addr().String()+" GET /healthz: status 503 not in [200-399]")
+}
+
+// fullListener returns the port of a loopback listener whose accept queue
+// is full and never drained: the kernel drops further SYNs, so a connect
+// to it hangs as it does to a blackholed endpoint.
+func fullListener(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	require.NoError(t, syscall.Listen(fd, 0))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	port := sa.(*syscall.SockaddrInet4).Port
+	for i := range 8 { // fill the queue until a connect hangs
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 300*time.Millisecond)
+		if err != nil {
+			require.Positive(t, i, "the first connect must fill the queue, not fail: %v", err)
+			return port
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	t.Fatalf("the accept queue of port %d never filled", port)
+	return 0
+}
+
+// synSent counts this machine's IPv4 sockets still trying to connect to
+// 127.0.0.1:port.
+func synSent(t *testing.T, port int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/tcp")
+	require.NoError(t, err)
+	want := fmt.Sprintf("0100007F:%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[2] == want && f[3] == "02" { // TCP_SYN_SENT
+			n++
+		}
+	}
+	return n
+}
+
+func TestTimedOutProbesLeaveNoDialOrHandshakeBehind(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("needs /proc/net/tcp")
+	}
+	t.Run("an HTTP probe of an endpoint that drops SYNs stops connecting when it times out", func(t *testing.T) {
+		port := fullListener(t)
+		err := probeOnce(t, &model.Check{Kind: model.CheckHTTP, Port: port, Timeout: model.Duration(200 * time.Millisecond)}, localhost, 5*time.Second)
+		require.Error(t, err)
+		// Without a bound, net/http's dial goes on (SYN retries for about
+		// two minutes) after the request has given up.
+		assert.Eventually(t, func() bool { return synSent(t, port) == 0 }, 3*time.Second, 50*time.Millisecond,
+			"a connect to port %d is still pending after the probe timed out", port)
+	})
+	t.Run("an HTTPS probe of an endpoint that never answers the handshake closes its connection when it times out", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer l.Close()
+		closed := make(chan struct{})
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c) // returns when the client closes
+			close(closed)
+		}()
+		port := l.Addr().(*net.TCPAddr).Port
+		err = probeOnce(t, &model.Check{Kind: model.CheckHTTPS, Port: port, Timeout: model.Duration(200 * time.Millisecond), InsecureSkipVerify: true}, localhost, 5*time.Second)
+		require.Error(t, err)
+		select {
+		case <-closed:
+		case <-time.After(3 * time.Second):
+			t.Fatal("the probe's TLS handshake still holds its connection after the probe timed out")
+		}
+	})
 }

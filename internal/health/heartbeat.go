@@ -92,7 +92,7 @@ func newBeat(cluster string, hb model.Heartbeat) *beat {
 		b.setupErr = fmt.Errorf("heartbeat %s: %w", cluster, err)
 		return b
 	}
-	b.client = probeClient(tc)
+	b.client = probeClient(tc, b.interval())
 	return b
 }
 
