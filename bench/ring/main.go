@@ -48,6 +48,7 @@ type params struct {
 	Restart         bool          // restart the last prober at the end and time until it counts again everywhere (default false)
 	RestartTimeout  time.Duration // bound of that wait (default 180s)
 	BasePort        int           // backend on BasePort; DNS, HTTP, gossip on BasePort+100/200/300+i (default 17100)
+	Nice            int           // probers run at this niceness above the harness, whose HTTP server stands for the endpoints (default 10; 0 = same)
 	Bin             string        // meridian binary (default: build bin/meridian)
 	Out             string        // report file (default bench/results/ring-latest.md)
 	KeepTmp         bool          // keep the temporary directory (configs, logs)
@@ -76,6 +77,7 @@ func loadParams() (params, error) {
 		Restart:         getb("BENCH_RING_RESTART", false),
 		RestartTimeout:  getd("BENCH_RING_RESTART_TIMEOUT", 180*time.Second, time.Second),
 		BasePort:        geti("BENCH_RING_BASE_PORT", 17100, 1024, 65535-400),
+		Nice:            geti("BENCH_RING_NICE", 10, 0, 19),
 		Bin:             os.Getenv("MERIDIAN_BIN"),
 		Out:             os.Getenv("BENCH_RING_OUT"),
 		KeepTmp:         getb("BENCH_RING_KEEP_TMP", false),

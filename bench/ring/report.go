@@ -47,8 +47,8 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&s, "| machine | %s, nproc %d, %s, Linux %s |\n", cpuModel(), runtime.NumCPU(), memTotal(), kernel())
 	fmt.Fprintf(&s, "| Go | harness %s; meridian %s |\n", runtime.Version(), ver)
 	fmt.Fprintf(&s, "| ring | %d probers (`meridian serve`) in %d regions, one loopback host, memberlist WAN defaults, gossip encrypted (one AES-256 key) |\n", p.Probers, p.Regions)
-	fmt.Fprintf(&s, "| endpoints | %d = %d weighted services × %d, `GET /healthz` on 127.1.x.y:%d, all served by one HTTP server in the harness |\n",
-		p.Endpoints, (p.Endpoints+p.PerService-1)/p.PerService, p.PerService, p.BasePort)
+	fmt.Fprintf(&s, "| endpoints | %d = %d weighted services × %d, `GET /healthz` on 127.1.x.y:%d, all served by one HTTP server in the harness (probers at niceness +%d) |\n",
+		p.Endpoints, (p.Endpoints+p.PerService-1)/p.PerService, p.PerService, p.BasePort, p.Nice)
 	fmt.Fprintf(&s, "| health | interval %v (±10%% jitter), timeout, fall, rise at their defaults (3 s, 3, 2): %.0f probes/s expected per prober |\n",
 		p.Interval, float64(p.Endpoints)/p.Interval.Seconds())
 	fmt.Fprintf(&s, "| startup | every node: %d members and every endpoint up after %s; fresh votes from every prober on every endpoint after %s; vote broadcasts died down after %s |\n",
