@@ -44,8 +44,8 @@ func (b *bench) settle(ctx context.Context, t0 time.Time) error {
 		worst, who := 0.0, ""
 		for i, n := range b.nodes {
 			dt := cur[i].proc.At.Sub(prev[i].proc.At).Seconds()
-			rate := (cur[i].met.sum("meridian_ring_messages_total", "type", "vote", "direction", "received") -
-				prev[i].met.sum("meridian_ring_messages_total", "type", "vote", "direction", "received")) / dt
+			rate := (cur[i].met.Sum("meridian_ring_messages_total", "type", "vote", "direction", "received") -
+				prev[i].met.Sum("meridian_ring_messages_total", "type", "vote", "direction", "received")) / dt
 			if rate >= worst {
 				worst, who = rate, n.name
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -119,125 +118,6 @@ func machineLoad(a, b machineSample) (busy, steal float64) {
 	return float64(b.busy-a.busy) / dt * 100, float64(b.steal-a.steal) / dt * 100
 }
 
-// ------------------------------------------------------------- /metrics ----
-
-// metricSample is one line of the Prometheus text format.
-type metricSample struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
-
-// metricSet is a parsed /metrics page.
-type metricSet []metricSample
-
-// parseMetrics reads the Prometheus text exposition format (what
-// client_golang serves): comments and blank lines are skipped, timestamps
-// ignored.
-func parseMetrics(r io.Reader) (metricSet, error) {
-	var out metricSet
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s, err := parseMetricLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %w", n, err)
-		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-func parseMetricLine(line string) (metricSample, error) {
-	s := metricSample{Labels: map[string]string{}}
-	i := strings.IndexAny(line, "{ ")
-	if i <= 0 {
-		return s, fmt.Errorf("no value in %q", line)
-	}
-	s.Name, line = line[:i], line[i:]
-	if line[0] == '{' {
-		line = line[1:]
-		for {
-			line = strings.TrimLeft(line, " ,")
-			if line == "" {
-				return s, errors.New("unterminated label set")
-			}
-			if line[0] == '}' {
-				line = line[1:]
-				break
-			}
-			eq := strings.IndexByte(line, '=')
-			if eq <= 0 || len(line) < eq+2 || line[eq+1] != '"' {
-				return s, fmt.Errorf("bad label near %q", line)
-			}
-			key := strings.TrimSpace(line[:eq])
-			line = line[eq+2:]
-			var val strings.Builder
-			j := 0
-			for ; j < len(line) && line[j] != '"'; j++ {
-				if line[j] == '\\' && j+1 < len(line) {
-					j++
-					switch line[j] {
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						val.WriteByte(line[j])
-					}
-					continue
-				}
-				val.WriteByte(line[j])
-			}
-			if j >= len(line) {
-				return s, fmt.Errorf("unterminated value of label %s", key)
-			}
-			s.Labels[key] = val.String()
-			line = line[j+1:]
-		}
-	}
-	f := strings.Fields(line)
-	if len(f) == 0 {
-		return s, fmt.Errorf("no value for %s", s.Name)
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return s, fmt.Errorf("value of %s: %w", s.Name, err)
-	}
-	s.Value = v
-	return s, nil
-}
-
-// sum adds the samples of name whose labels match every key=value pair of kv.
-func (m metricSet) sum(name string, kv ...string) float64 {
-	var t float64
-next:
-	for _, s := range m {
-		if s.Name != name {
-			continue
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			if s.Labels[kv[i]] != kv[i+1] {
-				continue next
-			}
-		}
-		t += s.Value
-	}
-	return t
-}
-
-// label returns the value of key on the first sample of name ("" if none).
-func (m metricSet) label(name, key string) string {
-	for _, s := range m {
-		if s.Name == name {
-			return s.Labels[key]
-		}
-	}
-	return ""
-}
-
 // -------------------------------------------------------------- scrapes ----
 
 var httpc = &http.Client{Timeout: 15 * time.Second}
@@ -266,7 +146,7 @@ func get(ctx context.Context, url string) ([]byte, error) {
 // nodeSnap is one node's state at one instant of a window.
 type nodeSnap struct {
 	proc procSample
-	met  metricSet
+	met  benchenv.Metrics
 }
 
 func (n *node) snap(ctx context.Context) (nodeSnap, error) {
@@ -275,7 +155,7 @@ func (n *node) snap(ctx context.Context) (nodeSnap, error) {
 	if err != nil {
 		return s, fmt.Errorf("node %s: metrics: %w", n.name, err)
 	}
-	if s.met, err = parseMetrics(strings.NewReader(string(body))); err != nil {
+	if s.met, err = benchenv.ParseMetrics(strings.NewReader(string(body))); err != nil {
 		return s, fmt.Errorf("node %s: metrics: %w", n.name, err)
 	}
 	if s.proc, err = readProc(strconv.Itoa(n.cmd.Process.Pid)); err != nil {
@@ -315,33 +195,34 @@ func result(n *node, a, b nodeSnap, cpuMax, rssMaxKB float64) nodeResult {
 		if dt <= 0 {
 			return 0
 		}
-		return (b.met.sum(name, kv...) - a.met.sum(name, kv...)) / dt
+		return (b.met.Sum(name, kv...) - a.met.Sum(name, kv...)) / dt
 	}
-	delta := func(name string, kv ...string) float64 { return b.met.sum(name, kv...) - a.met.sum(name, kv...) }
+	delta := func(name string, kv ...string) float64 { return b.met.Sum(name, kv...) - a.met.Sum(name, kv...) }
+	count := func(name string, kv ...string) float64 { return b.met.Count(name, kv...) - a.met.Count(name, kv...) }
 	r := nodeResult{Name: n.name, Region: n.region,
 		CPUPct: cpuPct(a.proc, b.proc), CPUMax: cpuMax,
 		RSSMiB: float64(b.proc.RSSKB) / 1024, HWMMiB: float64(b.proc.HWMKB) / 1024, RSSMaxMiB: rssMaxKB / 1024,
-		HeapMiB: b.met.sum("go_memstats_heap_inuse_bytes") / (1 << 20), Goroutines: b.met.sum("go_goroutines"), Threads: b.proc.Threads,
+		HeapMiB: b.met.Sum("go_memstats_heap_inuse_bytes") / (1 << 20), Goroutines: b.met.Sum("go_goroutines"), Threads: b.proc.Threads,
 		SentBps: rate("meridian_ring_gossip_bytes_total", "direction", "sent"),
 		RecvBps: rate("meridian_ring_gossip_bytes_total", "direction", "received"),
 		MsgSent: map[string]float64{}, MsgRecv: map[string]float64{},
 		ProbeOK: rate("meridian_probe_results_total", "result", "ok"),
 		ProbeKO: rate("meridian_probe_results_total", "result", "fail"),
 		Events:  delta("meridian_failover_events_total"),
-		Members: b.met.sum("meridian_ring_members", "role", "prober"),
+		Members: b.met.Sum("meridian_ring_members", "role", "prober"),
 	}
 	for _, t := range msgTypes {
 		r.MsgSent[t] = rate("meridian_ring_messages_total", "type", t, "direction", "sent")
 		r.MsgRecv[t] = rate("meridian_ring_messages_total", "type", t, "direction", "received")
 	}
-	if cnt := delta("meridian_decision_duration_seconds_count"); cnt > 0 && dt > 0 {
-		sum := delta("meridian_decision_duration_seconds_sum")
+	if cnt := count("meridian_decision_duration_seconds"); cnt > 0 && dt > 0 {
+		sum := delta("meridian_decision_duration_seconds")
 		r.Decisions = cnt / dt
 		r.DecisionMeanMs = sum / cnt * 1000
 		r.DecisionCPUPct = sum / dt * 100
 	}
-	if cnt := delta("meridian_failover_detection_seconds_count"); cnt > 0 {
-		r.Detection = delta("meridian_failover_detection_seconds_sum") / cnt
+	if cnt := count("meridian_failover_detection_seconds"); cnt > 0 {
+		r.Detection = delta("meridian_failover_detection_seconds") / cnt
 		r.DetectionN = cnt
 	}
 	r.raw.start, r.raw.end = a, b

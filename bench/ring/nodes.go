@@ -92,8 +92,8 @@ func (b *bench) run(ctx context.Context) error {
 		return fmt.Errorf("steady window: %w", err)
 	}
 	b.rep.steady = w
-	b.rep.meridianVersion = w.Nodes[0].raw.end.met.label("meridian_build_info", "version")
-	b.rep.meridianGo = w.Nodes[0].raw.end.met.label("meridian_build_info", "goversion")
+	b.rep.meridianVersion = w.Nodes[0].raw.end.met.Label("meridian_build_info", "version")
+	b.rep.meridianGo = w.Nodes[0].raw.end.met.Label("meridian_build_info", "goversion")
 	b.rep.afterSteady = b.pollAll(ctx, nil)
 	if b.p.Churn {
 		if err := b.churn(ctx); err != nil {

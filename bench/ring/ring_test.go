@@ -5,50 +5,6 @@ import (
 	"testing"
 )
 
-func TestParseMetrics(t *testing.T) {
-	page := `# HELP meridian_ring_gossip_bytes_total Bytes of gossip.
-# TYPE meridian_ring_gossip_bytes_total counter
-meridian_ring_gossip_bytes_total{direction="received"} 1.5e+06
-meridian_ring_gossip_bytes_total{direction="sent"} 1234
-meridian_ring_messages_total{direction="sent",type="vote"} 10
-meridian_ring_messages_total{direction="received",type="vote"} 7
-meridian_decision_duration_seconds_sum 0.25
-meridian_build_info{goversion="go1.26.8",version="v0.3.0-4-gabc \"x\""} 1
-go_gc_duration_seconds{quantile="1"} NaN
-`
-	m, err := parseMetrics(strings.NewReader(page))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		got  float64
-		want float64
-	}{
-		{"a label selects one series", m.sum("meridian_ring_gossip_bytes_total", "direction", "sent"), 1234},
-		{"exponent notation is read", m.sum("meridian_ring_gossip_bytes_total", "direction", "received"), 1.5e6},
-		{"no label adds every series", m.sum("meridian_ring_messages_total"), 17},
-		{"two labels must both match", m.sum("meridian_ring_messages_total", "type", "vote", "direction", "received"), 7},
-		{"a series without labels is read", m.sum("meridian_decision_duration_seconds_sum"), 0.25},
-		{"an unknown name sums to zero", m.sum("nope"), 0},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
-		}
-	}
-	if v := m.label("meridian_build_info", "version"); v != `v0.3.0-4-gabc "x"` {
-		t.Errorf("escaped label value: got %q", v)
-	}
-}
-
-func TestParseMetricsRejectsBrokenLines(t *testing.T) {
-	for _, line := range []string{`x{a="b" 1`, `x{a=b} 1`, `x`, `x{a="b"}`, `x one`} {
-		if _, err := parseMetrics(strings.NewReader(line + "\n")); err == nil {
-			t.Errorf("%q: no error", line)
-		}
-	}
-}
-
 func TestFailingSet(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
