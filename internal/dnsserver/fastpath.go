@@ -215,19 +215,13 @@ func packFast(buf []byte, m *dns.Msg, limit int) ([]byte, bool) {
 	binary.BigEndian.PutUint16(out[off+2:], q.Qclass)
 	off += 4
 	for _, rr := range m.Answer {
-		h := rr.Header()
-		binary.BigEndian.PutUint16(out[off:], 0xC000|headerLen) // the owner: the question's name
-		binary.BigEndian.PutUint16(out[off+2:], h.Rrtype)
-		binary.BigEndian.PutUint16(out[off+4:], h.Class)
-		binary.BigEndian.PutUint32(out[off+6:], h.Ttl)
-		off += 10
 		switch rr := rr.(type) {
 		case *dns.A:
-			binary.BigEndian.PutUint16(out[off:], net.IPv4len)
-			off += 2 + copy(out[off+2:], rr.A.To4())
+			off = packRRHeader(out, off, &rr.Hdr, net.IPv4len)
+			off += copy(out[off:], rr.A.To4())
 		case *dns.AAAA:
-			binary.BigEndian.PutUint16(out[off:], net.IPv6len)
-			off += 2 + copy(out[off+2:], rr.AAAA)
+			off = packRRHeader(out, off, &rr.Hdr, net.IPv6len)
+			off += copy(out[off:], rr.AAAA)
 		}
 	}
 	if opt != nil {
@@ -243,4 +237,16 @@ func packFast(buf []byte, m *dns.Msg, limit int) ([]byte, bool) {
 		return nil, false // cannot happen: the sizes above are the packing's
 	}
 	return out, true
+}
+
+// packRRHeader writes the header of an answer owned by the question's name
+// (a pointer to it) with RDLENGTH rdlen at out[off:], and returns the
+// offset of the RDATA.
+func packRRHeader(out []byte, off int, h *dns.RR_Header, rdlen uint16) int {
+	binary.BigEndian.PutUint16(out[off:], 0xC000|headerLen)
+	binary.BigEndian.PutUint16(out[off+2:], h.Rrtype)
+	binary.BigEndian.PutUint16(out[off+4:], h.Class)
+	binary.BigEndian.PutUint32(out[off+6:], h.Ttl)
+	binary.BigEndian.PutUint16(out[off+10:], rdlen)
+	return off + 12
 }
