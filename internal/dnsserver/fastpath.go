@@ -23,8 +23,9 @@ import (
 // with QR clear, one question whose name is uncompressed and spelled with
 // letters, digits, '-' and '_' only, no answer or authority records, and
 // either no additional record or one OPT record without options, ending
-// exactly at the end of in. It reports false, with w.req undefined, for
-// any other packet.
+// exactly at the end of in, for a type other than AXFR and IXFR (those go
+// to internal/xfr). It reports false, with w.req undefined, for any other
+// packet.
 //
 // The question name is a string over the worker's own buffer (no
 // allocation): it is valid until the next query of this worker, which is
@@ -73,6 +74,9 @@ func (w *worker) parseFast(in []byte) bool {
 	}
 	qtype := binary.BigEndian.Uint16(in[off:])
 	qclass := binary.BigEndian.Uint16(in[off+2:])
+	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
+		return false // for internal/xfr, which may keep the name
+	}
 	off += 4
 	req := &w.req
 	*req = dns.Msg{Question: req.Question[:0], Extra: req.Extra[:0]}
