@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/kube"
@@ -252,23 +253,31 @@ func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.Obj
 		if !ok {
 			return kube.ServiceView{}, false
 		}
-		v := kube.ServiceView{Strategy: s.Strategy, Order: order[name]}
-		for _, e := range s.Endpoints {
-			// The draw weight: a capacity-aware service's share follows its effective weights.
-			ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
-				Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
-			if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
-				ev.Since, ev.Reason = tl.Since, tl.Reason
-			}
-			if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {
-				ev.Since, ev.Reason = c.Since, "cluster "+strings.ToLower(c.State.String())+": "+c.Reason
-			}
-			v.Endpoints = append(v.Endpoints, ev)
-		}
+		v := serviceView(s, order[name], timeline, clusters)
 		svcs[name] = v
 		return v, true
 	}
 	return kube.Statuses(objs, res, view), res.Problems
+}
+
+// serviceView is the decided state of the served service s: its
+// endpoints with the decided timeline (timeline by endpoint, clusters by
+// name) and the failover order.
+func serviceView(s engine.ServiceStatus, order []string, timeline map[health.Subject]failover.Timeline, clusters map[string]failover.ClusterState) kube.ServiceView {
+	v := kube.ServiceView{Strategy: s.Strategy, Order: order}
+	for _, e := range s.Endpoints {
+		// The draw weight: a capacity-aware service's share follows its effective weights.
+		ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
+			Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
+		if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
+			ev.Since, ev.Reason = tl.Since, tl.Reason
+		}
+		if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {
+			ev.Since, ev.Reason = c.Since, "cluster "+strings.ToLower(c.State.String())+": "+c.Reason
+		}
+		v.Endpoints = append(v.Endpoints, ev)
+	}
+	return v
 }
 
 // KubeReport is GET /v1/kube.

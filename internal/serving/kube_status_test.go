@@ -1,7 +1,6 @@
 package serving
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +14,8 @@ import (
 )
 
 // everyServiceStatuses is Kube.Statuses as it was before it looked only
-// at the services objects are behind: a view of every served service.
+// at the services objects are behind: a view of every served service, the
+// timeline of every endpoint and the order of every failover service.
 func everyServiceStatuses(k *Kube, st *State) map[kube.ObjectRef]kube.Status {
 	objs, res := k.Last()
 	timeline := map[health.Subject]failover.Timeline{}
@@ -34,19 +34,7 @@ func everyServiceStatuses(k *Kube, st *State) map[kube.ObjectRef]kube.Status {
 	}
 	svcs := map[string]kube.ServiceView{}
 	for _, s := range st.Snapshot.Services() {
-		v := kube.ServiceView{Strategy: s.Strategy, Order: order[s.Name]}
-		for _, e := range s.Endpoints {
-			ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
-				Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
-			if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
-				ev.Since, ev.Reason = tl.Since, tl.Reason
-			}
-			if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {
-				ev.Since, ev.Reason = c.Since, "cluster "+strings.ToLower(c.State.String())+": "+c.Reason
-			}
-			v.Endpoints = append(v.Endpoints, ev)
-		}
-		svcs[s.Name] = v
+		svcs[s.Name] = serviceView(s, order[s.Name], timeline, clusters)
 	}
 	return kube.Statuses(objs, res, func(name string) (kube.ServiceView, bool) { v, ok := svcs[name]; return v, ok })
 }
