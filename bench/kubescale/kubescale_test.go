@@ -31,6 +31,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
 	"github.com/meridian-gslb/meridian/e2e/kubelab"
+	"github.com/meridian-gslb/meridian/internal/config/scalegen"
 )
 
 const (
@@ -53,7 +54,10 @@ kubernetes: {status_annotation: true}
 
 // result is one size's figures.
 type result struct {
-	Services        int     `json:"services"`
+	Services int `json:"services"`
+	// FileServices: the config file's own services beside the Kubernetes
+	// ones (KUBESCALE_FILE_SERVICES, internal/config/scalegen).
+	FileServices    int     `json:"file_services"`
 	CreateSeconds   float64 `json:"create_seconds"`                   // first create to the last load-balancer status set
 	ServedSeconds   float64 `json:"served_seconds"`                   // first create to every name answering its address
 	ServedAfterLast float64 `json:"served_after_last_create_seconds"` // last status set to every name answering
@@ -81,6 +85,7 @@ func TestKubeScale(t *testing.T) {
 		sizes = append(sizes, n)
 	}
 	changes := env.Int("KUBESCALE_CHANGES", 5, 1, 50)
+	fileServices := env.Int("KUBESCALE_FILE_SERVICES", 0, 0, 200_000)
 	workers := env.Int("KUBESCALE_WORKERS", 16, 1, 64)
 	bound := env.Duration("KUBESCALE_BOUND", 5*time.Minute, 10*time.Second)
 	out := envOr("KUBESCALE_OUT", filepath.Join("..", "results"))
@@ -94,7 +99,7 @@ func TestKubeScale(t *testing.T) {
 	var results []result
 	for _, n := range sizes {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			results = append(results, measure(t, bins, bin, n, changes, workers, bound))
+			results = append(results, measure(t, bins, bin, n, fileServices, changes, workers, bound))
 		})
 	}
 	require.NoError(t, os.MkdirAll(out, 0o755))
@@ -131,7 +136,7 @@ func generate(lab *kubelab.Lab, n int) []svc {
 	return out
 }
 
-func measure(t *testing.T, bins, bin string, n, changes, workers int, bound time.Duration) result {
+func measure(t *testing.T, bins, bin string, n, fileServices, changes, workers int, bound time.Duration) result {
 	lab := kubelab.Start(t, bins, "east", "west")
 	clients := map[*kubelab.Member]kubernetes.Interface{}
 	for _, m := range lab.Members {
@@ -143,9 +148,14 @@ func measure(t *testing.T, bins, bin string, n, changes, workers int, bound time
 		require.NoError(t, err)
 		clients[m] = c
 	}
-	srv := startMeridian(t, bin, fmt.Sprintf(config, lab.Members[0].Kubeconfig(t, kubelab.AdminUser), lab.Members[1].Kubeconfig(t, kubelab.AdminUser)))
+	cfg := withFileServices(t, fmt.Sprintf(config, lab.Members[0].Kubeconfig(t, kubelab.AdminUser), lab.Members[1].Kubeconfig(t, kubelab.AdminUser)), fileServices)
+	ready := 30 * time.Second
+	if fileServices > 0 {
+		ready = bound // a large file takes its time to load
+	}
+	srv := startMeridian(t, bin, cfg, ready)
 	svcs := generate(lab, n)
-	r := result{Services: n}
+	r := result{Services: n, FileServices: fileServices}
 
 	// Create every Service and set its load-balancer address, workers at a time.
 	start := time.Now()
@@ -314,7 +324,7 @@ type server struct {
 	logPath   string
 }
 
-func startMeridian(t *testing.T, bin, cfg string) *server {
+func startMeridian(t *testing.T, bin, cfg string, ready time.Duration) *server {
 	dir := t.TempDir()
 	s := &server{dns: freeAddr(t), http: freeAddr(t), logPath: filepath.Join(dir, "meridian.log")}
 	path := filepath.Join(dir, "meridian.yaml")
@@ -339,7 +349,7 @@ func startMeridian(t *testing.T, bin, cfg string) *server {
 			t.Logf("meridian log (last lines):\n%s", s.tail())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(ready)
 	for {
 		resp, err := http.Get("http://" + s.http + "/readyz")
 		if err == nil {
@@ -393,6 +403,32 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// withFileServices adds n generated services of their own zone
+// (scalegen) to the config cfg: the Kubernetes changes then merge into a
+// state of n file services. cfg is returned as it is for n 0.
+func withFileServices(t *testing.T, cfg string, n int) string {
+	if n == 0 {
+		return cfg
+	}
+	var gen strings.Builder
+	require.NoError(t, scalegen.Write(&gen, scalegen.Options{Services: n}))
+	head, rest, ok := strings.Cut(cfg, "zones:\n")
+	require.True(t, ok, "the config has a zones section")
+	zones, rest, ok := strings.Cut(rest, "clusters:\n")
+	require.True(t, ok, "the config has a clusters section")
+	clusters, tail, ok := strings.Cut(rest, "\nkubernetes:")
+	require.True(t, ok, "the config has a kubernetes section")
+	clusters += "\n"
+	out := gen.String()
+	for _, ins := range []struct{ after, text string }{{"zones:\n", zones}, {"clusters:\n", clusters}} {
+		i := strings.Index(out, ins.after)
+		require.GreaterOrEqual(t, i, 0, "scalegen writes %q", ins.after)
+		i += len(ins.after)
+		out = out[:i] + ins.text + out[i:]
+	}
+	return head + out + "kubernetes:" + tail
+}
+
 func report(rs []result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Kubernetes at scale (bench/kubescale): annotated LoadBalancer Services, half in each of 2 members (real kube-apiservers, one etcd), one meridian serve, kubernetes.status_annotation: true, defaults otherwise\n\n")
@@ -411,6 +447,9 @@ func report(rs []result) string {
 		fmt.Fprintf(&b, "%-9d %-10s %-12s %-14s %-22s %-16s %-10s %-10s %v\n", r.Services,
 			fmt.Sprintf("%.1f s", r.CreateSeconds), fmt.Sprintf("%.1f s", r.ServedSeconds), fmt.Sprintf("%.2f s", r.ServedAfterLast),
 			chs, st, fmt.Sprintf("%.0f MiB", r.RSSMiB), fmt.Sprintf("%.0f MiB", r.PeakRSSMiB), r.StatusWrites)
+		if r.FileServices > 0 {
+			fmt.Fprintf(&b, "          (beside %d services of the config file: KUBESCALE_FILE_SERVICES)\n", r.FileServices)
+		}
 	}
 	return b.String()
 }

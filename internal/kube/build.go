@@ -117,25 +117,44 @@ type SettingsOf struct {
 //     name outside every zone, an unknown cluster in failover-order) is not
 //     served and the reason is reported on each of its objects.
 //
-// BuildSafe is Build on an input path: a panic (a bug some tenant's object
-// runs into) becomes an error, so the caller keeps serving what it served.
-func BuildSafe(objs []Object, base *model.Desired) (res Result, err error) {
+// BuildSafe is BuildWith on an input path: a panic (a bug some tenant's
+// object runs into) becomes an error, so the caller keeps serving what it
+// served.
+func BuildSafe(objs []Object, base *model.Desired, fileNames FileNames) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kubernetes: building services from %d objects panicked (recovered): %v", len(objs), r)
 		}
 	}()
-	return Build(objs, base), nil
+	return BuildWith(objs, base, fileNames), nil
 }
 
+// FileNames is the set of the names the config file's services define
+// (canonical): the names Build does not take from Kubernetes. It depends
+// on the file alone, so a caller that builds after every object change
+// makes it once per loaded file (NewFileNames) and passes it to each
+// BuildWith; it is never modified once made.
+type FileNames map[string]bool
+
+// NewFileNames is the set of the names services define.
+func NewFileNames(services []model.Service) FileNames {
+	names := make(FileNames, len(services))
+	for _, s := range services {
+		names[model.CanonicalName(s.Name)] = true
+	}
+	return names
+}
+
+// Build is BuildWith with the names of base's services.
 func Build(objs []Object, base *model.Desired) Result {
+	return BuildWith(objs, base, NewFileNames(base.Services))
+}
+
+// BuildWith is Build where fileNames is NewFileNames(base.Services).
+func BuildWith(objs []Object, base *model.Desired, fileNames FileNames) Result {
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
 		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{},
 		Backends: map[string]map[string][]Backend{}}
-	fileNames := map[string]bool{}
-	for _, s := range base.Services {
-		fileNames[model.CanonicalName(s.Name)] = true
-	}
 	sorted := slices.Clone(objs)
 	slices.SortFunc(sorted, func(a, b Object) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Ref.Cluster, b.Ref.Cluster),
@@ -209,7 +228,7 @@ func Build(objs []Object, base *model.Desired) Result {
 
 // claimsOf lists the claims of the grouped objects on names the file does
 // not define.
-func claimsOf(groups map[string][]*Object, fileNames map[string]bool) []claims.Claim {
+func claimsOf(groups map[string][]*Object, fileNames FileNames) []claims.Claim {
 	var out []claims.Claim
 	for name, g := range groups {
 		if fileNames[name] {

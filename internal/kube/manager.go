@@ -264,6 +264,10 @@ type member struct {
 	served    map[ObjectRef]string   // serving last reported as an Event per object
 	forbidden bool                   // a status patch was forbidden (logged once)
 
+	// passed is, per object, what the last status pass was given for it
+	// (statusPass): a pass given the same again has nothing to do for it.
+	passed map[ObjectRef]statusPass
+
 	// Gateway API (gatewaywatch.go): started once the member serves the CRDs.
 	routeMu        sync.Mutex                                     // serialises route and Gateway events (before mu)
 	gwFactories    []dynamicinformer.DynamicSharedInformerFactory // one per watched namespace
@@ -298,7 +302,7 @@ func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
 		burst = model.DefaultKubeStatusBurst
 	}
 	return &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(), limiter: rate.NewLimiter(rate.Limit(qps), burst),
-		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, gateways: map[string]*gwv1.Gateway{},
+		objs: map[ObjectRef]*objState{}, written: map[ObjectRef]string{}, evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, passed: map[ObjectRef]statusPass{}, gateways: map[string]*gwv1.Gateway{},
 		gvrs: map[string]schema.GroupVersionResource{}, slices: map[sliceKey]map[string]SliceCounts{}, sliceOwner: map[string]sliceKey{}}
 }
 
@@ -635,6 +639,7 @@ func (m *member) removeRef(ref ObjectRef) {
 	delete(m.written, ref)
 	delete(m.evented, ref)
 	delete(m.served, ref)
+	delete(m.passed, ref)
 	if m.events != nil {
 		m.events.forget(ref.String())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -63,7 +64,18 @@ func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectR
 	var jobs []statusJob
 	unchanged := 0
 	for ref, st := range m.objs {
-		j := m.statusJob(ref, st, statuses[ref], problems[ref], annotation)
+		in := statusPass{st: st, status: statuses[ref], problems: problems[ref], errs: joinErrs(st.errs), annotation: annotation}
+		if last, ok := m.passed[ref]; ok && last.same(&in) && (!annotation || st.status == last.text) {
+			// What the last pass did for it stands: its Events are
+			// recorded and its text is on the object.
+			if annotation {
+				unchanged++
+			}
+			continue
+		}
+		j := m.statusJob(ref, st, in.status, in.problems, annotation)
+		in.text = j.text
+		m.passed[ref] = in
 		if annotation && !j.patch {
 			unchanged++
 		}
@@ -105,6 +117,26 @@ func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectR
 // member stopped.
 func (m *member) wait(ctx context.Context) bool {
 	return m.limiter.Wait(ctx) == nil
+}
+
+// statusPass is what a status pass was given for one object: given the
+// same again (the same object state with the same annotation errors, the
+// same status and problems), statusJob would find nothing due but the
+// patch of text, when the object no longer carries it. A pass thus works
+// out (and marshals) the status of the objects whose service, problems
+// or annotations changed, not of every object.
+type statusPass struct {
+	st         *objState
+	status     Status
+	problems   []string
+	errs       string
+	annotation bool
+	text       string // the meridian.io/status text statusJob made
+}
+
+func (p *statusPass) same(q *statusPass) bool {
+	return p.st == q.st && p.errs == q.errs && p.annotation == q.annotation &&
+		slices.Equal(p.problems, q.problems) && reflect.DeepEqual(p.status, q.status)
 }
 
 // statusJob is what is due for one object.

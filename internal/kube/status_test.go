@@ -237,3 +237,39 @@ func TestStatusWritesRunInParallel(t *testing.T) {
 	defer mu.Unlock()
 	assert.GreaterOrEqual(t, most, want, "several patches in flight at once")
 }
+
+func TestAPassGivenTheSameAsTheLastStillRestoresAHandEditedStatus(t *testing.T) {
+	web := lb("team-a", "web", "app.gslb.example.com", "198.51.100.1", t0)
+	l := newLab(t, web, lb("team-b", "api", "api.gslb.example.com", "203.0.113.66", t0))
+	assert.Zero(t, l.write(true))
+	require.Equal(t, []string{"patch", "patch"}, l.verbs("services"))
+	written := l.mem.objs[ObjectRef{"east", KindService, "team-a", "web"}].status
+	require.NotEmpty(t, written)
+
+	edited := web.DeepCopy()
+	edited.Annotations[AnnoStatus] = `{"served":false,"reason":"edited by hand"}`
+	l.mem.upsert(edited)
+	assert.Zero(t, l.write(true))
+	assert.Equal(t, []string{"patch", "patch", "patch"}, l.verbs("services"), "the edited object is written again; the other is not")
+	assert.Equal(t, written, l.mem.objs[ObjectRef{"east", KindService, "team-a", "web"}].status)
+	assert.Equal(t, 1.0, testutil.ToFloat64(l.mg.m.statusWrites.WithLabelValues("east", "unchanged")))
+}
+
+func TestAPassGivenTheSameStatusReportsANewAnnotationError(t *testing.T) {
+	web := lb("team-a", "web", "app.gslb.example.com", "198.51.100.1", t0)
+	l := newLab(t, web)
+	assert.Zero(t, l.write(false))
+	require.Len(t, l.events(t, "team-a"), 1, "the MeridianStatus Event")
+
+	bad := web.DeepCopy()
+	bad.Annotations[AnnoWeight] = "heavy"
+	l.mem.upsert(bad) // the last valid settings keep serving: the same status
+	assert.Zero(t, l.write(false))
+	evs := l.events(t, "team-a")
+	require.Len(t, evs, 2, "the new error is reported")
+	reasons := []string{evs[0].Reason, evs[1].Reason}
+	assert.Contains(t, reasons, ReasonInvalidAnnotation)
+
+	assert.Zero(t, l.write(false))
+	assert.Len(t, l.events(t, "team-a"), 2, "and only once")
+}

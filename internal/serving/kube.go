@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/kube"
@@ -32,6 +33,21 @@ type Kube struct {
 	dropped map[string]string // last logged dropped reasons, so each is logged once
 	// normalized is what the last merge normalized (see mergeServices).
 	normalized normalizedKube
+	// fileNames is the names the services of file define (kube.BuildWith):
+	// made once per loaded file, not per merge, and replaced with it.
+	fileNames kube.FileNames
+	namesOf   *config.File
+}
+
+// fileNamesOf is the set of the names f's services define, made on the first
+// merge of f (f is never modified once loaded).
+func (k *Kube) fileNamesOf(f *config.File) kube.FileNames {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.namesOf != f {
+		k.fileNames, k.namesOf = kube.NewFileNames(f.Services), f
+	}
+	return k.fileNames
 }
 
 // Merge adds the Kubernetes-sourced services to l's desired state. A
@@ -49,7 +65,7 @@ func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object,
 	base := l.File.Desired
 	clusters, problems := WithSecretClusters(&base, secrets)
 	base.Clusters = clusters
-	res, err := kube.BuildSafe(objs, &base)
+	res, err := kube.BuildSafe(objs, &base, k.fileNamesOf(l.File))
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +220,9 @@ func WithSecretClusters(d *model.Desired, secrets []kube.SecretMember) (clusters
 
 // Statuses is what meridian.io/status says on each watched object: the
 // served answer set of its service with the decided timeline behind it.
+// It looks only at the services objects are behind (res.Sources), not at
+// every service of the snapshot: kube.Statuses asks for no other name (a
+// name Build serves, or does not drop, has its objects in Sources).
 func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.ObjectRef][]string) {
 	objs, res := k.Last()
 	snap := st.Snapshot
@@ -211,7 +230,9 @@ func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.Obj
 	clusters := map[string]failover.ClusterState{}
 	if d := st.Decision; d != nil {
 		for _, e := range d.Endpoints {
-			timeline[e.Subject] = e.Timeline
+			if _, ok := res.Sources[e.Subject.Service]; ok {
+				timeline[e.Subject] = e.Timeline
+			}
 		}
 		for _, c := range d.Clusters {
 			clusters[c.Name] = c
@@ -219,28 +240,44 @@ func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.Obj
 	}
 	order := map[string][]string{}
 	for _, s := range snap.Desired().Services {
-		if s.Failover != nil {
+		if _, ok := res.Sources[s.Name]; ok && s.Failover != nil {
 			order[s.Name] = s.Failover.Order
 		}
 	}
 	svcs := map[string]kube.ServiceView{}
-	for _, s := range snap.Services() {
-		v := kube.ServiceView{Strategy: s.Strategy, Order: order[s.Name]}
-		for _, e := range s.Endpoints {
-			// The draw weight: a capacity-aware service's share follows its effective weights.
-			ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
-				Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
-			if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
-				ev.Since, ev.Reason = tl.Since, tl.Reason
-			}
-			if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {
-				ev.Since, ev.Reason = c.Since, "cluster "+strings.ToLower(c.State.String())+": "+c.Reason
-			}
-			v.Endpoints = append(v.Endpoints, ev)
+	view := func(name string) (kube.ServiceView, bool) {
+		if v, ok := svcs[name]; ok {
+			return v, true
 		}
-		svcs[s.Name] = v
+		s, ok := snap.Service(name)
+		if !ok {
+			return kube.ServiceView{}, false
+		}
+		v := serviceView(s, order[name], timeline, clusters)
+		svcs[name] = v
+		return v, true
 	}
-	return kube.Statuses(objs, res, func(name string) (kube.ServiceView, bool) { v, ok := svcs[name]; return v, ok }), res.Problems
+	return kube.Statuses(objs, res, view), res.Problems
+}
+
+// serviceView is the decided state of the served service s: its
+// endpoints with the decided timeline (timeline by endpoint, clusters by
+// name) and the failover order.
+func serviceView(s engine.ServiceStatus, order []string, timeline map[health.Subject]failover.Timeline, clusters map[string]failover.ClusterState) kube.ServiceView {
+	v := kube.ServiceView{Strategy: s.Strategy, Order: order}
+	for _, e := range s.Endpoints {
+		// The draw weight: a capacity-aware service's share follows its effective weights.
+		ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
+			Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
+		if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
+			ev.Since, ev.Reason = tl.Since, tl.Reason
+		}
+		if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {
+			ev.Since, ev.Reason = c.Since, "cluster "+strings.ToLower(c.State.String())+": "+c.Reason
+		}
+		v.Endpoints = append(v.Endpoints, ev)
+	}
+	return v
 }
 
 // KubeReport is GET /v1/kube.
