@@ -264,10 +264,14 @@ func (a *App) current() *config.File { return a.pipe.State().Effective }
 // snapshot keeps serving.
 func (a *App) Reload(trigger string) error {
 	a.reloadMu.Lock()
-	defer a.reloadMu.Unlock()
-	if err := a.reload(trigger); err != nil {
+	err := a.reload(trigger)
+	a.reloadMu.Unlock()
+	if err != nil {
 		return err
 	}
+	// After the unlock: a reload that follows at once (a file written
+	// twice) does not wait for this collection. Kubernetes merges and
+	// admin changes never took reloadMu.
 	releaseMemory()
 	return nil
 }
@@ -280,8 +284,24 @@ func (a *App) Reload(trigger string) error {
 // collection, once per start and per good reload.
 func releaseMemory() { debug.FreeOSMemory() }
 
+// loadConfig is serving.Load (a variable for the tests).
+var loadConfig = serving.Load
+
+// load reads the config file for a reload; a panic on the way (a decoder
+// bug on an unexpected file) is an error like any bad file: the previous
+// config keeps serving and the reload is counted as a failure.
+func (a *App) load() (l *serving.Loaded, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.Error("config reload panicked (recovered)", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			l, err = nil, fmt.Errorf("config %s: loading it panicked (%v): the previous config keeps serving", a.opts.ConfigPath, v)
+		}
+	}()
+	return loadConfig(a.opts.ConfigPath, nil, "")
+}
+
 func (a *App) reload(trigger string) error {
-	l, err := serving.Load(a.opts.ConfigPath, nil, "")
+	l, err := a.load()
 	if err == nil {
 		applyOverrides(l.File, a.opts)
 	}

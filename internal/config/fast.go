@@ -40,13 +40,38 @@ func parseFast(data []byte) (*File, bool) {
 }
 
 // decodeFast is the decode of parseFast (false: the positioned decoder
-// decides).
+// decides). A file with a long services list is decoded in batches
+// (decodeCut); when the cut is refused, the file is decoded whole.
 func decodeFast(data []byte) (f *File, ok bool) {
 	defer func() {
 		if recover() != nil {
 			f, ok = nil, false
 		}
 	}()
+	if c, cut := cutServices(data); cut && c.items >= splitMin {
+		if f, ok := decodeCut(c); ok {
+			return f, true
+		}
+	}
+	return decodeWhole(data)
+}
+
+// decodeWhole decodes the whole file from one node tree.
+func decodeWhole(data []byte) (*File, bool) {
+	doc, ok := decodeDoc(data)
+	if !ok || !plain(doc, reflect.TypeFor[File]()) {
+		return nil, false
+	}
+	f := new(File)
+	if err := doc.Decode(f); err != nil {
+		return nil, false
+	}
+	return f, true
+}
+
+// decodeDoc parses data into a node tree (false: a parse error, or a
+// second document, which the positioned decoder decides on).
+func decodeDoc(data []byte) (*yaml3.Node, bool) {
 	dec := yaml3.NewDecoder(bytes.NewReader(data))
 	var doc yaml3.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -54,16 +79,9 @@ func decodeFast(data []byte) (f *File, ok bool) {
 	}
 	var extra yaml3.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, false // a second document: the positioned decoder decides
-	}
-	if !plain(&doc, reflect.TypeFor[File]()) {
 		return nil, false
 	}
-	f = new(File)
-	if err := doc.Decode(f); err != nil {
-		return nil, false
-	}
-	return f, true
+	return &doc, true
 }
 
 // plain reports whether n holds only what both decoders read alike into

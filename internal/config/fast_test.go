@@ -82,3 +82,105 @@ func FuzzFastParse(f *testing.F) {
 	f.Add(gen.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) { sameAsChecked(t, data) })
 }
+
+// withSmallCut makes the fast path cut services lists of 2 items or more
+// into batches of 3, so that small test files take the batched decode.
+func withSmallCut(t *testing.T) {
+	t.Helper()
+	minBefore, batchBefore := splitMin, splitBatch
+	splitMin, splitBatch = 2, 3
+	t.Cleanup(func() { splitMin, splitBatch = minBefore, batchBefore })
+}
+
+func TestBatchedDecodeAgreesWithWholeAndChecked(t *testing.T) {
+	withSmallCut(t)
+	var gen bytes.Buffer
+	require.NoError(t, scalegen.Write(&gen, scalegen.Options{Services: 17, Server: "  log: {level: warn}"}))
+	g := gen.String()
+	services := strings.Index(g, "services:\n")
+	require.Positive(t, services)
+	moved := g[services:] + g[:services] // services first, the other sections after it
+	tests := []struct {
+		name string
+		data string
+		cut  bool // the batched decode takes it
+	}{
+		{name: "a generated file is decoded in batches into the same value", data: g, cut: true},
+		{name: "a services list followed by other sections is decoded in batches into the same value", data: moved, cut: true},
+		{name: "comments and blank lines between items are decoded in batches into the same value",
+			data: strings.Replace(g, "  - name: s5.", "\n# a comment\n    # another\n  - name: s5.", 1), cut: true},
+		{name: "items written as flow mappings are decoded in batches into the same value",
+			data: base[:strings.Index(base, "services:")] + "services:\n  - {name: a.gslb.test, endpoints: [{address: 192.0.2.1, cluster: east}]}\n  - {name: b.gslb.test, endpoints: [{address: 192.0.2.2, cluster: east}]}\n  - {name: c.gslb.test, endpoints: [{address: 192.0.2.3, cluster: east}]}\n", cut: true},
+		{name: "a quoted string across an item line is left to the whole-file decode",
+			data: strings.Replace(g, "  - name: s5.scale.test\n", "  - name: \"s5.scale.test\n  - x\"\n", 1)},
+		{name: "a flow list across an item line is left to the whole-file decode",
+			data: strings.Replace(g, "  - name: s5.scale.test\n", "  - name: s5.scale.test\n    x: [\n  - y]\n", 1)},
+		{name: "a second services key is left to the whole-file decode", data: g + "services:\n  - name: z.scale.test\n"},
+		{name: "a services line inside a quoted string is left to the whole-file decode",
+			data: "zones: \"x\nservices:\n  - a\n  - b\"\n" + g[strings.Index(g, "clusters:"):]},
+		{name: "an alias to an anchor outside the batch is left to the whole-file decode",
+			data: strings.Replace(strings.Replace(g, "  - name: s1.scale.test\n", "  - name: &n s1.scale.test\n", 1), "  - name: s9.scale.test\n", "  - name: *n\n", 1)},
+		{name: "an empty item is left to the whole-file decode", data: strings.Replace(g, "  - name: s5.scale.test\n", "  -\n  - name: s5.scale.test\n", 1)},
+		{name: "an unknown field in an item is left to the positioned decoder", data: strings.Replace(g, "  - name: s5.scale.test\n", "  - name: s5.scale.test\n    wieght: 1\n", 1)},
+		{name: "a line left of the items is left to the whole-file decode", data: strings.Replace(g, "  - name: s5.scale.test\n", " # x\n  - name: s5.scale.test\n x: 1\n", 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := []byte(tt.data)
+			c, ok := cutServices(data)
+			var cutOK bool
+			if ok {
+				_, cutOK = decodeCut(c)
+			}
+			assert.Equal(t, tt.cut, cutOK, "taken by the batched decode")
+			fast, fastOK := decodeFast(data)
+			whole, wholeOK := decodeWhole(data)
+			require.Equal(t, wholeOK, fastOK, "the fast path and the whole-file decode accept the same files")
+			if fastOK {
+				assert.Equal(t, whole, fast)
+			}
+			sameAsChecked(t, data)
+		})
+	}
+}
+
+func TestABatchDecodePanicFallsBackToTheWholeFile(t *testing.T) {
+	withSmallCut(t)
+	var gen bytes.Buffer
+	require.NoError(t, scalegen.Write(&gen, scalegen.Options{Services: 10}))
+	want, ok := decodeWhole(gen.Bytes())
+	require.True(t, ok)
+	batchPanic = func() { panic("test: a batch decode panics") }
+	t.Cleanup(func() { batchPanic = nil })
+	got, ok := decodeFast(gen.Bytes())
+	require.True(t, ok, "the whole-file decode takes over")
+	assert.Equal(t, want, got)
+	f, err := Parse("t.yaml", gen.Bytes())
+	require.NoError(t, err)
+	assert.Len(t, f.Services, 10)
+}
+
+// FuzzBatchedDecode: with services lists cut into batches of 3, whatever
+// the fast path accepts, the whole-file decode and the positioned decoder
+// accept too, into the same File.
+func FuzzBatchedDecode(f *testing.F) {
+	var gen bytes.Buffer
+	if err := scalegen.Write(&gen, scalegen.Options{Services: 8}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(gen.Bytes())
+	f.Add([]byte(base))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		minBefore, batchBefore := splitMin, splitBatch
+		splitMin, splitBatch = 2, 3
+		defer func() { splitMin, splitBatch = minBefore, batchBefore }()
+		fast, ok := decodeFast(data)
+		if !ok {
+			return
+		}
+		whole, wholeOK := decodeWhole(data)
+		require.True(t, wholeOK, "the batched decode accepted a file the whole-file decode refuses:\n%s", data)
+		require.Equal(t, whole, fast)
+		sameAsChecked(t, data)
+	})
+}

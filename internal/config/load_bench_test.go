@@ -5,7 +5,9 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +19,8 @@ import (
 // BenchmarkLoad measures the load path of `meridian check-config` and
 // `meridian serve` on a generated file (internal/config/scalegen: one
 // zone, N services of 3 endpoints, weighted/geo/failover), step by step:
-// parse (the YAML decode of a good file), parse-positioned (the decode
+// parse (the YAML decode of a good file: its services in batches on
+// every core), parse-whole (the same from one node tree), parse-positioned (the decode
 // that keeps positions, for a file that fails), validate (model.Normalize and the server section),
 // compile (engine.Compile) and the whole of Prepare. N is 10 000, or
 // $MERIDIAN_SCALE_SERVICES (e.g. 100000). Profile with
@@ -29,15 +32,27 @@ func BenchmarkLoad(b *testing.B) {
 	b.Run("parse", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
+		defer reportCPU(b)()
 		for b.Loop() {
 			if _, ok := decodeFast(data); !ok {
 				b.Fatal("the fast decode refused the generated file")
 			}
 		}
 	})
+	b.Run("parse-whole", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, ok := decodeWhole(data); !ok {
+				b.Fatal("the whole-file decode refused the generated file")
+			}
+		}
+	})
 	b.Run("parse-positioned", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
+		defer reportCPU(b)()
 		for b.Loop() {
 			var f File
 			if err := decode(data, &f); err != nil {
@@ -49,6 +64,7 @@ func BenchmarkLoad(b *testing.B) {
 	require.NoError(b, decode(data, &f))
 	b.Run("validate", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b)()
 		for b.Loop() {
 			if _, err := model.Normalize(&f.Desired); err != nil {
 				b.Fatal(err)
@@ -62,6 +78,7 @@ func BenchmarkLoad(b *testing.B) {
 	require.NoError(b, err)
 	b.Run("compile", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b)()
 		for b.Loop() {
 			if _, err := engine.Compile(d, engine.Options{}); err != nil {
 				b.Fatal(err)
@@ -71,6 +88,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.Run("prepare", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
+		defer reportCPU(b)()
 		for b.Loop() {
 			f, loc, err := Prepare("scale.yaml", data, "")
 			if err != nil {
@@ -80,6 +98,26 @@ func BenchmarkLoad(b *testing.B) {
 			_ = f
 		}
 	})
+}
+
+// reportCPU reports the process's CPU time (user+system, every thread:
+// the GC's too) per op, the figure to compare on a shared machine where
+// wall time depends on the neighbours: defer reportCPU(b)().
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var scale struct {
