@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -190,30 +189,31 @@ func (s *server) ready() bool {
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}
 
-// metric is the value of the first /metrics sample whose line starts with
-// prefix (name and labels).
-func (s *server) metric(prefix string) (float64, error) {
+// metrics reads the server's /metrics page.
+func (s *server) metrics() (benchenv.Metrics, error) {
 	resp, err := httpClient.Get(s.httpBase + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return benchenv.ParseMetrics(resp.Body)
+}
+
+// metric is the sum of the /metrics samples of name whose labels match kv;
+// an error when the page has no sample of name.
+func (s *server) metric(name string, kv ...string) (float64, error) {
+	m, err := s.metrics()
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, prefix+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		}
+	if _, ok := m[name]; !ok {
+		return 0, fmt.Errorf("/metrics: no %s", name)
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("/metrics: no %s", prefix)
+	return m.Sum(name, kv...), nil
 }
 
 func (s *server) reloads() (float64, error) {
-	return s.metric(`meridian_config_reloads_total{result="success"}`)
+	return s.metric("meridian_config_reloads_total", "result", "success")
 }
 
 // memory is a reading of the server's memory.
