@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -338,13 +337,7 @@ func startMeridian(t *testing.T, bin, cfg string, ready time.Duration) *server {
 	exited := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); _ = logf.Close(); close(exited) }()
 	t.Cleanup(func() {
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-exited
-		}
+		benchenv.Stop(s.cmd.Process, exited, 20*time.Second)
 		if t.Failed() {
 			t.Logf("meridian log (last lines):\n%s", s.tail())
 		}

@@ -105,15 +105,7 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 	}
 	exited := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	defer benchenv.Stop(s.cmd.Process, exited, 10*time.Second)
 	if err := waitFor(ctx, exited, p.ReadyTimeout, func() (bool, error) { return s.ready(), nil }); err != nil {
 		return fmt.Errorf("serve: not ready (/readyz) after %v: %w (log: %s)", p.ReadyTimeout, err, logFile.Name())
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -147,4 +148,20 @@ func Memory(pid int) (rssKB, hwmKB uint64, err error) {
 		}
 	}
 	return rssKB, hwmKB, nil
+}
+
+// Stop ends a process the benchmark started: SIGTERM, then SIGKILL when
+// exited (closed once the process has been waited for) is not closed within
+// grace. It returns once the process is gone and reports whether it had to
+// be killed.
+func Stop(p *os.Process, exited <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return false
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-exited
+		return true
+	}
 }
