@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -69,7 +72,7 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		locator:    opts.Locator,
 		notes:      opts.Notes,
 		health:     opts.Health,
-		services:   make([]*service, 0, len(d.Services)),
+		services:   make([]*service, len(d.Services)),
 	}
 	if err := s.compileECSTrust(d.Geo.ECSTrusted); err != nil {
 		return nil, err
@@ -104,29 +107,132 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 }
 
 // compileServices compiles (or shares, see reuser) the services of d into
-// s.services and returns the zone of each.
+// s.services and returns the zone of each. The zones and the shared
+// services are found in order; the services to compile anew are compiled
+// on every core when there are many (see compileFresh): the result and the
+// error (the first service in config order that fails) are those of a
+// compile one service after the other.
 func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) ([]*zone, error) {
 	zs := make([]*zone, len(d.Services))
+	var todo []int // services to compile, in config order
 	for i := range d.Services {
 		ms := &d.Services[i]
 		z := s.zoneFor(ms.Name)
 		if z == nil {
+			// A service before this one may fail to compile: that error
+			// comes first, as in config order.
+			if err := s.compileFresh(d, opts, clusters, todo); err != nil {
+				return nil, err
+			}
 			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
 		zs[i] = z
-		svc := reuse.service(i, ms)
-		if svc == nil {
-			var err error
-			if svc, err = compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency); err != nil {
-				return nil, fmt.Errorf("service %s: %w", ms.Name, err)
-			}
-			if opts.Previous != nil {
-				s.fresh = append(s.fresh, i)
-			}
+		if svc := reuse.service(i, ms); svc != nil {
+			s.services[i] = svc
+			continue
 		}
-		s.services = append(s.services, svc)
+		todo = append(todo, i)
+	}
+	if err := s.compileFresh(d, opts, clusters, todo); err != nil {
+		return nil, err
+	}
+	if opts.Previous != nil {
+		s.fresh = todo
 	}
 	return zs, nil
+}
+
+// parallelCompileMin is the number of services to compile from which
+// compileFresh uses every core (below it the goroutines cost more than
+// they save, and an incremental compile usually has a handful).
+var parallelCompileMin = 2048
+
+// compileWorkers is how many goroutines compile (a variable for the tests).
+var compileWorkers = func() int { return runtime.GOMAXPROCS(0) }
+
+// compileChunk is how many services a compile worker takes at a time.
+const compileChunk = 256
+
+// compileFresh compiles the services d.Services[i] for i in todo into
+// s.services[i]. compileService reads only its arguments (Health, Capacity
+// and LatencyTable are read-only during a compile), so the services are
+// compiled on GOMAXPROCS goroutines, each taking chunks of todo in turn.
+// The error returned is the one of the first failing service in todo; a
+// panic in a worker is raised again on the caller's goroutine.
+func (s *Snapshot) compileFresh(d *model.Desired, opts Options, clusters map[string]*model.Cluster, todo []int) error {
+	one := func(i int) error {
+		ms := &d.Services[i]
+		svc, err := compileService(ms, clusters, opts.Health, opts.Capacity, opts.Latency)
+		if err != nil {
+			return fmt.Errorf("service %s: %w", ms.Name, err)
+		}
+		s.services[i] = svc
+		return nil
+	}
+	workers := min(compileWorkers(), (len(todo)+compileChunk-1)/compileChunk)
+	if len(todo) < parallelCompileMin || workers < 2 {
+		for _, i := range todo {
+			if err := one(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(todo)) // by position in todo
+	var (
+		next     atomic.Int64
+		failed   atomic.Bool
+		wg       sync.WaitGroup
+		panicMu  sync.Mutex
+		panicked any
+	)
+	for range workers {
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					panicMu.Lock()
+					if panicked == nil {
+						panicked = v
+					}
+					panicMu.Unlock()
+					failed.Store(true)
+				}
+			}()
+			for !failed.Load() {
+				lo := int(next.Add(compileChunk)) - compileChunk
+				if lo >= len(todo) {
+					return
+				}
+				for k := lo; k < min(lo+compileChunk, len(todo)); k++ {
+					if errs[k] = one(todo[k]); errs[k] != nil {
+						failed.Store(true)
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
+	if !failed.Load() {
+		return nil
+	}
+	// A worker stopped at its first error and the others at the next
+	// chunk: every service before the first error in todo was compiled,
+	// or its error is set; finish the ones a stop skipped, in order.
+	for k, i := range todo {
+		if errs[k] != nil {
+			return errs[k]
+		}
+		if s.services[i] == nil {
+			if err := one(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // placeServices puts each compiled service at its name in its zone zs[i]:
@@ -573,9 +679,11 @@ func geoBuckets(ms *model.Service, clusters map[string]*model.Cluster) (*geoInde
 			}
 		}
 	}
+	// In tag order, so that the buckets are numbered alike by every compile
+	// of the service (a snapshot is a function of its inputs).
 	for i, m := range [3]map[string]int{g.tagCountry, g.tagRegion, g.tagContinent} {
-		for tag, cs := range byTag[i] {
-			m[tag] = bucketOf(cs)
+		for _, tag := range slices.Sorted(maps.Keys(byTag[i])) {
+			m[tag] = bucketOf(byTag[i][tag])
 		}
 	}
 	return g, chains
