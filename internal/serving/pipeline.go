@@ -173,6 +173,11 @@ func (p *Pipeline) Reload(l *Loaded, loadErr error) (prev *State, err error) {
 	}
 	var eff *config.File
 	if err == nil {
+		// The services the file did not change keep the previous values:
+		// no second copy of them while both are live, and the engine
+		// shares their compiled form (see model.ShareUnchanged).
+		n := model.ShareUnchanged(&l.File.Desired, &prev.Loaded.File.Desired)
+		p.log.Debug("config reload: unchanged services shared", "shared", n, "services", len(l.File.Services))
 		eff, err = p.merge(l)
 	}
 	if err == nil {

@@ -132,6 +132,22 @@ func TestPipelineStartAndReload(t *testing.T) {
 		assert.Empty(t, answers(t, p, "two.gslb.test."), "the refused file is not served")
 	})
 
+	t.Run("a reload keeps the values and compiled form of the services the file did not change", func(t *testing.T) {
+		three := baseConfig + "  - name: two.gslb.test\n    endpoints: [{address: 192.0.2.3, cluster: east}]\n" +
+			"  - name: three.gslb.test\n    endpoints: [{address: 192.0.2.4, cluster: west}]\n"
+		p := newPipeline(t, load(t, three), Options{})
+		first := p.State().Served.Services
+		_, err := p.Reload(load(t, strings.Replace(three, "192.0.2.3", "192.0.2.9", 1)), nil)
+		require.NoError(t, err)
+		st := p.State()
+		assert.Same(t, &first[0].Endpoints[0], &st.Served.Services[0].Endpoints[0], "app: unchanged, the previous value")
+		assert.NotSame(t, &first[1].Endpoints[0], &st.Served.Services[1].Endpoints[0], "two: changed, the new value")
+		assert.Same(t, &first[2].Endpoints[0], &st.Served.Services[2].Endpoints[0], "three: unchanged, the previous value")
+		assert.Equal(t, 2, st.Snapshot.SharedServices(), "the snapshot shares the compiled form of the unchanged ones")
+		assert.Equal(t, map[string]bool{"192.0.2.9": true}, answers(t, p, "two.gslb.test."))
+		assert.Equal(t, map[string]bool{"192.0.2.1": true, "192.0.2.2": true}, answers(t, p, "app.gslb.test."))
+	})
+
 	t.Run("every new state is reported to Changed with the one before, in order", func(t *testing.T) {
 		var seen [][2]*State
 		p := newPipeline(t, load(t, baseConfig), Options{Changed: func(prev, next *State) { seen = append(seen, [2]*State{prev, next}) }})
