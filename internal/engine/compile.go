@@ -681,8 +681,14 @@ func geoBuckets(ms *model.Service, clusters map[string]*model.Cluster) (*geoInde
 	}
 	// In tag order, so that the buckets are numbered alike by every compile
 	// of the service (a snapshot is a function of its inputs).
+	var buf [8]string
 	for i, m := range [3]map[string]int{g.tagCountry, g.tagRegion, g.tagContinent} {
-		for _, tag := range slices.Sorted(maps.Keys(byTag[i])) {
+		tags := buf[:0]
+		for tag := range byTag[i] {
+			tags = append(tags, tag)
+		}
+		slices.Sort(tags)
+		for _, tag := range tags {
 			m[tag] = bucketOf(byTag[i][tag])
 		}
 	}
