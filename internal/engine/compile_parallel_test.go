@@ -3,7 +3,9 @@ package engine
 import (
 	"bytes"
 	"math"
+	"os"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -102,4 +104,37 @@ func TestParallelCompile(t *testing.T) {
 			assert.Panics(t, func() { _, _ = Compile(&bad, Options{Now: now}) })
 		})
 	})
+}
+
+// BenchmarkCompileServices compiles a generated state of
+// $MERIDIAN_SCALE_SERVICES services (default 10 000; see
+// internal/config/scalegen) one service after the other and on every core:
+//
+//	MERIDIAN_SCALE_SERVICES=100000 go test -run '^$' -bench CompileServices -benchmem ./internal/engine/
+func BenchmarkCompileServices(b *testing.B) {
+	n := 10_000
+	if s := os.Getenv("MERIDIAN_SCALE_SERVICES"); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(b, err, "MERIDIAN_SCALE_SERVICES")
+	}
+	var buf bytes.Buffer
+	require.NoError(b, scalegen.Write(&buf, scalegen.Options{Services: n}))
+	f, err := config.Parse("scale.yaml", buf.Bytes())
+	require.NoError(b, err)
+	for _, bc := range []struct {
+		name    string
+		minimum int
+	}{{"serial", math.MaxInt}, {"parallel", parallelCompileMin}} {
+		b.Run(bc.name, func(b *testing.B) {
+			defer func(m int) { parallelCompileMin = m }(parallelCompileMin)
+			parallelCompileMin = bc.minimum
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compile(&f.Desired, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
