@@ -134,7 +134,9 @@ func Normalize(d *Desired) (*Desired, error) {
 			c.Kubernetes = &k
 		}
 	}
-	for i := range out.Services {
+	// Each service is normalized from itself and the settings above
+	// alone: on every core for a long list (see eachChunk).
+	eachChunk(len(out.Services), func(i int) {
 		s := &out.Services[i]
 		s.Name = CanonicalName(s.Name)
 		s.Strategy = orDefaultString(s.Strategy, StrategyWeighted)
@@ -173,7 +175,7 @@ func Normalize(d *Desired) (*Desired, error) {
 		if s.Strategy == StrategyLatency {
 			s.Latency = latencyDefaults(s.Latency)
 		}
-	}
+	})
 	return out, nil
 }
 
