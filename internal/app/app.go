@@ -114,11 +114,13 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
+	// SIGHUP is handled from here on, before the slow release below: /readyz
+	// answers already, and a SIGHUP without a handler ends the process.
+	a.watchReloads(ctx)
 	releaseMemory()
 	if a.opts.Started != nil {
 		a.opts.Started(a.dnsAddrs, a.httpAddr)
 	}
-	a.watchReloads(ctx)
 	<-ctx.Done()
 	a.log.Info("shutting down")
 	return nil

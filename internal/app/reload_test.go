@@ -1,9 +1,15 @@
 package app
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -59,4 +65,44 @@ func reloads(t *testing.T, reg *prometheus.Registry, result string) float64 {
 	}
 	t.Fatalf("meridian_config_reloads_total{result=%q} not found", result)
 	return 0
+}
+
+func TestASIGHUPOnceServingReloadsInsteadOfEndingTheProcess(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	hupped := make(chan string, 1)
+	go func() {
+		done <- Run(ctx, Options{ConfigPath: writeConfig(t), DNSListen: []string{"127.0.0.1:0"}, HTTPListen: "127.0.0.1:0",
+			LogOutput: io.Discard, Started: func(_ []string, h string) {
+				// The earliest a supervisor that saw /readyz can send it
+				// (without a handler the test binary would end here).
+				assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+				hupped <- h
+			}})
+	}()
+	var httpAddr string
+	select {
+	case httpAddr = <-hupped:
+	case err := <-done:
+		t.Fatalf("Run returned before it started: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not started after 30s")
+	}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(body), `meridian_config_reloads_total{result="success"} 1`)
+	}, 30*time.Second, 50*time.Millisecond, "the SIGHUP is counted as a reload")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
 }
