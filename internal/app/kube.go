@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/meridian-gslb/meridian/internal/coalesce"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -14,6 +15,10 @@ import (
 	"github.com/meridian-gslb/meridian/internal/propagation"
 	"github.com/meridian-gslb/meridian/internal/serving"
 )
+
+// mergeWindow is how long after a Kubernetes merge the changes that arrive
+// are gathered into the next one (package coalesce).
+const mergeWindow = 100 * time.Millisecond
 
 // kubeParts is the Kubernetes side of a running App.
 type kubeParts struct {
@@ -86,26 +91,18 @@ func (a *App) startKubeLoops(l *serving.Loaded) error {
 		a.goBackground(k.lead.Run)
 		a.log.Info("kubernetes writer election enabled: only the Lease holder writes status and propagates", "lease", k.lead.Status().Lease, "identity", a.node)
 	}
-	// Debounce: a burst of informer events (start-up lists every object)
-	// becomes one merge.
+	// A change after a quiet spell is merged at once; the changes during a
+	// merge or in the window after it become one following merge, so a
+	// burst of informer events (start-up lists every object) is a merge
+	// per window.
 	a.goBackground(func(ctx context.Context) {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-k.dirty:
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
+		coalesce.Run(ctx, k.dirty, mergeWindow, time.After, func() {
 			if err := a.pipe.Remerge(); err != nil {
 				a.log.Error("kubernetes merge failed: the previous state keeps serving", "err", err)
-				continue
+				return
 			}
 			a.log.Debug("kubernetes sources merged", "services", len(a.current().Services), "generation", a.pipe.State().Snapshot.Generation())
-		}
+		})
 	})
 	a.goBackground(func(ctx context.Context) {
 		for {

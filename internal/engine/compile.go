@@ -240,12 +240,17 @@ func (s *Snapshot) compileFresh(d *model.Desired, opts Options, clusters map[str
 // reuser.sharedNames), else in tables built here, with the empty
 // non-terminals between the names and the apexes.
 func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, shared bool) error {
+	if shared {
+		// The tables hold the previous snapshot's services at the same
+		// names: only those compiled anew differ (a shared service is at
+		// its name already, with its TTL).
+		for _, i := range s.fresh {
+			zs[i].replaceService(&d.Services[i], s.services[i])
+		}
+		return nil
+	}
 	for i := range d.Services {
 		ms := &d.Services[i]
-		if shared {
-			zs[i].replaceService(ms, s.services[i])
-			continue
-		}
 		n := zs[i].ensure(ms.Name)
 		if n.svc != nil || len(n.a)+len(n.aaaa) > 0 {
 			return fmt.Errorf("service %s: name is already in use", ms.Name)
@@ -253,10 +258,8 @@ func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, shared bool) erro
 		n.svc = s.services[i]
 		n.hinfo = hinfo(ms.Name, uint32(ms.TTL))
 	}
-	if !shared {
-		for _, z := range s.zones {
-			z.addEmptyNonTerminals()
-		}
+	for _, z := range s.zones {
+		z.addEmptyNonTerminals()
 	}
 	return nil
 }

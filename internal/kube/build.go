@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -120,13 +121,56 @@ type SettingsOf struct {
 // BuildSafe is BuildWith on an input path: a panic (a bug some tenant's
 // object runs into) becomes an error, so the caller keeps serving what it
 // served.
-func BuildSafe(objs []Object, base *model.Desired, fileNames FileNames) (res Result, err error) {
+//
+// prev is what the build before validated (nil: none): the services that
+// are as they were, against the same settings, are not validated again.
+// next is what this build validated, for the next; it keeps base's zones,
+// clusters and providers, which (like every desired state) are not
+// modified afterwards.
+func BuildSafe(objs []Object, base *model.Desired, fileNames FileNames, prev *Validated) (res Result, next *Validated, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kubernetes: building services from %d objects panicked (recovered): %v", len(objs), r)
 		}
 	}()
-	return BuildWith(objs, base, fileNames), nil
+	next = prev.next(base)
+	return build(objs, base, fileNames, next), next, nil
+}
+
+// Validated is what one build validated: the services it serves, by name,
+// and the settings they were validated against (a service is validated
+// against the zones, clusters and providers of the config file alone, see
+// validateOne). It is never modified once the build that made it returned.
+type Validated struct {
+	zones     []model.Zone
+	clusters  []model.Cluster
+	providers model.Providers
+	prev      map[string]model.Service // what the build before validated, if against the same settings
+	services  map[string]model.Service
+}
+
+// next is the Validated of a build against base that follows v's.
+func (v *Validated) next(base *model.Desired) *Validated {
+	n := &Validated{zones: base.Zones, clusters: base.Clusters, providers: base.Providers, services: map[string]model.Service{}}
+	if v != nil && reflect.DeepEqual(v.zones, base.Zones) && reflect.DeepEqual(v.clusters, base.Clusters) && reflect.DeepEqual(v.providers, base.Providers) {
+		n.prev = v.services
+	}
+	return n
+}
+
+// validate is validateOne, unless the build before validated an equal
+// service against the same settings.
+func (v *Validated) validate(base *model.Desired, svc model.Service) error {
+	if v == nil {
+		return validateOne(base, svc)
+	}
+	if p, ok := v.prev[svc.Name]; !ok || !reflect.DeepEqual(p, svc) {
+		if err := validateOne(base, svc); err != nil {
+			return err
+		}
+	}
+	v.services[svc.Name] = svc
+	return nil
 }
 
 // FileNames is the set of the names the config file's services define
@@ -152,6 +196,11 @@ func Build(objs []Object, base *model.Desired) Result {
 
 // BuildWith is Build where fileNames is NewFileNames(base.Services).
 func BuildWith(objs []Object, base *model.Desired, fileNames FileNames) Result {
+	return build(objs, base, fileNames, nil)
+}
+
+// build is BuildWith that validates through v (nil: every service).
+func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated) Result {
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
 		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{},
 		Backends: map[string]map[string][]Backend{}}
@@ -204,7 +253,7 @@ func BuildWith(objs []Object, base *model.Desired, fileNames FileNames) Result {
 			r.Dropped[name] = noAddress(g)
 			continue
 		}
-		if err := validateOne(base, svc); err != nil {
+		if err := v.validate(base, svc); err != nil {
 			why := fmt.Sprintf("%s is not served: %v", name, err)
 			r.Dropped[name] = why
 			for _, o := range g {

@@ -225,3 +225,38 @@ func TestMinHealthyIsAServiceLevelSetting(t *testing.T) {
 		})
 	}
 }
+
+func TestABuildAfterAnotherServesAsABuildFromScratch(t *testing.T) {
+	objs := []Object{
+		obj("east", "app", 1, map[string]string{AnnoHostname: "app.gslb.example.com", AnnoWeight: "70"}, "198.51.100.1"),
+		obj("west", "app", 2, map[string]string{AnnoHostname: "app.gslb.example.com"}, "198.51.100.2"),
+		obj("east", "fo", 3, map[string]string{AnnoHostname: "fo.gslb.example.com", AnnoStrategy: "failover", AnnoFailoverOrder: "eu,east"}, "198.51.100.3"),
+		obj("eu", "fo", 4, map[string]string{AnnoHostname: "fo.gslb.example.com"}, "198.51.100.4"),
+	}
+	d := base()
+	var prev *Validated
+	for _, step := range []struct {
+		name   string
+		change func()
+		served int
+	}{
+		{"the first build validates every service", func() {}, 2},
+		{"an object's weight changes", func() { objs[1].Settings.Weight = intp(0) }, 2},
+		{"nothing changes", func() {}, 2},
+		{"a cluster the failover order names leaves the config: its service is not served", func() {
+			d.Clusters = []model.Cluster{{Name: "east", Region: "us-east"}, {Name: "west", Region: "us-west"}}
+		}, 1},
+		{"the cluster comes back", func() { d.Clusters = base().Clusters }, 2},
+		{"a zone no longer holds the names: none is served", func() {
+			d.Zones = []model.Zone{{Apex: "other.example.com", Nameservers: []model.Nameserver{{Name: "ns1.other.example.com", IPv4: []string{"192.0.2.53"}}}}}
+		}, 0},
+		{"the zone is back", func() { d.Zones = base().Zones }, 2},
+	} {
+		step.change()
+		res, next, err := BuildSafe(objs, d, NewFileNames(d.Services), prev)
+		require.NoError(t, err, step.name)
+		assert.Equal(t, BuildWith(objs, d, NewFileNames(d.Services)), res, step.name)
+		assert.Len(t, res.Services, step.served, step.name)
+		prev = next
+	}
+}

@@ -37,6 +37,8 @@ type Kube struct {
 	// made once per loaded file, not per merge, and replaced with it.
 	fileNames kube.FileNames
 	namesOf   *config.File
+	// validated is what the last build validated (kube.BuildSafe).
+	validated *kube.Validated
 }
 
 // fileNamesOf is the set of the names f's services define, made on the first
@@ -65,13 +67,16 @@ func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object,
 	base := l.File.Desired
 	clusters, problems := WithSecretClusters(&base, secrets)
 	base.Clusters = clusters
-	res, err := kube.BuildSafe(objs, &base, k.fileNamesOf(l.File))
+	k.mu.Lock()
+	validated := k.validated
+	k.mu.Unlock()
+	res, validated, err := kube.BuildSafe(objs, &base, k.fileNamesOf(l.File), validated)
 	if err != nil {
 		return nil, err
 	}
 	observe(res)
 	k.mu.Lock()
-	k.objs, k.res = objs, res
+	k.objs, k.res, k.validated = objs, res, validated
 	for name, why := range res.Dropped {
 		if k.dropped[name] != why {
 			k.Logger.Warn("kubernetes: service not served", "service", name, "reason", why)

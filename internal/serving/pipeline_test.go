@@ -51,8 +51,13 @@ func load(t *testing.T, text string) *Loaded {
 // draw: enough draws that every address in the answer set shows up.
 func answers(t testing.TB, p *Pipeline, name string) map[string]bool {
 	t.Helper()
+	return snapshotAnswers(t, p.Store().Load(), name)
+}
+
+// snapshotAnswers is answers of one snapshot.
+func snapshotAnswers(t testing.TB, snap *engine.Snapshot, name string) map[string]bool {
+	t.Helper()
 	out := map[string]bool{}
-	snap := p.Store().Load()
 	require.NotNil(t, snap)
 	for range 64 {
 		var r engine.Result
