@@ -84,6 +84,7 @@ func TestKubeScale(t *testing.T) {
 		sizes = append(sizes, n)
 	}
 	changes := env.Int("KUBESCALE_CHANGES", 5, 1, 50)
+	gap := env.Duration("KUBESCALE_CHANGE_GAP", time.Second, 0)
 	fileServices := env.Int("KUBESCALE_FILE_SERVICES", 0, 0, 200_000)
 	workers := env.Int("KUBESCALE_WORKERS", 16, 1, 64)
 	bound := env.Duration("KUBESCALE_BOUND", 5*time.Minute, 10*time.Second)
@@ -98,7 +99,7 @@ func TestKubeScale(t *testing.T) {
 	var results []result
 	for _, n := range sizes {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			results = append(results, measure(t, bins, bin, n, fileServices, changes, workers, bound))
+			results = append(results, measure(t, bins, bin, n, fileServices, changes, gap, workers, bound))
 		})
 	}
 	require.NoError(t, os.MkdirAll(out, 0o755))
@@ -135,7 +136,7 @@ func generate(lab *kubelab.Lab, n int) []svc {
 	return out
 }
 
-func measure(t *testing.T, bins, bin string, n, fileServices, changes, workers int, bound time.Duration) result {
+func measure(t *testing.T, bins, bin string, n, fileServices, changes int, gap time.Duration, workers int, bound time.Duration) result {
 	lab := kubelab.Start(t, bins, "east", "west")
 	clients := map[*kubelab.Member]kubernetes.Interface{}
 	for _, m := range lab.Members {
@@ -205,6 +206,9 @@ func measure(t *testing.T, bins, bin string, n, fileServices, changes, workers i
 	for k := range changes {
 		s := svcs[(k*7919)%n]
 		moved := svc{member: s.member, name: s.name, host: fmt.Sprintf("moved%d-%s", k, s.host), ip: s.ip}
+		// A lone change, as a user makes one: not in the merge window
+		// that the previous change (served a moment ago) opened.
+		time.Sleep(gap)
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 			"meridian.io/hostname": strings.TrimSuffix(moved.host, ".")}}})
 		at := time.Now()
