@@ -645,6 +645,18 @@ cpu_busy() {
 	[[ $1 =~ ^[0-9]+$ ]] || return 0
 	awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $9 }' /proc/stat
 }
+# Nanoseconds the threads of process $1 have run, by the scheduler's own
+# clock (/proc/PID/task/*/schedstat, first field): exact, where utime+stime
+# are counted in samples at each timer tick (this kernel: tick accounting),
+# which can over- or under-charge a process that runs in short bursts.
+sched_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%.0f\n", n }'; }
+# Ticks CPU $1 was idle (idle + iowait, from /proc/stat; with NO_HZ these
+# come from the idle clock, not from tick samples) and stolen by the
+# hypervisor; nothing when $1 is not one CPU.
+cpu_idle() {
+	[[ $1 =~ ^[0-9]+$ ]] || return 0
+	awk -v c="cpu$1" '$1 == c { print $5 + $6 + $9 }' /proc/stat
+}
 # The kernel thread that runs deferred packet work (softirqs) on CPU $1: its
 # time is the benchmark's, not a disturbance.
 ksoftirqd_pid() {
@@ -676,7 +688,12 @@ mkdir -p "$RESULTS_DIR"
 rm -f "$RESULTS_DIR"/dnsperf-*.txt "$RESULTS_DIR"/cpu-*.pprof
 
 # Results per server and round.
-declare -A R_QPS=() R_LOST=() R_SENT=() R_LAT=() R_CPU=() R_RCODES=() R_NOISE_S=() R_NOISE_C=()
+# Server CPU by three rules (see bench/README.md): R_CPU utime+stime of the
+# server's threads (tick samples; the table's "server CPU"), R_CPUS their
+# scheduler run time, R_CPUK everything the server CPU did (wall time less
+# its idle and stolen time: the server, the kernel's packet work there, and
+# any other load, which the "other load" column shows).
+declare -A R_QPS=() R_LOST=() R_SENT=() R_LAT=() R_CPU=() R_CPUS=() R_CPUK=() R_RCODES=() R_NOISE_S=() R_NOISE_C=()
 
 # Extra dnsperf options per server: the signed Meridian gets the DO bit on
 # every query (-D, which implies EDNS), so every answer carries RRSIGs.
@@ -705,7 +722,7 @@ KSOFT_C=$(ksoftirqd_pid "$BENCH_CLIENT_CPU")
 ksoft_ticks() { if [[ -n $1 && -r /proc/$1/stat ]]; then cpu_ticks "$1"; else echo 0; fi; }
 
 measure() { # $1 = server, $2 = round
-	local s=$1 r=$2 out pid runtime t0 t1 b0 b1 c0 c1 k0 k1 ks0 ks1 kc0 kc1
+	local s=$1 r=$2 out pid runtime t0 t1 b0 b1 c0 c1 k0 k1 ks0 ks1 kc0 kc1 i0 i1 n0 n1 w0 w1
 	pid=${PID[$s]}
 	kill -0 "$pid" 2>/dev/null || die "$(label_of "$s") is no longer running (see $TMP/$s.log)"
 	if ((BENCH_WARMUP > 0)); then
@@ -716,6 +733,7 @@ measure() { # $1 = server, $2 = round
 	out=$RESULTS_DIR/dnsperf-$s-$r.txt
 	log "measuring: $(label_of "$s") ${BENCH_SECONDS}s (round $r)"
 	t0=$(cpu_ticks "$pid")
+	w0=$(date +%s%N) n0=$(sched_ns "$pid") i0=$(cpu_idle "$BENCH_SERVER_CPU")
 	b0=$(cpu_busy "$BENCH_SERVER_CPU") ks0=$(ksoft_ticks "$KSOFT_S")
 	c0=$(cpu_busy "$BENCH_CLIENT_CPU") kc0=$(ksoft_ticks "$KSOFT_C")
 	times >"$TMP/times0"
@@ -734,6 +752,7 @@ measure() { # $1 = server, $2 = round
 	fi
 	kill -0 "$pid" 2>/dev/null || die "$(label_of "$s") died during the run (see $TMP/$s.log)"
 	t1=$(cpu_ticks "$pid")
+	w1=$(date +%s%N) n1=$(sched_ns "$pid") i1=$(cpu_idle "$BENCH_SERVER_CPU")
 	b1=$(cpu_busy "$BENCH_SERVER_CPU") ks1=$(ksoft_ticks "$KSOFT_S")
 	c1=$(cpu_busy "$BENCH_CLIENT_CPU") kc1=$(ksoft_ticks "$KSOFT_C")
 	times >"$TMP/times1"
@@ -748,6 +767,13 @@ measure() { # $1 = server, $2 = round
 		die "could not read dnsperf results in $out"
 	# Server CPU use over the measured run, in % of one CPU.
 	R_CPU[$s,$r]=$(pct $((t1 - t0)) "$runtime")
+	# By the scheduler's clock, and the server CPU's whole busy time (both
+	# over the same window as the ticks, in % of dnsperf's run time).
+	R_CPUS[$s,$r]=$(pct "$(((n1 - n0) * CLK_TCK / 1000000000))" "$runtime")
+	R_CPUK[$s,$r]=''
+	if [[ -n $i0 && -n $i1 ]]; then
+		R_CPUK[$s,$r]=$(pct "$(((w1 - w0) * CLK_TCK / 1000000000 - (i1 - i0)))" "$runtime")
+	fi
 	# What else ran on the two CPUs meanwhile: other processes, kernel
 	# threads other than ksoftirqd, and time stolen by the hypervisor. Large
 	# values mean the run was disturbed by something else on the machine.
@@ -758,7 +784,7 @@ measure() { # $1 = server, $2 = round
 	if [[ -n $c0 && -n $c1 ]]; then
 		R_NOISE_C[$s,$r]=$(pct $((c1 - c0 - (k1 - k0) - (kc1 - kc0))) "$runtime")
 	fi
-	log "$(label_of "$s"): ${R_QPS[$s,$r]} qps, lost ${R_LOST[$s,$r]}, server CPU ${R_CPU[$s,$r]}%," \
+	log "$(label_of "$s"): ${R_QPS[$s,$r]} qps, lost ${R_LOST[$s,$r]}, server CPU ${R_CPU[$s,$r]}% (scheduler ${R_CPUS[$s,$r]}%, CPU busy ${R_CPUK[$s,$r]:-?}%)," \
 		"other load: server CPU ${R_NOISE_S[$s,$r]:-?}%, client CPU ${R_NOISE_C[$s,$r]:-?}%"
 }
 
@@ -888,6 +914,35 @@ REPORT=$TMP/report.md
 				}
 				printf "| %s | %s | %.0f | %d (%.3f%%) | %.3f | %d%% | %.0f | %s | %s | %s |\n",
 					name, ver, q, lost, lostpct, lat * 1000, cpu, pc, ratio, ratio2, noise
+			}'
+	done
+	echo
+	echo "The same rounds with the server's CPU by three rules (bench/README.md, \"Charging CPU\"): ticks = utime+stime of its threads (the table above);" \
+		"scheduler = its threads' run time by the scheduler's clock (/proc/PID/task/*/schedstat); CPU busy = wall time less idle and stolen time of CPU $BENCH_SERVER_CPU" \
+		"(the server plus the kernel's packet work there plus other load; needs one server CPU):"
+	echo
+	echo "| server | QPS | CPU: ticks / scheduler / CPU busy | QPS per CPU: ticks / scheduler / CPU busy | Meridian/peer per CPU: ticks / scheduler / CPU busy |"
+	echo "|---|---:|---:|---:|---:|"
+	mr=${BEST[meridian]:-}
+	for s in $BENCH_SERVERS; do
+		r=${BEST[$s]}
+		awk -v name="$(label_of "$s")" -v q="${R_QPS[$s,$r]}" -v self="$([[ $s == meridian ]] && echo 1 || echo 0)" \
+			-v c="${R_CPU[$s,$r]} ${R_CPUS[$s,$r]} ${R_CPUK[$s,$r]:-0}" -v mq="$M_QPS" \
+			-v mc="${mr:+${R_CPU[meridian,$mr]} ${R_CPUS[meridian,$mr]} ${R_CPUK[meridian,$mr]:-0}}" '
+			BEGIN {
+				split(c, a, " "); split(mc, m, " ")
+				cpu = pc = rat = ""
+				for (i = 1; i <= 3; i++) {
+					sep = (i < 3) ? " / " : ""
+					cpu = cpu ((a[i] > 0) ? a[i] "%" : "?") sep
+					p = (a[i] > 0) ? q * 100 / a[i] : 0
+					pc = pc ((p > 0) ? sprintf("%.0f", p) : "?") sep
+					if (self) x = "1.00"
+					else if (mq == "" || m[i] <= 0 || p <= 0) x = "n/a"
+					else x = sprintf("%.2f", (mq * 100 / m[i]) / p)
+					rat = rat x sep
+				}
+				printf "| %s | %.0f | %s | %s | %s |\n", name, q, cpu, pc, rat
 			}'
 	done
 	if [[ -n ${BEST[coredns-meridian]:-} && -n ${BEST[coredns-fixed]:-} ]]; then

@@ -33,7 +33,8 @@ func BenchmarkServe(b *testing.B) {
 
 // BenchmarkServeManyNames is BenchmarkServe over 10 000 distinct names
 // (each query a different name, in a shuffled order), without RRL and with
-// it (its decision per response identity included), through the UDP path.
+// it (its decision per response identity included), through the UDP path;
+// path=general is the same without the fast path.
 func BenchmarkServeManyNames(b *testing.B) {
 	const n = 10_000
 	st := manyNamesStore(b, n)
@@ -49,15 +50,21 @@ func BenchmarkServeManyNames(b *testing.B) {
 	}
 	src := netip.MustParseAddr("127.0.0.1")
 	for _, bc := range []struct {
-		name string
-		rrl  RRL
+		name    string
+		rrl     RRL
+		general bool
 	}{
-		{"rrl=off", RRL{}},
-		{"rrl=on", RRL{Enabled: true, ResponsesPerSec: 1_000_000}},
+		{"rrl=off", RRL{}, false},
+		{"rrl=on", RRL{Enabled: true, ResponsesPerSec: 1_000_000}, false},
+		// The same without the fast path (fastpath.go): dns.Msg Unpack and
+		// PackBuffer, for a ratio in one run.
+		{"rrl=off/path=general", RRL{}, true},
+		{"rrl=on/path=general", RRL{Enabled: true, ResponsesPerSec: 1_000_000}, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := New(Config{Listen: []string{"127.0.0.1:0"}, RRL: bc.rrl}, st)
 			w := s.newWorker()
+			w.general = bc.general
 			now := time.Now()
 			runtime.GC() // the garbage of loading 10 000 services is not the query's cost
 			b.ReportAllocs()

@@ -26,6 +26,13 @@ type worker struct {
 	tcpDur prometheus.Observer
 	slips  uint32 // limited responses since the last slip (RRL)
 
+	// The fast path (fastpath.go): qname holds the question name parseFast
+	// read (presentation form), reqOpt the OPT record it read; general
+	// turns the fast path off, so that tests can compare both ways.
+	qname   [256]byte
+	reqOpt  dns.OPT
+	general bool
+
 	// The RRL identity of the last response serve built (see rrlClass):
 	// its class and the name and type the class is keyed on.
 	rrlClass rrlClass
@@ -133,9 +140,11 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 			resp = w.headerOnly(in, dns.RcodeServerFailure)
 		}
 	}()
-	if err := w.req.Unpack(in); err != nil {
-		w.s.m.Malformed.Inc()
-		return w.headerOnly(in, dns.RcodeFormatError)
+	if w.general || !w.parseFast(in) {
+		if err := w.req.Unpack(in); err != nil {
+			w.s.m.Malformed.Inc()
+			return w.headerOnly(in, dns.RcodeFormatError)
+		}
 	}
 	if t := w.s.cfg.Transfers; t != nil && t.Wants(&w.req) {
 		resp := t.Answer(&w.req, in, src, tcp)
@@ -171,9 +180,19 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	}
 	m := &w.rep.Msg
 	w.classify(out.Rcode, out.Zone, len(m.Answer) > 0)
-	wire, err := m.PackBuffer(w.out)
-	if err != nil {
-		panic(err)
+	limit := len(w.out)
+	if !tcp {
+		limit = out.MaxSize
+	}
+	wire, ok := []byte(nil), false
+	if !w.general {
+		wire, ok = packFast(w.out, m, limit)
+	}
+	var err error
+	if !ok {
+		if wire, err = m.PackBuffer(w.out); err != nil {
+			panic(err)
+		}
 	}
 	if !tcp && len(wire) > out.MaxSize {
 		m.Truncate(out.MaxSize)

@@ -1,0 +1,256 @@
+package dnsserver
+
+import (
+	"encoding/binary"
+	"net"
+	"strings"
+	"unsafe"
+
+	"github.com/miekg/dns"
+)
+
+// The fast path of the embedded server: a wire parser for the common query
+// and a packer for the common answer, so that answering it neither
+// allocates nor runs miekg/dns's general (un)packing. It changes only the
+// translation between wire and dns.Msg: the answer itself is still decided
+// by engine.RespondGated, as for every other query and for the CoreDNS
+// plugin. Whatever these two functions do not fully understand they refuse
+// (false), and the query goes the general way (dns.Msg.Unpack,
+// dns.Msg.PackBuffer, Truncate). TestFastPathAgreesWithGeneralPath and
+// FuzzServe check that both ways give the same bytes.
+
+// parseFast fills w.req from in when in is the common query: a header
+// with QR clear, one question whose name is uncompressed and spelled with
+// letters, digits, '-' and '_' only, no answer or authority records, and
+// either no additional record or one OPT record without options, ending
+// exactly at the end of in, for a type other than AXFR and IXFR (those go
+// to internal/xfr). It reports false, with w.req undefined, for any other
+// packet.
+//
+// The question name is a string over the worker's own buffer (no
+// allocation): it is valid until the next query of this worker, which is
+// as long as anything of a query is kept (the RRL keys on a hash of it).
+// With the DO bit the name is copied to the heap, because signing may keep
+// it in the signer's cache.
+func (w *worker) parseFast(in []byte) bool {
+	if len(in) < headerLen+5 {
+		return false
+	}
+	bits := binary.BigEndian.Uint16(in[2:])
+	if bits&0x8000 != 0 || binary.BigEndian.Uint16(in[4:]) != 1 || binary.BigEndian.Uint16(in[6:]) != 0 ||
+		binary.BigEndian.Uint16(in[8:]) != 0 {
+		return false
+	}
+	arcount := binary.BigEndian.Uint16(in[10:])
+	if arcount > 1 {
+		return false
+	}
+	// The question name, in presentation form, into w.qname.
+	off, n := headerLen, 0
+	for {
+		if off >= len(in) {
+			return false
+		}
+		l := int(in[off])
+		off++
+		if l == 0 {
+			break
+		}
+		if l > 63 || off+l > len(in) || n+l+1 > len(w.qname) {
+			return false // a pointer, an extended label type, or too long
+		}
+		for _, c := range in[off : off+l] {
+			if !plainLabelByte(c) {
+				return false // needs escaping in presentation form
+			}
+		}
+		n += copy(w.qname[n:], in[off:off+l])
+		w.qname[n] = '.'
+		n++
+		off += l
+	}
+	if n == 0 || off-headerLen > 255 || off+4 > len(in) {
+		return false // the root name, a name longer than 255 octets, or no type and class
+	}
+	qtype := binary.BigEndian.Uint16(in[off:])
+	qclass := binary.BigEndian.Uint16(in[off+2:])
+	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
+		return false // for internal/xfr, which may keep the name
+	}
+	off += 4
+	req := &w.req
+	*req = dns.Msg{Question: req.Question[:0], Extra: req.Extra[:0]}
+	if arcount == 1 {
+		// An OPT record without options: root owner, type, class (the
+		// UDP size), TTL (extended rcode, version, flags), RDLENGTH 0.
+		if off+11 != len(in) || in[off] != 0 || binary.BigEndian.Uint16(in[off+1:]) != dns.TypeOPT ||
+			binary.BigEndian.Uint16(in[off+9:]) != 0 {
+			return false
+		}
+		w.reqOpt = dns.OPT{Hdr: dns.RR_Header{
+			Name:   ".",
+			Rrtype: dns.TypeOPT,
+			Class:  binary.BigEndian.Uint16(in[off+3:]),
+			Ttl:    binary.BigEndian.Uint32(in[off+5:]),
+		}}
+		req.Extra = append(req.Extra, &w.reqOpt)
+	} else if off != len(in) {
+		return false
+	}
+	req.Id = binary.BigEndian.Uint16(in)
+	req.Opcode = int(bits>>11) & 0xF
+	req.Authoritative = bits&0x0400 != 0
+	req.Truncated = bits&0x0200 != 0
+	req.RecursionDesired = bits&0x0100 != 0
+	req.RecursionAvailable = bits&0x0080 != 0
+	req.Zero = bits&0x0040 != 0
+	req.AuthenticatedData = bits&0x0020 != 0
+	req.CheckingDisabled = bits&0x0010 != 0
+	req.Rcode = int(bits & 0xF)
+	name := unsafe.String(&w.qname[0], n)
+	if arcount == 1 {
+		req.Rcode |= int(w.reqOpt.ExtendedRcode())
+		if w.reqOpt.Do() {
+			name = strings.Clone(name)
+		}
+	}
+	req.Question = append(req.Question, dns.Question{Name: name, Qtype: qtype, Qclass: qclass})
+	return true
+}
+
+// plainLabelByte reports whether c stands for itself in a name's
+// presentation form (miekg/dns escapes everything else).
+func plainLabelByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// packFast writes m into buf as dns.Msg.PackBuffer (with m.Compress) would,
+// when m is the common answer: one question whose name is plain (see
+// plainLabelByte); answer records that are all A or AAAA owned by exactly
+// the question's name (so each owner compresses to a pointer to it); no
+// authority records; no additional record other than an OPT without
+// options; an rcode without extended bits. It reports false for any other
+// message, and when the packed message would be longer than limit (the
+// caller truncates the general way). Like PackBuffer, it sets the OPT's
+// extended rcode.
+func packFast(buf []byte, m *dns.Msg, limit int) ([]byte, bool) {
+	if len(m.Question) != 1 || len(m.Ns) != 0 || len(m.Extra) > 1 || m.Rcode < 0 || m.Rcode > 0xF ||
+		(len(m.Answer) > 0 && !m.Compress) {
+		return nil, false
+	}
+	var opt *dns.OPT
+	if len(m.Extra) == 1 {
+		o, ok := m.Extra[0].(*dns.OPT)
+		if !ok || len(o.Option) != 0 || o.Hdr.Name != "." {
+			return nil, false
+		}
+		opt = o
+	}
+	q := &m.Question[0]
+	size := headerLen + len(q.Name) + 1 + 4 // a plain name of n characters packs into n+1 octets
+	if opt != nil {
+		size += 11
+	}
+	for _, rr := range m.Answer {
+		switch rr := rr.(type) {
+		case *dns.A:
+			if rr.Hdr.Name != q.Name || rr.Hdr.Rrtype != dns.TypeA || rr.A.To4() == nil {
+				return nil, false
+			}
+			size += 16
+		case *dns.AAAA:
+			if rr.Hdr.Name != q.Name || rr.Hdr.Rrtype != dns.TypeAAAA || len(rr.AAAA) != net.IPv6len {
+				return nil, false
+			}
+			size += 28
+		default:
+			return nil, false
+		}
+	}
+	if size > limit || size > len(buf) || len(q.Name) < 2 || len(q.Name) > 255 {
+		return nil, false
+	}
+	out := buf[:size]
+	binary.BigEndian.PutUint16(out, m.Id)
+	bits := uint16(m.Opcode)<<11 | uint16(m.Rcode)
+	for _, f := range [...]struct {
+		set bool
+		bit uint16
+	}{
+		{m.Response, 0x8000}, {m.Authoritative, 0x0400}, {m.Truncated, 0x0200},
+		{m.RecursionDesired, 0x0100}, {m.RecursionAvailable, 0x0080}, {m.Zero, 0x0040},
+		{m.AuthenticatedData, 0x0020}, {m.CheckingDisabled, 0x0010},
+	} {
+		if f.set {
+			bits |= f.bit
+		}
+	}
+	binary.BigEndian.PutUint16(out[2:], bits)
+	binary.BigEndian.PutUint16(out[4:], 1)
+	binary.BigEndian.PutUint16(out[6:], uint16(len(m.Answer)))
+	binary.BigEndian.PutUint16(out[8:], 0)
+	binary.BigEndian.PutUint16(out[10:], uint16(len(m.Extra)))
+	// The question name: labels between the dots, each behind its length.
+	off := headerLen
+	start := 0
+	name := q.Name
+	if name[len(name)-1] != '.' {
+		return nil, false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c != '.' {
+			if !plainLabelByte(c) {
+				return nil, false
+			}
+			continue
+		}
+		l := i - start
+		if l == 0 || l > 63 {
+			return nil, false
+		}
+		out[off] = byte(l)
+		off += 1 + copy(out[off+1:], name[start:i])
+		start = i + 1
+	}
+	out[off] = 0
+	off++
+	binary.BigEndian.PutUint16(out[off:], q.Qtype)
+	binary.BigEndian.PutUint16(out[off+2:], q.Qclass)
+	off += 4
+	for _, rr := range m.Answer {
+		switch rr := rr.(type) {
+		case *dns.A:
+			off = packRRHeader(out, off, &rr.Hdr, net.IPv4len)
+			off += copy(out[off:], rr.A.To4())
+		case *dns.AAAA:
+			off = packRRHeader(out, off, &rr.Hdr, net.IPv6len)
+			off += copy(out[off:], rr.AAAA)
+		}
+	}
+	if opt != nil {
+		opt.SetExtendedRcode(uint16(m.Rcode))
+		out[off] = 0
+		binary.BigEndian.PutUint16(out[off+1:], dns.TypeOPT)
+		binary.BigEndian.PutUint16(out[off+3:], opt.Hdr.Class)
+		binary.BigEndian.PutUint32(out[off+5:], opt.Hdr.Ttl)
+		binary.BigEndian.PutUint16(out[off+9:], 0)
+		off += 11
+	}
+	if off != size {
+		return nil, false // cannot happen: the sizes above are the packing's
+	}
+	return out, true
+}
+
+// packRRHeader writes the header of an answer owned by the question's name
+// (a pointer to it) with RDLENGTH rdlen at out[off:], and returns the
+// offset of the RDATA.
+func packRRHeader(out []byte, off int, h *dns.RR_Header, rdlen uint16) int {
+	binary.BigEndian.PutUint16(out[off:], 0xC000|headerLen)
+	binary.BigEndian.PutUint16(out[off+2:], h.Rrtype)
+	binary.BigEndian.PutUint16(out[off+4:], h.Class)
+	binary.BigEndian.PutUint32(out[off+6:], h.Ttl)
+	binary.BigEndian.PutUint16(out[off+10:], rdlen)
+	return off + 12
+}
