@@ -137,8 +137,17 @@ func reusePort(_, _ string, c syscall.RawConn) error {
 
 // Start binds every address and starts serving. On error nothing is left
 // listening.
+//
+// SO_REUSEPORT is set only on the UDP sockets and only when there are
+// several per address: any socket of the same user that sets it too can
+// join such a group and take a share of its queries, so a single socket
+// (udp_sockets: 1) and the TCP listener leave the port to this process
+// alone.
 func (s *Server) Start() error {
-	lc := net.ListenConfig{Control: reusePort}
+	var ulc, tlc net.ListenConfig
+	if s.cfg.UDPSockets > 1 {
+		ulc.Control = reusePort
+	}
 	ctx := context.Background()
 	for _, addr := range s.cfg.Listen {
 		ap, err := netip.ParseAddrPort(addr)
@@ -149,7 +158,7 @@ func (s *Server) Start() error {
 		// The first UDP socket fixes the port (which matters for port 0);
 		// the others join it through SO_REUSEPORT.
 		for i := 0; i < s.cfg.UDPSockets; i++ {
-			pc, err := lc.ListenPacket(ctx, "udp", ap.String())
+			pc, err := ulc.ListenPacket(ctx, "udp", ap.String())
 			if err != nil {
 				s.closeAll()
 				return fmt.Errorf("dns listen udp %s: %w", ap, err)
@@ -160,7 +169,7 @@ func (s *Server) Start() error {
 				ap = uc.LocalAddr().(*net.UDPAddr).AddrPort()
 			}
 		}
-		ln, err := lc.Listen(ctx, "tcp", ap.String())
+		ln, err := tlc.Listen(ctx, "tcp", ap.String())
 		if err != nil {
 			s.closeAll()
 			return fmt.Errorf("dns listen tcp %s: %w", ap, err)

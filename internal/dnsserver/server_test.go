@@ -279,3 +279,33 @@ func TestRestoreQuestionCaseLeavesOddPacketsAlone(t *testing.T) {
 }
 
 var _ = netip.Addr{}
+
+func TestAnotherSocketCanJoinTheServersPortOnlyWhenItRunsSeveralUDPSockets(t *testing.T) {
+	cases := []struct {
+		name       string
+		udpSockets int
+		udpJoins   bool
+	}{
+		{"one UDP socket keeps the port to itself", 1, false},
+		{"several UDP sockets share the port through SO_REUSEPORT, so a same-user socket can join", 2, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{Listen: []string{"127.0.0.1:0"}, UDPSockets: tc.udpSockets}, newStore(t, 1))
+			require.NoError(t, s.Start())
+			t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+			addr := s.Addrs()[0].String()
+			lc := net.ListenConfig{Control: reusePort} // as dig's and kdig's own sockets do
+			u, err := lc.ListenPacket(context.Background(), "udp", addr)
+			if err == nil {
+				u.Close()
+			}
+			assert.Equal(t, tc.udpJoins, err == nil, "a SO_REUSEPORT UDP socket binding %s: %v", addr, err)
+			l, err := lc.Listen(context.Background(), "tcp", addr)
+			if err == nil {
+				l.Close()
+			}
+			assert.Error(t, err, "a SO_REUSEPORT TCP listener must not share %s", addr)
+		})
+	}
+}
