@@ -180,11 +180,7 @@ func (s *Server) Start() error {
 	}
 	for _, uc := range s.udp {
 		s.wg.Add(1)
-		if runtime.GOOS == "linux" {
-			go s.serveUDPBatch(uc)
-		} else {
-			go s.serveUDP(uc)
-		}
+		go s.serveUDPBatch(uc)
 	}
 	for _, ln := range s.tcp {
 		s.wg.Add(1)
