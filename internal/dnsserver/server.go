@@ -155,26 +155,14 @@ func (s *Server) Start() error {
 			s.closeAll()
 			return fmt.Errorf("dns listen %q: %w", addr, err)
 		}
-		// The first UDP socket fixes the port (which matters for port 0);
-		// the others join it through SO_REUSEPORT.
-		for i := 0; i < s.cfg.UDPSockets; i++ {
-			pc, err := ulc.ListenPacket(ctx, "udp", ap.String())
-			if err != nil {
-				s.closeAll()
-				return fmt.Errorf("dns listen udp %s: %w", ap, err)
-			}
-			uc := pc.(*net.UDPConn)
-			s.udp = append(s.udp, uc)
-			if i == 0 {
-				ap = uc.LocalAddr().(*net.UDPAddr).AddrPort()
-			}
-		}
-		ln, err := tlc.Listen(ctx, "tcp", ap.String())
+		udp, ln, err := s.listen(ctx, ulc, tlc, ap)
 		if err != nil {
 			s.closeAll()
-			return fmt.Errorf("dns listen tcp %s: %w", ap, err)
+			return err
 		}
+		s.udp = append(s.udp, udp...)
 		s.tcp = append(s.tcp, ln)
+		ap = ln.Addr().(*net.TCPAddr).AddrPort()
 		s.log.Info("dns listening", "addr", ap.String(), "udp_sockets", s.cfg.UDPSockets, "rrl", s.rrlSummary(),
 			"sign_limit", s.signLimitSummary(), "tcp_per_client", s.tcpPerClientSummary())
 	}
@@ -187,6 +175,47 @@ func (s *Server) Start() error {
 		go s.acceptTCP(ln)
 	}
 	return nil
+}
+
+// listenAttempts bounds the tries for port 0: the port the kernel picks for
+// the first UDP socket can be in use for TCP (by another program's
+// connection), and then another port is tried.
+const listenAttempts = 8
+
+// listen binds the UDP sockets and the TCP listener of one address. The
+// first UDP socket fixes the port (which matters for port 0); the others
+// join it through SO_REUSEPORT, and the TCP listener takes the same port.
+func (s *Server) listen(ctx context.Context, ulc, tlc net.ListenConfig, ap netip.AddrPort) ([]*net.UDPConn, net.Listener, error) {
+	for attempt := 1; ; attempt++ {
+		var udp []*net.UDPConn
+		closeUDP := func() {
+			for _, uc := range udp {
+				uc.Close()
+			}
+		}
+		bound := ap
+		for i := 0; i < s.cfg.UDPSockets; i++ {
+			pc, err := ulc.ListenPacket(ctx, "udp", bound.String())
+			if err != nil {
+				closeUDP()
+				return nil, nil, fmt.Errorf("dns listen udp %s: %w", bound, err)
+			}
+			uc := pc.(*net.UDPConn)
+			udp = append(udp, uc)
+			if i == 0 {
+				bound = uc.LocalAddr().(*net.UDPAddr).AddrPort()
+			}
+		}
+		ln, err := tlc.Listen(ctx, "tcp", bound.String())
+		if err == nil {
+			return udp, ln, nil
+		}
+		closeUDP()
+		if ap.Port() != 0 || attempt == listenAttempts || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, nil, fmt.Errorf("dns listen tcp %s: %w", bound, err)
+		}
+		s.log.Debug("dns listen: the port picked for UDP is in use for TCP, trying another", "addr", bound.String())
+	}
 }
 
 // Addrs returns the bound address of every listen address (UDP and TCP share it).

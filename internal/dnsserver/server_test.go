@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -308,4 +310,68 @@ func TestAnotherSocketCanJoinTheServersPortOnlyWhenItRunsSeveralUDPSockets(t *te
 			assert.Error(t, err, "a SO_REUSEPORT TCP listener must not share %s", addr)
 		})
 	}
+}
+
+func TestListenOnPortZeroTriesAnotherPortWhenTheUDPPortIsTakenForTCP(t *testing.T) {
+	cases := []struct {
+		name     string
+		fixed    bool // listen on a given port, not port 0
+		busy     int  // ports refused for TCP with EADDRINUSE before one is taken
+		wantErr  bool
+		attempts int
+	}{
+		{"port 0 moves on to another port", false, 2, false, 3},
+		{"port 0 gives up after the last attempt", false, listenAttempts, true, listenAttempts},
+		{"a fixed port is an error at once", true, 1, true, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ap := netip.MustParseAddrPort("127.0.0.1:0")
+			if tc.fixed {
+				ap = netip.AddrPortFrom(ap.Addr(), uint16(freeUDPPort(t)))
+			}
+			s := New(Config{Listen: []string{ap.String()}, UDPSockets: 2}, newStore(t, 1))
+			// Go may call Control more than once for one Listen: count
+			// the ports tried, each refused until tc.busy have been.
+			var udpPorts []uint16
+			tlc := net.ListenConfig{Control: func(_, address string, _ syscall.RawConn) error {
+				p := netip.MustParseAddrPort(address).Port()
+				if !slices.Contains(udpPorts, p) {
+					udpPorts = append(udpPorts, p)
+				}
+				if slices.Index(udpPorts, p) < tc.busy {
+					return syscall.EADDRINUSE
+				}
+				return nil
+			}}
+			ulc := net.ListenConfig{Control: reusePort}
+			udp, ln, err := s.listen(context.Background(), ulc, tlc, ap)
+			assert.Len(t, udpPorts, tc.attempts, "ports tried for TCP")
+			if tc.wantErr {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, syscall.EADDRINUSE)
+				assert.Contains(t, err.Error(), "dns listen tcp 127.0.0.1:")
+			} else {
+				require.NoError(t, err)
+				defer ln.Close()
+				for _, uc := range udp {
+					defer uc.Close()
+					assert.Equal(t, ln.Addr().(*net.TCPAddr).Port, uc.LocalAddr().(*net.UDPAddr).Port, "UDP and TCP on one port")
+				}
+				assert.Len(t, udp, 2)
+			}
+			for _, p := range udpPorts[:tc.busy] {
+				u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(p)})
+				require.NoError(t, err, "the UDP sockets of a failed attempt are closed (port %d)", p)
+				u.Close()
+			}
+		})
+	}
+}
+
+func freeUDPPort(t *testing.T) int {
+	u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer u.Close()
+	return u.LocalAddr().(*net.UDPAddr).Port
 }
