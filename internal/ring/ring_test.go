@@ -335,6 +335,12 @@ func TestABurstOfVotesBeyondTheQueueArrivesThroughStateSync(t *testing.T) {
 	slow := fast
 	slow.PushPullInterval = model.Duration(time.Hour) // only our sync can move the burst quickly
 	slow.GossipInterval = model.Duration(200 * time.Millisecond)
+	// The push/pull carries 2 000 signed votes. Once, under -race on a
+	// 2-core machine loaded by other builds, no vote arrived in 45 s (a
+	// CI run, 2026-12-02; 5 s is usual): most likely every exchange ran
+	// past the 1 s TCP timeout the other tests use. Give it memberlist's
+	// default.
+	slow.TCPTimeout = model.Duration(10 * time.Second)
 	start := func(name, region string, seeds []string) *Ring {
 		cfg := labFor(t).config(name, region, RoleProber, "")
 		cfg.Seeds, cfg.Memberlist, cfg.SummaryInterval = seeds, slow, 100*time.Millisecond
