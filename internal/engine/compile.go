@@ -90,8 +90,7 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		clusters[d.Clusters[i].Name] = &d.Clusters[i]
 	}
 	reuse := newReuser(opts.Previous, d, opts, clusters)
-	names := reuse.namesShareable(d)
-	zs, err := s.compileServices(d, opts, clusters, reuse, names)
+	zs, names, err := s.compileServices(d, opts, clusters, reuse)
 	if err != nil {
 		return nil, err
 	}
@@ -115,16 +114,31 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 // services are found in order; the services to compile anew are compiled
 // on every core when there are many (see compileFresh): the result and the
 // error (the first service in config order that fails) are those of a
-// compile one service after the other. With names (the zones' name tables
-// follow the previous snapshot's, see reuser.namesShareable) the zone of
-// a shared service is not looked up (left nil): placeServices does not
-// need it, and it has one (the previous snapshot, with the same zones,
-// served it at the same name).
-func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser, names bool) ([]*zone, error) {
-	zs := make([]*zone, len(d.Services))
+// compile one service after the other.
+//
+// names reports whether the zones' name tables can follow the previous
+// snapshot's (reuser.namesShareable, and the same service names in the
+// same order, checked here on the way). While it holds, the zone of a
+// shared service is not looked up (left nil): placeServices does not need
+// it, and it has one (the previous snapshot, with the same zones, served
+// it at the same name); when a name differs, the zones skipped so far are
+// looked up then.
+func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) (zs []*zone, names bool, err error) {
+	zs = make([]*zone, len(d.Services))
+	names = reuse.namesShareable(d)
 	var todo []int // services to compile, in config order
 	for i := range d.Services {
 		ms := &d.Services[i]
+		if names && reuse.prev.desired.Services[i].Name != ms.Name {
+			names = false
+			for k := range i {
+				if zs[k] == nil {
+					if zs[k] = s.zoneFor(d.Services[k].Name); zs[k] == nil { // cannot be: the same zones served it
+						return nil, false, fmt.Errorf("service %s: no zone contains it", d.Services[k].Name)
+					}
+				}
+			}
+		}
 		if names {
 			if svc := reuse.service(i, ms); svc != nil {
 				s.services[i] = svc
@@ -136,9 +150,9 @@ func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[
 			// A service before this one may fail to compile: that error
 			// comes first, as in config order.
 			if err := s.compileFresh(d, opts, clusters, todo); err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
+			return nil, false, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
 		zs[i] = z
 		if names {
@@ -152,12 +166,12 @@ func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[
 		todo = append(todo, i)
 	}
 	if err := s.compileFresh(d, opts, clusters, todo); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if opts.Previous != nil {
 		s.fresh = todo
 	}
-	return zs, nil
+	return zs, names, nil
 }
 
 // parallelCompileMin is the number of services to compile from which

@@ -135,9 +135,11 @@ func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*m
 
 // namesShareable reports whether the zones' owner names can start from
 // the previous snapshot's (each zone's name table shared, with the
-// services compiled anew put over it: see shareNames): the same zones with
-// the same apex, nameservers and TTLs, and the same service names in the
-// same order. Otherwise the tables are built from scratch.
+// services compiled anew put over it: see shareNames), as far as the
+// zones tell: the same zones with the same apex, nameservers and TTLs, and
+// as many services. The caller checks the rest: the same service names in
+// the same order (Snapshot.compileServices). Otherwise the tables are
+// built from scratch.
 func (r *reuser) namesShareable(d *model.Desired) bool {
 	if r == nil || len(d.Zones) != len(r.prev.zones) || len(d.Services) != len(r.prev.desired.Services) {
 		return false
@@ -145,11 +147,6 @@ func (r *reuser) namesShareable(d *model.Desired) bool {
 	for i := range d.Zones {
 		pz := r.prev.zones[d.Zones[i].Apex]
 		if pz == nil || !slices.ContainsFunc(r.prev.desired.Zones, func(z model.Zone) bool { return sameZoneNames(&z, &d.Zones[i]) }) {
-			return false
-		}
-	}
-	for i, ps := range r.prev.desired.Services {
-		if ps.Name != d.Services[i].Name {
 			return false
 		}
 	}
