@@ -69,16 +69,16 @@ func (t *nameTable) setScratch(name string, n *node) { t.base[name] = n }
 // never in the shared base.
 func (t *nameTable) setOver(name string, n *node) { t.over[name] = n }
 
-// following is the table a compile that follows the snapshot of prev
-// starts from: prev's base shared and a copy of its over, or, when prev's
-// over is large, a new base of the two merged.
-func (prev *nameTable) following() nameTable {
-	if len(prev.over) >= flattenAt(len(prev.base)) {
-		base := maps.Clone(prev.base)
-		maps.Copy(base, prev.over)
+// following is the table a compile that follows the snapshot of t starts
+// from: t's base shared and a copy of its over, or, when t's over is
+// large, a new base of the two merged. t is only read.
+func (t *nameTable) following() nameTable {
+	if len(t.over) >= flattenAt(len(t.base)) {
+		base := maps.Clone(t.base)
+		maps.Copy(base, t.over)
 		return nameTable{base: base, over: map[string]*node{}}
 	}
-	over := make(map[string]*node, len(prev.over)+1)
-	maps.Copy(over, prev.over)
-	return nameTable{base: prev.base, over: over}
+	over := make(map[string]*node, len(t.over)+1)
+	maps.Copy(over, t.over)
+	return nameTable{base: t.base, over: over}
 }
