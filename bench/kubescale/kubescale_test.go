@@ -219,6 +219,7 @@ func measure(t *testing.T, bins, bin string, n, fileServices, changes int, gap t
 			time.Sleep(5 * time.Millisecond)
 		}
 		r.ChangeMillis = append(r.ChangeMillis, float64(time.Since(at).Microseconds())/1000)
+		t.Logf("change %d: patched at %s, served in %v", k, at.UTC().Format(time.RFC3339Nano), time.Since(at).Round(time.Millisecond))
 	}
 	t.Logf("annotation changes served in %v ms", r.ChangeMillis)
 
@@ -334,7 +335,12 @@ func startMeridian(t *testing.T, bin, cfg string, ready time.Duration) *server {
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
 	logf, err := os.Create(s.logPath)
 	require.NoError(t, err)
-	s.cmd = exec.Command(bin, "serve", "--config", path, "--dns-listen", s.dns, "--http-listen", s.http)
+	args := []string{"serve", "--config", path, "--dns-listen", s.dns, "--http-listen", s.http}
+	keep := os.Getenv("KUBESCALE_KEEP_LOG") // a directory: the debug log is kept there
+	if keep != "" {
+		args = append(args, "--log-level", "debug")
+	}
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	require.NoError(t, s.cmd.Start())
@@ -344,6 +350,15 @@ func startMeridian(t *testing.T, bin, cfg string, ready time.Duration) *server {
 		benchenv.Stop(s.cmd.Process, exited, 20*time.Second)
 		if t.Failed() {
 			t.Logf("meridian log (last lines):\n%s", s.tail())
+		}
+		if keep != "" {
+			b, err := os.ReadFile(s.logPath)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(keep, "meridian.log"), b, 0o644)
+			}
+			if err != nil {
+				t.Errorf("KUBESCALE_KEEP_LOG: %v", err)
+			}
 		}
 	})
 	deadline := time.Now().Add(ready)

@@ -90,11 +90,14 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		clusters[d.Clusters[i].Name] = &d.Clusters[i]
 	}
 	reuse := newReuser(opts.Previous, d, opts, clusters)
-	zs, err := s.compileServices(d, opts, clusters, reuse)
+	zs, names, err := s.compileServices(d, opts, clusters, reuse)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.placeServices(d, zs, reuse.sharedNames(s, d)); err != nil {
+	if names {
+		reuse.shareNames(s)
+	}
+	if err := s.placeServices(d, zs, names); err != nil {
 		return nil, err
 	}
 	if opts.Previous != nil {
@@ -112,21 +115,50 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 // on every core when there are many (see compileFresh): the result and the
 // error (the first service in config order that fails) are those of a
 // compile one service after the other.
-func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) ([]*zone, error) {
-	zs := make([]*zone, len(d.Services))
+//
+// names reports whether the zones' name tables can follow the previous
+// snapshot's (reuser.namesShareable, and the same service names in the
+// same order, checked here on the way). While it holds, the zone of a
+// shared service is not looked up (left nil): placeServices does not need
+// it, and it has one (the previous snapshot, with the same zones, served
+// it at the same name); when a name differs, the zones skipped so far are
+// looked up then.
+func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) (zs []*zone, names bool, err error) {
+	zs = make([]*zone, len(d.Services))
+	names = reuse.namesShareable(d)
 	var todo []int // services to compile, in config order
 	for i := range d.Services {
 		ms := &d.Services[i]
+		if names && reuse.prev.desired.Services[i].Name != ms.Name {
+			names = false
+			for k := range i {
+				if zs[k] == nil {
+					if zs[k] = s.zoneFor(d.Services[k].Name); zs[k] == nil { // cannot be: the same zones served it
+						return nil, false, fmt.Errorf("service %s: no zone contains it", d.Services[k].Name)
+					}
+				}
+			}
+		}
+		if names {
+			if svc := reuse.service(i, ms); svc != nil {
+				s.services[i] = svc
+				continue
+			}
+		}
 		z := s.zoneFor(ms.Name)
 		if z == nil {
 			// A service before this one may fail to compile: that error
 			// comes first, as in config order.
 			if err := s.compileFresh(d, opts, clusters, todo); err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			return nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
+			return nil, false, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
 		zs[i] = z
+		if names {
+			todo = append(todo, i) // not shared (above)
+			continue
+		}
 		if svc := reuse.service(i, ms); svc != nil {
 			s.services[i] = svc
 			continue
@@ -134,12 +166,12 @@ func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[
 		todo = append(todo, i)
 	}
 	if err := s.compileFresh(d, opts, clusters, todo); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if opts.Previous != nil {
 		s.fresh = todo
 	}
-	return zs, nil
+	return zs, names, nil
 }
 
 // parallelCompileMin is the number of services to compile from which
@@ -236,8 +268,8 @@ func (s *Snapshot) compileFresh(d *model.Desired, opts Options, clusters map[str
 }
 
 // placeServices puts each compiled service at its name in its zone zs[i]:
-// in name tables copied from the previous snapshot when shared (see
-// reuser.sharedNames), else in tables built here, with the empty
+// over the name tables of the previous snapshot when shared (see
+// reuser.namesShareable), else in tables built here, with the empty
 // non-terminals between the names and the apexes.
 func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, shared bool) error {
 	if shared {
@@ -302,7 +334,7 @@ func (s *Snapshot) zoneFor(name string) *zone {
 }
 
 func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
-	z := &zone{apex: mz.Apex, names: map[string]*node{}}
+	z := &zone{apex: mz.Apex, names: newNameTable()}
 	serial := mz.SOA.Serial
 	if serial == 0 {
 		serial = uint32(now.Unix())
@@ -348,10 +380,10 @@ func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
 }
 
 func (z *zone) ensure(name string) *node {
-	n, ok := z.names[name]
-	if !ok {
+	n := z.names.get(name)
+	if n == nil {
 		n = &node{name: name}
-		z.names[name] = n
+		z.names.setScratch(name, n)
 	}
 	return n
 }
@@ -359,7 +391,7 @@ func (z *zone) ensure(name string) *node {
 // addEmptyNonTerminals adds every name between an owner name and the apex,
 // so that such names answer NODATA rather than NXDOMAIN (RFC 8020).
 func (z *zone) addEmptyNonTerminals() {
-	for name := range z.names {
+	for name := range z.names.all {
 		for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
 			parent := name[off:]
 			if len(parent) <= len(z.apex) {

@@ -75,7 +75,7 @@ func (s *Snapshot) find(qname string) (*zone, *node) {
 	if z == nil {
 		return nil, nil
 	}
-	return z, z.names[string(name)]
+	return z, z.names.getBytes(name)
 }
 
 // lower writes the ASCII lower case of s into dst (len(dst) == len(s)).
@@ -185,7 +185,7 @@ func (s *Snapshot) chase(target string, qtype uint16, client Client, r *Result, 
 	if z == nil {
 		return
 	}
-	s.answer(z, z.names[target], qtype, client, r, depth)
+	s.answer(z, z.names.get(target), qtype, client, r, depth)
 }
 
 // locate finds the client's geo (or latency) bucket of svc and sets the ECS scope. Not

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"maps"
 	"reflect"
 	"slices"
 
@@ -134,13 +133,14 @@ func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*m
 	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Capacity: capacityOf(ms, target, capa)}
 }
 
-// sharedNames reports whether the zones' owner names can start from the
-// previous snapshot's (a copy of each zone's name table, in which only the
-// services compiled anew are replaced): the same zones with the same
-// apex, nameservers and TTLs, and the same service names in the same
-// order. Then it copies the tables into s's zones. Otherwise the tables
-// are built from scratch.
-func (r *reuser) sharedNames(s *Snapshot, d *model.Desired) bool {
+// namesShareable reports whether the zones' owner names can start from
+// the previous snapshot's (each zone's name table shared, with the
+// services compiled anew put over it: see shareNames), as far as the
+// zones tell: the same zones with the same apex, nameservers and TTLs, and
+// as many services. The caller checks the rest: the same service names in
+// the same order (Snapshot.compileServices). Otherwise the tables are
+// built from scratch.
+func (r *reuser) namesShareable(d *model.Desired) bool {
 	if r == nil || len(d.Zones) != len(r.prev.zones) || len(d.Services) != len(r.prev.desired.Services) {
 		return false
 	}
@@ -150,15 +150,17 @@ func (r *reuser) sharedNames(s *Snapshot, d *model.Desired) bool {
 			return false
 		}
 	}
-	for i, ps := range r.prev.desired.Services {
-		if ps.Name != d.Services[i].Name {
-			return false
-		}
-	}
-	for apex, z := range s.zones {
-		z.names = maps.Clone(r.prev.zones[apex].names)
-	}
 	return true
+}
+
+// shareNames sets the name tables of s's zones to follow the previous
+// snapshot's (when namesShareable): the previous tables are shared, not
+// copied (nameTable.following), and replaceService puts the services
+// compiled anew over them.
+func (r *reuser) shareNames(s *Snapshot) {
+	for apex, z := range s.zones {
+		z.names = r.prev.zones[apex].names.following()
+	}
 }
 
 // sameZoneNames reports whether two zones have the same owner names apart
@@ -167,15 +169,17 @@ func sameZoneNames(a, b *model.Zone) bool {
 	return a.Apex == b.Apex && a.SOA.TTL == b.SOA.TTL && a.NSTTL == b.NSTTL && reflect.DeepEqual(a.Nameservers, b.Nameservers)
 }
 
-// replaceService puts svc at its name in a name table copied from the
-// previous snapshot (see sharedNames), unless the node there has it.
+// replaceService puts svc at its name in a name table that follows the
+// previous snapshot's (see reuser.shareNames), unless the node there has it.
+// The previous node is copied, never modified: the previous snapshot
+// still answers from it.
 func (z *zone) replaceService(ms *model.Service, svc *service) {
-	pn := z.names[ms.Name]
+	pn := z.names.get(ms.Name)
 	if pn.svc == svc {
 		return
 	}
 	n := *pn
 	n.svc = svc
 	n.hinfo = hinfo(ms.Name, uint32(ms.TTL))
-	z.names[ms.Name] = &n
+	z.names.setOver(ms.Name, &n)
 }

@@ -111,7 +111,7 @@ func (s *Snapshot) deny(m *dns.Msg, qname string, qtype uint16, out *Outcome) (*
 		return nil, nil // at the length limit: no compact denial possible
 	}
 	var types []uint16
-	if n := z.names[name]; n != nil {
+	if n := z.names.get(name); n != nil {
 		types = z.types(n, qtype)
 	} else {
 		types = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}

@@ -54,7 +54,7 @@ type zone struct {
 	negSOA *dns.SOA // TTL = min(SOA TTL, minimum), for negative answers
 	ns     []dns.RR
 	glue   []dns.RR // A/AAAA of in-zone nameservers, for the additional section
-	names  map[string]*node
+	names  nameTable
 	signer ZoneSigner // nil: unsigned
 	dnskey []dns.RR   // the DNSKEY RRset of a signed zone
 }
@@ -139,7 +139,7 @@ func (s *Snapshot) Service(name string) (st ServiceStatus, ok bool) {
 	if z == nil {
 		return st, false
 	}
-	n := z.names[name]
+	n := z.names.get(name)
 	if n == nil || n.svc == nil {
 		return st, false
 	}

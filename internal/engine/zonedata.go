@@ -53,7 +53,7 @@ func (s *Snapshot) ZoneData(apex string) (ZoneData, bool) {
 	for _, rr := range z.ns {
 		add(rr)
 	}
-	for _, n := range z.names {
+	for _, n := range z.names.all {
 		for _, rr := range n.a {
 			add(rr)
 		}

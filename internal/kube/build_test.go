@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -51,6 +52,18 @@ func TestBuildIsIndependentOfInputOrder(t *testing.T) {
 	a := obj("east", "app", 1, map[string]string{AnnoHostname: "app.gslb.example.com", AnnoStrategy: "failover"}, "198.51.100.1")
 	b := obj("west", "app", 2, map[string]string{AnnoHostname: "app.gslb.example.com", AnnoStrategy: "weighted"}, "198.51.100.2")
 	assert.Equal(t, Build([]Object{a, b}, base()), Build([]Object{b, a}, base()))
+}
+
+func TestBuildLeavesItsObjectsInTheirOrder(t *testing.T) {
+	objs := []Object{
+		obj("west", "app", 2, map[string]string{AnnoHostname: "app.gslb.example.com"}, "198.51.100.2"),
+		obj("east", "web", 3, map[string]string{AnnoHostname: "web.gslb.example.com"}, "198.51.100.3"),
+		obj("east", "app", 1, map[string]string{AnnoHostname: "app.gslb.example.com"}, "198.51.100.1"),
+	}
+	want := slices.Clone(objs)
+	r := Build(objs, base())
+	require.Len(t, r.Services, 2)
+	assert.Equal(t, want, objs, "the caller's objects are read, not sorted or changed")
 }
 
 func TestTheOldestObjectWinsAServiceLevelDisagreement(t *testing.T) {

@@ -99,7 +99,7 @@ func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object,
 		}
 	}
 	d := base
-	d.Services = append(slices.Clone(d.Services), res.Services...)
+	d.Services = concat(d.Services, res.Services)
 	nd, err := model.Normalize(&d)
 	if err != nil {
 		return l.File, fmt.Errorf("kubernetes services do not merge with the config file: %w", err)
@@ -152,8 +152,15 @@ func (k *Kube) mergeServices(l *Loaded, svcs []model.Service) (*config.File, boo
 	k.mu.Unlock()
 	f := *l.File
 	f.Desired = *nk
-	f.Desired.Services = append(slices.Clip(l.File.Services), nk.Services...)
+	f.Desired.Services = concat(l.File.Services, nk.Services)
 	return &f, true
+}
+
+// concat is a followed by b in one new slice of their size: appending b to
+// a clipped a would allocate a quarter more (≈ 3 MB at 100 000 services).
+func concat(a, b []model.Service) []model.Service {
+	out := make([]model.Service, 0, len(a)+len(b))
+	return append(append(out, a...), b...)
 }
 
 // normalizedKube is what the last merge normalized, for l.File: the

@@ -387,8 +387,14 @@ func TestOneKubernetesChangeIsServedAndThePreviousStateIsUntouched(t *testing.T)
 		assert.Same(t, &prev.Effective.Services[i].Endpoints[0], &next.Effective.Services[i].Endpoints[0], "service %d keeps its value", i)
 	}
 
+	middle := frozen(next)
 	src.objs[len(src.objs)-1].Settings.Weight = nil
 	require.NoError(t, p.Remerge())
 	assert.Equal(t, map[string]bool{east: true, west: true}, answers(t, p, name), "and back")
 	assert.Equal(t, before, frozen(prev), "the first state is still untouched")
+	// Each snapshot's name tables are shared with the one before (the
+	// engine's nameTable): neither earlier snapshot answers the later change.
+	assert.Equal(t, middle, frozen(next), "the second state is untouched")
+	assert.Equal(t, map[string]bool{east: true}, snapshotAnswers(t, next.Snapshot, name), "the second snapshot answers as it did")
+	assert.Equal(t, map[string]bool{east: true, west: true}, snapshotAnswers(t, prev.Snapshot, name), "the first snapshot answers as it did")
 }
