@@ -54,6 +54,9 @@ func TestParseFastAgreesWithChecked(t *testing.T) {
 		{name: "a tagged scalar is left to the positioned decoder or decoded the same", data: strings.Replace(base, "weight: 700", "weight: !!int 700", 1)},
 		{name: "a quoted number for an integer field is left to the positioned decoder or decoded the same", data: strings.Replace(base, "weight: 700", `weight: "700"`, 1)},
 		{name: "a null list is decoded the same", data: "geo: {networks: ~}\n" + base, fast: true},
+		{name: "an integer with leading zeros for a string field is left to the positioned decoder", data: strings.Replace(base, "region: us-west", "region: 0042", 1)},
+		{name: "a fraction for a string field is left to the positioned decoder", data: strings.Replace(base, "region: us-west", "region: 1.50", 1)},
+		{name: "a hexadecimal integer for a string field is left to the positioned decoder", data: strings.Replace(base, "region: us-west", "region: 0x10", 1)},
 		{name: "a generated scale config with items of every shape the item decoder reads is accepted by both into the same value",
 			data: strings.Replace(gen.String(), "  - name: s5.scale.test\n", richItem+"  - name: s5.scale.test\n", 1), fast: true},
 	}

@@ -466,6 +466,12 @@ func (p *itemParser) scalar(v reflect.Value, ti *typeInfo, s []byte, quoted bool
 	v, ti = alloc(v, ti)
 	switch ti.kind {
 	case kindString:
+		// A number into a string: the positioned decoder writes the
+		// number (0017 → "17", 1.50 → "1.5"), yaml/v3 the text; only an
+		// integer written as both write it is taken.
+		if c == scalarFloat || c == scalarNumberOrString || (c == scalarInt && !canonicalInt(string(s))) {
+			return false
+		}
 		v.SetString(p.str(s))
 		return true
 	case kindText:
