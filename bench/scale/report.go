@@ -28,7 +28,7 @@ func (r *report) text() string {
 	fmt.Fprintf(&b, "meridian scale: %s, %s\n", r.Started.Format(time.RFC3339), r.Host)
 	fmt.Fprintf(&b, "one zone, N services of 3 endpoints (weighted/geo/failover); RSS = VmRSS after the load or reload settled; heap = go_memstats_heap_inuse_bytes\n\n")
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "services\tfile MB\tcheck-config s\tcheck peak MB\tready s\tRSS MB\theap MB\treload s (max)\tRSS after reloads MB\tvs load\tpeak MB\t")
+	fmt.Fprintln(w, "services\tfile MB\tcheck-config s\tcheck CPU s\tcheck peak MB\tready s\tready CPU s\tRSS MB\theap MB\treload s (max)\tRSS after reloads MB\tvs load\tpeak MB\t")
 	for _, s := range r.Sizes {
 		maxSec, last := 0.0, step{}
 		for _, st := range s.Reloads {
@@ -38,8 +38,8 @@ func (r *report) text() string {
 		if len(s.Reloads) > 0 && s.LoadRSSMB > 0 {
 			ratio = fmt.Sprintf("%+.0f%%", 100*(last.RSSMB/s.LoadRSSMB-1))
 		}
-		fmt.Fprintf(w, "%d\t%.1f\t%.2f\t%.0f\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%s\t%.0f\t\n",
-			s.Services, s.FileMB, s.CheckSec, s.CheckMaxMB, s.ReadySec, s.LoadRSSMB, s.LoadHeapMB, maxSec, last.RSSMB, ratio, s.PeakRSSMB)
+		fmt.Fprintf(w, "%d\t%.1f\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%s\t%.0f\t\n",
+			s.Services, s.FileMB, s.CheckSec, s.CheckCPU, s.CheckMaxMB, s.ReadySec, s.ReadyCPU, s.LoadRSSMB, s.LoadHeapMB, maxSec, last.RSSMB, ratio, s.PeakRSSMB)
 	}
 	w.Flush()
 	for _, s := range r.Sizes {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,9 @@ type sizeResult struct {
 	FileMB     float64 `json:"file_mb"`
 	CheckSec   float64 `json:"check_config_s"`
 	CheckMaxMB float64 `json:"check_config_peak_rss_mb"`
+	CheckCPU   float64 `json:"check_config_cpu_s"` // user + system
 	ReadySec   float64 `json:"serve_ready_s"`
+	ReadyCPU   float64 `json:"serve_ready_cpu_s"` // user + system of serve when /readyz first answered
 	LoadRSSMB  float64 `json:"rss_after_load_mb"`
 	LoadHeapMB float64 `json:"heap_inuse_after_load_mb"`
 	PeakRSSMB  float64 `json:"peak_rss_mb"` // VmHWM at the end: since the start
@@ -88,6 +91,7 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 	r.CheckSec = time.Since(start).Seconds()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.CheckMaxMB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
+		r.CheckCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
 
 	logf("%d services: serve", r.Services)
@@ -110,6 +114,7 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 		return fmt.Errorf("serve: not ready (/readyz) after %v: %w (log: %s)", p.ReadyTimeout, err, logFile.Name())
 	}
 	r.ReadySec = time.Since(start).Seconds()
+	r.ReadyCPU = procCPU(s.cmd.Process.Pid)
 	if err := benchenv.Sleep(ctx, p.Settle); err != nil {
 		return err
 	}
@@ -248,3 +253,28 @@ func waitFor(ctx context.Context, exited <-chan struct{}, timeout time.Duration,
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// procCPU is the user + system time of process pid in seconds
+// (/proc/PID/stat, clock ticks of 10 ms; 0 when unreadable).
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (in parentheses, which may hold
+	// spaces): state is field 3, utime 14, stime 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (ut + st) / 100 // USER_HZ
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -142,13 +143,33 @@ func plain(n *yaml3.Node, t reflect.Type) bool {
 				return false
 			}
 			return true
-		case "!!int", "!!float", "!!null":
+		case "!!int":
+			// Into a string field the positioned decoder writes the
+			// number (0017 → "17"), yaml/v3 the text: only a number
+			// written as the positioned decoder writes it is taken.
+			return !stringField(t) || canonicalInt(n.Value)
+		case "!!float":
+			return !stringField(t)
+		case "!!null":
 			return true
 		case "!!bool":
 			return n.Value == "true" || n.Value == "false"
 		}
 	}
 	return false // aliases, timestamps, binary
+}
+
+// stringField reports whether t is a string that yaml/v3 sets from a
+// scalar's text (not an encoding.TextUnmarshaler).
+func stringField(t reflect.Type) bool {
+	return t.Kind() == reflect.String && !reflect.PointerTo(t).Implements(textUnmarshaler)
+}
+
+// canonicalInt reports whether s is an integer written as strconv.Itoa
+// writes it.
+func canonicalInt(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && strconv.Itoa(n) == s
 }
 
 // yaml11Bool: spellings YAML 1.1 read as bools that yaml/v3 still turns

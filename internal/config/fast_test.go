@@ -54,9 +54,22 @@ func TestParseFastAgreesWithChecked(t *testing.T) {
 		{name: "a tagged scalar is left to the positioned decoder or decoded the same", data: strings.Replace(base, "weight: 700", "weight: !!int 700", 1)},
 		{name: "a quoted number for an integer field is left to the positioned decoder or decoded the same", data: strings.Replace(base, "weight: 700", `weight: "700"`, 1)},
 		{name: "a null list is decoded the same", data: "geo: {networks: ~}\n" + base, fast: true},
+		{name: "an integer with leading zeros for a string field is left to the positioned decoder", data: strings.Replace(base, "region: us-west", "region: 0042", 1)},
+		{name: "a fraction for a string field is left to the positioned decoder", data: strings.Replace(base, "region: us-west", "region: 1.50", 1)},
+		{name: "a hexadecimal integer for a string field is left to the positioned decoder", data: strings.Replace(base, "region: us-west", "region: 0x10", 1)},
+		{name: "a generated scale config with items of every shape the item decoder reads is accepted by both into the same value",
+			data: strings.Replace(gen.String(), "  - name: s5.scale.test\n", richItem+"  - name: s5.scale.test\n", 1), fast: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			_, ok := parseFast([]byte(tt.data))
+			if tt.fast {
+				require.True(t, ok, "the fast path refused it")
+			}
+			sameAsChecked(t, []byte(tt.data))
+		})
+		t.Run(tt.name+", with the services cut into batches", func(t *testing.T) {
+			withSmallCut(t)
 			_, ok := parseFast([]byte(tt.data))
 			if tt.fast {
 				require.True(t, ok, "the fast path refused it")
@@ -80,6 +93,8 @@ func FuzzFastParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(gen.Bytes())
+	g := gen.String()
+	f.Add([]byte(strings.Replace(g, "  - name: s5.scale.test\n", richItem+"  - name: s5.scale.test\n", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) { sameAsChecked(t, data) })
 }
 
@@ -122,6 +137,9 @@ func TestBatchedDecodeAgreesWithWholeAndChecked(t *testing.T) {
 			data: strings.Replace(strings.Replace(g, "  - name: s1.scale.test\n", "  - name: &n s1.scale.test\n", 1), "  - name: s9.scale.test\n", "  - name: *n\n", 1)},
 		{name: "an empty item is left to the whole-file decode", data: strings.Replace(g, "  - name: s5.scale.test\n", "  -\n  - name: s5.scale.test\n", 1)},
 		{name: "an unknown field in an item is left to the positioned decoder", data: strings.Replace(g, "  - name: s5.scale.test\n", "  - name: s5.scale.test\n    wieght: 1\n", 1)},
+		{name: "items in every shape the item decoder reads are decoded in batches into the same value", data: strings.Replace(g, "  - name: s5.scale.test\n", richItem+"  - name: s5.scale.test\n", 1), cut: true},
+		{name: "an item the item decoder refuses is decoded in its batch by yaml/v3 into the same value",
+			data: strings.Replace(g, "  - name: s5.scale.test\n", "  - name: x1.scale.test\n    endpoints: [{address: 192.0.2.9,\n      cluster: us-east}]\n  - name: s5.scale.test\n", 1), cut: true},
 		{name: "a line left of the items is left to the whole-file decode", data: strings.Replace(g, "  - name: s5.scale.test\n", " # x\n  - name: s5.scale.test\n x: 1\n", 1)},
 	}
 	for _, tt := range tests {
@@ -160,6 +178,31 @@ func TestABatchDecodePanicFallsBackToTheWholeFile(t *testing.T) {
 	assert.Len(t, f.Services, 10)
 }
 
+// richItem is a services item in the shapes decodeItems reads: comments,
+// a compact list, flow mappings, quoted strings, an IPv6 address,
+// durations, a status range, bools.
+const richItem = `  - name: x1.scale.test   # a comment
+    strategy: failover
+    ttl: 30
+    max_answers: 2
+    endpoints:
+    - address: 2001:db8::1
+      cluster: us-east
+      priority: 1
+      drain: false
+
+    # a comment line
+    - {address: "192.0.2.7", cluster: 'us-west', priority: 2}
+    health_check:
+      kind: https
+      port: 8443
+      path: /healthz
+      expect_status: [200, 301-302]
+      interval: 2s
+      timeout: "1s"
+      insecure_skip_verify: true
+`
+
 // FuzzBatchedDecode: with services lists cut into batches of 3, whatever
 // the fast path accepts, the whole-file decode and the positioned decoder
 // accept too, into the same File.
@@ -170,6 +213,8 @@ func FuzzBatchedDecode(f *testing.F) {
 	}
 	f.Add(gen.Bytes())
 	f.Add([]byte(base))
+	g := gen.String()
+	f.Add([]byte(strings.Replace(g, "  - name: s5.scale.test\n", richItem+"  - name: s5.scale.test\n", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		minBefore, batchBefore := splitMin, splitBatch
 		splitMin, splitBatch = 2, 3

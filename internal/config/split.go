@@ -208,6 +208,16 @@ func decodeBatch(data []byte, want int, out *[]model.Service) (ok bool) {
 	if batchPanic != nil {
 		batchPanic()
 	}
+	if items, ok := decodeItems(data, want); ok {
+		*out = items
+		return true
+	}
+	return decodeBatchNodes(data, want, out)
+}
+
+// decodeBatchNodes is decodeBatch with yaml/v3's node tree, for a batch
+// decodeItems does not take.
+func decodeBatchNodes(data []byte, want int, out *[]model.Service) bool {
 	doc, ok := decodeDoc(data)
 	if !ok || len(doc.Content) != 1 {
 		return false

@@ -98,3 +98,51 @@ func TestANonASCIINameIsRejectedWithThePunycodeHint(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "punycode")
 }
+
+// TestValidateNamesThePathOfEveryServiceProblem: the service checks build
+// a field's path only when it has a problem; each problem still names its
+// own field, in the order of the checks.
+func TestValidateNamesThePathOfEveryServiceProblem(t *testing.T) {
+	in := minimal()
+	in.Clusters = append(in.Clusters, Cluster{Name: "west", Region: "us-west"})
+	in.Services = append(in.Services,
+		Service{
+			Name: "a.example.test", Strategy: "fastest", TTL: -1, FailOpenTTL: MaxTTL + 1, MaxAnswers: -1,
+			WhenAllDown: "panic", Sticky: "always", MinHealthy: ptr(-1),
+			Endpoints: []Endpoint{
+				{Address: "192.0.2.1", Cluster: "east"},
+				{Address: "192.0.2.1", Cluster: "west", State: "sideways"},
+				{Address: "192.0.2.2", CNAME: "b.example.test", Cluster: "nowhere"},
+			},
+		},
+		Service{
+			Name: "f.example.test", Strategy: StrategyFailover,
+			Endpoints: []Endpoint{{Address: "192.0.2.3", Cluster: "east", Priority: ptr(1)}, {Address: "192.0.2.4", Cluster: "west"}},
+			Failover:  &FailoverPolicy{Order: []string{"east", "nowhere", "east"}},
+		},
+		Service{
+			Name: "g.example.test", Strategy: StrategyGeo,
+			Endpoints: []Endpoint{{Address: "192.0.2.5", Cluster: "east"}},
+			Geo: &GeoPolicy{
+				Rules:   []GeoRule{{Clusters: []string{"east"}}, {Continents: []string{"XX"}, Clusters: []string{"nowhere"}}},
+				Default: []string{"east", "nowhere"},
+			},
+		},
+	)
+	var verr *ValidationError
+	require.ErrorAs(t, Validate(in), &verr)
+	var paths []string
+	for _, f := range verr.Fields {
+		paths = append(paths, f.Path)
+	}
+	assert.Equal(t, []string{
+		"services[1].strategy", "services[1].ttl", "services[1].fail_open_ttl", "services[1].max_answers",
+		"services[1].when_all_down", "services[1].sticky", "services[1].min_healthy",
+		"services[1].endpoints[1].address", "services[1].endpoints[1].state",
+		"services[1].endpoints[2]", "services[1].endpoints[2].cluster",
+		"services[2].failover.order[1]", "services[2].failover.order[2]",
+		"services[2].endpoints[0].priority", "services[2].endpoints[1].cluster",
+		"services[3].geo.rules[0]", "services[3].geo.rules[1].continents[0]", "services[3].geo.rules[1].clusters[0]",
+		"services[3].geo.default[1]",
+	}, paths)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -71,14 +72,23 @@ func isASCII(s string) bool {
 	return true
 }
 
+// oneOf reports whether value is empty or one of allowed (checkOneOf
+// without the path).
+func oneOf(value string, allowed []string) bool {
+	return value == "" || slices.Contains(allowed, value)
+}
+
+// ttlInRange is checkTTL without the path.
+func ttlInRange(ttl int) bool { return ttl >= 0 && ttl <= MaxTTL }
+
 func (v *validator) checkTTL(path string, ttl int) {
-	if ttl < 0 || ttl > MaxTTL {
+	if !ttlInRange(ttl) {
 		v.add(path, "%d is out of range (allowed 0..%d seconds; 0 = default)", ttl, MaxTTL)
 	}
 }
 
 func (v *validator) checkOneOf(path, value string, allowed []string) {
-	if value != "" && !slices.Contains(allowed, value) {
+	if !oneOf(value, allowed) {
 		v.add(path, "%q is not allowed (allowed: %s)", value, strings.Join(allowed, ", "))
 	}
 }
@@ -112,7 +122,7 @@ func Validate(d *Desired) error {
 	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 {
 		v.add("providers.writers", "is required in a multi-node ring: list the ring node names that may push (a strict majority of them must agree on the one writer)")
 	}
-	names := map[string]string{} // canonical owner name -> path that claimed it
+	names := make(map[string]string, len(d.Services)) // canonical owner name -> path that claimed it
 	for i, z := range d.Zones {
 		for j, ns := range z.Nameservers {
 			n := CanonicalName(ns.Name)
@@ -123,7 +133,7 @@ func Validate(d *Desired) error {
 	}
 	proberRegions := d.ProberRegions()
 	for i := range d.Services {
-		p := fmt.Sprintf("services[%d]", i)
+		p := "services[" + strconv.Itoa(i) + "]"
 		v.service(p, &d.Services[i], zones, clusters, names)
 		if s := &d.Services[i]; s.Strategy == StrategyLatency {
 			v.latency(p, s, proberRegions)
@@ -336,15 +346,30 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 			}
 		}
 	}
-	v.checkOneOf(p+".strategy", s.Strategy, Strategies)
-	v.checkTTL(p+".ttl", s.TTL)
-	v.checkTTL(p+".fail_open_ttl", s.FailOpenTTL)
+	// The checks below build a field's path only when it has a problem:
+	// on a good file of 100 000 services the paths cost more than the
+	// checks (BenchmarkLoad/validate in internal/config).
+	if !oneOf(s.Strategy, Strategies) {
+		v.checkOneOf(p+".strategy", s.Strategy, Strategies)
+	}
+	if !ttlInRange(s.TTL) {
+		v.checkTTL(p+".ttl", s.TTL)
+	}
+	if !ttlInRange(s.FailOpenTTL) {
+		v.checkTTL(p+".fail_open_ttl", s.FailOpenTTL)
+	}
 	if s.MaxAnswers < 0 || s.MaxAnswers > MaxMaxAnswers {
 		v.add(p+".max_answers", "%d is out of range (allowed 1..%d; 0 = default %d)", s.MaxAnswers, MaxMaxAnswers, DefaultMaxAnswers)
 	}
-	v.checkOneOf(p+".when_all_down", s.WhenAllDown, []string{WhenAllDownFailOpen, WhenAllDownNoData})
-	v.checkOneOf(p+".sticky", s.Sticky, StickyModes)
-	v.checkMinHealthy(p+".min_healthy", s.MinHealthy)
+	if whenAllDown := []string{WhenAllDownFailOpen, WhenAllDownNoData}; !oneOf(s.WhenAllDown, whenAllDown) {
+		v.checkOneOf(p+".when_all_down", s.WhenAllDown, whenAllDown)
+	}
+	if !oneOf(s.Sticky, StickyModes) {
+		v.checkOneOf(p+".sticky", s.Sticky, StickyModes)
+	}
+	if s.MinHealthy != nil {
+		v.checkMinHealthy(p+".min_healthy", s.MinHealthy)
+	}
 	if s.HealthCheck != nil {
 		v.check(p+".health_check", s.HealthCheck, s)
 	}
@@ -354,45 +379,47 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 	var nAddr, nCNAME int
 	seen := map[string]bool{}
 	for j, e := range s.Endpoints {
-		ep := fmt.Sprintf("%s.endpoints[%d]", p, j)
+		ep := func() string { return p + ".endpoints[" + strconv.Itoa(j) + "]" }
 		switch {
 		case e.Address != "" && e.CNAME != "":
-			v.add(ep, "set either address or cname, not both")
+			v.add(ep(), "set either address or cname, not both")
 		case e.Address != "":
 			nAddr++
 			ip, err := netip.ParseAddr(e.Address)
 			if err != nil || ip.Zone() != "" || ip.Is4In6() {
-				v.add(ep+".address", "%q is not an IPv4 or IPv6 address", e.Address)
-			} else if seen[ip.String()] {
-				v.add(ep+".address", "duplicate endpoint address %s", ip)
+				v.add(ep()+".address", "%q is not an IPv4 or IPv6 address", e.Address)
+			} else if key := ip.String(); seen[key] {
+				v.add(ep()+".address", "duplicate endpoint address %s", ip)
 			} else {
-				seen[ip.String()] = true
+				seen[key] = true
 			}
 		case e.CNAME != "":
 			nCNAME++
-			if t, ok := v.checkName(ep+".cname", e.CNAME); ok {
+			if t, ok := v.checkName(ep()+".cname", e.CNAME); ok {
 				if t == name {
-					v.add(ep+".cname", "%q points at the service itself", e.CNAME)
+					v.add(ep()+".cname", "%q points at the service itself", e.CNAME)
 				} else if seen[t] {
-					v.add(ep+".cname", "duplicate endpoint target %s", t)
+					v.add(ep()+".cname", "duplicate endpoint target %s", t)
 				}
 				seen[t] = true
 			}
 		default:
-			v.add(ep, "needs an address (IPv4 or IPv6) or a cname")
+			v.add(ep(), "needs an address (IPv4 or IPv6) or a cname")
 		}
 		if e.Cluster == "" {
-			v.add(ep+".cluster", "is required (%s)", known(clusters))
+			v.add(ep()+".cluster", "is required (%s)", known(clusters))
 		} else if !clusters[e.Cluster] {
-			v.add(ep+".cluster", "unknown cluster %q (%s)", e.Cluster, known(clusters))
+			v.add(ep()+".cluster", "unknown cluster %q (%s)", e.Cluster, known(clusters))
 		}
 		if e.Weight != nil && (*e.Weight < 0 || *e.Weight > MaxWeight) {
-			v.add(ep+".weight", "%d is out of range (allowed 0..%d)", *e.Weight, MaxWeight)
+			v.add(ep()+".weight", "%d is out of range (allowed 0..%d)", *e.Weight, MaxWeight)
 		}
 		if e.Priority != nil && (*e.Priority < 0 || *e.Priority > 1000) {
-			v.add(ep+".priority", "%d is out of range (allowed 0..1000, lower is preferred)", *e.Priority)
+			v.add(ep()+".priority", "%d is out of range (allowed 0..1000, lower is preferred)", *e.Priority)
 		}
-		v.checkOneOf(ep+".state", e.State, []string{StateUp, StateDown})
+		if states := []string{StateUp, StateDown}; !oneOf(e.State, states) {
+			v.checkOneOf(ep()+".state", e.State, states)
+		}
 	}
 	if nAddr > 0 && nCNAME > 0 {
 		v.add(p+".endpoints", "a CNAME cannot be mixed with addresses at one name (%d addresses, %d cnames)", nAddr, nCNAME)
@@ -436,12 +463,12 @@ func (v *validator) failover(p string, s *Service, clusters map[string]bool) {
 	}
 	inOrder := map[string]bool{}
 	for k, c := range s.Failover.Order {
-		op := fmt.Sprintf("%s.failover.order[%d]", p, k)
+		op := func() string { return fmt.Sprintf("%s.failover.order[%d]", p, k) }
 		switch {
 		case !clusters[c]:
-			v.add(op, "unknown cluster %q (%s)", c, known(clusters))
+			v.add(op(), "unknown cluster %q (%s)", c, known(clusters))
 		case inOrder[c]:
-			v.add(op, "cluster %q is listed twice", c)
+			v.add(op(), "cluster %q is listed twice", c)
 		}
 		inOrder[c] = true
 	}
@@ -456,30 +483,32 @@ func (v *validator) failover(p string, s *Service, clusters map[string]bool) {
 }
 
 func (v *validator) geoPolicy(p string, g *GeoPolicy, clusters map[string]bool) {
-	checkClusters := func(path string, cs []string) {
+	checkClusters := func(base func() string, field string, cs []string) {
 		for k, c := range cs {
 			if !clusters[c] {
-				v.add(fmt.Sprintf("%s[%d]", path, k), "unknown cluster %q (%s)", c, known(clusters))
+				v.add(fmt.Sprintf("%s%s[%d]", base(), field, k), "unknown cluster %q (%s)", c, known(clusters))
 			}
 		}
 	}
 	for i, r := range g.Rules {
-		rp := fmt.Sprintf("%s.rules[%d]", p, i)
+		rp := func() string { return fmt.Sprintf("%s.rules[%d]", p, i) }
 		if len(r.Countries)+len(r.Regions)+len(r.Continents) == 0 {
-			v.add(rp, "needs at least one of countries, regions, continents")
+			v.add(rp(), "needs at least one of countries, regions, continents")
 		}
 		if len(r.Clusters) == 0 {
-			v.add(rp+".clusters", "at least one cluster is required")
+			v.add(rp()+".clusters", "at least one cluster is required")
 		}
 		for k, c := range r.Countries {
-			v.checkCountry(fmt.Sprintf("%s.countries[%d]", rp, k), c)
+			v.checkCountry(fmt.Sprintf("%s.countries[%d]", rp(), k), c)
 		}
 		for k, c := range r.Continents {
-			v.checkOneOf(fmt.Sprintf("%s.continents[%d]", rp, k), c, Continents)
+			if !oneOf(c, Continents) {
+				v.checkOneOf(fmt.Sprintf("%s.continents[%d]", rp(), k), c, Continents)
+			}
 		}
-		checkClusters(rp+".clusters", r.Clusters)
+		checkClusters(rp, ".clusters", r.Clusters)
 	}
-	checkClusters(p+".default", g.Default)
+	checkClusters(func() string { return p }, ".default", g.Default)
 }
 
 func sortedKeys(m map[string]bool) []string {
