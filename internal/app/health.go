@@ -130,10 +130,19 @@ func (a *App) ringIdentity(d *model.Desired) (ring.Identity, error) {
 
 // configure points the prober at the endpoints and heartbeats of d and
 // forgets votes on subjects d no longer has. The subjects and targets are
-// looked at again only for the services that changed (serving.Probes); the
-// prober is given the whole list again only when a target changed.
+// looked at again only for the services that changed (serving.Probes), and
+// the prober is given the targets that changed.
 func (p *probing) configure(d *model.Desired) {
+	p.cfgMu.Lock() // the prober takes the changes in the order of the updates
 	ch := p.probes.Update(d)
+	switch {
+	case !p.targetsSet:
+		p.prober.SetTargets(p.probes.Targets())
+		p.targetsSet = true
+	case ch.TargetsChanged:
+		p.prober.ChangeTargets(ch.Untargeted, ch.Retargeted)
+	}
+	p.cfgMu.Unlock()
 	p.rtts.Forget(p.probes.Known)
 	if err := p.ring.SetPeers(d.Ring.Peers); err != nil {
 		p.a.log.Error("ring.peers not applied: the previous peers stay trusted", "err", err)
@@ -142,12 +151,6 @@ func (p *probing) configure(d *model.Desired) {
 	if p.a.kube != nil {
 		poll = p.a.kube.mgr.Poller
 	}
-	p.cfgMu.Lock()
-	if ch.TargetsChanged || !p.targetsSet {
-		p.prober.SetTargets(p.probes.Targets())
-		p.targetsSet = true
-	}
-	p.cfgMu.Unlock()
 	p.prober.SetHeartbeats(serving.Heartbeats(d, poll))
 	p.ring.Prune(p.probes.Known, 24*time.Hour)
 	p.voter.Forget(p.probes.Known)

@@ -65,6 +65,11 @@ type ProbeChange struct {
 	// TargetsChanged is true when Targets differs from the last Update's
 	// (a target added, removed, or with another address or check).
 	TargetsChanged bool
+	// Untargeted are the subjects that had a target and have none now;
+	// Retargeted are the targets that are new or differ from the last
+	// Update's (health.Prober.ChangeTargets takes both).
+	Untargeted []health.Subject
+	Retargeted []health.Target
 	// Services is how many services were looked at again (added, removed
 	// or changed).
 	Services int
@@ -146,12 +151,16 @@ func (p *Probes) Update(d *model.Desired) ProbeChange {
 		}
 	}
 	for s, before := range touched {
-		after := p.targets[s]
-		if before.Subject != after.Subject || before.Addr != after.Addr || before.Check != after.Check {
-			ch.TargetsChanged = true
-			break
+		after, ok := p.targets[s]
+		switch {
+		case before.Subject == after.Subject && before.Addr == after.Addr && before.Check == after.Check:
+		case !ok:
+			ch.Untargeted = append(ch.Untargeted, s)
+		default:
+			ch.Retargeted = append(ch.Retargeted, after)
 		}
 	}
+	ch.TargetsChanged = len(ch.Untargeted) > 0 || len(ch.Retargeted) > 0
 	return ch
 }
 

@@ -99,6 +99,24 @@ func requireFromScratch(t *testing.T, p *Probes, prev, d *model.Desired, ch Prob
 	assert.ElementsMatch(t, removed, ch.Removed, "removed subjects")
 	before, _ := Targets(prev, nil)
 	assert.Equal(t, !slices.Equal(sortedTargets(before), sortedTargets(targets)), ch.TargetsChanged, "targets changed")
+	// The previous targets with the changes applied (as the prober's
+	// ChangeTargets applies them) are the new ones.
+	applied := map[health.Subject]health.Target{}
+	for _, x := range sortedTargets(before) {
+		applied[x.Subject] = x
+	}
+	for _, s := range ch.Untargeted {
+		require.Contains(t, applied, s, "an untargeted subject had a target")
+		delete(applied, s)
+	}
+	for _, x := range ch.Retargeted {
+		applied[x.Subject] = x
+	}
+	var got []health.Target
+	for _, x := range applied {
+		got = append(got, x)
+	}
+	assert.Equal(t, sortedTargets(targets), sortedTargets(got), "the previous targets with the changes applied")
 }
 
 func TestProbesFollowEachChangeAsFromScratch(t *testing.T) {
@@ -230,7 +248,8 @@ func TestProbesFollowARandomSequenceAsFromScratch(t *testing.T) {
 // generated state of the scale benchmarks (MERIDIAN_BENCH_SERVICES, every
 // service with an HTTP check): "from scratch" is Subjects, LatencySubjects,
 // Targets and the prober's SetTargets on the whole list, as before Probes;
-// "probes" is Probes.Update, and SetTargets only when a target changed.
+// "probes" is Probes.Update, and the prober's ChangeTargets with what
+// changed, when a target changed.
 // One service changes per iteration and back: "weight" gives one
 // endpoint of it a new weight (a new endpoint slice, the same targets: a
 // Kubernetes annotation change), "address" gives it a new address.
@@ -294,7 +313,7 @@ func BenchmarkProbingReconfigure(b *testing.B) {
 				i++
 				ch := probes.Update(d)
 				if ch.TargetsChanged {
-					pr.SetTargets(probes.Targets())
+					pr.ChangeTargets(ch.Untargeted, ch.Retargeted)
 				}
 				if ch.Services != 1 {
 					b.Fatalf("%d services looked at again, want 1", ch.Services)
