@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/health"
@@ -23,12 +23,17 @@ type probing struct {
 	prober   *health.Prober
 	voter    *serving.Voter
 	follower *serving.Follower
-	rtts     health.RTTs                             // this prober's smoothed RTT per endpoint (latency strategy)
-	latency  *serving.LatencyFollower                // RTT summaries -> the latency view
-	latWake  chan struct{}                           // new RTT summaries: update the view now
-	measured atomic.Pointer[map[health.Subject]bool] // endpoints of latency services: their RTTs are gossiped
+	rtts     health.RTTs              // this prober's smoothed RTT per endpoint (latency strategy)
+	latency  *serving.LatencyFollower // RTT summaries -> the latency view
+	latWake  chan struct{}            // new RTT summaries: update the view now
 	wake     chan struct{}
-	known    atomic.Pointer[map[health.Subject]bool] // subjects of the desired state: votes on others are refused
+	// probes is the probing view of the effective state: its subjects
+	// (votes on others are refused), the endpoints of latency services
+	// (their RTTs are gossiped) and the targets, kept from one state to
+	// the next (a change costs what changed).
+	probes     serving.Probes
+	cfgMu      sync.Mutex
+	targetsSet bool // the prober has had the targets once (configure); under cfgMu
 }
 
 // startProbing starts the ring and the prober when the config enables them.
@@ -46,8 +51,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 		return err
 	}
 	p := &probing{a: a, wake: make(chan struct{}, 1), latWake: make(chan struct{}, 1)}
-	p.known.Store(ptr(serving.Subjects(d)))
-	p.measured.Store(ptr(serving.LatencySubjects(d)))
+	p.probes.Update(d)
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
 	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, OnSuspect: p.voter.OnSuspect, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
 	r, err := ring.Start(ring.Config{
@@ -64,7 +68,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 		SharedState: a.pipe.SharedState,
 		Identity:    id, Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
 		KeyringState: filepath.Join(a.state, "ring-keyring"),
-		Known:        func(s health.Subject) bool { return (*p.known.Load())[s] },
+		Known:        p.probes.Known,
 		RTTs:         p.latencyRTTs,
 		OnRTT:        func() { poke(p.latWake) },
 	})
@@ -125,12 +129,21 @@ func (a *App) ringIdentity(d *model.Desired) (ring.Identity, error) {
 }
 
 // configure points the prober at the endpoints and heartbeats of d and
-// forgets votes on subjects d no longer has.
+// forgets votes on subjects d no longer has. The subjects and targets are
+// looked at again only for the services that changed (serving.Probes), and
+// the prober is given the targets that changed.
 func (p *probing) configure(d *model.Desired) {
-	keep := serving.Subjects(d)
-	p.known.Store(&keep)
-	p.measured.Store(ptr(serving.LatencySubjects(d)))
-	p.rtts.Forget(func(s health.Subject) bool { return keep[s] })
+	p.cfgMu.Lock() // the prober takes the changes in the order of the updates
+	ch := p.probes.Update(d)
+	switch {
+	case !p.targetsSet:
+		p.prober.SetTargets(p.probes.Targets())
+		p.targetsSet = true
+	case ch.TargetsChanged:
+		p.prober.ChangeTargets(ch.Untargeted, ch.Retargeted)
+	}
+	p.cfgMu.Unlock()
+	p.rtts.Forget(p.probes.Known)
 	if err := p.ring.SetPeers(d.Ring.Peers); err != nil {
 		p.a.log.Error("ring.peers not applied: the previous peers stay trusted", "err", err)
 	}
@@ -138,21 +151,17 @@ func (p *probing) configure(d *model.Desired) {
 	if p.a.kube != nil {
 		poll = p.a.kube.mgr.Poller
 	}
-	targets, hbs := serving.Targets(d, poll)
-	p.prober.SetTargets(targets)
-	p.prober.SetHeartbeats(hbs)
-	p.ring.Prune(func(s health.Subject) bool { return keep[s] }, 24*time.Hour)
-	p.voter.Forget(keep)
+	p.prober.SetHeartbeats(serving.Heartbeats(d, poll))
+	p.ring.Prune(p.probes.Known, 24*time.Hour)
+	p.voter.Forget(p.probes.Known)
 	p.poke()
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // onResult is the prober's OnResult: the probe's duration feeds the
 // smoothed RTT, then the voter.
 func (p *probing) onResult(res health.Result) {
 	p.rtts.Observe(res)
-	if res.Err == nil && (*p.measured.Load())[res.Subject] {
+	if res.Err == nil && p.probes.Measured(res.Subject) {
 		p.ring.RTTChanged() // a moved site is told at once, not at the next round
 	}
 	p.voter.OnResult(res)
@@ -161,13 +170,12 @@ func (p *probing) onResult(res health.Result) {
 // latencyRTTs gives the ring the smoothed RTTs to gossip: those of the
 // endpoints of latency services only.
 func (p *probing) latencyRTTs() map[health.Subject]health.RTT {
-	want := *p.measured.Load()
-	if len(want) == 0 {
+	if !p.probes.AnyMeasured() {
 		return nil
 	}
 	all := p.rtts.Snapshot()
 	for s := range all {
-		if !want[s] {
+		if !p.probes.Measured(s) {
 			delete(all, s)
 		}
 	}

@@ -342,7 +342,7 @@ func TestVoter(t *testing.T) {
 		r := &fakeRing{}
 		v := &Voter{Ring: r, Logger: discard()}
 		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
-		v.Forget(map[health.Subject]bool{})
+		v.Forget(func(health.Subject) bool { return false })
 		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
 		assert.Len(t, r.Votes(), 2, "voted again: the voter forgot its last vote")
 	})

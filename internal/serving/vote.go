@@ -168,12 +168,12 @@ func (v *Voter) AgentHeartbeats(d *model.Desired, now time.Time) {
 	}
 }
 
-// Forget drops what the voter remembers of subjects not in keep.
-func (v *Voter) Forget(keep map[health.Subject]bool) {
+// Forget drops what the voter remembers of subjects keep does not keep.
+func (v *Voter) Forget(keep func(health.Subject) bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for s := range v.published {
-		if !keep[s] {
+		if !keep(s) {
 			delete(v.published, s)
 			delete(v.firstFail, s)
 			delete(v.asked, s)
@@ -220,6 +220,12 @@ func Targets(d *model.Desired, poll Poller) ([]health.Target, []health.Heartbeat
 			targets = append(targets, health.Target{Subject: health.EndpointSubject(s.Name, e.Address), Addr: netip.MustParseAddr(e.Address), Check: s.HealthCheck})
 		}
 	}
+	return targets, Heartbeats(d, poll)
+}
+
+// Heartbeats lists the cluster heartbeats this node polls in d (the
+// second part of Targets).
+func Heartbeats(d *model.Desired, poll Poller) []health.HeartbeatTarget {
 	var hbs []health.HeartbeatTarget
 	for i := range d.Clusters {
 		c := &d.Clusters[i]
@@ -231,5 +237,5 @@ func Targets(d *model.Desired, poll Poller) ([]health.Target, []health.Heartbeat
 				Poll: poll(c.Name), PollID: "kubernetes member " + c.Name + " /readyz"})
 		}
 	}
-	return targets, hbs
+	return hbs
 }
