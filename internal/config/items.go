@@ -95,9 +95,6 @@ func (p *itemParser) split() bool {
 
 func (p *itemParser) text(l itemLine) []byte { return p.data[l.start:l.end] }
 
-// isItem reports whether the text of a line opens a sequence item.
-func isItem(t []byte) bool { return itemOpen(t) }
-
 // countItems counts the items of the block sequence at indentation ind
 // that starts at the current line.
 func (p *itemParser) countItems(ind int) int {
@@ -107,7 +104,7 @@ func (p *itemParser) countItems(ind int) int {
 			break
 		}
 		if l.indent == ind {
-			if !isItem(p.text(l)) {
+			if !itemOpen(p.text(l)) {
 				break
 			}
 			n++
@@ -142,7 +139,7 @@ func (p *itemParser) item(v reflect.Value, ti *typeInfo, ind int) bool {
 	}
 	l := p.lines[p.i]
 	t := p.text(l)
-	if l.indent != ind || !isItem(t) {
+	if l.indent != ind || !itemOpen(t) {
 		return false
 	}
 	if len(t) == 1 { // "-" alone: the item is the block below
@@ -157,7 +154,7 @@ func (p *itemParser) item(v reflect.Value, ti *typeInfo, ind int) bool {
 		c++
 	}
 	content := t[c:]
-	if len(content) == 0 || isItem(content) {
+	if len(content) == 0 || itemOpen(content) {
 		return false // trailing spaces only, or a compact nested sequence
 	}
 	if _, _, ok := splitKey(content); ok {
@@ -176,7 +173,7 @@ func (p *itemParser) item(v reflect.Value, ti *typeInfo, ind int) bool {
 // blockNode decodes the block node that starts at the current line.
 func (p *itemParser) blockNode(v reflect.Value, ti *typeInfo) bool {
 	l := p.lines[p.i]
-	if isItem(p.text(l)) {
+	if itemOpen(p.text(l)) {
 		return p.blockSeq(v, ti, l.indent)
 	}
 	return p.blockMap(v, ti, l.indent)
@@ -235,7 +232,7 @@ func (p *itemParser) blockMap(v reflect.Value, ti *typeInfo, ind int) bool {
 				if !p.blockNode(fv, f.ti) {
 					return false
 				}
-			case next.indent == ind && isItem(p.text(next)):
+			case next.indent == ind && itemOpen(p.text(next)):
 				if !p.blockSeq(fv, f.ti, ind) {
 					return false
 				}

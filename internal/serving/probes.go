@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -248,9 +249,5 @@ func (p *Probes) AnyMeasured() bool {
 func (p *Probes) Targets() []health.Target {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	out := make([]health.Target, 0, len(p.targets))
-	for _, t := range p.targets {
-		out = append(out, t)
-	}
-	return out
+	return slices.Collect(maps.Values(p.targets))
 }
