@@ -94,10 +94,10 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if names {
+	if names != nil {
 		reuse.shareNames(s)
 	}
-	if err := s.placeServices(d, zs, names); err != nil {
+	if err := s.placeServices(d, zs, names, opts.Now); err != nil {
 		return nil, err
 	}
 	if opts.Previous != nil {
@@ -116,33 +116,29 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 // error (the first service in config order that fails) are those of a
 // compile one service after the other.
 //
-// names reports whether the zones' name tables can follow the previous
-// snapshot's (reuser.namesShareable, and the same service names in the
-// same order, checked here on the way). While it holds, the zone of a
-// shared service is not looked up (left nil): placeServices does not need
-// it, and it has one (the previous snapshot, with the same zones, served
-// it at the same name); when a name differs, the zones skipped so far are
-// looked up then.
-func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) (zs []*zone, names bool, err error) {
+// names is not nil when the zones' name tables can follow the previous
+// snapshot's (reuser.namesShareable): it then lists the names to add,
+// remove and replace there (see nameChanges). A service shared then is at
+// its name already, with its TTL: its zone is not looked up (left nil).
+func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[string]*model.Cluster, reuse *reuser) (zs []*zone, names *nameChanges, err error) {
 	zs = make([]*zone, len(d.Services))
-	names = reuse.namesShareable(d)
+	var match *serviceMatch
+	if reuse.namesShareable(d) {
+		match = matchServices(reuse.prev.desired.Services, d.Services)
+	}
+	if match != nil {
+		names = &nameChanges{removed: match.removed}
+	}
 	var todo []int // services to compile, in config order
 	for i := range d.Services {
 		ms := &d.Services[i]
-		if names && reuse.prev.desired.Services[i].Name != ms.Name {
-			names = false
-			for k := range i {
-				if zs[k] == nil {
-					if zs[k] = s.zoneFor(d.Services[k].Name); zs[k] == nil { // cannot be: the same zones served it
-						return nil, false, fmt.Errorf("service %s: no zone contains it", d.Services[k].Name)
-					}
+		j := -1 // the previous service of the same name, when the tables follow
+		if match != nil {
+			if j = match.previous(i, ms.Name); j >= 0 {
+				if svc := reuse.serviceAt(j, ms); svc != nil {
+					s.services[i] = svc
+					continue
 				}
-			}
-		}
-		if names {
-			if svc := reuse.service(i, ms); svc != nil {
-				s.services[i] = svc
-				continue
 			}
 		}
 		z := s.zoneFor(ms.Name)
@@ -150,28 +146,100 @@ func (s *Snapshot) compileServices(d *model.Desired, opts Options, clusters map[
 			// A service before this one may fail to compile: that error
 			// comes first, as in config order.
 			if err := s.compileFresh(d, opts, clusters, todo); err != nil {
-				return nil, false, err
+				return nil, nil, err
 			}
-			return nil, false, fmt.Errorf("service %s: no zone contains it", ms.Name)
+			return nil, nil, fmt.Errorf("service %s: no zone contains it", ms.Name)
 		}
 		zs[i] = z
-		if names {
-			todo = append(todo, i) // not shared (above)
-			continue
-		}
-		if svc := reuse.service(i, ms); svc != nil {
-			s.services[i] = svc
-			continue
+		switch {
+		case match == nil:
+			if svc := reuse.service(i, ms); svc != nil {
+				s.services[i] = svc
+				continue
+			}
+		case j >= 0:
+			names.replaced = append(names.replaced, i)
+		default:
+			names.added = append(names.added, i)
 		}
 		todo = append(todo, i)
 	}
 	if err := s.compileFresh(d, opts, clusters, todo); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	if opts.Previous != nil {
 		s.fresh = todo
 	}
 	return zs, names, nil
+}
+
+// nameChanges is how the owner names of an incremental compile differ
+// from the previous snapshot's: the services (indexes of the new desired
+// state) at names it did not have, the names it had that no service has
+// now, and the services compiled anew at names it had.
+type nameChanges struct {
+	added    []int
+	removed  []string
+	replaced []int
+}
+
+// serviceMatch pairs the services of a desired state with the previous
+// one's of the same name. The names are unique in each (model.Validate;
+// a compile fails on a name used twice), so past the longest common
+// prefix and suffix of the two lists (where the positions pair) only the
+// services in between are paired by name: a change of one service's name,
+// or one service added or removed, costs a map of the few in between.
+type serviceMatch struct {
+	prefix, suffix int            // services paired by position at the start and at the end
+	next, shift    int            // services now; previous index - index in the suffix
+	byName         map[string]int // previous services between prefix and suffix, by name
+	removed        []string       // their names no service has now
+}
+
+// matchServices returns nil when a name is used twice in next (the
+// compile from scratch names the clash).
+func matchServices(prev, next []model.Service) *serviceMatch {
+	m := &serviceMatch{next: len(next), shift: len(prev) - len(next)}
+	n := min(len(prev), len(next))
+	for m.prefix < n && prev[m.prefix].Name == next[m.prefix].Name {
+		m.prefix++
+	}
+	for m.suffix < n-m.prefix && prev[len(prev)-1-m.suffix].Name == next[len(next)-1-m.suffix].Name {
+		m.suffix++
+	}
+	pmid, nmid := prev[m.prefix:len(prev)-m.suffix], next[m.prefix:len(next)-m.suffix]
+	m.byName = make(map[string]int, len(pmid))
+	for k := range pmid {
+		m.byName[pmid[k].Name] = m.prefix + k
+	}
+	now := make(map[string]bool, len(nmid))
+	for k := range nmid {
+		if now[nmid[k].Name] {
+			return nil
+		}
+		now[nmid[k].Name] = true
+	}
+	for k := range pmid {
+		if !now[pmid[k].Name] {
+			m.removed = append(m.removed, pmid[k].Name)
+		}
+	}
+	return m
+}
+
+// previous returns the index of the previous service with the name of
+// next[i], -1 when there was none.
+func (m *serviceMatch) previous(i int, name string) int {
+	switch {
+	case i < m.prefix:
+		return i
+	case i >= m.next-m.suffix:
+		return i + m.shift
+	}
+	if j, ok := m.byName[name]; ok {
+		return j
+	}
+	return -1
 }
 
 // parallelCompileMin is the number of services to compile from which
@@ -268,18 +336,28 @@ func (s *Snapshot) compileFresh(d *model.Desired, opts Options, clusters map[str
 }
 
 // placeServices puts each compiled service at its name in its zone zs[i]:
-// over the name tables of the previous snapshot when shared (see
-// reuser.namesShareable), else in tables built here, with the empty
-// non-terminals between the names and the apexes.
-func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, shared bool) error {
-	if shared {
-		// The tables hold the previous snapshot's services at the same
-		// names: only those compiled anew differ (a shared service is at
-		// its name already, with its TTL).
-		for _, i := range s.fresh {
-			zs[i].replaceService(&d.Services[i], s.services[i])
+// over the name tables of the previous snapshot when names is not nil
+// (see reuser.shareNames), else in tables built here, with the empty
+// non-terminals between the names and the apexes. A change the shared
+// tables cannot take (a name that is the apex's or a nameserver's, or one
+// used twice) has the tables built here too, which names a clash.
+func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, names *nameChanges, now time.Time) error {
+	if names != nil {
+		if s.placeChanges(d, zs, names) {
+			return nil
 		}
-		return nil
+		for i := range d.Zones {
+			fz, err := compileZone(&d.Zones[i], now)
+			if err != nil {
+				return err
+			}
+			s.zones[fz.apex].names = fz.names
+		}
+		for i := range zs {
+			if zs[i] == nil {
+				zs[i] = s.zoneFor(d.Services[i].Name) // found for the previous snapshot: not nil
+			}
+		}
 	}
 	for i := range d.Services {
 		ms := &d.Services[i]
@@ -294,6 +372,30 @@ func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, shared bool) erro
 		z.addEmptyNonTerminals()
 	}
 	return nil
+}
+
+// placeChanges applies names to the tables that follow the previous
+// snapshot's: the removed names go first (so that a name can move from
+// one service to another), then the added ones, then the services
+// compiled anew at their names (a shared service is at its name already).
+// It reports false when a change needs the tables built from scratch;
+// what it did so far is then thrown away with the tables.
+func (s *Snapshot) placeChanges(d *model.Desired, zs []*zone, names *nameChanges) bool {
+	for _, name := range names.removed {
+		z := s.zoneFor(name) // the same zones as the previous snapshot
+		if z == nil || !z.removeName(name) {
+			return false
+		}
+	}
+	for _, i := range names.added {
+		if !zs[i].addName(&d.Services[i], s.services[i]) {
+			return false
+		}
+	}
+	for _, i := range names.replaced {
+		zs[i].replaceService(&d.Services[i], s.services[i])
+	}
+	return true
 }
 
 // compileECSTrust builds the set of sources whose ECS option is honoured
@@ -353,7 +455,7 @@ func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
 	neg.Hdr.Ttl = min(z.soa.Hdr.Ttl, z.soa.Minttl)
 	z.negSOA = &neg
 	apex := z.ensure(mz.Apex)
-	apex.apex = true
+	apex.apex, apex.static = true, true
 	apex.hinfo = hinfo(mz.Apex, uint32(mz.SOA.TTL))
 	ttl := uint32(mz.NSTTL)
 	for _, ns := range mz.Nameservers {
@@ -362,6 +464,7 @@ func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
 			continue
 		}
 		n := z.ensure(ns.Name)
+		n.static = true
 		if n.hinfo == nil {
 			n.hinfo = hinfo(ns.Name, ttl)
 		}
@@ -389,17 +492,95 @@ func (z *zone) ensure(name string) *node {
 }
 
 // addEmptyNonTerminals adds every name between an owner name and the apex,
-// so that such names answer NODATA rather than NXDOMAIN (RFC 8020).
+// so that such names answer NODATA rather than NXDOMAIN (RFC 8020), and
+// counts in each node the owner names below it (node.below). It runs on a
+// table built from scratch (all in its base), once every owner name is in.
 func (z *zone) addEmptyNonTerminals() {
-	for name := range z.names.all {
-		for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
-			parent := name[off:]
-			if len(parent) <= len(z.apex) {
-				break
-			}
-			z.ensure(parent)
+	for name, n := range z.names.all {
+		if n.ent {
+			continue // added by this loop
 		}
+		z.eachParent(name, func(parent string) {
+			p := z.names.get(parent)
+			if p == nil {
+				p = &node{name: parent, ent: true}
+				z.names.setScratch(parent, p)
+			}
+			p.below++
+		})
 	}
+}
+
+// eachParent calls f with each name between the owner name and the apex,
+// nearest first.
+func (z *zone) eachParent(name string, f func(parent string)) {
+	for off, end := dns.NextLabel(name, 0); !end; off, end = dns.NextLabel(name, off) {
+		parent := name[off:]
+		if len(parent) <= len(z.apex) {
+			return
+		}
+		f(parent)
+	}
+}
+
+// addName puts the service svc at its name ms.Name, which the previous
+// snapshot did not have, in a table that follows the previous one, with
+// the empty non-terminals above it. It reports false when the name is an
+// owner name of the zone already (the apex, a nameserver's, another
+// service's): the table is then built from scratch. The previous nodes
+// are copied, never modified.
+func (z *zone) addName(ms *model.Service, svc *service) bool {
+	n := node{name: ms.Name}
+	if pn := z.names.get(ms.Name); pn != nil {
+		if !pn.ent {
+			return false
+		}
+		n.below = pn.below // an empty non-terminal until now
+	}
+	n.svc, n.hinfo = svc, hinfo(ms.Name, uint32(ms.TTL))
+	z.names.setOver(ms.Name, &n)
+	z.eachParent(ms.Name, func(parent string) {
+		p := node{name: parent, ent: true}
+		if pn := z.names.get(parent); pn != nil {
+			p = *pn
+		}
+		p.below++
+		z.names.setOver(parent, &p)
+	})
+	return true
+}
+
+// removeName takes the service at name, which no service has now, out of
+// a table that follows the previous one: the name stays as an empty
+// non-terminal while names are below it, and the empty non-terminals
+// above it that have nothing below them any more go. It reports false
+// for the apex's or a nameserver's name (the table is then built from
+// scratch).
+func (z *zone) removeName(name string) bool {
+	pn := z.names.get(name)
+	if pn == nil || pn.svc == nil || pn.static {
+		return false
+	}
+	if pn.below > 0 {
+		z.names.setOver(name, &node{name: name, ent: true, below: pn.below})
+	} else {
+		z.names.setOver(name, nil)
+	}
+	ok := true
+	z.eachParent(name, func(parent string) {
+		pp := z.names.get(parent)
+		if pp == nil {
+			ok = false // cannot be: every name has its parents
+			return
+		}
+		p := *pp
+		if p.below--; p.below == 0 && p.ent {
+			z.names.setOver(parent, nil)
+		} else {
+			z.names.setOver(parent, &p)
+		}
+	})
+	return ok
 }
 
 func hdr(name string, t uint16, ttl uint32) dns.RR_Header {

@@ -8,7 +8,8 @@ import "maps"
 // names whose node differs from the base's in over, a small map of its own
 // (a copy of the previous over plus this compile's changes). When over
 // grows past flattenAt of the base, the next compile merges the two into
-// a new base. A compile from scratch builds base alone (over nil).
+// a new base. A compile from scratch builds base alone (over nil). A name
+// removed from the base is a nil node in over.
 type nameTable struct {
 	base map[string]*node
 	over map[string]*node
@@ -25,7 +26,8 @@ var flattenMin = 256
 
 func newNameTable() nameTable { return nameTable{base: map[string]*node{}} }
 
-// get returns the node of the canonical name, nil when there is none.
+// get returns the node of the canonical name, nil when there is none (or
+// it was removed: a nil node in over).
 func (t *nameTable) get(name string) *node {
 	if len(t.over) > 0 {
 		if n, ok := t.over[name]; ok {
@@ -48,6 +50,9 @@ func (t *nameTable) getBytes(name []byte) *node {
 // all yields every name and its node once.
 func (t *nameTable) all(yield func(string, *node) bool) {
 	for name, n := range t.over {
+		if n == nil {
+			continue // removed from the base
+		}
 		if !yield(name, n) {
 			return
 		}
@@ -66,7 +71,7 @@ func (t *nameTable) all(yield func(string, *node) bool) {
 func (t *nameTable) setScratch(name string, n *node) { t.base[name] = n }
 
 // setOver puts n at name in a table that follows a previous one: in over,
-// never in the shared base.
+// never in the shared base. A nil n removes the name.
 func (t *nameTable) setOver(name string, n *node) { t.over[name] = n }
 
 // following is the table a compile that follows the snapshot of t starts
@@ -75,7 +80,13 @@ func (t *nameTable) setOver(name string, n *node) { t.over[name] = n }
 func (t *nameTable) following() nameTable {
 	if len(t.over) >= flattenAt(len(t.base)) {
 		base := maps.Clone(t.base)
-		maps.Copy(base, t.over)
+		for name, n := range t.over {
+			if n == nil {
+				delete(base, name)
+			} else {
+				base[name] = n
+			}
+		}
 		return nameTable{base: base, over: map[string]*node{}}
 	}
 	over := make(map[string]*node, len(t.over)+1)

@@ -81,6 +81,16 @@ func (r *reuser) service(i int, ms *model.Service) *service {
 			return nil
 		}
 	}
+	return r.serviceAt(j, ms)
+}
+
+// serviceAt is service with the previous service of the same name known:
+// the j-th.
+func (r *reuser) serviceAt(j int, ms *model.Service) *service {
+	if ms.Strategy == model.StrategyLatency {
+		return nil
+	}
+	pd := r.prev.desired.Services
 	if !sameService(ms, &pd[j]) {
 		return nil
 	}
@@ -134,14 +144,12 @@ func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*m
 }
 
 // namesShareable reports whether the zones' owner names can start from
-// the previous snapshot's (each zone's name table shared, with the
-// services compiled anew put over it: see shareNames), as far as the
-// zones tell: the same zones with the same apex, nameservers and TTLs, and
-// as many services. The caller checks the rest: the same service names in
-// the same order (Snapshot.compileServices). Otherwise the tables are
-// built from scratch.
+// the previous snapshot's (each zone's name table shared, with the names
+// that changed put over it: see shareNames and Snapshot.placeChanges):
+// the same zones with the same apex, nameservers and TTLs. Otherwise the
+// tables are built from scratch.
 func (r *reuser) namesShareable(d *model.Desired) bool {
-	if r == nil || len(d.Zones) != len(r.prev.zones) || len(d.Services) != len(r.prev.desired.Services) {
+	if r == nil || len(d.Zones) != len(r.prev.zones) {
 		return false
 	}
 	for i := range d.Zones {

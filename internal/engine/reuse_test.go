@@ -139,12 +139,64 @@ var mutations = []mutation{
 		s := d.Services[i]
 		d.Services = append(slices.Delete(slices.Clone(d.Services), i, i+1), s)
 	}},
+	{"a service renamed", func(r *rand.Rand, d *model.Desired, _ *fakeHealth) {
+		d.Services = slices.Clone(d.Services)
+		d.Services[pick(r, d.Services)].Name = newName(r, d)
+	}},
+	{"a service removed", func(r *rand.Rand, d *model.Desired, _ *fakeHealth) {
+		if len(d.Services) > 4 {
+			i := pick(r, d.Services)
+			d.Services = slices.Delete(slices.Clone(d.Services), i, i+1)
+		}
+	}},
+	{"a service added at a new name", func(r *rand.Rand, d *model.Desired, _ *fakeHealth) {
+		s := d.Services[pick(r, d.Services)] // its slices are shared: another value all the same
+		s.Name = newName(r, d)
+		d.Services = slices.Insert(slices.Clone(d.Services), r.IntN(len(d.Services)+1), s)
+	}},
+	{"two services swap names", func(r *rand.Rand, d *model.Desired, _ *fakeHealth) {
+		d.Services = slices.Clone(d.Services)
+		i, j := pick(r, d.Services), pick(r, d.Services)
+		d.Services[i].Name, d.Services[j].Name = d.Services[j].Name, d.Services[i].Name
+	}},
 	{"every service copied (nothing shared by identity)", func(_ *rand.Rand, d *model.Desired, _ *fakeHealth) {
 		d.Services = slices.Clone(d.Services)
 		for i := range d.Services {
 			d.Services[i].Endpoints = slices.Clone(d.Services[i].Endpoints)
 		}
 	}},
+}
+
+// newName returns an owner name no service of d has: under the apex,
+// below empty non-terminals, at an empty non-terminal, in the subzone.
+func newName(r *rand.Rand, d *model.Desired) string {
+	for {
+		name := []string{"n%d.example.test.", "n%d.deep.a.b.example.test.", "n%d.c.example.test.",
+			"x.n%d.c.example.test.", "n%d.x.y.sub.example.test.", "b.example.test.", "a.b.example.test.",
+			"c.example.test.", "y.sub.example.test."}[r.IntN(9)]
+		if strings.Contains(name, "%d") {
+			name = fmt.Sprintf(name, r.IntN(50))
+		}
+		if !slices.ContainsFunc(d.Services, func(s model.Service) bool { return s.Name == name }) {
+			return name
+		}
+	}
+}
+
+// nameTables is every owner name of every zone of s and what is there.
+func nameTables(s *Snapshot) map[string]string {
+	out := map[string]string{}
+	for apex, z := range s.zones {
+		for name, n := range z.names.all {
+			svc := ""
+			if n.svc != nil {
+				svc = n.svc.name
+			}
+			out[apex+" "+name] = fmt.Sprintf("apex %t static %t ent %t below %d service %q a %d aaaa %d hinfo %v",
+				n.apex, n.static, n.ent, n.below, svc, len(n.a), len(n.aaaa), n.hinfo)
+		}
+	}
+	return out
 }
 
 // explainAll is every explanation the snapshot gives: each service name
@@ -202,7 +254,7 @@ func TestIncrementalCompileAnswersAsACompileFromScratch(t *testing.T) {
 			now := time.Now() // the SOA serial of a zone without one
 			prev, err := Compile(d, Options{Health: health(), Locator: loc, Now: now})
 			require.NoError(t, err)
-			shared := 0
+			shared, followed := 0, 0
 			for round := range 25 {
 				next := *d
 				var did []string
@@ -226,10 +278,17 @@ func TestIncrementalCompileAnswersAsACompileFromScratch(t *testing.T) {
 					require.Equal(t, want[k], got[k], "round %d after %v: %s", round, did, k)
 				}
 				require.Equal(t, lookupAll(full, names), lookupAll(incr, names), "round %d after %v", round, did)
+				require.Equal(t, nameTables(full), nameTables(incr), "round %d after %v: the same owner names", round, did)
 				shared += incr.SharedServices()
+				if incr.zones["example.test."].names.over != nil && slices.ContainsFunc(did, func(m string) bool {
+					return strings.Contains(m, "name") || strings.Contains(m, "removed") || strings.Contains(m, "added")
+				}) {
+					followed++ // names changed over the previous table, not from scratch
+				}
 				prev = incr
 			}
 			assert.Positive(t, shared, "some services were shared: the test exercises reuse")
+			assert.Positive(t, followed, "names were added or removed over a shared table: the test exercises it")
 		})
 	}
 }
@@ -279,4 +338,37 @@ func TestIncrementalCompileSharesOnlyWhatDidNotChange(t *testing.T) {
 		assert.Zero(t, s.SharedServices())
 		assert.Equal(t, s.Services(), s.Recompiled())
 	})
+}
+
+func TestIncrementalCompileRefusesANameClashAsACompileFromScratch(t *testing.T) {
+	d := desired(t, fixture)
+	prev, err := Compile(d, Options{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		change func(d *model.Desired)
+	}{
+		{"a service renamed to a nameserver's name", func(d *model.Desired) { d.Services[2].Name = "ns1.example.test." }},
+		{"a service renamed to another service's name", func(d *model.Desired) { d.Services[2].Name = d.Services[5].Name }},
+		{"a service added at another service's name", func(d *model.Desired) {
+			s := d.Services[3]
+			s.Name = d.Services[0].Name
+			d.Services = append(d.Services, s)
+		}},
+		{"a service added twice at a new name", func(d *model.Desired) {
+			s := d.Services[3]
+			s.Name = "twice.example.test."
+			d.Services = append(d.Services, s, s)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := *d
+			next.Services = slices.Clone(d.Services)
+			tc.change(&next)
+			_, want := Compile(&next, Options{})
+			require.Error(t, want, "the compile from scratch refuses it")
+			_, got := Compile(&next, Options{Previous: prev})
+			assert.Equal(t, want, got)
+		})
+	}
 }

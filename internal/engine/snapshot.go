@@ -61,12 +61,20 @@ type zone struct {
 
 // node is an owner name that exists in a zone.
 type node struct {
-	name  string
-	apex  bool
-	svc   *service
-	a     []dns.RR // static A (nameserver hosts)
-	aaaa  []dns.RR // static AAAA (nameserver hosts)
-	hinfo dns.RR   // RFC 8482 answer to ANY
+	name string
+	apex bool
+	// static: the apex or a nameserver's name (compileZone), not a
+	// service's; ent: an empty non-terminal, there only because names
+	// are below it. below counts the names other than empty
+	// non-terminals below this one: an incremental compile adds and
+	// removes empty non-terminals by it (see zone.addName).
+	static bool
+	ent    bool
+	below  int32
+	svc    *service
+	a      []dns.RR // static A (nameserver hosts)
+	aaaa   []dns.RR // static AAAA (nameserver hosts)
+	hinfo  dns.RR   // RFC 8482 answer to ANY
 }
 
 func (n *node) hasData() bool {

@@ -199,6 +199,32 @@ func BenchmarkOneServiceChange(b *testing.B) {
 		b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
 	})
 
+	b.Run("kubernetes hostname moved", func(b *testing.B) {
+		src := &objectSource{}
+		p := scalePipeline(b, st, src, nil)
+		obj := &src.objs[len(src.objs)-1] // the west object of the last service
+		const moved = "moved.gslb.test."
+		before := obj.Settings.Hostnames
+		b.ReportAllocs()
+		cpu := processCPU(b)
+		i := 0
+		for b.Loop() {
+			i++
+			name2 := name
+			obj.Settings.Hostnames = before
+			if i%2 == 1 { // a name the state did not have, and back
+				obj.Settings.Hostnames, name2 = []string{moved}, moved
+			}
+			if err := p.Remerge(); err != nil {
+				b.Fatal(err)
+			}
+			if got := answers(b, p, name2); !got[west] {
+				b.Fatalf("iteration %d: %s answers %v, want %s among them", i, name2, got, west)
+			}
+		}
+		b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+	})
+
 	b.Run("admin drain", func(b *testing.B) {
 		adm, err := admin.Open("", "n1", 0)
 		require.NoError(b, err)
