@@ -39,7 +39,24 @@ type Kube struct {
 	namesOf   *config.File
 	// validated is what the last build validated (kube.BuildSafe).
 	validated *kube.Validated
+	// spare is the next merge's services list, made ahead (PrepareNext);
+	// next is what the last merge would have wanted of it.
+	spare spareList
+	next  spareList
 }
+
+// spareList is a merged services list made ahead of a merge: the services
+// of file copied, and room after them for at least kube services.
+type spareList struct {
+	file *config.File
+	kube int
+	buf  []model.Service // len: the file's services
+}
+
+// spareFrom is the number of services of the file from which the merged
+// list is made ahead of a merge (PrepareNext): below it, the copy costs
+// less than the memory held for it.
+var spareFrom = 4096
 
 // fileNamesOf is the set of the names f's services define, made on the first
 // merge of f (f is never modified once loaded).
@@ -152,8 +169,47 @@ func (k *Kube) mergeServices(l *Loaded, svcs []model.Service) (*config.File, boo
 	k.mu.Unlock()
 	f := *l.File
 	f.Desired = *nk
-	f.Desired.Services = concat(l.File.Services, nk.Services)
+	f.Desired.Services = k.list(l.File, nk.Services)
 	return &f, true
+}
+
+// list is the file's services followed by the Kubernetes services ks, in
+// one slice of its own. When PrepareNext made it ahead for file (the
+// copy of the file's services: 17.6 MB at 100 000 services, with the
+// garbage collector's share of it) a change only copies ks into it.
+func (k *Kube) list(file *config.File, ks []model.Service) []model.Service {
+	k.mu.Lock()
+	sp := k.spare
+	k.spare, k.next = spareList{}, spareList{file: file, kube: len(ks)}
+	k.mu.Unlock()
+	n := len(file.Services)
+	if sp.file != file || cap(sp.buf)-n < len(ks) {
+		return concat(file.Services, ks)
+	}
+	out := sp.buf[: n+len(ks) : n+len(ks)] // no room after: an append copies, as from concat
+	copy(out[n:], ks)
+	return out
+}
+
+// PrepareNext makes the next merge's services list ahead (see list), once
+// the last merge is served: the pipeline calls it after a publish. It does
+// nothing for a file of fewer than spareFrom services, or when a list is
+// ready already.
+func (k *Kube) PrepareNext() {
+	k.mu.Lock()
+	want, have := k.next, k.spare.file
+	k.mu.Unlock()
+	if want.file == nil || have == want.file || len(want.file.Services) < spareFrom {
+		return
+	}
+	n := len(want.file.Services)
+	buf := make([]model.Service, n, n+want.kube+want.kube/4+64) // room for a few more Kubernetes services
+	copy(buf, want.file.Services)
+	k.mu.Lock()
+	if k.next.file == want.file {
+		k.spare = spareList{file: want.file, kube: want.kube, buf: buf}
+	}
+	k.mu.Unlock()
 }
 
 // concat is a followed by b in one new slice of their size: appending b to

@@ -198,6 +198,7 @@ func (p *Pipeline) Reload(l *Loaded, loadErr error) (prev *State, err error) {
 	p.m.lastOK.SetToCurrentTime()
 	p.changed()
 	p.retryPending()
+	p.prepareNext()
 	return prev, nil
 }
 
@@ -219,7 +220,18 @@ func (p *Pipeline) Remerge() error {
 	}
 	p.changed()
 	p.retryPending()
+	p.prepareNext()
 	return nil
+}
+
+// nextPreparer is a KubeSource that makes its next merge's work ahead,
+// after a publish (Kube.PrepareNext): off the path of the next change.
+type nextPreparer interface{ PrepareNext() }
+
+func (p *Pipeline) prepareNext() {
+	if np, ok := p.opts.Kube.(nextPreparer); ok {
+		np.PrepareNext()
+	}
 }
 
 // SetDecision stores a new decision and republishes when a decided state

@@ -111,6 +111,8 @@ func (o *objectSource) Merge(l *Loaded) (*config.File, error) {
 	return o.k.merge(l, nil, o.objs, func(kube.Result) {})
 }
 
+func (o *objectSource) PrepareNext() { o.k.PrepareNext() }
+
 // processCPU is the CPU time the process has used (user and system, all
 // threads: the garbage collector's work a change causes counts), in ns.
 // On a shared machine it is steadier than the wall time of ns/op.
@@ -380,7 +382,79 @@ func TestKubeMergeIsTheWholeNormalized(t *testing.T) {
 	assert.NotSame(t, &byName(f, "g.gslb.test.").Endpoints[0], &byName(f2, "g.gslb.test.").Endpoints[0], "the changed one is new")
 }
 
+func TestAMergeIntoTheListMadeAheadIsTheWholeNormalized(t *testing.T) {
+	old := spareFrom
+	spareFrom = 1
+	t.Cleanup(func() { spareFrom = old })
+	l := load(t, mergeConfig)
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	obj := func(cluster, name, host string, targets ...string) kube.Object {
+		return kube.Object{Ref: kube.ObjectRef{Cluster: cluster, Kind: kube.KindService, Namespace: "shop", Name: name},
+			Created: created, Settings: kube.Settings{Hostnames: []string{host}}, Valid: true, Targets: targets}
+	}
+	whole := func(l *Loaded, objs []kube.Object) model.Desired {
+		res := kube.Build(objs, &l.File.Desired)
+		d := l.File.Desired
+		d.Services = append(slices.Clone(d.Services), res.Services...)
+		nd, err := model.Normalize(&d)
+		require.NoError(t, err)
+		return *nd
+	}
+	k := &Kube{Logger: discard()}
+	objs := []kube.Object{obj("east", "web", "web.gslb.test.", "192.0.2.101"), obj("west", "api", "api.gslb.test.", "192.0.2.112")}
+	_, err := k.merge(l, nil, objs, func(kube.Result) {})
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name   string
+		change func() *Loaded
+		used   bool
+	}{
+		{"a hostname moved is merged into the list made ahead", func() *Loaded {
+			objs[0].Settings.Hostnames = []string{"moved.gslb.test."}
+			return l
+		}, true},
+		{"a service removed is merged into it", func() *Loaded { objs = objs[:1]; return l }, true},
+		{"services beyond its room are merged into a new list", func() *Loaded {
+			for i := range 80 {
+				objs = append(objs, obj("east", fmt.Sprintf("n%d", i), fmt.Sprintf("n%d.gslb.test.", i), "192.0.2.9"))
+			}
+			return l
+		}, false},
+		{"another file is merged into a new list", func() *Loaded { return load(t, mergeConfig) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k.PrepareNext()
+			spare := k.spare.buf
+			require.NotNil(t, spare, "a list is made ahead")
+			l := tc.change()
+			f, err := k.merge(l, nil, objs, func(kube.Result) {})
+			require.NoError(t, err)
+			assert.Equal(t, whole(l, objs), f.Desired)
+			assert.Equal(t, len(f.Services), cap(f.Services), "no room after the list: an append copies it")
+			assert.Equal(t, tc.used, &spare[0] == &f.Services[0], "the list made ahead is used")
+			assert.Nil(t, k.spare.buf, "a list made ahead serves one merge")
+			for i := range l.File.Services {
+				assert.Same(t, &l.File.Services[i].Endpoints[0], &f.Services[i].Endpoints[0], "the file's services are the values it loaded")
+			}
+		})
+	}
+}
+
 func TestOneKubernetesChangeIsServedAndThePreviousStateIsUntouched(t *testing.T) {
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("merged list made ahead %t", ahead), func(t *testing.T) {
+			if ahead {
+				old := spareFrom
+				spareFrom = 1
+				t.Cleanup(func() { spareFrom = old })
+			}
+			oneKubernetesChange(t, ahead)
+		})
+	}
+}
+
+func oneKubernetesChange(t *testing.T, ahead bool) {
 	const n, k = 300, 30
 	st := scaleState{n: n, k: k, l: scaleFile(t, n, k)}
 	src := &objectSource{}
@@ -401,6 +475,7 @@ func TestOneKubernetesChangeIsServedAndThePreviousStateIsUntouched(t *testing.T)
 	src.objs[len(src.objs)-1].Settings.Weight = &zero // the west object of the last service
 	require.NoError(t, p.Remerge())
 	next := p.State()
+	require.Equal(t, ahead, src.k.spare.buf != nil, "the next merged list is made ahead")
 
 	require.NotSame(t, prev, next)
 	assert.Equal(t, map[string]bool{east: true}, answers(t, p, name), "the change is served")
@@ -415,7 +490,11 @@ func TestOneKubernetesChangeIsServedAndThePreviousStateIsUntouched(t *testing.T)
 
 	middle := frozen(next)
 	src.objs[len(src.objs)-1].Settings.Weight = nil
+	spare := src.k.spare.buf
 	require.NoError(t, p.Remerge())
+	if ahead {
+		require.Same(t, &spare[0], &p.State().Effective.Services[0], "the second merge is into the list made ahead")
+	}
 	assert.Equal(t, map[string]bool{east: true, west: true}, answers(t, p, name), "and back")
 	assert.Equal(t, before, frozen(prev), "the first state is still untouched")
 	// Each snapshot's name tables are shared with the one before (the
