@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -94,6 +95,9 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if reuse != nil {
+		s.shared = reuse.shared
+	}
 	if names != nil {
 		reuse.shareNames(s)
 	}
@@ -102,9 +106,6 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 	}
 	if opts.Previous != nil {
 		s.incremental = true
-	}
-	if reuse != nil {
-		s.shared = reuse.shared
 	}
 	return s, nil
 }
@@ -359,9 +360,29 @@ func (s *Snapshot) placeServices(d *model.Desired, zs []*zone, names *nameChange
 			}
 		}
 	}
+	// A service compiled here keeps its node (service.own); one shared
+	// with the previous snapshot is at its node there, and gets another.
+	var shared []bool
+	if s.shared > 0 {
+		shared = make([]bool, len(d.Services))
+		for i := range shared {
+			shared[i] = true
+		}
+		for _, i := range s.fresh {
+			shared[i] = false
+		}
+	}
 	for i := range d.Services {
 		ms := &d.Services[i]
-		n := zs[i].ensure(ms.Name)
+		n := zs[i].names.get(ms.Name)
+		if n == nil {
+			n = &node{}
+			if shared == nil || !shared[i] {
+				n = &s.services[i].own
+			}
+			n.name = ms.Name
+			zs[i].names.setScratch(ms.Name, n)
+		}
 		if n.svc != nil || len(n.a)+len(n.aaaa) > 0 {
 			return fmt.Errorf("service %s: name is already in use", ms.Name)
 		}
@@ -603,6 +624,19 @@ type service struct {
 	geo      *geoIndex
 	lat      *latencyIndex // latency services: client location -> RTT bucket
 	status   []EndpointStatus
+
+	// A lookup reads the node, the service, its pool and records one after
+	// the other: they are kept together where they can be, so that it
+	// reads a few blocks of memory rather than one per step (with 10 000
+	// names, each step apart is a cache miss). own is the node of the
+	// compile that made the service (placeServices; own.name is "" until
+	// then), pool the first family's pool when the family has one.
+	own    node
+	pool   pool
+	pools  [1]*pool
+	a      []dns.A
+	aaaa   []dns.AAAA
+	ipData []byte
 }
 
 // EndpointStatus is the effective state of one endpoint in a snapshot.
@@ -633,6 +667,7 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
 	var v4, v6, cn []cand
 	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
+	svc.records(ms)
 	for i := range ms.Endpoints {
 		e := &ms.Endpoints[i]
 		st := endpointStatus(ms, e, clusters, h, capa)
@@ -653,12 +688,10 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 		default:
 			ip := netip.MustParseAddr(e.Address)
 			if ip.Is4() {
-				x.rr = &dns.A{Hdr: hdr(ms.Name, dns.TypeA, ttl), A: ip.AsSlice()}
-				x.rrOpen = &dns.A{Hdr: hdr(ms.Name, dns.TypeA, openTTL), A: ip.AsSlice()}
+				x.rr, x.rrOpen = svc.newA(ms.Name, ttl, ip), svc.newA(ms.Name, openTTL, ip)
 				v4 = append(v4, x)
 			} else {
-				x.rr = &dns.AAAA{Hdr: hdr(ms.Name, dns.TypeAAAA, ttl), AAAA: ip.AsSlice()}
-				x.rrOpen = &dns.AAAA{Hdr: hdr(ms.Name, dns.TypeAAAA, openTTL), AAAA: ip.AsSlice()}
+				x.rr, x.rrOpen = svc.newAAAA(ms.Name, ttl, ip), svc.newAAAA(ms.Name, openTTL, ip)
 				v6 = append(v6, x)
 			}
 		}
@@ -685,17 +718,67 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 			chains = svc.lat.chains(ms.Name, cands)
 		}
 		pools := make([]*pool, len(chains))
+		if len(chains) == 1 && svc.pools[0] == nil {
+			pools = svc.pools[:1:1] // the first family with one pool: kept in the service
+		}
 		for i, chain := range chains {
 			pools[i] = choose(cands, chain, maxAnswers, svc.noData)
 			if pools[i] != nil && ms.Sticky == model.StickySubnet {
 				pools[i].makeSticky()
 			}
 		}
+		if len(chains) == 1 && pools[0] != nil && &pools[0] == &svc.pools[0] {
+			svc.pool = *pools[0]
+			pools[0] = &svc.pool
+		}
 		return pools
 	}
 	svc.v4, svc.v6, svc.cn = build(v4), build(v6), build(cn)
 	svc.cname = len(cn) > 0
 	return svc, nil
+}
+
+// records makes room in svc for the address records of ms's endpoints
+// (newA, newAAAA): each endpoint has a record and its fail-open twin.
+func (svc *service) records(ms *model.Service) {
+	n4, n6 := 0, 0
+	for i := range ms.Endpoints {
+		if e := &ms.Endpoints[i]; e.CNAME == "" {
+			if strings.Contains(e.Address, ":") {
+				n6++
+			} else {
+				n4++
+			}
+		}
+	}
+	svc.a = make([]dns.A, 0, 2*n4)
+	svc.aaaa = make([]dns.AAAA, 0, 2*n6)
+	svc.ipData = make([]byte, 0, 2*(n4*net.IPv4len+n6*net.IPv6len))
+}
+
+// newA is an A record of svc, in the room records made (a record of its
+// own when there is none left).
+func (svc *service) newA(name string, ttl uint32, ip netip.Addr) *dns.A {
+	b := ip.As4()
+	if len(svc.a) == cap(svc.a) || cap(svc.ipData)-len(svc.ipData) < len(b) {
+		return &dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: b[:]}
+	}
+	at := len(svc.ipData)
+	svc.ipData = append(svc.ipData, b[:]...)
+	svc.a = append(svc.a, dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: svc.ipData[at:len(svc.ipData):len(svc.ipData)]})
+	return &svc.a[len(svc.a)-1]
+}
+
+// newAAAA is newA for an AAAA record.
+func (svc *service) newAAAA(name string, ttl uint32, ip netip.Addr) *dns.AAAA {
+	b := ip.As16()
+	if len(svc.aaaa) == cap(svc.aaaa) || cap(svc.ipData)-len(svc.ipData) < len(b) {
+		return &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: b[:]}
+	}
+	at := len(svc.ipData)
+	svc.ipData = append(svc.ipData, b[:]...)
+	svc.aaaa = append(svc.aaaa, dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: svc.ipData[at:len(svc.ipData):len(svc.ipData)]})
+	return &svc.aaaa[len(svc.aaaa)-1]
 }
 
 // group is a set of endpoints answered together: those of the listed
