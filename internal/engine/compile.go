@@ -760,25 +760,34 @@ func (svc *service) records(ms *model.Service) {
 // own when there is none left).
 func (svc *service) newA(name string, ttl uint32, ip netip.Addr) *dns.A {
 	b := ip.As4()
-	if len(svc.a) == cap(svc.a) || cap(svc.ipData)-len(svc.ipData) < len(b) {
-		return &dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: b[:]}
-	}
-	at := len(svc.ipData)
-	svc.ipData = append(svc.ipData, b[:]...)
-	svc.a = append(svc.a, dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: svc.ipData[at:len(svc.ipData):len(svc.ipData)]})
-	return &svc.a[len(svc.a)-1]
+	return inRoom(&svc.a, dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: svc.addr(b[:])})
 }
 
 // newAAAA is newA for an AAAA record.
 func (svc *service) newAAAA(name string, ttl uint32, ip netip.Addr) *dns.AAAA {
 	b := ip.As16()
-	if len(svc.aaaa) == cap(svc.aaaa) || cap(svc.ipData)-len(svc.ipData) < len(b) {
-		return &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: b[:]}
+	return inRoom(&svc.aaaa, dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: svc.addr(b[:])})
+}
+
+// inRoom appends v to list when it has room (never growing it: the
+// earlier elements are pointed to) and returns where v is kept.
+func inRoom[T any](list *[]T, v T) *T {
+	if len(*list) == cap(*list) {
+		return &v
+	}
+	*list = append(*list, v)
+	return &(*list)[len(*list)-1]
+}
+
+// addr is a copy of the address b in the room records made (of its own
+// when there is none left).
+func (svc *service) addr(b []byte) []byte {
+	if cap(svc.ipData)-len(svc.ipData) < len(b) {
+		return slices.Clone(b)
 	}
 	at := len(svc.ipData)
-	svc.ipData = append(svc.ipData, b[:]...)
-	svc.aaaa = append(svc.aaaa, dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: svc.ipData[at:len(svc.ipData):len(svc.ipData)]})
-	return &svc.aaaa[len(svc.aaaa)-1]
+	svc.ipData = append(svc.ipData, b...)
+	return svc.ipData[at:len(svc.ipData):len(svc.ipData)]
 }
 
 // group is a set of endpoints answered together: those of the listed
