@@ -709,6 +709,7 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 	if len(cn) > 0 {
 		maxAnswers = 1 // a name has at most one CNAME
 	}
+	kept := false // svc.pools holds a family's pools
 	build := func(cands []cand) []*pool {
 		if len(cands) == 0 {
 			return nil
@@ -717,9 +718,12 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 		if svc.lat != nil { // one chain per RTT bucket, from this family's RTTs
 			chains = svc.lat.chains(ms.Name, cands)
 		}
-		pools := make([]*pool, len(chains))
-		if len(chains) == 1 && svc.pools[0] == nil {
-			pools = svc.pools[:1:1] // the first family with one pool: kept in the service
+		keep := len(chains) == 1 && !kept // the first family with one pool: kept in the service
+		var pools []*pool
+		if keep {
+			kept, pools = true, svc.pools[:1:1]
+		} else {
+			pools = make([]*pool, len(chains))
 		}
 		for i, chain := range chains {
 			pools[i] = choose(cands, chain, maxAnswers, svc.noData)
@@ -727,7 +731,7 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 				pools[i].makeSticky()
 			}
 		}
-		if len(chains) == 1 && pools[0] != nil && &pools[0] == &svc.pools[0] {
+		if keep && pools[0] != nil {
 			svc.pool = *pools[0]
 			pools[0] = &svc.pool
 		}

@@ -372,3 +372,42 @@ func TestIncrementalCompileRefusesANameClashAsACompileFromScratch(t *testing.T) 
 		})
 	}
 }
+
+// A compiled service keeps its first family's pool in itself (service.pool);
+// a family with no pool (when_all_down: nodata, every endpoint down) must
+// not hand that room to the next family.
+func TestEachFamilyAnswersFromItsOwnPool(t *testing.T) {
+	d := desired(t, `
+zones:
+  - apex: example.test
+    nameservers: [{name: ns1.example.test, ipv4: [192.0.2.53]}]
+clusters:
+  - {name: east, region: us-east}
+services:
+  - name: nod.example.test
+    when_all_down: nodata
+    endpoints:
+      - {address: 192.0.2.71, cluster: east, state: down}
+      - {address: "2001:db8::71", cluster: east}
+  - name: both.example.test
+    endpoints:
+      - {address: 192.0.2.72, cluster: east}
+      - {address: "2001:db8::72", cluster: east}
+`)
+	s, err := Compile(d, Options{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		want  []string
+	}{
+		{"nod.example.test.", dns.TypeA, nil},
+		{"nod.example.test.", dns.TypeAAAA, []string{"2001:db8::71"}},
+		{"both.example.test.", dns.TypeA, []string{"192.0.2.72"}},
+		{"both.example.test.", dns.TypeAAAA, []string{"2001:db8::72"}},
+	} {
+		t.Run(tc.name+" "+dns.TypeToString[tc.qtype], func(t *testing.T) {
+			assert.Equal(t, tc.want, addrs(lookup(s, tc.name, tc.qtype, Client{}).Answer))
+		})
+	}
+}
