@@ -63,10 +63,13 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 	if e.origin == r.cfg.NodeName {
 		// Our own message come back through a relay (we are the authority
 		// on it), or someone speaking in our name.
-		if !e.verify(r.id.Public()) {
+		if !e.verify(r.id().Public()) {
 			return reject(ReasonSignature, "%s message in this node's own name (%q) is not signed by its key", typeName(e.t), e.origin)
 		}
 		return nil
+	}
+	if e.t == msgCred {
+		return r.onCred(t, e, b) // the credential is what lists its sender
 	}
 	p, rj := t.authorize(e)
 	if rj != nil {
@@ -421,9 +424,13 @@ func (d *delegate) LocalState(join bool) []byte {
 	r.m.Messages.WithLabelValues("state", "sent").Inc()
 	st := r.store.full()
 	st.RTT = r.rttState()
+	st.Creds = r.creds.all()
+	if oc := r.own.Load(); oc != nil {
+		st.Creds = append(st.Creds, oc.msg)
+	}
 	if r.cfg.SharedState != nil && r.cfg.Role == RoleProber {
 		if data := r.cfg.SharedState(); len(data) > 0 {
-			st.Shared = seal(r.id, msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
+			st.Shared = seal(r.id(), msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
 		}
 	}
 	b, _ := json.Marshal(st)
@@ -448,6 +455,14 @@ func (r *Ring) mergeState(buf []byte) {
 	if err := json.Unmarshal(buf, &st); err != nil {
 		r.rejected("state", reject(ReasonMalformed, "%v", err))
 		return
+	}
+	if len(st.Creds) > maxCreds {
+		st.Creds = st.Creds[:maxCreds]
+	}
+	for _, b := range st.Creds { // first: they list the senders of what follows
+		if rj := r.handleTyped(msgCred, b); rj != nil {
+			r.rejected("credential", rj)
+		}
 	}
 	if len(st.Shared) > 0 {
 		if rj := r.handleTyped(msgShared, st.Shared); rj != nil {

@@ -16,6 +16,7 @@ const (
 	msgLeader    byte = 6 // provider-writer vote, sent directly (never relayed)
 	msgShared    byte = 7 // the admin state (overrides), merged by the receiver
 	msgRTT       byte = 8 // a prober's smoothed RTTs to some endpoints (rtt.go)
+	msgCred      byte = 9 // a node's credential: its certificate chain (creds.go), sent over TCP
 )
 
 // wireVote is health.Vote with short JSON keys.
@@ -97,4 +98,5 @@ type fullState struct {
 	Summaries [][]byte `json:"s"`
 	Shared    []byte   `json:"a,omitempty"`
 	RTT       [][]byte `json:"r,omitempty"` // the RTT summaries behind the entries held (rtt.go)
+	Creds     [][]byte `json:"c,omitempty"` // the credentials of the nodes this one accepted, its own included (creds.go)
 }

@@ -14,7 +14,9 @@ type Metrics struct {
 	Syncs      prometheus.Counter     // meridian_ring_state_syncs_total
 	Rejected   *prometheus.CounterVec // meridian_ring_messages_rejected_total{type,reason}
 	RTTEntries *prometheus.CounterVec // meridian_ring_rtt_entries_total{result}
-	registerer prometheus.Registerer
+	// CredentialExpiry is meridian_ring_credential_expiry_timestamp_seconds.
+	CredentialExpiry prometheus.Gauge
+	registerer       prometheus.Registerer
 }
 
 // NewMetrics creates the ring metrics; they are registered by Start on reg
@@ -53,12 +55,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_ring_rtt_entries_total",
 			Help: "Endpoint entries of RTT summaries: sent by this prober, received (new to this node), unknown-subject (skipped: an endpoint the config does not have).",
 		}, []string{"result"}),
+		CredentialExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_ring_credential_expiry_timestamp_seconds",
+			Help: "When this node's ring credential (ring.credential) expires, in Unix seconds; 0 without one. Renew it before then: peers refuse an expired credential.",
+		}),
 		registerer: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected, m.RTTEntries)
+		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected, m.RTTEntries, m.CredentialExpiry)
 	}
 	return m
 }
 
-var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader", msgShared: "shared", msgRTT: "rtt"}
+var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader", msgShared: "shared", msgRTT: "rtt", msgCred: "credential"}

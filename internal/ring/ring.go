@@ -12,9 +12,11 @@
 package ring
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	crand "crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -36,6 +38,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ringca"
 )
 
 // Roles of ring members.
@@ -50,6 +53,7 @@ type Config struct {
 	NodeName          string        // unique (required)
 	Region            string        // (required)
 	Role              string        // prober (default) or agent
+	Cluster           string        // an agent's cluster: the one its credential must name
 	Bind              string        // IP:port for gossip, UDP and TCP (port 0 picks one)
 	Advertise         string        // IP:port others use (default: bind)
 	Seeds             []string      // host:port of nodes to join
@@ -64,7 +68,16 @@ type Config struct {
 
 	// Identity signs every message this node originates (zero: a fresh
 	// random key, which no peer lists: fine for a ring of one or an observer).
+	// With Credential, the credential's key is the identity.
 	Identity Identity
+	// Credential is this node's certificate from the ring CA (ring.credential,
+	// ADR 0016): peers that trust the CA list the node as its scope says.
+	// SetCredential replaces it when it is renewed on disk.
+	Credential *ringca.Credential
+	// Trust is the ring's CAs, trust domain and revocations (ring.ca,
+	// ring.trust_domain, ring.revoked); nil: other nodes' credentials are
+	// refused and only ring.peers count. SetTrust replaces it on a reload.
+	Trust *ringca.Pool
 	// Peers are the nodes whose messages are accepted (ring.peers); this
 	// node always trusts itself. SetPeers replaces them on a reload.
 	Peers []model.RingPeer
@@ -104,6 +117,10 @@ type Member struct {
 	// Trusted is false for a node that is not in ring.peers or whose
 	// metadata is not signed by its listed key: it counts for nothing.
 	Trusted bool `json:"trusted"`
+	// Site is the site the member belongs to: the name of its credential's
+	// scope or ring.peers entry without a trailing * and separator ("east-*"
+	// gives east). Empty for an untrusted member.
+	Site string `json:"site,omitempty"`
 }
 
 // meta is what a node tells about itself in memberlist's node metadata,
@@ -111,11 +128,19 @@ type Member struct {
 type meta struct {
 	Region string `json:"r"`
 	Role   string `json:"o"`
+	Cred   []byte `json:"c,omitempty"` // credID of the node's credential: the metadata counts with that certificate only
 	Sig    []byte `json:"s,omitempty"`
 }
 
-func metaInput(name, region, role string) []byte {
-	return []byte("meridian-ring-meta-v1\x00" + name + "\x00" + region + "\x00" + role)
+// metaInput is what a node's metadata signature covers. Without a
+// credential it is the first version's, so nodes listed in ring.peers and
+// older nodes keep checking each other.
+func metaInput(name string, md meta) []byte {
+	in := "meridian-ring-meta-v1\x00" + name + "\x00" + md.Region + "\x00" + md.Role
+	if len(md.Cred) > 0 {
+		in = "meridian-ring-meta-v2\x00" + name + "\x00" + md.Region + "\x00" + md.Role + "\x00" + hex.EncodeToString(md.Cred)
+	}
+	return []byte(in)
 }
 
 // Ring is a running ring node.
@@ -128,7 +153,9 @@ type Ring struct {
 	q     *memberlist.TransmitLimitedQueue
 	store *store
 	rtt   rttStore // RTT summaries of every prober, ours included
-	meta  []byte
+	meta  atomic.Pointer[[]byte]
+	creds *credStore              // other nodes' verified credentials
+	own   atomic.Pointer[ownCred] // this node's credential, nil without one
 
 	seq      atomic.Uint64 // own vote sequence
 	rttWake  chan struct{} // RTTChanged: run the next RTT round early
@@ -141,8 +168,8 @@ type Ring struct {
 	leaders  map[string]LeaderVote // newest writer vote per voter
 	leadSeq  atomic.Uint64
 	keyring  *memberlist.Keyring
-	keyOpAt  map[string]time.Time // when each applied key operation id was seen (bounded by maxKeyOpAge)
-	id       Identity
+	keyOpAt  map[string]time.Time     // when each applied key operation id was seen (bounded by maxKeyOpAge)
+	idp      atomic.Pointer[Identity] // this node's signing key (the credential's: replaced when it is renewed)
 	trust    atomic.Pointer[trust]
 	metaOK   map[string]string          // node name -> metadata that verified with its listed key
 	nodes    map[string]memberlist.Node // live nodes, copied in the event callbacks (memberlist's own Node values change under its lock)
@@ -167,14 +194,94 @@ var ErrNoEncryption = errors.New("ring: gossip encryption is required (require_e
 // newRing returns a node with its state and trust table, not yet on the
 // network.
 func newRing(cfg Config) (*Ring, error) {
-	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), id: cfg.Identity,
+	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), creds: newCredStore(),
 		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]confirmed{}, mismatch: map[string]int{},
 		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{}),
 		rttWake: make(chan struct{}, 1)}
-	if r.id.key == nil {
-		r.id = NewIdentity()
+	id := cfg.Identity
+	if cfg.Credential != nil {
+		id = Identity{key: cfg.Credential.Key}
+		if err := r.setOwnCred(*cfg.Credential, cfg.Trust); err != nil {
+			return nil, err
+		}
 	}
-	return r, r.SetPeers(cfg.Peers)
+	if id.key == nil {
+		id = NewIdentity()
+	}
+	r.idp.Store(&id)
+	return r, r.SetTrust(cfg.Peers, cfg.Trust)
+}
+
+// id is this node's current signing key.
+func (r *Ring) id() Identity { return *r.idp.Load() }
+
+// setOwnCred checks c as every peer will (with pool) and makes it this
+// node's credential: its envelope is sealed with c's key.
+func (r *Ring) setOwnCred(c ringca.Credential, pool *ringca.Pool) error {
+	if pool == nil {
+		return errors.New("ring.credential needs ring.ca: the CA certificates every node checks credentials with")
+	}
+	where := r.cfg.Region
+	if r.cfg.Role == RoleAgent {
+		where = r.cfg.Cluster
+	}
+	v, err := c.Check(pool, r.cfg.NodeName, roleOf(r.cfg.Role), where, time.Now())
+	if err != nil {
+		return err
+	}
+	msg := seal(Identity{key: c.Key}, msgCred, r.cfg.NodeName, credMsg{Node: r.cfg.NodeName, Chain: c.Chain})
+	r.own.Store(&ownCred{v: v, chain: c.Chain, msg: msg})
+	r.m.CredentialExpiry.Set(float64(v.NotAfter.Unix()))
+	return nil
+}
+
+// roleOf maps a ring role to a credential's.
+func roleOf(role string) string {
+	if role == RoleAgent {
+		return ringca.RoleAgent
+	}
+	return ringca.RoleProber
+}
+
+// signMeta returns this node's signed metadata.
+func (r *Ring) signMeta() []byte {
+	md := meta{Region: r.cfg.Region, Role: r.cfg.Role}
+	if oc := r.own.Load(); oc != nil {
+		md.Cred = credID(oc.v.Hash)
+	}
+	md.Sig = r.id().Sign(metaInput(r.cfg.NodeName, md))
+	b, _ := json.Marshal(md)
+	return b
+}
+
+// SetCredential replaces this node's credential (renewed on disk, as
+// cert-manager does): it is checked like at start, then signs every
+// message, and is sent to every member with the re-signed metadata. On an
+// error the previous credential stays.
+func (r *Ring) SetCredential(c ringca.Credential) error {
+	old := r.own.Load()
+	if old != nil && old.v.Hash == sha256.Sum256(c.Chain[0]) && r.id().key.Equal(c.Key) {
+		return nil
+	}
+	if err := r.setOwnCred(c, r.trust.Load().pool); err != nil {
+		return err
+	}
+	id := Identity{key: c.Key}
+	r.idp.Store(&id)
+	if err := r.SetTrust(r.trust.Load().peers, r.trust.Load().pool); err != nil {
+		return err
+	}
+	m := r.signMeta()
+	r.meta.Store(&m)
+	if ml := r.mlp.Load(); ml != nil {
+		r.sendCred(r.nodeList()...)
+		if err := ml.UpdateNode(5 * time.Second); err != nil {
+			r.log.Warn("ring: new metadata not announced yet; the next gossip carries it", "err", err)
+		}
+	}
+	oc := r.own.Load()
+	r.log.Info("ring: credential renewed", "scope", oc.v.Scope.URI(), "serial", oc.v.Serial, "expires", oc.v.NotAfter.UTC().Format(time.RFC3339))
+	return nil
 }
 
 // Start creates the local node, joins the seeds (failures are logged and
@@ -208,7 +315,8 @@ func Start(cfg Config) (*Ring, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.meta, _ = json.Marshal(meta{Region: cfg.Region, Role: cfg.Role, Sig: r.id.Sign(metaInput(cfg.NodeName, cfg.Region, cfg.Role))})
+	m := r.signMeta()
+	r.meta.Store(&m)
 	// Sequences follow the clock (see next) so that a restarted prober's
 	// votes are newer than those of its previous incarnation everywhere,
 	// and a receiver can refuse a sequence from the future.
@@ -428,7 +536,11 @@ func (r *Ring) refreshView() {
 		var md meta
 		if len(n.Meta) <= memberlist.MetaMaxSize && json.Unmarshal(n.Meta, &md) == nil {
 			m.Region, m.Role = md.Region, md.Role
-			m.Trusted = r.trustedMeta(t, n.Name, string(n.Meta), md)
+			var p peer
+			p, m.Trusted = r.trustedMeta(t, n.Name, string(n.Meta), md)
+			if m.Trusted {
+				m.Site = p.site
+			}
 		}
 		out = append(out, m)
 	}
@@ -455,22 +567,27 @@ func (r *Ring) refreshView() {
 
 // trustedMeta checks a member's metadata against its listing (cached per
 // exact metadata, so a member costs one signature check while it stays).
-func (r *Ring) trustedMeta(t *trust, name, raw string, md meta) bool {
+// A node listed by its credential counts only with the metadata that names
+// that credential.
+func (r *Ring) trustedMeta(t *trust, name, raw string, md meta) (peer, bool) {
 	p, ok := t.lookup(name)
 	if !ok || p.Role != md.Role || (p.Role == model.PeerProber && p.Region != md.Region) {
-		return false
+		return p, false
+	}
+	if p.cred != nil && !bytes.Equal(p.cred, md.Cred) {
+		return p, false
 	}
 	if name == r.cfg.NodeName {
-		return true
+		return p, true
 	}
 	r.mu.Lock()
 	cached := r.metaOK[name] == raw
 	r.mu.Unlock()
 	if cached {
-		return true
+		return p, true
 	}
-	if !ed25519.Verify(p.key, metaInput(name, md.Region, md.Role), md.Sig) {
-		return false
+	if !ed25519.Verify(p.key, metaInput(name, md), md.Sig) {
+		return p, false
 	}
 	r.mu.Lock()
 	if len(r.metaOK) > 4096 {
@@ -478,18 +595,44 @@ func (r *Ring) trustedMeta(t *trust, name, raw string, md meta) bool {
 	}
 	r.metaOK[name] = raw
 	r.mu.Unlock()
-	return true
+	return p, true
 }
 
-// SetPeers replaces the trusted nodes (ring.peers after a reload). Votes
-// and summaries of probers no longer trusted are dropped.
+// SetPeers replaces the trusted nodes (ring.peers after a reload), keeping
+// the ring CAs. Votes and summaries of probers no longer trusted are dropped.
 func (r *Ring) SetPeers(peers []model.RingPeer) error {
-	self := peer{RingPeer: model.RingPeer{Name: r.cfg.NodeName, Role: r.cfg.Role, Region: r.cfg.Region, PublicKey: model.FormatPeerKey(r.id.Public())}, key: r.id.Public()}
-	t, err := newTrust(self, peers)
+	var pool *ringca.Pool
+	if t := r.trust.Load(); t != nil {
+		pool = t.pool
+	}
+	return r.SetTrust(peers, pool)
+}
+
+// SetTrust replaces the trusted nodes and the ring CAs (ring.peers,
+// ring.ca, ring.trust_domain and ring.revoked after a reload). Credentials
+// held are checked again (a revoked one goes at once); votes and summaries
+// of probers no longer trusted are dropped.
+func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
+	id := r.id()
+	self := peer{RingPeer: model.RingPeer{Name: r.cfg.NodeName, Role: r.cfg.Role, Region: r.cfg.Region, Cluster: r.cfg.Cluster, PublicKey: model.FormatPeerKey(id.Public())}, key: id.Public()}
+	if oc := r.own.Load(); oc != nil {
+		self.site = oc.v.Scope.Site()
+		self.cred = credID(oc.v.Hash)
+		if pool == nil {
+			return errors.New("ring.credential needs ring.ca: the CA certificates every node checks credentials with")
+		}
+		if _, err := pool.Verify(oc.chain, time.Now(), 0); err != nil {
+			r.log.Error("ring: this node's own credential is refused by the new ring.ca / ring.revoked: its peers will refuse it too; renew it", "err", err)
+		}
+	} else {
+		self.site = siteOf(r.cfg.NodeName)
+	}
+	t, err := newTrust(self, peers, pool, r.creds)
 	if err != nil {
 		return err
 	}
 	r.trust.Store(t)
+	r.checkCreds(time.Now())
 	r.mu.Lock()
 	clear(r.metaOK)
 	for k := range r.hbSeen {
@@ -515,7 +658,7 @@ func (r *Ring) SetPeers(peers []model.RingPeer) error {
 }
 
 // PublicKey is this node's identity in the form ring.peers lists it.
-func (r *Ring) PublicKey() string { return model.FormatPeerKey(r.id.Public()) }
+func (r *Ring) PublicKey() string { return model.FormatPeerKey(r.id().Public()) }
 
 // Votes returns every known vote (ours included), with ObservedAt moved
 // forward by each prober's latest summary, sorted by subject and prober.
@@ -526,7 +669,7 @@ func (r *Ring) Votes() []health.Vote { return r.store.effective() }
 // fresh by the periodic summary.
 func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.Vote {
 	v := health.Vote{Subject: s, Prober: r.cfg.NodeName, Region: r.cfg.Region, Status: st, ObservedAt: at, Seq: next(&r.seq)}
-	raw := seal(r.id, msgVote, r.cfg.NodeName, toWire(v))
+	raw := seal(r.id(), msgVote, r.cfg.NodeName, toWire(v))
 	r.store.put(v, raw)
 	if r.q.NumQueued() < maxQueued {
 		r.sendNow(raw)
@@ -541,7 +684,7 @@ func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.
 // Confirm asks probers in other regions to probe s at once. The request
 // goes straight to every live member as well as by gossip.
 func (r *Ring) Confirm(s health.Subject) {
-	msg := seal(r.id, msgConfirm, r.cfg.NodeName, confirmReq{Service: s.Service, Target: s.Target, From: r.cfg.NodeName, Region: r.cfg.Region, At: time.Now().UnixMilli()})
+	msg := seal(r.id(), msgConfirm, r.cfg.NodeName, confirmReq{Service: s.Service, Target: s.Target, From: r.cfg.NodeName, Region: r.cfg.Region, At: time.Now().UnixMilli()})
 	r.sendNow(msg)
 	r.queue(msgConfirm, "c/"+r.cfg.NodeName+"/"+s.Service+"/"+s.Target, msg)
 }
@@ -592,7 +735,7 @@ func (r *Ring) SendLeaderVote(candidate string) {
 	r.mu.Lock()
 	r.leaders[lm.Voter] = LeaderVote{Voter: lm.Voter, Candidate: candidate, Received: time.Now(), seq: lm.Seq}
 	r.mu.Unlock()
-	msg := seal(r.id, msgLeader, r.cfg.NodeName, lm)
+	msg := seal(r.id(), msgLeader, r.cfg.NodeName, lm)
 	nodes := r.nodeList()
 	for _, n := range nodes {
 		if n.Name == r.cfg.NodeName {
@@ -641,7 +784,7 @@ func (r *Ring) changed() {
 // gossip queue: memberlist only piggybacks what fits in a UDP packet. Such
 // a state is sent directly over TCP to every live member instead.
 func (r *Ring) BroadcastShared(data []byte) {
-	msg := seal(r.id, msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
+	msg := seal(r.id(), msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
 	if len(msg) <= maxGossipShared {
 		r.queue(msgShared, "a/"+r.cfg.NodeName, msg)
 		return
@@ -673,7 +816,7 @@ const maxGossipShared = 1024
 
 // broadcast signs v as a message of type t from this node and queues it.
 func (r *Ring) broadcast(t byte, name string, v any) {
-	r.queue(t, name, seal(r.id, t, r.cfg.NodeName, v))
+	r.queue(t, name, seal(r.id(), t, r.cfg.NodeName, v))
 }
 
 func (r *Ring) queue(t byte, name string, msg []byte) {
@@ -828,7 +971,7 @@ func (r *Ring) summarize(now time.Time) {
 	}
 	n, sum := r.store.digest(r.cfg.NodeName)
 	sm := summary{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Count: n, SeqSum: sum, Inc: r.inc}
-	raw := seal(r.id, msgSummary, r.cfg.NodeName, sm)
+	raw := seal(r.id(), msgSummary, r.cfg.NodeName, sm)
 	r.store.putSummary(sm, raw)
 	r.queue(msgSummary, "s/"+sm.Prober, raw)
 }
@@ -843,6 +986,7 @@ func (r *Ring) forget(now time.Time) {
 		return ok && p.IsPrefix() && !v.admitted[name]
 	})
 	r.rtt.drop(nil, nil, now.Add(-forgetAfter).UnixMilli())
+	r.checkCreds(now)
 	oldest := uint64(now.Add(-forgetAfter).UnixNano())
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -892,7 +1036,7 @@ func (b *bcast) Name() string    { return b.name }
 // delegate implements memberlist.Delegate.
 type delegate Ring
 
-func (d *delegate) NodeMeta(limit int) []byte { return d.meta }
+func (d *delegate) NodeMeta(limit int) []byte { return *d.meta.Load() }
 
 // events implements memberlist.EventDelegate.
 type events Ring
@@ -904,6 +1048,9 @@ func (e *events) NotifyJoin(n *memberlist.Node) {
 	r := (*Ring)(e)
 	defer r.recoverPanic("join")
 	r.keepNode(n)
+	if n.Name != r.cfg.NodeName {
+		r.sendCred(*n) // copied: n is memberlist's, sent from another goroutine
+	}
 	r.log.Info("ring: member joined", "member", n.Name, "addr", n.Address())
 	r.changed()
 }

@@ -370,7 +370,7 @@ func (r *Ring) sendRTTs(now time.Time, sent map[health.Subject]rttSent) int {
 			for i := range k {
 				m.Entries[i] = list[i].e
 			}
-			raw = seal(r.id, msgRTT, r.cfg.NodeName, m)
+			raw = seal(r.id(), msgRTT, r.cfg.NodeName, m)
 			if len(raw) <= maxGossipRTT || k == 1 {
 				break
 			}

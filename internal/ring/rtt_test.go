@@ -181,7 +181,7 @@ func (s *sender) drain(t *testing.T) []rttMsg {
 		require.LessOrEqual(t, len(b), maxGossipRTT, "every summary fits one gossip packet")
 		e, err := openEnvelope(b)
 		require.NoError(t, err)
-		require.True(t, e.verify(s.id.Public()))
+		require.True(t, e.verify(s.id().Public()))
 		var m rttMsg
 		require.NoError(t, e.decodePayload(&m))
 		require.LessOrEqual(t, len(m.Entries), maxRTTEntries)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ringca"
 )
 
 // Reasons a message is rejected; they label meridian_ring_messages_rejected_total.
@@ -25,11 +26,18 @@ const (
 	ReasonUnknownTarget = "unknown-subject"
 	ReasonInvalid       = "invalid" // a field out of its allowed range
 	ReasonPanic         = "panic"   // handling it panicked (recovered)
+
+	// Credentials (ADR 0016).
+	ReasonExpired   = ringca.ReasonExpired   // a credential outside its validity
+	ReasonRevoked   = ringca.ReasonRevoked   // a credential in ring.revoked
+	ReasonForeignCA = ringca.ReasonForeignCA // a credential not signed by a CA of ring.ca
+	ReasonScope     = ringca.ReasonScope     // a credential that does not cover its sender, or of another ring
 )
 
 // RejectReasons lists every reason, in documentation order.
 var RejectReasons = []string{ReasonMalformed, ReasonOversized, ReasonUnknownType, ReasonUnknownOrigin, ReasonUnadmitted, ReasonSignature,
-	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic}
+	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic,
+	ReasonExpired, ReasonRevoked, ReasonForeignCA, ReasonScope}
 
 // rejection is why a message was not accepted.
 type rejection struct {
@@ -43,24 +51,31 @@ func reject(reason, format string, args ...any) *rejection {
 	return &rejection{reason: reason, detail: fmt.Sprintf(format, args...)}
 }
 
-// peer is a listed node with its parsed key.
+// peer is a listed node with its parsed key: an entry of ring.peers, or
+// what a node's credential says (cred set).
 type peer struct {
 	model.RingPeer
-	key ed25519.PublicKey
+	key  ed25519.PublicKey
+	cred []byte // credID of the certificate it stands on; nil for a ring.peers entry
+	site string // the site it belongs to (a credential's name without its * and separator; a ring.peers entry's name likewise)
 }
 
-// trust is the table of nodes whose messages are accepted. It is
-// immutable: SetPeers swaps in a new one.
+// trust is the table of nodes whose messages are accepted: ring.peers, and
+// the credentials verified with pool. It is immutable but for the
+// credentials (creds, shared by every table of the node): SetTrust swaps
+// in a new one.
 type trust struct {
 	self  peer
 	peers []model.RingPeer
 	keys  map[string]ed25519.PublicKey // entry name -> its parsed key
+	pool  *ringca.Pool                 // ring.ca and ring.revoked; nil: credentials are refused
+	creds *credStore
 }
 
 // newTrust builds the table; this node (self) is always trusted as
 // itself. A listed entry for self must carry self's own key.
-func newTrust(self peer, list []model.RingPeer) (*trust, error) {
-	t := &trust{self: self, peers: list, keys: map[string]ed25519.PublicKey{}}
+func newTrust(self peer, list []model.RingPeer, pool *ringca.Pool, creds *credStore) (*trust, error) {
+	t := &trust{self: self, peers: list, keys: map[string]ed25519.PublicKey{}, pool: pool, creds: creds}
 	for i, p := range list {
 		k, err := model.ParsePeerKey(p.PublicKey)
 		if err != nil {
@@ -81,19 +96,28 @@ func newTrust(self peer, list []model.RingPeer) (*trust, error) {
 	return t, nil
 }
 
-// lookup finds the listed node called name (self first; an exact name
-// before the longest prefix).
+// lookup finds the listed node called name: self first, then ring.peers
+// (an exact name before the longest prefix), then the node's credential.
 func (t *trust) lookup(name string) (peer, bool) {
 	if name == t.self.Name {
 		return t.self, true
 	}
-	return t.listed(name)
+	if p, ok := t.listed(name); ok {
+		return p, true
+	}
+	if t.pool == nil || t.creds == nil {
+		return peer{}, false
+	}
+	return t.creds.get(name)
 }
 
 func (t *trust) listed(name string) (peer, bool) {
 	p, ok := model.LookupPeer(t.peers, name)
-	return peer{RingPeer: p, key: t.keys[p.Name]}, ok
+	return peer{RingPeer: p, key: t.keys[p.Name], site: siteOf(p.Name)}, ok
 }
+
+// siteOf is the site of an entry or scope name: without its * and separator.
+func siteOf(name string) string { return ringca.Scope{Name: name}.Site() }
 
 // allowed lists the roles that may originate each message type.
 var allowed = map[byte]string{
@@ -117,7 +141,7 @@ func (t *trust) authorize(e envelope) (peer, *rejection) {
 	}
 	p, ok := t.lookup(e.origin)
 	if !ok {
-		return peer{}, reject(ReasonUnknownOrigin, "%q is not in ring.peers", e.origin)
+		return peer{}, reject(ReasonUnknownOrigin, "%q is not in ring.peers and has no credential this node accepted", e.origin)
 	}
 	if p.Role != role {
 		return peer{}, reject(ReasonRole, "%s %q may not send %s messages (allowed: %s)", p.Role, e.origin, msgNames[e.t], role)

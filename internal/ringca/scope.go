@@ -1,0 +1,162 @@
+// Package ringca reads and checks ring credentials: X.509 certificates for
+// a node's Ed25519 key, signed by the ring's CA, whose SPIFFE-style URI SAN
+// states what the node may speak for (ADR 0016):
+//
+//	spiffe://<trust domain>/prober/<region>/<name>
+//	spiffe://<trust domain>/prober/<region>/<prefix>*/max-nodes/<n>
+//	spiffe://<trust domain>/agent/<cluster>/<name>
+//
+// A name ending in * covers the replicas of one site sharing the
+// credential (at most n of them live at once count). The package is pure:
+// it parses, verifies and issues, and reads files only in LoadCredential
+// and LoadPool. The ring (internal/ring) keeps what it learned.
+package ringca
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Roles a credential may grant (the same words as ring.peers[].role).
+const (
+	RoleProber = "prober"
+	RoleAgent  = "agent"
+)
+
+// MaxNodesLimit bounds max_nodes, as ring.peers[].max_nodes.
+const MaxNodesLimit = 256
+
+// Scope is what a credential allows its holder to speak for.
+type Scope struct {
+	TrustDomain string // the ring's name, e.g. gslb.example.com
+	Role        string // prober or agent
+	Region      string // a prober's region: it cannot vote as another
+	Cluster     string // an agent's one cluster: the only heartbeat it may send
+	Name        string // a node name, or a prefix ending in * ("east-*")
+	MaxNodes    int    // with a prefix: how many of its nodes may be live at once (1..256)
+}
+
+// IsPrefix reports whether the scope names a prefix ("east-*").
+func (s Scope) IsPrefix() bool { return strings.HasSuffix(s.Name, "*") }
+
+// Matches reports whether the node called name is covered by the scope.
+func (s Scope) Matches(name string) bool {
+	if prefix, ok := strings.CutSuffix(s.Name, "*"); ok {
+		return strings.HasPrefix(name, prefix) && len(name) > len(prefix)
+	}
+	return s.Name == name
+}
+
+// Site is the site a scope stands for: its name without the trailing * and
+// separator ("east-*" gives east, "p1" gives p1). The ring publishes the
+// gossip addresses of a site's live nodes under <site>.ring.<zone>.
+func (s Scope) Site() string {
+	return strings.TrimRight(strings.TrimSuffix(s.Name, "*"), "-._")
+}
+
+// URI is the scope as the certificate's URI SAN states it.
+func (s Scope) URI() string {
+	where := s.Region
+	if s.Role == RoleAgent {
+		where = s.Cluster
+	}
+	u := "spiffe://" + s.TrustDomain + "/" + s.Role + "/" + where + "/" + s.Name
+	if s.IsPrefix() {
+		u += "/max-nodes/" + strconv.Itoa(s.MaxNodes)
+	}
+	return u
+}
+
+// String is the URI.
+func (s Scope) String() string { return s.URI() }
+
+var (
+	label    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	segment  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,63}$`)
+	nodeName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,127}\*?$`)
+)
+
+// validTrustDomain checks a trust domain: a DNS name in lower case.
+func validTrustDomain(td string) error {
+	if td == "" || len(td) > 253 {
+		return fmt.Errorf("trust domain %q: 1..253 characters", td)
+	}
+	for l := range strings.SplitSeq(td, ".") {
+		if !label.MatchString(l) {
+			return fmt.Errorf("trust domain %q: not a lower-case DNS name (labels of a-z, 0-9 and -)", td)
+		}
+	}
+	return nil
+}
+
+// Validate checks every field of the scope.
+func (s Scope) Validate() error {
+	if err := validTrustDomain(s.TrustDomain); err != nil {
+		return err
+	}
+	switch s.Role {
+	case RoleProber:
+		if !segment.MatchString(s.Region) {
+			return fmt.Errorf("region %q: a prober credential needs one (1..63 characters of A-Z a-z 0-9 . _ -)", s.Region)
+		}
+		if s.Cluster != "" {
+			return fmt.Errorf("cluster %q: only an agent credential names a cluster", s.Cluster)
+		}
+	case RoleAgent:
+		if !segment.MatchString(s.Cluster) {
+			return fmt.Errorf("cluster %q: an agent credential needs one (1..63 characters of A-Z a-z 0-9 . _ -)", s.Cluster)
+		}
+		if s.Region != "" {
+			return fmt.Errorf("region %q: only a prober credential names a region", s.Region)
+		}
+	default:
+		return fmt.Errorf("role %q is not allowed (allowed: prober, agent)", s.Role)
+	}
+	switch {
+	case s.Name == "*" || !nodeName.MatchString(s.Name):
+		return fmt.Errorf("name %q: a node name, or a prefix ending in * such as east-* (1..128 characters of A-Z a-z 0-9 . _ -)", s.Name)
+	case s.IsPrefix() && (s.MaxNodes < 1 || s.MaxNodes > MaxNodesLimit):
+		return fmt.Errorf("max nodes %d: a name ending in * needs 1..%d (how many of its nodes may be live at once, e.g. replicas + maxSurge)", s.MaxNodes, MaxNodesLimit)
+	case !s.IsPrefix() && s.MaxNodes != 0:
+		return fmt.Errorf("max nodes %d: only goes with a name ending in * (a prefix)", s.MaxNodes)
+	}
+	return nil
+}
+
+// ParseURI reads a scope from a URI SAN; an error says what is wrong with it.
+func ParseURI(raw string) (Scope, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Scope{}, fmt.Errorf("URI %q: %w", raw, err)
+	}
+	if u.Scheme != "spiffe" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Port() != "" {
+		return Scope{}, fmt.Errorf("URI %q: not spiffe://<ring>/<role>/<region or cluster>/<name>[/max-nodes/<n>]", raw)
+	}
+	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+	if len(parts) != 3 && len(parts) != 5 {
+		return Scope{}, fmt.Errorf("URI %q: the path is /<role>/<region or cluster>/<name>[/max-nodes/<n>]", raw)
+	}
+	s := Scope{TrustDomain: u.Host, Role: parts[0], Name: parts[2]}
+	if s.Role == RoleAgent {
+		s.Cluster = parts[1]
+	} else {
+		s.Region = parts[1]
+	}
+	if len(parts) == 5 {
+		if parts[3] != "max-nodes" {
+			return Scope{}, fmt.Errorf("URI %q: the path is /<role>/<region or cluster>/<name>/max-nodes/<n>", raw)
+		}
+		n, err := strconv.Atoi(parts[4])
+		if err != nil || strconv.Itoa(n) != parts[4] {
+			return Scope{}, fmt.Errorf("URI %q: max-nodes %q is not a number", raw, parts[4])
+		}
+		s.MaxNodes = n
+	}
+	if err := s.Validate(); err != nil {
+		return Scope{}, fmt.Errorf("URI %q: %w", raw, err)
+	}
+	return s, nil
+}
