@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -238,7 +239,7 @@ func newDemo() *cobra.Command {
 
 func newRing() *cobra.Command {
 	var addr, tokenFile string
-	cmd := &cobra.Command{Use: "ring", Short: "Prober ring tools: gossip keys"}
+	cmd := &cobra.Command{Use: "ring", Short: "Prober ring tools: gossip keys, identities, the ring CA"}
 	cmd.AddCommand(&cobra.Command{
 		Use: "keygen", Short: "Print a new random 32-byte gossip key (base64) for ring.key_file", Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), ring.GenerateKey()) },
@@ -288,7 +289,7 @@ each node rewrites its ring.key_file):
 		keys.AddCommand(sub)
 	}
 	cmd.AddCommand(keys)
-	cmd.AddCommand(newRingIdentity())
+	cmd.AddCommand(newRingIdentity(), newRingCA())
 	return cmd
 }
 
@@ -354,7 +355,8 @@ others accept it only for the name, role, region (probers) or cluster
 
 func newAgent() *cobra.Command {
 	var c ring.Config
-	var cluster, identity string
+	var cluster, identity, credCert, credKey, trustDomain string
+	var cas, revoked []string
 	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -371,25 +373,47 @@ stops for longer than its grace.`,
 			if c.NodeName == "" {
 				c.NodeName = "agent-" + cluster
 			}
-			if identity == "" {
-				identity = filepath.Join(app.StateDir("", c.NodeName), "ring-identity.pem")
-			}
-			id, created, err := ring.LoadOrCreateIdentity(identity)
-			if err != nil {
+			c.Role, c.Cluster = ring.RoleAgent, cluster
+			mr := model.Ring{CA: cas, Revoked: revoked, Credential: model.RingCredential{CertFile: credCert, KeyFile: credKey}}
+			if err := ringCAFlags(mr, trustDomain); err != nil {
 				return err
 			}
-			c.Identity = id
-			c.Role = ring.RoleAgent
+			var created bool
+			if credCert == "" {
+				if identity == "" {
+					identity = filepath.Join(app.StateDir("", c.NodeName), "ring-identity.pem")
+				}
+				id, made, err := ring.LoadOrCreateIdentity(identity)
+				if err != nil {
+					return err
+				}
+				c.Identity, created = id, made
+			}
+			var err error
+			if c.Trust, err = ring.LoadTrust(trustDomain, mr); err != nil {
+				return err
+			}
+			if c.Credential, err = ring.LoadCredential(mr); err != nil {
+				return err
+			}
 			r, err := ring.Start(c)
 			if err != nil {
 				return err
 			}
 			entry := fmt.Sprintf("{name: %s, role: agent, cluster: %s, public_key: %q}", c.NodeName, cluster, r.PublicKey())
-			if created {
+			switch {
+			case c.Credential != nil:
+				slog.Info("agent started with its ring credential", "credential", r.Credential())
+			case created:
 				slog.Warn("agent identity created: list it in the probers' ring.peers, or its heartbeats are refused", "file", identity, "peer", entry)
-			} else {
+			default:
 				slog.Info("agent started: the probers must list it in ring.peers", "identity", identity, "peer", entry)
 			}
+			ctxKeep, stopKeep := context.WithCancel(context.Background())
+			defer stopKeep()
+			keeper := &ring.Keeper{Ring: r, Logger: slog.Default()}
+			keeper.Started(trustDomain, mr)
+			go keeper.Run(ctxKeep, ring.DefaultTrustCheck) // a credential renewed on disk is taken without a restart
 			defer r.Shutdown()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -409,7 +433,12 @@ stops for longer than its grace.`,
 	f := cmd.Flags()
 	f.StringVar(&cluster, "cluster", "", "cluster this agent speaks for (required)")
 	f.StringVar(&c.NodeName, "node-name", "", "ring node name (default agent-CLUSTER)")
-	f.StringVar(&identity, "identity-file", "", "Ed25519 identity key, created when missing (default ring-identity.pem in the state directory; see `meridian ring identity`)")
+	f.StringVar(&identity, "identity-file", "", "Ed25519 identity key, created when missing (default ring-identity.pem in the state directory; see `meridian ring identity`); not used with --credential")
+	f.StringSliceVar(&cas, "ca", nil, "PEM file of ring CA certificates (repeatable; the probers' ring.ca)")
+	f.StringVar(&credCert, "credential", "", "this agent's credential from the ring CA: its certificate (PEM; with the key in it unless --credential-key); see `meridian ring ca issue --role agent`")
+	f.StringVar(&credKey, "credential-key", "", "the credential's key (PKCS#8 PEM), when not in --credential's file")
+	f.StringVar(&trustDomain, "ring", "", "the ring's trust domain (the probers' ring.trust_domain; required with --ca)")
+	f.StringSliceVar(&revoked, "revoked", nil, "revoked credentials, serial:HEX or sha256:HEX (repeatable)")
 	f.StringVar(&c.Region, "region", "agent", "region label of this agent")
 	f.StringVar(&c.Bind, "bind", "127.0.0.1:7947", "gossip bind address")
 	f.StringVar(&c.Advertise, "advertise", "", "gossip advertise address (default: bind)")
@@ -419,4 +448,21 @@ stops for longer than its grace.`,
 	f.BoolVar(&c.RequireEncryption, "require-encryption", false, "refuse to start without --key-file")
 	f.DurationVar(&interval, "interval", model.DefaultHeartbeatPeriod, "heartbeat period")
 	return cmd
+}
+
+// ringCAFlags checks the agent's CA flags as the config's ring section is
+// checked.
+func ringCAFlags(mr model.Ring, trustDomain string) error {
+	switch {
+	case mr.Credential.CertFile != "" && len(mr.CA) == 0:
+		return errors.New("--credential needs --ca: the ring CA certificates the probers trust")
+	case len(mr.CA) > 0 && trustDomain == "":
+		return errors.New("--ring is required with --ca: the ring's trust domain (the probers' ring.trust_domain, by default their first zone's apex)")
+	}
+	for _, e := range mr.Revoked {
+		if _, err := model.ParseRevoked(e); err != nil {
+			return fmt.Errorf("--revoked: %w", err)
+		}
+	}
+	return nil
 }

@@ -319,7 +319,7 @@ func (a *App) reload(trigger string) error {
 		a.log.Warn("config reload: the notifications section changed; restart to apply it", "trigger", trigger)
 	}
 	if ringChangedBeyondPeers(l.File.Ring, prev.Loaded.File.Ring) {
-		a.log.Warn("config reload: the ring section changed; restart to apply it (ring.peers is applied at once)", "trigger", trigger)
+		a.log.Warn("config reload: the ring section changed; restart to apply it (ring.peers, ring.ca, ring.revoked and ring.credential are applied at once)", "trigger", trigger)
 	}
 	if a.kube == nil && l.File.Desired.KubeEnabled() {
 		a.log.Warn("config reload: kubernetes members were added; restart to connect to them", "trigger", trigger)
@@ -389,5 +389,8 @@ func (a *App) registerMetrics() {
 // in more than its peers (which apply without a restart).
 func ringChangedBeyondPeers(a, b model.Ring) bool {
 	a.Peers, b.Peers = nil, nil
+	a.CA, b.CA = nil, nil
+	a.Revoked, b.Revoked = nil, nil
+	a.Credential, b.Credential = model.RingCredential{}, model.RingCredential{}
 	return !reflect.DeepEqual(a, b)
 }

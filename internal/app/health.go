@@ -23,6 +23,7 @@ type probing struct {
 	prober   *health.Prober
 	voter    *serving.Voter
 	follower *serving.Follower
+	trust    *ring.Keeper             // ring.peers, ring.ca, ring.revoked and the credential, followed on reloads and on disk
 	rtts     health.RTTs              // this prober's smoothed RTT per endpoint (latency strategy)
 	latency  *serving.LatencyFollower // RTT summaries -> the latency view
 	latWake  chan struct{}            // new RTT summaries: update the view now
@@ -50,6 +51,14 @@ func (a *App) startProbing(*serving.Loaded) error {
 	if err != nil {
 		return err
 	}
+	pool, err := ring.LoadTrust(d.DefaultTrustDomain(), d.Ring)
+	if err != nil {
+		return err
+	}
+	cred, err := ring.LoadCredential(d.Ring)
+	if err != nil {
+		return err
+	}
 	p := &probing{a: a, wake: make(chan struct{}, 1), latWake: make(chan struct{}, 1)}
 	p.probes.Update(d)
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
@@ -67,6 +76,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 		OnShared:    a.pipe.OnShared,
 		SharedState: a.pipe.SharedState,
 		Identity:    id, Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
+		Credential: cred, Trust: pool,
 		KeyringState: filepath.Join(a.state, "ring-keyring"),
 		Known:        p.probes.Known,
 		RTTs:         p.latencyRTTs,
@@ -76,6 +86,9 @@ func (a *App) startProbing(*serving.Loaded) error {
 		return err
 	}
 	p.ring, p.voter.Ring = r, r
+	p.trust = &ring.Keeper{Ring: r, Logger: a.log}
+	p.trust.Started(d.DefaultTrustDomain(), d.Ring)
+	a.goBackground(func(ctx context.Context) { p.trust.Run(ctx, ring.DefaultTrustCheck) })
 	p.follower = &serving.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log,
 		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail}
 	if a.decided != nil {
@@ -102,13 +115,20 @@ func (a *App) startProbing(*serving.Loaded) error {
 	})
 	a.goBackground(func(ctx context.Context) { p.follower.Run(ctx, p.wake, min(d.Health.Interval.D()/2, time.Second)) })
 	a.goBackground(func(ctx context.Context) { p.latency.Run(ctx, p.latWake, min(d.Health.Interval.D()/2, time.Second)) })
-	a.log.Info("probing enabled", "node", a.node, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds,
-		"public_key", r.PublicKey(), "peers", len(d.Ring.Peers))
+	args := []any{"node", a.node, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds, "public_key", r.PublicKey(), "peers", len(d.Ring.Peers)}
+	if cred != nil {
+		args = append(args, "credential", r.Credential())
+	}
+	a.log.Info("probing enabled", args...)
 	return nil
 }
 
 // ringIdentity loads this node's ring key, creating it on first start.
+// With ring.credential the credential's key is the identity: none is made.
 func (a *App) ringIdentity(d *model.Desired) (ring.Identity, error) {
+	if d.Ring.Credential.CertFile != "" && d.Ring.IdentityFile == "" {
+		return ring.Identity{}, nil
+	}
 	idPath := d.Ring.IdentityFile
 	if idPath == "" {
 		idPath = filepath.Join(a.state, "ring-identity.pem")
@@ -144,9 +164,7 @@ func (p *probing) configure(d *model.Desired) {
 	}
 	p.cfgMu.Unlock()
 	p.rtts.Forget(p.probes.Known)
-	if err := p.ring.SetPeers(d.Ring.Peers); err != nil {
-		p.a.log.Error("ring.peers not applied: the previous peers stay trusted", "err", err)
-	}
+	p.trust.Update(d.DefaultTrustDomain(), d.Ring)
 	var poll serving.Poller
 	if p.a.kube != nil {
 		poll = p.a.kube.mgr.Poller

@@ -97,6 +97,28 @@ type Ring struct {
 	// node that has the gossip key but is not listed cannot change anything.
 	Peers        []RingPeer `yaml:"peers"`
 	MaxClockSkew Duration   `yaml:"max_clock_skew"` // stamps further in the future than this are rejected (default 10s; 1s..5m)
+	// TrustDomain is the ring's name in its credentials' URIs,
+	// spiffe://<trust_domain>/... (default: the first zone's apex, without
+	// the final dot). A credential of another ring is refused.
+	TrustDomain string `yaml:"trust_domain"`
+	// CA lists PEM files of the ring CA's certificates (one or more per
+	// file): a node whose credential one of them signed is listed as its
+	// credential says, no ring.peers entry needed. Two CAs during a CA
+	// rotation. Files are read again when they change (ADR 0016).
+	CA []string `yaml:"ca"`
+	// Credential is this node's certificate from the ring CA and its key
+	// (cert-manager's tls.crt and tls.key); read again when renewed on disk.
+	Credential RingCredential `yaml:"credential"`
+	// Revoked lists credentials refused although their CA signed them:
+	// "serial:HEX" or "sha256:HEX" (a key fingerprint), as `meridian ring ca
+	// issue` prints them. Applied on reload, without a restart.
+	Revoked []string `yaml:"revoked"`
+}
+
+// RingCredential is a node's ring credential on disk.
+type RingCredential struct {
+	CertFile string `yaml:"cert_file"` // PEM certificate chain, the leaf first (cert-manager's tls.crt)
+	KeyFile  string `yaml:"key_file"`  // PKCS#8 PEM Ed25519 key (tls.key); default: in cert_file
 }
 
 // Roles a ring peer may be listed with.

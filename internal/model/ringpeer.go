@@ -3,7 +3,9 @@ package model
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
+	"math/big"
 	"strings"
 )
 
@@ -117,9 +119,10 @@ func (v *validator) peers(p string, r Ring) {
 			v.add(pp+".public_key", "%v", err)
 		}
 	}
-	if r.Enabled && len(r.Seeds) > 0 && len(r.Peers) == 0 {
-		v.add(p+".peers", "is required with seeds: list every node whose messages this node accepts (`meridian ring identity` prints the entry of a node); a node that has the gossip key but is not listed cannot change decisions")
+	if r.Enabled && len(r.Seeds) > 0 && len(r.Peers) == 0 && len(r.CA) == 0 {
+		v.add(p+".peers", "or ring.ca is required with seeds: list every node whose messages this node accepts (`meridian ring identity` prints the entry of a node), or trust the ring CA that signed their credentials (`meridian ring ca init`); a node that has the gossip key but is neither cannot change decisions")
 	}
+	v.ringCA(p, r)
 	if r.MaxClockSkew != 0 && (r.MaxClockSkew.D() < 1e9 || r.MaxClockSkew.D() > 300e9) {
 		v.add(p+".max_clock_skew", "%s is out of range (allowed 1s..5m)", r.MaxClockSkew)
 	}
@@ -129,4 +132,86 @@ func (v *validator) peers(p string, r Ring) {
 	if rest := strings.ReplaceAll(r.NodeName, HostnamePlaceholder, ""); strings.ContainsAny(rest, "{}") {
 		v.add(p+".node_name", "%q: the only placeholder allowed is %s", r.NodeName, HostnamePlaceholder)
 	}
+}
+
+// ringCA checks the ring's CA, credential and revocation fields. The files
+// are read by the ring when it starts (and again when they change).
+func (v *validator) ringCA(p string, r Ring) {
+	if r.TrustDomain != "" && !validTrustDomain(r.TrustDomain) {
+		v.add(p+".trust_domain", "%q is not a lower-case DNS name without a final dot (e.g. gslb.example.com): the ring's name in its credentials' spiffe:// URIs", r.TrustDomain)
+	}
+	for i, f := range r.CA {
+		if strings.TrimSpace(f) == "" {
+			v.add(fmt.Sprintf("%s.ca[%d]", p, i), "is empty (a PEM file of ring CA certificates)")
+		}
+	}
+	c := r.Credential
+	switch {
+	case c.KeyFile != "" && c.CertFile == "":
+		v.add(p+".credential.cert_file", "is required with key_file (the certificate of that key)")
+	case c.CertFile != "" && len(r.CA) == 0:
+		v.add(p+".ca", "is required with credential: the CA certificates this node checks its peers' credentials (and its own) with")
+	}
+	for i, e := range r.Revoked {
+		if _, err := ParseRevoked(e); err != nil {
+			v.add(fmt.Sprintf("%s.revoked[%d]", p, i), "%v", err)
+		}
+	}
+}
+
+// validTrustDomain reports whether td is a lower-case DNS name without a final dot.
+func validTrustDomain(td string) bool {
+	if td == "" || len(td) > 253 || td != strings.ToLower(td) {
+		return false
+	}
+	for l := range strings.SplitSeq(td, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// DefaultTrustDomain is ring.trust_domain when unset: the first zone's
+// apex without its final dot.
+func (d *Desired) DefaultTrustDomain() string {
+	if d.Ring.TrustDomain != "" {
+		return d.Ring.TrustDomain
+	}
+	if len(d.Zones) == 0 {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSuffix(d.Zones[0].Apex, "."))
+}
+
+// ParseRevoked normalizes one ring.revoked entry: "serial:HEX" (a
+// certificate's serial number, as `meridian ring ca issue` and openssl
+// print it, colons allowed) or "sha256:HEX" (64 hex digits: the SHA-256 of
+// a key's SubjectPublicKeyInfo, as `meridian ring ca issue` prints it).
+func ParseRevoked(s string) (string, error) {
+	kind, val, ok := strings.Cut(strings.TrimSpace(s), ":")
+	val = strings.ToLower(strings.ReplaceAll(val, ":", ""))
+	bad := fmt.Errorf("%q is not serial:HEX (a certificate serial) or sha256:HEX (64 hex digits, a key fingerprint)", s)
+	if !ok || val == "" {
+		return "", bad
+	}
+	if _, err := hex.DecodeString(strings.Repeat("0", len(val)%2) + val); err != nil {
+		return "", bad
+	}
+	switch kind {
+	case "serial":
+		n, _ := new(big.Int).SetString(val, 16)
+		return "serial:" + n.Text(16), nil
+	case "sha256":
+		if len(val) != 64 {
+			return "", bad
+		}
+		return "sha256:" + val, nil
+	}
+	return "", bad
 }

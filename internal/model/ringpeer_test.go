@@ -34,6 +34,15 @@ func TestRingPeersValidation(t *testing.T) {
 		{"a * inside a name is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "e*st-*", Role: PeerProber, Region: "r1", MaxNodes: 1, PublicKey: testKey}}}, "ring.peers[0].name"},
 		{"a clock skew of an hour is refused", Ring{Enabled: true, Region: "r1", MaxClockSkew: Duration(3600e9)}, "ring.max_clock_skew"},
 		{"a node name with another placeholder is refused", Ring{Enabled: true, Region: "r1", NodeName: "east-{pod}"}, "ring.node_name"},
+		{"seeds with a ring CA and no peers are valid", Ring{Enabled: true, Region: "r1", Seeds: []string{"ring.gslb.example.com:7946"}, CA: []string{"/etc/ca.crt"},
+			Credential: RingCredential{CertFile: "/etc/tls.crt", KeyFile: "/etc/tls.key"}}, ""},
+		{"a credential without a CA is refused", Ring{Enabled: true, Region: "r1", Credential: RingCredential{CertFile: "/etc/tls.crt"}}, "ring.ca"},
+		{"a credential key without its certificate is refused", Ring{Enabled: true, Region: "r1", CA: []string{"/ca"}, Credential: RingCredential{KeyFile: "/etc/tls.key"}}, "ring.credential.cert_file"},
+		{"an empty CA file name is refused", Ring{Enabled: true, Region: "r1", CA: []string{" "}}, "ring.ca[0]"},
+		{"a revoked serial in openssl's form is valid", Ring{Enabled: true, Region: "r1", CA: []string{"/ca"}, Revoked: []string{"serial:0A:FF"}}, ""},
+		{"a revoked entry that is neither a serial nor a fingerprint is refused", Ring{Enabled: true, Region: "r1", CA: []string{"/ca"}, Revoked: []string{"east-1"}}, "ring.revoked[0]"},
+		{"a trust domain in upper case is refused", Ring{Enabled: true, Region: "r1", TrustDomain: "GSLB.example.com"}, "ring.trust_domain"},
+		{"a trust domain with a final dot is refused", Ring{Enabled: true, Region: "r1", TrustDomain: "gslb.example.com."}, "ring.trust_domain"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,4 +86,12 @@ func TestNodeNameFor(t *testing.T) {
 	assert.Equal(t, "host1", Ring{}.NodeNameFor("host1"), "empty: the host name")
 	assert.Equal(t, "east-host1", Ring{NodeName: "east-{hostname}"}.NodeNameFor("host1"))
 	assert.Equal(t, "fixed", Ring{NodeName: "fixed"}.NodeNameFor("host1"))
+}
+
+func TestDefaultTrustDomainIsTheFirstApex(t *testing.T) {
+	d := minimal()
+	d.Zones[0].Apex = "GSLB.Example.com."
+	assert.Equal(t, "gslb.example.com", d.DefaultTrustDomain())
+	d.Ring.TrustDomain = "ring.example.net"
+	assert.Equal(t, "ring.example.net", d.DefaultTrustDomain())
 }

@@ -1,10 +1,14 @@
 package ring
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ringca"
 )
 
@@ -168,7 +173,7 @@ func TestRefusedCredentialsAreCountedByReason(t *testing.T) {
 		reason string
 	}{
 		{"an east credential voting as eu-west is refused", [][]byte{seal(eastID, msgVote, "east-0", vote("east-0", "eu-west"))}, "vote", ReasonRegion},
-		{"an agent credential voting is refused", [][]byte{credOf("agent-east", agent), seal(agentID, msgVote, "agent-east", vote("agent-east", ""))}, "vote", ReasonRole},
+		{"an agent credential voting is refused", [][]byte{seal(agentID, msgVote, "agent-east", vote("agent-east", ""))}, "vote", ReasonRole},
 		{"an expired credential is refused", [][]byte{credOf("old-1", expired)}, "credential", ReasonExpired},
 		{"a revoked credential is refused", [][]byte{credOf("rev-1", revoked)}, "credential", ReasonRevoked},
 		{"a credential from a foreign CA is refused", [][]byte{credOf("east-5", foreign)}, "credential", ReasonForeignCA},
@@ -176,6 +181,9 @@ func TestRefusedCredentialsAreCountedByReason(t *testing.T) {
 		{"a credential sent in another node's name is refused", [][]byte{seal(eastID, msgCred, "east-0", credMsg{Node: "west-0", Chain: east.Chain})}, "credential", ReasonImpersonation},
 		{"a credential signed with another key than its certificate's is refused", [][]byte{seal(eastID, msgCred, "east-9", credMsg{Node: "east-9", Chain: narrow.Chain})}, "credential", ReasonSignature},
 	}
+	// The agent's credential itself is valid: it lists the agent, as an agent.
+	sendRaw(t, sender, victim, credOf("agent-east", agent))
+	eventually(t, "the agent is listed", func() bool { p, ok := victim.trust.Load().lookup("agent-east"); return ok && p.Role == RoleAgent })
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := testutil.ToFloat64(victim.m.Rejected.WithLabelValues(tc.kind, tc.reason))
@@ -308,4 +316,65 @@ func TestANodeRefusesToStartWithACredentialItsPeersWouldRefuse(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.err)
 		})
 	}
+}
+
+// writeCred writes a credential as cert-manager's Secret lays it out:
+// tls.crt and tls.key in dir, replaced atomically (the kubelet swaps a
+// symlink; a rename is the same to a reader).
+func writeCred(t *testing.T, dir string, c ringca.Credential) {
+	t.Helper()
+	var crt []byte
+	for _, der := range c.Chain {
+		crt = append(crt, ringca.EncodeCert(der)...)
+	}
+	key, err := ringca.EncodeKey(c.Key)
+	require.NoError(t, err)
+	for name, data := range map[string][]byte{"tls.crt": crt, "tls.key": key} {
+		tmp := filepath.Join(dir, "."+name)
+		require.NoError(t, os.WriteFile(tmp, data, 0o600))
+		require.NoError(t, os.Rename(tmp, filepath.Join(dir, name)))
+	}
+}
+
+func TestAKeeperTakesACredentialRenewedOnDiskWithoutARestart(t *testing.T) {
+	noLeaks(t)
+	l := newCALab(t, "ca")
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, ringca.EncodeCert(l.cas["ca"].Cert.Raw), 0o644))
+	mr := model.Ring{CA: []string{caFile}, Credential: model.RingCredential{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key")}}
+	first := l.issue("ca", prober("us-east", "east-*", 2), time.Now(), time.Hour)
+	writeCred(t, dir, first)
+	pool, err := LoadTrust(testDomain, mr)
+	require.NoError(t, err)
+	cred, err := LoadCredential(mr)
+	require.NoError(t, err)
+	e0 := l.start(l.config("east-0", "us-east", RoleProber, cred, pool))
+	west := l.issue("ca", prober("eu-west", "west-*", 1), time.Now(), time.Hour)
+	w0 := l.start(l.config("west-0", "eu-west", RoleProber, &west, pool, e0.LocalAddr()))
+	eventually(t, "west trusts east", func() bool { return len(w0.Members()) == 2 })
+
+	k := &Keeper{Ring: e0, Logger: slog.New(slog.DiscardHandler)}
+	k.Started(testDomain, mr)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx, 50*time.Millisecond) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	renewed := l.issue("ca", prober("us-east", "east-*", 2), time.Now(), 2*time.Hour) // a new key too (rotationPolicy: Always)
+	writeCred(t, dir, renewed)
+	leaf, err := x509.ParseCertificate(renewed.Chain[0])
+	require.NoError(t, err)
+	eventually(t, "east signs with the renewed credential", func() bool { return strings.HasSuffix(e0.Credential(), leaf.SerialNumber.Text(16)) })
+	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	e0.Publish(s, health.Down, time.Now())
+	eventually(t, "west takes east's votes signed with the new key", func() bool { return hasVote(w0, "east-0", s, health.Down) })
+	eventually(t, "west still trusts east", func() bool { return len(w0.Members()) == 2 })
+
+	// A broken file (half-written, or a wrong key) is refused: the credential in use stays.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.key"), []byte("not a key"), 0o600))
+	eventually(t, "the bad file is counted", func() bool { return testutil.ToFloat64(e0.m.TrustReloads.WithLabelValues("error")) >= 1 })
+	assert.True(t, strings.HasSuffix(e0.Credential(), leaf.SerialNumber.Text(16)))
+	e0.Publish(s, health.Up, time.Now())
+	eventually(t, "east keeps working", func() bool { return hasVote(w0, "east-0", s, health.Up) })
 }

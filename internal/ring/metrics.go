@@ -16,7 +16,9 @@ type Metrics struct {
 	RTTEntries *prometheus.CounterVec // meridian_ring_rtt_entries_total{result}
 	// CredentialExpiry is meridian_ring_credential_expiry_timestamp_seconds.
 	CredentialExpiry prometheus.Gauge
-	registerer       prometheus.Registerer
+	// TrustReloads is meridian_ring_trust_reloads_total{result}.
+	TrustReloads *prometheus.CounterVec
+	registerer   prometheus.Registerer
 }
 
 // NewMetrics creates the ring metrics; they are registered by Start on reg
@@ -59,10 +61,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_ring_credential_expiry_timestamp_seconds",
 			Help: "When this node's ring credential (ring.credential) expires, in Unix seconds; 0 without one. Renew it before then: peers refuse an expired credential.",
 		}),
+		TrustReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_ring_trust_reloads_total",
+			Help: "Changes of ring.peers, ring.ca, ring.revoked or the credential files applied (ok) or refused (error: the previous trust stays in use), by result.",
+		}, []string{"result"}),
 		registerer: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected, m.RTTEntries, m.CredentialExpiry)
+		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected, m.RTTEntries, m.CredentialExpiry, m.TrustReloads)
 	}
 	return m
 }

@@ -657,6 +657,15 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 	return nil
 }
 
+// Credential is this node's credential's scope URI and serial, or "".
+func (r *Ring) Credential() string {
+	oc := r.own.Load()
+	if oc == nil {
+		return ""
+	}
+	return oc.v.Scope.URI() + " " + oc.v.Serial
+}
+
 // PublicKey is this node's identity in the form ring.peers lists it.
 func (r *Ring) PublicKey() string { return model.FormatPeerKey(r.id().Public()) }
 

@@ -8,10 +8,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // Reasons a credential is refused; the ring counts them in
@@ -66,34 +66,8 @@ type Pool struct {
 	revoked     map[string]bool
 }
 
-// ParseRevoked normalizes one ring.revoked entry: "serial:HEX" (a
-// certificate's serial number, as `meridian ring ca issue` and openssl
-// print it, colons allowed) or "sha256:HEX" (64 hex digits: the SHA-256 of
-// a key's SubjectPublicKeyInfo, as `meridian ring ca issue` prints it).
-func ParseRevoked(s string) (string, error) {
-	kind, v, ok := strings.Cut(strings.TrimSpace(s), ":")
-	v = strings.ToLower(strings.ReplaceAll(v, ":", ""))
-	bad := func() (string, error) {
-		return "", fmt.Errorf("%q is not serial:HEX (a certificate serial) or sha256:HEX (64 hex digits, a key fingerprint)", s)
-	}
-	if !ok || v == "" {
-		return bad()
-	}
-	if _, err := hex.DecodeString(strings.Repeat("0", len(v)%2) + v); err != nil {
-		return bad()
-	}
-	switch kind {
-	case "serial":
-		n, _ := new(big.Int).SetString(v, 16)
-		return "serial:" + n.Text(16), nil
-	case "sha256":
-		if len(v) != 64 {
-			return bad()
-		}
-		return "sha256:" + v, nil
-	}
-	return bad()
-}
+// ParseRevoked normalizes one ring.revoked entry (model.ParseRevoked).
+func ParseRevoked(s string) (string, error) { return model.ParseRevoked(s) }
 
 // NewPool returns the trust of the ring called trustDomain: the CA
 // certificates in caPEM (PEM, one or more per entry) and the revoked
@@ -247,4 +221,34 @@ func parseCerts(b []byte) ([]*x509.Certificate, error) {
 		return nil, errors.New("no PEM CERTIFICATE block")
 	}
 	return out, nil
+}
+
+// ParseCertificates reads every certificate of a PEM bundle.
+func ParseCertificates(b []byte) ([]*x509.Certificate, error) { return parseCerts(b) }
+
+// Info is what a certificate says, for people (`meridian ring ca show`).
+type Info struct {
+	Subject     string // its spiffe:// URI, else its common name
+	Serial      string // "serial:HEX", as ring.revoked takes it
+	Fingerprint string // "sha256:HEX" of its key, as ring.revoked takes it
+	NotBefore   time.Time
+	NotAfter    time.Time
+}
+
+// Describe reads a certificate (DER) for people.
+func Describe(der []byte) (Info, error) {
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		return Info{}, err
+	}
+	in := Info{Subject: "CN=" + c.Subject.CommonName, Serial: "serial:" + c.SerialNumber.Text(16), Fingerprint: Fingerprint(c), NotBefore: c.NotBefore, NotAfter: c.NotAfter}
+	for _, u := range c.URIs {
+		if u.Scheme == "spiffe" {
+			in.Subject = u.String()
+		}
+	}
+	if c.IsCA {
+		in.Subject += " (CA)"
+	}
+	return in, nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
 )
@@ -46,6 +47,7 @@ type Meridian struct {
 
 	pipe     *serving.Pipeline
 	ring     *ring.Ring        // nil without ring
+	trust    *ring.Keeper      // nil without ring: ring.peers, ring.ca and ring.revoked followed
 	follower *serving.Follower // nil without ring
 }
 
@@ -158,10 +160,8 @@ func (m *Meridian) reload() {
 		log.Errorf("config reload failed, previous config keeps serving: %v", err)
 		return
 	}
-	if m.ring != nil {
-		if err := m.ring.SetPeers(l.File.Ring.Peers); err != nil {
-			log.Errorf("ring.peers not applied, the previous peers stay trusted: %v", err)
-		}
+	if m.trust != nil {
+		m.trust.Update(l.File.Desired.DefaultTrustDomain(), observerTrust(l.File.Ring))
 	}
 	log.Infof("config reloaded: %s", m.ConfigPath)
 }
@@ -181,8 +181,12 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		default:
 		}
 	}
+	pool, err := ring.LoadTrust(d.DefaultTrustDomain(), d.Ring)
+	if err != nil {
+		return fmt.Errorf("meridian: %w", err)
+	}
 	r, err := ring.Start(ring.Config{
-		NodeName: m.nodeName(l), Region: d.Ring.Region, Role: ring.RoleObserver,
+		NodeName: m.nodeName(l), Region: d.Ring.Region, Role: ring.RoleObserver, Trust: pool,
 		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds, KeyFile: d.Ring.KeyFile,
 		Label: d.Ring.Label, RequireEncryption: d.Ring.RequireEncryption,
 		RejoinInterval: d.Ring.RejoinInterval.D(), Memberlist: d.Ring.Memberlist,
@@ -205,6 +209,14 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		return fmt.Errorf("meridian: ring: %w", err)
 	}
 	m.ring = r
+	// ring.peers, ring.ca and ring.revoked follow reloads and the CA files.
+	m.trust = &ring.Keeper{Ring: r, Logger: slogFor()}
+	m.trust.Started(d.DefaultTrustDomain(), observerTrust(d.Ring))
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.trust.Run(ctx, ring.DefaultTrustCheck)
+	}()
 	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
 	lat := &serving.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
@@ -220,4 +232,11 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		m.follower.Run(ctx, wake, time.Second)
 	}()
 	return nil
+}
+
+// observerTrust is the ring section as an observer follows it: it
+// originates nothing, so it needs no credential of its own.
+func observerTrust(r model.Ring) model.Ring {
+	r.Credential = model.RingCredential{}
+	return r
 }
