@@ -97,8 +97,11 @@ func Normalize(d *Desired) (*Desired, error) {
 			ns.IPv6 = canonicalAddrs(ns.IPv6)
 		}
 		s := &z.SOA
-		if s.MName == "" {
+		if s.MName == "" && len(z.Nameservers) > 0 {
 			s.MName = z.Nameservers[0].Name
+		}
+		if s.MName == "" {
+			s.MName = "ns." + z.Apex // only the ring's nameservers: set by the serving node (ns-<site>)
 		}
 		s.MName = CanonicalName(s.MName)
 		if s.RName == "" {

@@ -113,6 +113,34 @@ type Ring struct {
 	// "serial:HEX" or "sha256:HEX" (a key fingerprint), as `meridian ring ca
 	// issue` prints them. Applied on reload, without a restart.
 	Revoked []string `yaml:"revoked"`
+	// AdvertiseFrom takes the advertised gossip address from a Kubernetes
+	// Service's external address (its LoadBalancer ingress, at start and on
+	// every change) instead of ring.advertise: the address other sites reach
+	// this node at through NAT. Its port is the Service's gossip port.
+	AdvertiseFrom *ServiceRef `yaml:"advertise_from"`
+	// DNSAddresses are this site's public DNS addresses (its DNS Service's
+	// external IPs), announced over the ring so that every node serves
+	// ns-<site>.<apex> with that glue (zones[].ring.nameservers) and the
+	// delegation carries them.
+	DNSAddresses []string `yaml:"dns_addresses"`
+	// DNSAddressesFrom reads DNSAddresses from a Kubernetes Service's
+	// external addresses, at start and on every change.
+	DNSAddressesFrom *ServiceRef `yaml:"dns_addresses_from"`
+}
+
+// ServiceRef names a Kubernetes Service whose external address Meridian
+// reads (status.loadBalancer.ingress; with type NodePort, the node's
+// address and the node port are not read: use advertise).
+type ServiceRef struct {
+	// Service is the Service's name; {hostname} is replaced by the host
+	// (pod) name, for a Service per pod: "{hostname}-gossip".
+	Service string `yaml:"service"`
+	// Namespace of the Service (default: the pod's namespace, from the
+	// service account's namespace file, else $POD_NAMESPACE).
+	Namespace string `yaml:"namespace"`
+	// Kubeconfig reaches the API server from outside a cluster (default: the
+	// pod's service account, in-cluster).
+	Kubeconfig string `yaml:"kubeconfig"`
 }
 
 // RingCredential is a node's ring credential on disk.

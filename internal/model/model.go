@@ -85,6 +85,22 @@ type Zone struct {
 	Nameservers []Nameserver `yaml:"nameservers"` // NS records at the apex (at least one)
 	Transfer    *Transfer    `yaml:"transfer"`    // zone transfers to secondaries (AXFR/IXFR, TSIG, NOTIFY)
 	DNSSEC      *DNSSEC      `yaml:"dnssec"`      // online signing
+	Ring        *ZoneRing    `yaml:"ring"`        // names the ring serves in this zone (its nodes' gossip addresses, its sites' nameservers)
+}
+
+// ZoneRing is what a zone serves from the ring's live members (ADR 0018):
+// a new site finds the others by the zone's name alone, and the zone's
+// delegation follows the sites' live DNS addresses.
+type ZoneRing struct {
+	// Names serves ring.<apex> (the gossip addresses of every live trusted
+	// node) and <site>.ring.<apex> (those of one site): seeds for new sites
+	// and nodes (default false).
+	Names bool `yaml:"names"`
+	// Nameservers adds ns-<site>.<apex> to the zone's NS set, with glue, for
+	// every live site that announces its DNS addresses
+	// (ring.dns_addresses or ring.dns_addresses_from); then the static
+	// nameservers list may be empty (default false).
+	Nameservers bool `yaml:"nameservers"`
 }
 
 // SOA holds the start-of-authority fields of a zone.

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/big"
+	"net/netip"
+	"regexp"
 	"strings"
 )
 
@@ -123,6 +125,7 @@ func (v *validator) peers(p string, r Ring) {
 		v.add(p+".peers", "or ring.ca is required with seeds: list every node whose messages this node accepts (`meridian ring identity` prints the entry of a node), or trust the ring CA that signed their credentials (`meridian ring ca init`); a node that has the gossip key but is neither cannot change decisions")
 	}
 	v.ringCA(p, r)
+	v.ringSources(p, r)
 	if r.MaxClockSkew != 0 && (r.MaxClockSkew.D() < 1e9 || r.MaxClockSkew.D() > 300e9) {
 		v.add(p+".max_clock_skew", "%s is out of range (allowed 1s..5m)", r.MaxClockSkew)
 	}
@@ -133,6 +136,36 @@ func (v *validator) peers(p string, r Ring) {
 		v.add(p+".node_name", "%q: the only placeholder allowed is %s", r.NodeName, HostnamePlaceholder)
 	}
 }
+
+// ringSources checks where the ring takes its advertised and DNS addresses from.
+func (v *validator) ringSources(p string, r Ring) {
+	if r.AdvertiseFrom != nil {
+		v.serviceRef(p+".advertise_from", *r.AdvertiseFrom)
+	}
+	if r.DNSAddressesFrom != nil {
+		v.serviceRef(p+".dns_addresses_from", *r.DNSAddressesFrom)
+		if len(r.DNSAddresses) > 0 {
+			v.add(p+".dns_addresses_from", "cannot be combined with dns_addresses (allowed: one of them)")
+		}
+	}
+	for i, a := range r.DNSAddresses {
+		if ip, err := netip.ParseAddr(a); err != nil || ip.Zone() != "" || ip.IsUnspecified() || ip.IsMulticast() {
+			v.add(fmt.Sprintf("%s.dns_addresses[%d]", p, i), "%q is not a unicast IPv4 or IPv6 address", a)
+		}
+	}
+}
+
+func (v *validator) serviceRef(p string, s ServiceRef) {
+	name := strings.ReplaceAll(s.Service, HostnamePlaceholder, "x")
+	if s.Service == "" || len(name) > 63 || !dnsLabel.MatchString(name) {
+		v.add(p+".service", "%q is not a Service name (a DNS label; {hostname} is replaced by the pod name)", s.Service)
+	}
+	if s.Namespace != "" && (len(s.Namespace) > 63 || !dnsLabel.MatchString(s.Namespace)) {
+		v.add(p+".namespace", "%q is not a namespace name", s.Namespace)
+	}
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // ringCA checks the ring's CA, credential and revocation fields. The files
 // are read by the ring when it starts (and again when they change).

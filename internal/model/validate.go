@@ -179,8 +179,8 @@ func (v *validator) zones(zs []Zone) map[string]bool {
 		v.soa(p+".soa", z.SOA)
 		v.dnssec(p+".dnssec", z.DNSSEC)
 		v.transfer(p+".transfer", z.Transfer)
-		if len(z.Nameservers) == 0 {
-			v.add(p+".nameservers", "at least one nameserver is required")
+		if len(z.Nameservers) == 0 && (z.Ring == nil || !z.Ring.Nameservers) {
+			v.add(p+".nameservers", "at least one nameserver is required (or ring.nameservers: true, the sites' nameservers learned from the ring)")
 		}
 		seen := map[string]bool{}
 		for j, ns := range z.Nameservers {
