@@ -1,13 +1,20 @@
 package app
 
 import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meridian-gslb/meridian/internal/leader"
+	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
@@ -82,6 +89,16 @@ func (a *App) startWriter(*serving.Loaded) error {
 	}
 	d := &a.current().Desired
 	cands := d.WriterCandidates(h.ring.Name())
+	if len(d.Providers.Writers) == 0 && len(d.Ring.CA) > 0 {
+		// Candidates from the credentials (ADR 0016): every prober the ring
+		// lists by its credential, remembered (and saved) by a roster.
+		ro := a.newRoster(h.ring, cands)
+		el := &leader.Elector{Transport: ringTransport{h.ring}, CandidatesFunc: ro.candidates, Logger: a.log, OnChange: a.writer.changed}
+		a.writer.el.Store(el)
+		a.writer.changed(false)
+		a.goBackground(el.Run)
+		return nil
+	}
 	switch {
 	case len(cands) == 1 && cands[0] == h.ring.Name() && len(d.Ring.Seeds) > 0:
 		a.log.Warn("ring writer: this node is the only candidate it knows (providers.writers is empty and ring.peers names no prober in full): "+
@@ -94,4 +111,82 @@ func (a *App) startWriter(*serving.Loaded) error {
 	a.writer.changed(false)
 	a.goBackground(el.Run)
 	return nil
+}
+
+// roster gives the writer election its candidates in a ring with a CA and
+// no providers.writers: the fixed ones (ring.peers' full names, this node)
+// and every prober the ring has listed by its credential, kept in
+// leader.Roster and saved in the state directory (a restarted node counts
+// the same candidates as the others). Called by the election every round.
+type roster struct {
+	a     *App
+	ring  *ring.Ring
+	fixed []string
+	file  string
+
+	mu   sync.Mutex
+	r    leader.Roster
+	last []string
+}
+
+func (a *App) newRoster(r *ring.Ring, fixed []string) *roster {
+	ro := &roster{a: a, ring: r, fixed: fixed, file: filepath.Join(a.state, "writer-candidates.json")}
+	b, err := os.ReadFile(ro.file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		a.log.Warn("writer candidates not read: the roster starts empty", "file", ro.file, "err", err)
+	default:
+		skipped, err := ro.r.Load(b)
+		if err != nil {
+			a.log.Warn("writer candidates not read: the roster starts empty", "file", ro.file, "err", err)
+		}
+		for _, sk := range skipped {
+			a.log.Warn("writer candidates: entry skipped", "file", ro.file, "entry", sk)
+		}
+	}
+	return ro
+}
+
+func (ro *roster) candidates() []string {
+	now := time.Now()
+	var live []leader.Member
+	for _, m := range ro.ring.Members() {
+		if m.Role == ring.RoleProber && !m.CredentialExpires.IsZero() {
+			live = append(live, leader.Member{Name: m.Name, Expires: m.CredentialExpires, Serial: m.CredentialSerial, Key: m.KeyFingerprint})
+		}
+	}
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	changed := ro.r.Observe(now, live)
+	if forgot := ro.r.Prune(now, ro.ring.Revoked); len(forgot) > 0 {
+		ro.a.log.Info("writer candidates forgotten (credential expired or revoked, or out of sight for a day)", "nodes", forgot)
+		changed = true
+	}
+	out := append(slices.Clone(ro.fixed), ro.r.Names()...)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if !slices.Equal(out, ro.last) {
+		ro.a.log.Info("writer candidates", "candidates", out)
+		ro.last = out
+	}
+	if changed {
+		ro.save()
+	}
+	return out
+}
+
+// save writes the roster atomically; a failure is logged, the roster in
+// memory goes on.
+func (ro *roster) save() {
+	b, err := json.Marshal(&ro.r)
+	if err == nil {
+		tmp := ro.file + ".tmp"
+		if err = os.WriteFile(tmp, b, 0o600); err == nil {
+			err = os.Rename(tmp, ro.file)
+		}
+	}
+	if err != nil {
+		ro.a.log.Warn("writer candidates not saved: a restart forgets candidates out of sight", "file", ro.file, "err", err)
+	}
 }

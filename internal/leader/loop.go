@@ -20,11 +20,14 @@ type Transport interface {
 type Elector struct {
 	Transport  Transport
 	Candidates []string
-	Tick       time.Duration // default 1s
-	Lease      time.Duration // default DefaultLease
-	Fresh      time.Duration // default DefaultFresh
-	Logger     *slog.Logger
-	OnChange   func(writer bool) // called from Run when the role changes
+	// CandidatesFunc, when set, gives the candidates at each round instead
+	// of Candidates (the credentials' probers, a Roster's names).
+	CandidatesFunc func() []string
+	Tick           time.Duration // default 1s
+	Lease          time.Duration // default DefaultLease
+	Fresh          time.Duration // default DefaultFresh
+	Logger         *slog.Logger
+	OnChange       func(writer bool) // called from Run when the role changes
 
 	writer atomic.Bool
 	state  State
@@ -56,7 +59,11 @@ func (e *Elector) Run(ctx context.Context) {
 
 // Step runs one round (exported for tests).
 func (e *Elector) Step(now time.Time) Output {
-	out := Decide(Input{Self: e.Transport.Name(), Candidates: e.Candidates, Alive: e.Transport.Alive(),
+	cands := e.Candidates
+	if e.CandidatesFunc != nil {
+		cands = e.CandidatesFunc()
+	}
+	out := Decide(Input{Self: e.Transport.Name(), Candidates: cands, Alive: e.Transport.Alive(),
 		Votes: e.Transport.Votes(), Prev: e.state, Now: now, Lease: e.Lease, Fresh: e.Fresh})
 	e.state = out.State
 	e.Transport.Send(out.State.Published())

@@ -2,6 +2,8 @@ package leader_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"log/slog"
 	"slices"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/leader"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/ringca"
 )
 
 // ringTransport adapts a ring node to leader.Transport.
@@ -161,4 +164,96 @@ func TestTwoWritersNeverPushConcurrently(t *testing.T) {
 	t.Logf("pushes by node: %v", writers)
 	assert.Positive(t, writers["w1"])
 	assert.Positive(t, writers["w2"])
+}
+
+// TestOneWriterAmongProbersListedByCredentials runs a ring whose nodes list
+// each other by their credentials only (no ring.peers, no
+// providers.writers): the candidates come from a Roster fed with the
+// probers the ring lists, and exactly one node writes, also after the
+// writer leaves.
+func TestOneWriterAmongProbersListedByCredentials(t *testing.T) {
+	ca, err := ringca.NewAuthority("gslb.example.test", time.Hour, time.Now())
+	require.NoError(t, err)
+	pool, err := ringca.NewPool("gslb.example.test", [][]byte{ringca.EncodeCert(ca.Cert.Raw)}, nil)
+	require.NoError(t, err)
+	issue := func(region, name string, max int) *ringca.Credential {
+		pub, key, err := ed25519.GenerateKey(rand.Reader)
+		require.NoError(t, err)
+		der, err := ca.Issue(ringca.Scope{TrustDomain: "gslb.example.test", Role: ringca.RoleProber, Region: region, Name: name, MaxNodes: max}, pub, 30*time.Minute, time.Now())
+		require.NoError(t, err)
+		k, err := ringca.EncodeKey(key)
+		require.NoError(t, err)
+		c, err := ringca.ParseCredential(ringca.EncodeCert(der), k)
+		require.NoError(t, err)
+		return &c
+	}
+	east, west := issue("us-east", "east-*", 2), issue("eu-west", "west-*", 1)
+	type node struct {
+		r      *ring.Ring
+		e      *leader.Elector
+		cancel context.CancelFunc
+	}
+	var nodes []*node
+	seed := ""
+	for _, n := range []struct {
+		name, region string
+		cred         *ringca.Credential
+	}{{"east-0", "us-east", east}, {"east-1", "us-east", east}, {"west-0", "eu-west", west}} {
+		var seeds []string
+		if seed != "" {
+			seeds = []string{seed}
+		}
+		r, err := ring.Start(ring.Config{NodeName: n.name, Region: n.region, Bind: "127.0.0.1:0", Seeds: seeds, Memberlist: fast,
+			RejoinInterval: 300 * time.Millisecond, SummaryInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+			Credential: n.cred, Trust: pool})
+		require.NoError(t, err)
+		if seed == "" {
+			seed = r.LocalAddr()
+		}
+		var mu sync.Mutex
+		var ro leader.Roster
+		self := n.name
+		cands := func() []string {
+			var live []leader.Member
+			for _, m := range r.Members() {
+				if !m.CredentialExpires.IsZero() {
+					live = append(live, leader.Member{Name: m.Name, Expires: m.CredentialExpires, Serial: m.CredentialSerial, Key: m.KeyFingerprint})
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ro.Observe(time.Now(), live)
+			ro.Prune(time.Now(), r.Revoked)
+			return append(ro.Names(), self)
+		}
+		e := &leader.Elector{Transport: ringTransport{r}, CandidatesFunc: cands, Tick: 100 * time.Millisecond,
+			Lease: 1500 * time.Millisecond, Fresh: 700 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+		ctx, cancel := context.WithCancel(context.Background())
+		go e.Run(ctx)
+		nodes = append(nodes, &node{r: r, e: e, cancel: cancel})
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.cancel()
+			_ = n.r.Shutdown()
+		}
+	}()
+	writers := func() []string {
+		var out []string
+		for _, n := range nodes {
+			if n.e.Writer() {
+				out = append(out, n.r.Name())
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return slices.Equal(writers(), []string{"east-0"}) }, 10*time.Second, 20*time.Millisecond, "east-0 (lowest) is the one writer")
+	for range 20 {
+		assert.LessOrEqual(t, len(writers()), 1, "never two writers")
+		time.Sleep(50 * time.Millisecond)
+	}
+	nodes[0].cancel()
+	require.NoError(t, nodes[0].r.Shutdown())
+	require.Eventually(t, func() bool { return slices.Equal(writers(), []string{"east-1"}) }, 15*time.Second, 20*time.Millisecond,
+		"east-1 takes over: east-0 stays a candidate (out of sight, remembered), and 2 of 3 is a majority")
 }

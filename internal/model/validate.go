@@ -119,8 +119,8 @@ func Validate(d *Desired) error {
 	v.leaderElection("kubernetes.leader_election", d)
 	v.route53Latency(d)
 	v.shiftConfig(d.Shift)
-	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 {
-		v.add("providers.writers", "is required in a multi-node ring: list the ring node names that may push (a strict majority of them must agree on the one writer)")
+	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 && len(d.Ring.CA) == 0 {
+		v.add("providers.writers", "is required in a multi-node ring without ring.ca: list the ring node names that may push (a strict majority of them must agree on the one writer); with ring.ca the candidates come from the credentials")
 	}
 	names := make(map[string]string, len(d.Services)) // canonical owner name -> path that claimed it
 	for i, z := range d.Zones {

@@ -121,6 +121,11 @@ type Member struct {
 	// scope or ring.peers entry without a trailing * and separator ("east-*"
 	// gives east). Empty for an untrusted member.
 	Site string `json:"site,omitempty"`
+	// CredentialExpires, CredentialSerial and KeyFingerprint describe the
+	// credential a member is listed by (empty for a ring.peers entry).
+	CredentialExpires time.Time `json:"credential_expires,omitzero"`
+	CredentialSerial  string    `json:"credential_serial,omitempty"`
+	KeyFingerprint    string    `json:"key_fingerprint,omitempty"`
 }
 
 // meta is what a node tells about itself in memberlist's node metadata,
@@ -540,6 +545,7 @@ func (r *Ring) refreshView() {
 			p, m.Trusted = r.trustedMeta(t, n.Name, string(n.Meta), md)
 			if m.Trusted {
 				m.Site = p.site
+				m.CredentialExpires, m.CredentialSerial, m.KeyFingerprint = p.expires, p.serial, p.fpr
 			}
 		}
 		out = append(out, m)
@@ -618,6 +624,7 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 	if oc := r.own.Load(); oc != nil {
 		self.site = oc.v.Scope.Site()
 		self.cred = credID(oc.v.Hash)
+		self.expires, self.serial, self.fpr = oc.v.NotAfter, oc.v.Serial, oc.v.Fingerprint
 		if pool == nil {
 			return errors.New("ring.credential needs ring.ca: the CA certificates every node checks credentials with")
 		}
@@ -655,6 +662,13 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 	r.rtt.drop(notProber, nil, 0)
 	r.refreshView()
 	return nil
+}
+
+// Revoked reports whether a credential serial or key fingerprint is in
+// ring.revoked now.
+func (r *Ring) Revoked(serial, key string) bool {
+	pool := r.trust.Load().pool
+	return pool != nil && (pool.Revoked(serial) || pool.Revoked(key))
 }
 
 // Credential is this node's credential's scope URI and serial, or "".

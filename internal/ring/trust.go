@@ -58,6 +58,9 @@ type peer struct {
 	key  ed25519.PublicKey
 	cred []byte // credID of the certificate it stands on; nil for a ring.peers entry
 	site string // the site it belongs to (a credential's name without its * and separator; a ring.peers entry's name likewise)
+	// The credential's validity and revocation handles (empty for a ring.peers entry).
+	expires     time.Time
+	serial, fpr string
 }
 
 // trust is the table of nodes whose messages are accepted: ring.peers, and
