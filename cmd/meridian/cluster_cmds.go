@@ -96,6 +96,9 @@ func (k *kubeFlags) restConfig(flag, context string) (*rest.Config, error) {
 		return nil, fmt.Errorf("%s %q: %w", flag, context, err)
 	}
 	cfg.UserAgent = "meridian-cluster"
+	// unjoin lists every kind in a namespace, deprecated ones too: their
+	// warnings say nothing to the operator.
+	cfg.WarningHandler = rest.NoWarnings{}
 	cfg.Timeout = 30 * time.Second
 	return cfg, nil
 }
