@@ -178,12 +178,16 @@ func listedRights(t *testing.T, cs kubernetes.Interface, everyone []string) []st
 func waitMemberState(t *testing.T, m *instance, cluster, state string, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var got, reason string
-	require.Eventually(t, func() bool {
-		got, reason = memberOf(kubeReport(t, m), cluster)
-		return got == state
-	}, within, 20*time.Millisecond, "member %s %s (is %q: %s):\n%s", cluster, state, got, reason, m.log())
-	return time.Since(start)
+	for {
+		got, reason := memberOf(kubeReport(t, m), cluster)
+		if got == state {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			t.Fatalf("member %s is not %s after %s (is %q: %s):\n%s", cluster, state, within, got, reason, m.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestClusterJoin runs the real binary's `meridian cluster join`, `list`
