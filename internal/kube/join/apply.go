@@ -71,85 +71,116 @@ func (e *RefusedError) Error() string {
 // hub reaches it. Before changing anything it checks every planned name in
 // both clusters and returns a *RefusedError when one is taken.
 func Join(ctx context.Context, c Clusters, p *Plan, ep Endpoint) (Result, error) {
-	res := Result{TokenAsked: p.Options.TokenExpiry}
+	j := &joiner{c: c, p: p, name: p.Options.Name, res: Result{TokenAsked: p.Options.TokenExpiry}}
 	if err := preflight(ctx, c, p); err != nil {
-		return res, err
+		return j.res, err
 	}
-	name := p.Options.Name
-	add := func(cluster, verb, obj, note string) {
-		res.Actions = append(res.Actions, Action{Cluster: cluster, Verb: verb, Object: obj, Note: note})
+	if err := j.member(ctx); err != nil {
+		return j.res, fmt.Errorf("member: %w", err)
 	}
+	token, err := j.mint(ctx)
+	if err != nil {
+		return j.res, fmt.Errorf("member: %w", err)
+	}
+	if err := j.hub(ctx, ep, token); err != nil {
+		return j.res, err
+	}
+	return j.res, nil
+}
 
+// joiner is one run of Join.
+type joiner struct {
+	c    Clusters
+	p    *Plan
+	name string
+	res  Result
+}
+
+func (j *joiner) add(cluster, verb, obj, note string) {
+	j.res.Actions = append(j.res.Actions, Action{Cluster: cluster, Verb: verb, Object: obj, Note: note})
+}
+
+// member makes the namespace (unless it exists), the ServiceAccount and
+// the grants, and deletes the grants no longer planned.
+func (j *joiner) member(ctx context.Context) error {
+	p := j.p
 	// The namespace: used as it is when it exists (never labelled, so never deleted).
 	nsObj := "Namespace/" + p.Namespace.Name
-	ns, err := c.Member.CoreV1().Namespaces().Get(ctx, p.Namespace.Name, metav1.GetOptions{})
+	ns, err := j.c.Member.CoreV1().Namespaces().Get(ctx, p.Namespace.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		if _, err := c.Member.CoreV1().Namespaces().Create(ctx, p.Namespace, metav1.CreateOptions{}); err != nil {
-			return res, fmt.Errorf("member: create %s: %w", nsObj, err)
+		if _, err := j.c.Member.CoreV1().Namespaces().Create(ctx, p.Namespace, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create %s: %w", nsObj, err)
 		}
-		add("member", "created", nsObj, "")
+		j.add("member", "created", nsObj, "")
 	case err != nil:
-		return res, fmt.Errorf("member: get %s: %w", nsObj, err)
-	case Owned(ns, name):
-		add("member", "unchanged", nsObj, "")
+		return fmt.Errorf("get %s: %w", nsObj, err)
+	case Owned(ns, j.name):
+		j.add("member", "unchanged", nsObj, "")
 	default:
-		add("member", "kept", nsObj, "it existed: used as it is, and unjoin leaves it")
+		j.add("member", "kept", nsObj, "it existed: used as it is, and unjoin leaves it")
 	}
 
-	sas := c.Member.CoreV1().ServiceAccounts(p.ServiceAccount.Namespace)
-	verb, err := ensure(ctx, name, p.ServiceAccount, sas.Get, sas.Create, sas.Update, func(have, want *corev1.ServiceAccount) bool { return false })
+	sas := j.c.Member.CoreV1().ServiceAccounts(p.ServiceAccount.Namespace)
+	verb, err := ensure(ctx, j.name, p.ServiceAccount, sas.Get, sas.Create, sas.Update, func(have, want *corev1.ServiceAccount) bool { return false })
 	if err != nil {
-		return res, fmt.Errorf("member: %w", err)
+		return err
 	}
-	add("member", verb, objName("ServiceAccount", p.ServiceAccount), "")
+	j.add("member", verb, objName("ServiceAccount", p.ServiceAccount), "")
 
-	crs := c.Member.RbacV1().ClusterRoles()
+	crs := j.c.Member.RbacV1().ClusterRoles()
 	for _, g := range p.Grants {
-		verb, err := ensure(ctx, name, g.Role, crs.Get, crs.Create, crs.Update, func(have, want *rbacv1.ClusterRole) bool {
+		verb, err := ensure(ctx, j.name, g.Role, crs.Get, crs.Create, crs.Update, func(have, want *rbacv1.ClusterRole) bool {
 			same := equalRules(have.Rules, want.Rules) && have.AggregationRule == nil
 			have.Rules, have.AggregationRule = want.Rules, nil
 			return !same
 		})
 		if err != nil {
-			return res, fmt.Errorf("member: %w", err)
+			return err
 		}
-		add("member", verb, objName("ClusterRole", g.Role), ruleNote(g))
-		if verb, err = ensureBinding(ctx, c.Member, name, g.Binding); err != nil {
-			return res, fmt.Errorf("member: %w", err)
+		j.add("member", verb, objName("ClusterRole", g.Role), ruleNote(g))
+		if verb, err = ensureBinding(ctx, j.c.Member, j.name, g.Binding); err != nil {
+			return err
 		}
-		add("member", verb, objName("ClusterRoleBinding", g.Binding), "")
+		j.add("member", verb, objName("ClusterRoleBinding", g.Binding), "")
 	}
-	stale, err := deleteStale(ctx, c.Member, p)
-	res.Actions = append(res.Actions, stale...)
-	if err != nil {
-		return res, fmt.Errorf("member: %w", err)
-	}
+	stale, err := deleteStale(ctx, j.c.Member, p)
+	j.res.Actions = append(j.res.Actions, stale...)
+	return err
+}
 
-	secs := int64(p.Options.TokenExpiry / time.Second)
-	tr, err := sas.CreateToken(ctx, ServiceAccount, &authenticationv1.TokenRequest{
+// mint asks the member's TokenRequest API for a token of the
+// ServiceAccount; the apiserver may grant a shorter lifetime than asked.
+func (j *joiner) mint(ctx context.Context) (string, error) {
+	sa := j.p.ServiceAccount
+	secs := int64(j.p.Options.TokenExpiry / time.Second)
+	tr, err := j.c.Member.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
 	if err != nil {
-		return res, fmt.Errorf("member: token request for ServiceAccount %s/%s: %w", p.ServiceAccount.Namespace, ServiceAccount, err)
+		return "", fmt.Errorf("token request for ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
 	if tr.Status.Token == "" {
-		return res, fmt.Errorf("member: token request for ServiceAccount %s/%s: the apiserver returned no token", p.ServiceAccount.Namespace, ServiceAccount)
+		return "", fmt.Errorf("token request for ServiceAccount %s/%s: the apiserver returned no token", sa.Namespace, sa.Name)
 	}
-	res.TokenExpires = tr.Status.ExpirationTimestamp.Time
-	add("member", "minted", "token for ServiceAccount/"+p.ServiceAccount.Namespace+"/"+ServiceAccount, "expires "+res.TokenExpires.UTC().Format(time.RFC3339))
+	j.res.TokenExpires = tr.Status.ExpirationTimestamp.Time
+	j.add("member", "minted", "token for ServiceAccount/"+sa.Namespace+"/"+sa.Name, "expires "+j.res.TokenExpires.UTC().Format(time.RFC3339))
+	return tr.Status.Token, nil
+}
 
-	kc, err := Kubeconfig(name, ep, tr.Status.Token)
+// hub writes the member Secret holding the inline kubeconfig, once the
+// hub's own check accepts it.
+func (j *joiner) hub(ctx context.Context, ep Endpoint, token string) error {
+	kc, err := Kubeconfig(j.name, ep, token)
 	if err != nil {
-		return res, err
+		return err
 	}
-	secret, err := p.MemberSecret(kc)
+	secret, err := j.p.MemberSecret(kc)
 	if err != nil {
-		return res, err
+		return err
 	}
-	hs := c.Hub.CoreV1().Secrets(secret.Namespace)
-	verb, err = ensure(ctx, name, secret, hs.Get, hs.Create, hs.Update, func(have, want *corev1.Secret) bool {
+	hs := j.c.Hub.CoreV1().Secrets(secret.Namespace)
+	verb, err := ensure(ctx, j.name, secret, hs.Get, hs.Create, hs.Update, func(have, want *corev1.Secret) bool {
 		have.Data, have.Type = want.Data, want.Type
-		maps.Copy(have.Labels, want.Labels)
 		if have.Annotations == nil {
 			have.Annotations = map[string]string{}
 		}
@@ -157,10 +188,10 @@ func Join(ctx context.Context, c Clusters, p *Plan, ep Endpoint) (Result, error)
 		return true // a new token every time
 	})
 	if err != nil {
-		return res, fmt.Errorf("hub: %w", err)
+		return fmt.Errorf("hub: %w", err)
 	}
-	add("hub", verb, objName("Secret", secret), "registers cluster "+name+" (region "+p.Options.Region+") with "+ep.Server)
-	return res, nil
+	j.add("hub", verb, objName("Secret", secret), "registers cluster "+j.name+" (region "+j.p.Options.Region+") with "+ep.Server)
+	return nil
 }
 
 // preflight checks every name Join would write: the hub namespace exists,

@@ -60,7 +60,7 @@ func Rows(secrets []corev1.Secret, members []kube.MemberStatus) []Row {
 	for i := range secrets {
 		s := &secrets[i]
 		r := Row{Secret: s.Namespace + "/" + s.Name, Cluster: registers(s), Region: s.Annotations[kube.AnnoRegion],
-			Joined: Owned(s, s.Labels[LabelJoinedAs]), State: StateUnknown}
+			Joined: Owned(s, registers(s)), State: StateUnknown}
 		r.Server, r.Credential, r.Expires = describeKubeconfig(s.Data[kube.SecretKubeconfig])
 		if _, err := kube.MemberFromSecret(s); err != nil {
 			r.State, r.Reason = StateRefused, err.Error()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -125,7 +126,15 @@ func (u *unjoin) member(ctx context.Context, c Clusters) error {
 	if err != nil {
 		return fmt.Errorf("list Namespaces: %w", err)
 	}
-	for _, ns := range nss.Items {
+	if err := u.namespaces(ctx, c, nss.Items); err != nil {
+		return err
+	}
+	return u.foreignNames(ctx, c)
+}
+
+// namespaces deletes the namespaces Join made that hold nothing else.
+func (u *unjoin) namespaces(ctx context.Context, c Clusters, nss []corev1.Namespace) error {
+	for _, ns := range nss {
 		obj := "Namespace/" + ns.Name
 		if ns.DeletionTimestamp != nil {
 			u.add("member", "deleted", obj, "already being deleted")
@@ -144,6 +153,13 @@ func (u *unjoin) member(ctx context.Context, c Clusters) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// foreignNames reports the member's objects of Join's names that are not
+// Join's for the member: they are left.
+func (u *unjoin) foreignNames(ctx context.Context, c Clusters) error {
+	rbac := c.Member.RbacV1()
 	for _, n := range RoleNames() {
 		cr, err := rbac.ClusterRoles().Get(ctx, n, metav1.GetOptions{})
 		if err := u.leftIfForeign("member", "ClusterRole/"+n, cr, err); err != nil {
