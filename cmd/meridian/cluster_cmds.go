@@ -91,7 +91,9 @@ func contexts(raw *clientcmdapi.Config) []string {
 }
 
 func (k *kubeFlags) restConfig(flag, context string) (*rest.Config, error) {
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*k.raw, context, &clientcmd.ConfigOverrides{}, k.rules).ClientConfig()
+	// The operator's own kubeconfig: exec plugins may run, and may ask on
+	// the terminal (a cloud login).
+	cfg, err := clientcmd.NewInteractiveClientConfig(*k.raw, context, &clientcmd.ConfigOverrides{}, os.Stdin, k.rules).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: %w", flag, context, err)
 	}
@@ -226,6 +228,9 @@ and it holds nothing else; then the Secret in the hub. Objects of join's
 names that lack the labels are left and reported.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := join.CheckName(o.Name); err != nil {
+				return err
+			}
 			if err := k.load(true); err != nil {
 				return err
 			}

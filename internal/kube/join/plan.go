@@ -56,7 +56,7 @@ func (o Options) Normalize() (Options, error) {
 		o.TokenExpiry = DefaultTokenExpiry
 	}
 	var errs []error
-	if err := checkName(o.Name); err != nil {
+	if err := CheckName(o.Name); err != nil {
 		errs = append(errs, err)
 	}
 	switch {
@@ -98,8 +98,8 @@ func (o Options) Normalize() (Options, error) {
 	return o, errors.Join(errs...)
 }
 
-// checkName checks a member name (--name).
-func checkName(name string) error {
+// CheckName checks a member name (--name).
+func CheckName(name string) error {
 	if name == "" {
 		return errors.New("--name is required: the member's cluster name in the hub, e.g. west")
 	}

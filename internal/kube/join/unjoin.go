@@ -35,7 +35,7 @@ type Item struct {
 // hub Secrets. Objects with Join's names that are not Join's for this
 // member are left, and reported.
 func Unjoin(ctx context.Context, c Clusters, o UnjoinOptions) ([]Action, error) {
-	if err := checkName(o.Name); err != nil {
+	if err := CheckName(o.Name); err != nil {
 		return nil, err
 	}
 	if o.Namespace == "" {
