@@ -41,6 +41,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(adminCommands()...)
 	root.AddCommand(newExplain(), newSimulate())
 	root.AddCommand(newDNSSEC())
+	root.AddCommand(newCluster())
 	return root
 }
 

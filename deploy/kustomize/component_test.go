@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/deploy/kustomize"
+	"github.com/meridian-gslb/meridian/internal/kube/grants"
 )
 
 // Each opt-in component adds its ClusterRole and binding to an overlay and
@@ -37,23 +38,13 @@ func TestEachComponentAddsItsRBACOnly(t *testing.T) {
 	}
 }
 
-// components/propagation grants exactly these rules: templates and copies
-// of the listed kinds, Namespaces (templates and a copy's missing
-// namespace), and nodes and pods for selector ranking.
-var wantPropagationRules = []rule{
-	{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "services", "serviceaccounts", "persistentvolumeclaims"}, Verbs: propagationVerbs},
-	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets", "daemonsets"}, Verbs: propagationVerbs},
-	{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: propagationVerbs},
-	{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: propagationVerbs},
-	{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: propagationVerbs},
-	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}, Verbs: propagationVerbs},
-	{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "grpcroutes", "tlsroutes"}, Verbs: propagationVerbs},
-	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"get", "list"}},
-}
+// components/propagation grants exactly grants.Propagation's rules:
+// templates and copies of the listed kinds, Namespaces (templates and a
+// copy's missing namespace), and nodes and pods for selector ranking.
+var wantPropagationRules = fromGrants(grants.Propagation.Rules())
 
 // The verbs propagation needs on every kind it propagates.
-var propagationVerbs = []string{"get", "list", "watch", "create", "patch", "update", "delete"}
+var propagationVerbs = grants.PropagationVerbs()
 
 func TestThePropagationComponentGrantsExactlyTheDocumentedRules(t *testing.T) {
 	out, err := kustomize.RenderRBAC(overlayWith(t, "propagation"))
@@ -109,4 +100,27 @@ func TestThePropagationExtraKindsExampleGrantsACRDToMeridiansServiceAccount(t *t
 	k, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	require.NoError(t, err)
 	assert.NotContains(t, string(k), "- extra-kinds.example.yaml")
+}
+
+// internal/kube/grants lists exactly the components under components/, and
+// each grants exactly its ClusterRole's rules: `meridian cluster join
+// --components` reads them there.
+func TestEveryComponentIsInGrantsWithItsRules(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(kustomize.Dir(), "components"))
+	require.NoError(t, err)
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	assert.ElementsMatch(t, dirs, grants.ComponentNames(), "a component directory for every grants.Component, and no other")
+	for _, c := range grants.Components() {
+		t.Run(c.Name, func(t *testing.T) {
+			out, err := kustomize.RenderRBAC(overlayWith(t, c.Name))
+			require.NoError(t, err)
+			cr := find(t, parse(t, out), "ClusterRole", c.ClusterRole)
+			assert.Equal(t, normalize(fromGrants(c.Rules())), normalize(cr.Rules))
+		})
+	}
 }

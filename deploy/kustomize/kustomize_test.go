@@ -15,9 +15,11 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/meridian-gslb/meridian/deploy/kustomize"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/kube/grants"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the current manifests")
@@ -48,30 +50,27 @@ type rule struct {
 	NonResourceURLs []string `yaml:"nonResourceURLs"`
 }
 
-// The exact grants of Meridian's service account. Changing them is a
-// decision: update rbac.yaml's comments, deploy/README.md and this list.
+// The exact grants of Meridian's service account are internal/kube/grants,
+// the one list `meridian cluster join` grants too. Changing them is a
+// decision: update grants, rbac.yaml's comments and deploy/README.md.
 var (
 	// The base: read Services and Ingresses, create Events. No write to
 	// any tenant object.
-	wantClusterRules = []rule{
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "grpcroutes", "tlsroutes", "gateways"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
-	}
+	wantClusterRules = fromGrants(grants.Member())
 	// components/status-annotation adds patch, for the meridian.io/status
 	// annotation (kubernetes.status_annotation: true).
-	wantStatusRules = []rule{
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"patch"}},
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"patch"}},
-		{APIGroups: []string{"gateway.networking.k8s.io"}, Resources: []string{"httproutes", "grpcroutes", "tlsroutes"}, Verbs: []string{"patch"}},
-	}
-	wantNamespacedRules = []rule{
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
-	}
+	wantStatusRules     = fromGrants(grants.StatusAnnotation.Rules())
+	wantNamespacedRules = fromGrants(grants.Hub())
 )
+
+// fromGrants turns grants' rules into this test's rules.
+func fromGrants(rs []rbacv1.PolicyRule) []rule {
+	out := make([]rule, len(rs))
+	for i, r := range rs {
+		out[i] = rule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs, ResourceNames: r.ResourceNames, NonResourceURLs: r.NonResourceURLs}
+	}
+	return out
+}
 
 type meta struct {
 	Name        string            `yaml:"name"`
