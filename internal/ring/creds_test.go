@@ -6,12 +6,17 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,6 +137,18 @@ func TestNodesTrustEachOtherByCredentialsAlone(t *testing.T) {
 	})
 	assert.Equal(t, want, trustedNames(w0), "max_nodes 2 admits the first two east nodes by name")
 	_ = e2
+
+	// A site announces its public DNS addresses in its signed metadata.
+	require.NoError(t, w0.SetDNSAddresses([]netip.Addr{netip.MustParseAddr("203.0.113.7")}))
+	eventually(t, "east sees west's DNS address", func() bool {
+		for _, m := range e1.Members() {
+			if m.Name == "west-0" {
+				return slices.Equal(m.DNSAddresses, []netip.Addr{netip.MustParseAddr("203.0.113.7")})
+			}
+		}
+		return false
+	})
+	assert.Error(t, w0.SetDNSAddresses(make([]netip.Addr, 9)), "at most 8")
 }
 
 // TestRefusedCredentialsAreCountedByReason sends a prober that trusts one CA
@@ -377,4 +394,56 @@ func TestAKeeperTakesACredentialRenewedOnDiskWithoutARestart(t *testing.T) {
 	assert.True(t, strings.HasSuffix(e0.Credential(), leaf.SerialNumber.Text(16)))
 	e0.Publish(s, health.Up, time.Now())
 	eventually(t, "east keeps working", func() bool { return hasVote(w0, "east-0", s, health.Up) })
+}
+
+// TestSeedNamesAreResolvedAgainUntilJoined starts a node whose one seed is
+// a DNS name that does not resolve yet (the first site's delegation is not
+// in place): it keeps resolving the name and joins as soon as the name
+// points at a live node.
+func TestSeedNamesAreResolvedAgainUntilJoined(t *testing.T) {
+	noLeaks(t)
+	var mu sync.Mutex
+	var target []netip.Addr
+	srv := &dns.Server{Addr: "127.0.0.1:0", Net: "udp", Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		mu.Lock()
+		addrs := slices.Clone(target)
+		mu.Unlock()
+		if len(addrs) == 0 {
+			m.Rcode = dns.RcodeNameError
+		}
+		for _, a := range addrs {
+			if q.Question[0].Qtype == dns.TypeA {
+				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1}, A: a.AsSlice()})
+			}
+		}
+		_ = w.WriteMsg(m)
+	})}
+	ready := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(ready) }
+	go func() { _ = srv.ListenAndServe() }()
+	<-ready
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", srv.PacketConn.LocalAddr().String())
+	}}
+
+	l := newCALab(t, "ca")
+	pool := l.pool(nil, "ca")
+	east := l.issue("ca", prober("us-east", "east-*", 2), time.Now(), time.Hour)
+	west := l.issue("ca", prober("eu-west", "west-*", 1), time.Now(), time.Hour)
+	e0 := l.start(l.config("east-0", "us-east", RoleProber, &east, pool))
+	_, port, err := net.SplitHostPort(e0.LocalAddr())
+	require.NoError(t, err)
+	wcfg := l.config("west-0", "eu-west", RoleProber, &west, pool, net.JoinHostPort("ring.gslb.example.test", port))
+	wcfg.Resolver = resolver
+	w0 := l.start(wcfg)
+	time.Sleep(3 * wcfg.RejoinInterval)
+	require.Len(t, w0.AllMembers(), 1, "the name does not resolve yet: west is alone")
+	mu.Lock()
+	target = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	mu.Unlock()
+	eventually(t, "west joins once the name resolves", func() bool { return len(w0.Members()) == 2 && len(e0.Members()) == 2 })
 }

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,8 @@ type Config struct {
 	Cluster           string        // an agent's cluster: the one its credential must name
 	Bind              string        // IP:port for gossip, UDP and TCP (port 0 picks one)
 	Advertise         string        // IP:port others use (default: bind)
-	Seeds             []string      // host:port of nodes to join
+	Seeds             []string      // host:port of nodes to join; a host may be a DNS name, resolved again at every attempt
+	Resolver          *net.Resolver // resolves seed names (default: the system's)
 	KeyFile           string        // keyring file (see LoadKeyring); "" = no encryption
 	Label             string        // gossip label
 	RequireEncryption bool          // refuse to start without KeyFile
@@ -126,15 +128,20 @@ type Member struct {
 	CredentialExpires time.Time `json:"credential_expires,omitzero"`
 	CredentialSerial  string    `json:"credential_serial,omitempty"`
 	KeyFingerprint    string    `json:"key_fingerprint,omitempty"`
+	// DNSAddresses are the public DNS addresses the member announces for its
+	// site (ring.dns_addresses), for the site's nameserver glue; only the
+	// valid ones of a trusted member.
+	DNSAddresses []netip.Addr `json:"dns_addresses,omitempty"`
 }
 
 // meta is what a node tells about itself in memberlist's node metadata,
 // signed so that only the node itself can claim its region and role.
 type meta struct {
-	Region string `json:"r"`
-	Role   string `json:"o"`
-	Cred   []byte `json:"c,omitempty"` // credID of the node's credential: the metadata counts with that certificate only
-	Sig    []byte `json:"s,omitempty"`
+	Region string   `json:"r"`
+	Role   string   `json:"o"`
+	Cred   []byte   `json:"c,omitempty"` // credID of the node's credential: the metadata counts with that certificate only
+	DNS    []string `json:"d,omitempty"` // the public DNS addresses of the node's site (ring.dns_addresses): its nameserver's glue
+	Sig    []byte   `json:"s,omitempty"`
 }
 
 // metaInput is what a node's metadata signature covers. Without a
@@ -142,8 +149,8 @@ type meta struct {
 // older nodes keep checking each other.
 func metaInput(name string, md meta) []byte {
 	in := "meridian-ring-meta-v1\x00" + name + "\x00" + md.Region + "\x00" + md.Role
-	if len(md.Cred) > 0 {
-		in = "meridian-ring-meta-v2\x00" + name + "\x00" + md.Region + "\x00" + md.Role + "\x00" + hex.EncodeToString(md.Cred)
+	if len(md.Cred) > 0 || len(md.DNS) > 0 {
+		in = "meridian-ring-meta-v2\x00" + name + "\x00" + md.Region + "\x00" + md.Role + "\x00" + hex.EncodeToString(md.Cred) + "\x00" + strings.Join(md.DNS, ",")
 	}
 	return []byte(in)
 }
@@ -161,6 +168,8 @@ type Ring struct {
 	meta  atomic.Pointer[[]byte]
 	creds *credStore              // other nodes' verified credentials
 	own   atomic.Pointer[ownCred] // this node's credential, nil without one
+	// dnsAddrs are the public DNS addresses of this node's site, in its metadata.
+	dnsAddrs atomic.Pointer[[]string]
 
 	seq      atomic.Uint64 // own vote sequence
 	rttWake  chan struct{} // RTTChanged: run the next RTT round early
@@ -203,6 +212,7 @@ func newRing(cfg Config) (*Ring, error) {
 		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]confirmed{}, mismatch: map[string]int{},
 		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{}),
 		rttWake: make(chan struct{}, 1)}
+	r.dnsAddrs.Store(new([]string))
 	id := cfg.Identity
 	if cfg.Credential != nil {
 		id = Identity{key: cfg.Credential.Key}
@@ -250,7 +260,7 @@ func roleOf(role string) string {
 
 // signMeta returns this node's signed metadata.
 func (r *Ring) signMeta() []byte {
-	md := meta{Region: r.cfg.Region, Role: r.cfg.Role}
+	md := meta{Region: r.cfg.Region, Role: r.cfg.Role, DNS: *r.dnsAddrs.Load()}
 	if oc := r.own.Load(); oc != nil {
 		md.Cred = credID(oc.v.Hash)
 	}
@@ -546,6 +556,7 @@ func (r *Ring) refreshView() {
 			if m.Trusted {
 				m.Site = p.site
 				m.CredentialExpires, m.CredentialSerial, m.KeyFingerprint = p.expires, p.serial, p.fpr
+				m.DNSAddresses = dnsAddrs(md.DNS)
 			}
 		}
 		out = append(out, m)
@@ -860,18 +871,71 @@ func next(c *atomic.Uint64) uint64 {
 	}
 }
 
+// join joins the seeds' addresses that are not live members yet. A seed
+// may be a DNS name (ring.<zone>, which Meridian serves itself): it is
+// resolved again at every attempt, so a site that came up later, or moved,
+// is found. It returns how many nodes were contacted.
 func (r *Ring) join() (int, error) {
-	self := r.LocalAddr()
-	var seeds []string
-	for _, s := range r.cfg.Seeds {
-		if s != self && s != r.cfg.Bind {
-			seeds = append(seeds, s)
+	addrs, err := r.seedAddrs()
+	live := map[string]bool{r.LocalAddr(): true, r.cfg.Bind: true}
+	for _, m := range r.AllMembers() {
+		live[m.Addr] = true
+	}
+	var missing []string
+	for _, a := range addrs {
+		if !live[a] {
+			missing = append(missing, a)
 		}
 	}
-	if len(seeds) == 0 {
-		return 0, nil
+	if len(missing) == 0 {
+		return 0, err
 	}
-	return r.ml.Join(seeds)
+	n, jerr := r.ml.Join(missing)
+	if n > 0 {
+		return n, nil
+	}
+	return n, errors.Join(err, jerr)
+}
+
+// seedTimeout bounds the resolution of one seed name.
+const seedTimeout = 5 * time.Second
+
+// seedAddrs resolves the seeds to ip:port addresses; names that do not
+// resolve (yet) are reported in the error, the others are returned.
+func (r *Ring) seedAddrs() ([]string, error) {
+	var out []string
+	var errs []error
+	for _, s := range r.cfg.Seeds {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("seed %q: %w", s, err))
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			out = append(out, s)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), seedTimeout)
+		ips, err := r.resolver().LookupNetIP(ctx, "ip", host)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("seed %s: %w", s, err))
+			continue
+		}
+		for _, ip := range ips {
+			out = append(out, net.JoinHostPort(ip.Unmap().String(), port))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), errors.Join(errs...)
+}
+
+// resolver resolves seed names (Config.Resolver, else the system's).
+func (r *Ring) resolver() *net.Resolver {
+	if r.cfg.Resolver != nil {
+		return r.cfg.Resolver
+	}
+	return net.DefaultResolver
 }
 
 // rejoinLoop re-joins every seed that is not a live member.
@@ -885,24 +949,15 @@ func (r *Ring) rejoinLoop() {
 			return
 		case <-t.C:
 		}
-		live := map[string]bool{}
-		for _, m := range r.AllMembers() {
-			live[m.Addr] = true
+		n, err := r.join()
+		if n > 0 || err != nil {
+			r.m.Rejoins.Inc()
 		}
-		missing := false
-		for _, s := range r.cfg.Seeds {
-			if !live[s] && s != r.LocalAddr() {
-				missing = true
-			}
-		}
-		if !missing {
-			continue
-		}
-		r.m.Rejoins.Inc()
-		if n, err := r.join(); err != nil {
+		switch {
+		case n > 0:
+			r.log.Info("ring: joined seeds", "contacted", n, "members", r.ml.NumMembers())
+		case err != nil:
 			r.log.Debug("ring: rejoin", "err", err)
-		} else if n > 0 {
-			r.log.Info("ring: rejoined seeds", "contacted", n, "members", r.ml.NumMembers())
 		}
 	}
 }
@@ -1149,4 +1204,55 @@ func newOpID() string {
 	b := make([]byte, 8)
 	_, _ = crand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// maxDNSAddrs bounds the DNS addresses one node may announce.
+const maxDNSAddrs = 8
+
+// dnsAddrs keeps the announced DNS addresses that can be glue: unicast,
+// not loopback, link-local or unspecified, at most maxDNSAddrs.
+func dnsAddrs(in []string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range in {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" || !a.IsGlobalUnicast() {
+			continue
+		}
+		out = append(out, a.Unmap())
+		if len(out) == maxDNSAddrs {
+			break
+		}
+	}
+	return out
+}
+
+// SetDNSAddresses announces the public DNS addresses of this node's site
+// (its nameserver's glue) in its signed metadata: at once to every member.
+func (r *Ring) SetDNSAddresses(addrs []netip.Addr) error {
+	if len(addrs) > maxDNSAddrs {
+		return fmt.Errorf("ring: %d DNS addresses (allowed: at most %d)", len(addrs), maxDNSAddrs)
+	}
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.String()
+	}
+	slices.Sort(s)
+	if slices.Equal(s, *r.dnsAddrs.Load()) {
+		return nil
+	}
+	r.dnsAddrs.Store(&s)
+	m := r.signMeta()
+	if len(m) > memberlist.MetaMaxSize {
+		return fmt.Errorf("ring: node metadata of %d bytes with %d DNS addresses (allowed: %d bytes)", len(m), len(addrs), memberlist.MetaMaxSize)
+	}
+	r.meta.Store(&m)
+	r.refreshView()
+	if ml := r.mlp.Load(); ml != nil {
+		if err := ml.UpdateNode(5 * time.Second); err != nil {
+			r.log.Warn("ring: new DNS addresses not announced yet; the next gossip carries them", "err", err)
+		}
+	}
+	r.log.Info("ring: this site's DNS addresses announced", "dns_addresses", s)
+	r.changed()
+	return nil
 }
