@@ -81,6 +81,7 @@ type App struct {
 	dnsUp      atomic.Bool
 
 	ctx      context.Context // background work; cancelled by the cleanup stack
+	quit     chan string     // a reason to end Run with an error (restart): the process exits and its supervisor starts it again
 	cleanup  []func()        // run in reverse order when Run returns
 	reloadMu sync.Mutex      // one reload at a time: the file read last is the one served
 }
@@ -121,7 +122,12 @@ func Run(ctx context.Context, opts Options) error {
 	if a.opts.Started != nil {
 		a.opts.Started(a.dnsAddrs, a.httpAddr)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case why := <-a.quit:
+		a.log.Info("shutting down to restart", "reason", why)
+		return fmt.Errorf("restart: %s", why)
+	}
 	a.log.Info("shutting down")
 	return nil
 }
@@ -152,7 +158,7 @@ func newApp(opts Options) (*App, *serving.Loaded, error) {
 	}
 	secretfile.SetPolicy(policy, log)
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), ctx: ctx}
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), ctx: ctx, quit: make(chan string, 1)}
 	a.defer_(cancel)
 	a.registerMetrics()
 	if opts.ConfigPath == "" {

@@ -27,7 +27,9 @@ type probing struct {
 	rtts     health.RTTs              // this prober's smoothed RTT per endpoint (latency strategy)
 	latency  *serving.LatencyFollower // RTT summaries -> the latency view
 	latWake  chan struct{}            // new RTT summaries: update the view now
-	wake     chan struct{}
+	// sitesWake: the membership changed, update the ring's sites (zones[].ring).
+	sitesWake chan struct{}
+	wake      chan struct{}
 	// probes is the probing view of the effective state: its subjects
 	// (votes on others are refused), the endpoints of latency services
 	// (their RTTs are gossiped) and the targets, kept from one state to
@@ -59,20 +61,24 @@ func (a *App) startProbing(*serving.Loaded) error {
 	if err != nil {
 		return err
 	}
-	p := &probing{a: a, wake: make(chan struct{}, 1), latWake: make(chan struct{}, 1)}
+	advertise, err := a.advertiseFrom(d)
+	if err != nil {
+		return err
+	}
+	p := &probing{a: a, wake: make(chan struct{}, 1), latWake: make(chan struct{}, 1), sitesWake: make(chan struct{}, 1)}
 	p.probes.Update(d)
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
 	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, OnSuspect: p.voter.OnSuspect, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
 	r, err := ring.Start(ring.Config{
 		NodeName: a.node, Region: d.Ring.Region, Role: ring.RoleProber,
-		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds,
+		Bind: d.Ring.Bind, Advertise: advertise, Seeds: d.Ring.Seeds,
 		KeyFile: d.Ring.KeyFile, Label: d.Ring.Label,
 		RequireEncryption: d.Ring.RequireEncryption || a.opts.RequireEncryption,
 		RejoinInterval:    d.Ring.RejoinInterval.D(), SummaryInterval: d.Health.Interval.D(),
 		Memberlist: d.Ring.Memberlist, Logger: a.log, Metrics: ring.NewMetrics(a.reg),
 		OnConfirm:   p.onConfirm,
 		OnHeartbeat: p.voter.OnHeartbeat,
-		OnChange:    p.poke,
+		OnChange:    func() { p.poke(); poke(p.sitesWake) },
 		OnShared:    a.pipe.OnShared,
 		SharedState: a.pipe.SharedState,
 		Identity:    id, Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
@@ -86,6 +92,10 @@ func (a *App) startProbing(*serving.Loaded) error {
 		return err
 	}
 	p.ring, p.voter.Ring = r, r
+	if err := a.announceDNS(d, r); err != nil {
+		_ = r.Shutdown()
+		return err
+	}
 	p.trust = &ring.Keeper{Ring: r, Logger: a.log}
 	p.trust.Started(d.DefaultTrustDomain(), d.Ring)
 	a.goBackground(func(ctx context.Context) { p.trust.Run(ctx, ring.DefaultTrustCheck) })
@@ -95,6 +105,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 		p.follower.Notifier = a.decided // every node decides; the writer notifies
 	}
 	p.latency = &serving.LatencyFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
+	sitesF := &serving.SitesFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
 	a.pipe.SetBroadcast(r.BroadcastShared)
 	a.probing.Store(p)
 	p.configure(d)
@@ -115,6 +126,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	})
 	a.goBackground(func(ctx context.Context) { p.follower.Run(ctx, p.wake, min(d.Health.Interval.D()/2, time.Second)) })
 	a.goBackground(func(ctx context.Context) { p.latency.Run(ctx, p.latWake, min(d.Health.Interval.D()/2, time.Second)) })
+	a.goBackground(func(ctx context.Context) { sitesF.Run(ctx, p.sitesWake, 5*time.Second) })
 	args := []any{"node", a.node, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds, "public_key", r.PublicKey(), "peers", len(d.Ring.Peers)}
 	if cred != nil {
 		args = append(args, "credential", r.Credential())

@@ -500,6 +500,23 @@ func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
 			z.glue = append(z.glue, rr)
 		}
 	}
+	for _, h := range mz.Hosts {
+		if !dns.IsSubDomain(mz.Apex, h.Name) {
+			continue
+		}
+		n := z.ensure(h.Name)
+		n.static = true
+		ttl := uint32(mz.TTL)
+		if n.hinfo == nil {
+			n.hinfo = hinfo(h.Name, ttl)
+		}
+		for _, a := range h.IPv4 {
+			n.a = append(n.a, &dns.A{Hdr: hdr(h.Name, dns.TypeA, ttl), A: netip.MustParseAddr(a).AsSlice()})
+		}
+		for _, a := range h.IPv6 {
+			n.aaaa = append(n.aaaa, &dns.AAAA{Hdr: hdr(h.Name, dns.TypeAAAA, ttl), AAAA: netip.MustParseAddr(a).AsSlice()})
+		}
+	}
 	return z, nil
 }
 

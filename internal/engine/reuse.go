@@ -174,7 +174,7 @@ func (r *reuser) shareNames(s *Snapshot) {
 // sameZoneNames reports whether two zones have the same owner names apart
 // from services: compileZone reads only these fields into the name table.
 func sameZoneNames(a, b *model.Zone) bool {
-	return a.Apex == b.Apex && a.SOA.TTL == b.SOA.TTL && a.NSTTL == b.NSTTL && reflect.DeepEqual(a.Nameservers, b.Nameservers)
+	return a.Apex == b.Apex && a.TTL == b.TTL && a.SOA.TTL == b.SOA.TTL && a.NSTTL == b.NSTTL && reflect.DeepEqual(a.Nameservers, b.Nameservers) && reflect.DeepEqual(a.Hosts, b.Hosts)
 }
 
 // replaceService puts svc at its name in a name table that follows the

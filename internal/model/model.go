@@ -86,6 +86,17 @@ type Zone struct {
 	Transfer    *Transfer    `yaml:"transfer"`    // zone transfers to secondaries (AXFR/IXFR, TSIG, NOTIFY)
 	DNSSEC      *DNSSEC      `yaml:"dnssec"`      // online signing
 	Ring        *ZoneRing    `yaml:"ring"`        // names the ring serves in this zone (its nodes' gossip addresses, its sites' nameservers)
+	// Hosts are A/AAAA records Meridian adds at run time (the ring's names,
+	// internal/sites); never read from the config.
+	Hosts []Host `yaml:"-"`
+}
+
+// Host is a name of a zone with fixed addresses, answered as they are
+// (no health, no weights) with the zone's TTL.
+type Host struct {
+	Name string
+	IPv4 []string
+	IPv6 []string
 }
 
 // ZoneRing is what a zone serves from the ring's live members (ADR 0018):

@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/latency"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/sites"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
 
@@ -28,6 +29,7 @@ type State struct {
 	Decision  *failover.Decision // the ring's decided health (nil without ring, or before the first round)
 	Capacity  *capacity.State    // ready fractions of capacity-aware services (nil: configured weights)
 	Latency   *latency.View      // the RTTs latency services answer by (nil: none measured yet)
+	Sites     *sites.View        // the ring's live sites: names and nameservers of zones[].ring (nil: none known)
 	Snapshot  *engine.Snapshot   // the compiled answer tables built from the above
 
 	ReloadedAt time.Time // the last config load, good or bad
@@ -356,7 +358,7 @@ func (s *State) inputs(ovs []admin.Override) (admin.Applied, engine.Options) {
 	if s.Decision != nil {
 		h = s.Decision
 	}
-	ap := admin.Apply(&s.Effective.Desired, ovs)
+	ap := admin.Apply(sites.Apply(&s.Effective.Desired, s.Sites), ovs)
 	opts := engine.Options{Locator: s.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
 	opts.Latency = s.Latency
 	if s.Capacity != nil {

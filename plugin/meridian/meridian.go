@@ -174,11 +174,13 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 	if d.Ring.Region == "" {
 		return fmt.Errorf("meridian: %s: ring.region is required for the ring property", m.ConfigPath)
 	}
-	wake, latWake := make(chan struct{}, 1), make(chan struct{}, 1)
+	wake, latWake, sitesWake := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
 	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
+		for _, c := range []chan struct{}{wake, sitesWake} {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
 		}
 	}
 	pool, err := ring.LoadTrust(d.DefaultTrustDomain(), d.Ring)
@@ -220,6 +222,12 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
 	lat := &serving.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
+	sitesF := &serving.SitesFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		sitesF.Run(ctx, sitesWake, 5*time.Second)
+	}()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()

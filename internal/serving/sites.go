@@ -1,0 +1,98 @@
+package serving
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/sites"
+)
+
+// SitesRing is where a SitesFollower reads the ring's members (*ring.Ring).
+type SitesRing interface {
+	Members() []ring.Member
+}
+
+// SitesFollower keeps the pipeline's view of the ring's sites (the names
+// and nameservers of zones[].ring, internal/sites) in step with the ring's
+// live trusted probers. Serve nodes and the CoreDNS plugin run the same one.
+type SitesFollower struct {
+	Pipeline *Pipeline
+	Ring     SitesRing
+	Logger   *slog.Logger
+
+	last *sites.View
+}
+
+// Run updates the view on every wake and every interval until ctx is done.
+func (f *SitesFollower) Run(ctx context.Context, wake <-chan struct{}, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if err := f.Update(); err != nil {
+			f.log().Error("republish after a change of the ring's sites failed: previous snapshot keeps serving", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+	}
+}
+
+func (f *SitesFollower) log() *slog.Logger {
+	if f.Logger != nil {
+		return f.Logger
+	}
+	return f.Pipeline.log
+}
+
+// Update builds the view from the members now and hands it to the pipeline
+// when it changed. Only calls from one goroutine.
+func (f *SitesFollower) Update() error {
+	v := SitesView(f.Ring.Members())
+	if v.Equal(f.last) {
+		return nil
+	}
+	f.last = v
+	f.log().Info("the ring's sites changed", "sites", v.Sites)
+	return f.Pipeline.SetSites(v)
+}
+
+// SetSites stores the ring's sites and, when a zone serves names from them
+// (zones[].ring), republishes. A publish that fails keeps the previous
+// snapshot serving.
+func (p *Pipeline) SetSites(v *sites.View) error {
+	p.mu.Lock()
+	prev := p.cur.Load()
+	if !slices.ContainsFunc(prev.Effective.Zones, func(z model.Zone) bool { return z.Ring != nil }) {
+		next := *prev
+		next.Sites = v // kept for a reload that adds a ring section
+		p.cur.Store(&next)
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.Unlock()
+	return p.setInput(func(s *State) { s.Sites = v })
+}
+
+// SitesView is the view of the live trusted probers among members.
+func SitesView(members []ring.Member) *sites.View {
+	var ms []sites.Member
+	for _, m := range members {
+		if !m.Trusted || m.Role != ring.RoleProber || m.Site == "" {
+			continue
+		}
+		sm := sites.Member{Site: m.Site, DNS: m.DNSAddresses}
+		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
+			sm.Gossip = ap.Addr()
+		}
+		ms = append(ms, sm)
+	}
+	return sites.FromMembers(ms)
+}
