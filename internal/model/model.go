@@ -85,6 +85,7 @@ type Zone struct {
 	Nameservers []Nameserver `yaml:"nameservers"` // NS records at the apex (at least one)
 	Transfer    *Transfer    `yaml:"transfer"`    // zone transfers to secondaries (AXFR/IXFR, TSIG, NOTIFY)
 	DNSSEC      *DNSSEC      `yaml:"dnssec"`      // online signing
+	Delegation  *Delegation  `yaml:"delegation"`  // write the zone's delegation (NS, glue, DS) into its parent zone
 }
 
 // SOA holds the start-of-authority fields of a zone.
