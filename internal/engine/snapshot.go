@@ -57,6 +57,10 @@ type zone struct {
 	names  nameTable
 	signer ZoneSigner // nil: unsigned
 	dnskey []dns.RR   // the DNSKEY RRset of a signed zone
+	// cds and cdnskey are the CDS and CDNSKEY RRsets of a signed zone
+	// (RFC 7344): its secure entry keys, for parents that poll them; the
+	// same keys and digest a provider writes as the DS (dnssec.DSSet).
+	cds, cdnskey []dns.RR
 }
 
 // node is an owner name that exists in a zone.
