@@ -47,7 +47,7 @@ func (t ringTransport) Send(c string) { t.r.SendLeaderVote(c) }
 // is retried in the background so that DNS serving never waits for it.
 func (a *App) startProviders(*serving.Loaded) error {
 	d := &a.current().Desired
-	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) == 0 {
+	if !d.HasProviderZones() {
 		return nil
 	}
 	metrics := providers.NewReconcileMetrics(a.reg)
@@ -117,6 +117,9 @@ func (a *App) providerZones() []api.ProviderOverview {
 func (a *App) providerState() providers.State {
 	cur := a.pipe.State()
 	st := providers.State{Desired: cur.Served} // drains and forced states of operators included
+	if snap := a.pipe.Store().Load(); snap != nil {
+		st.DNSKEY = snap.DNSKEY // the keys served: the DS written names them
+	}
 	if cur.Capacity != nil {
 		st.Capacity = cur.Capacity // capacity-aware weights, as answered
 	}

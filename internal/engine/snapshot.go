@@ -85,6 +85,16 @@ func (n *node) hasData() bool {
 	return n.apex || n.svc != nil || len(n.a)+len(n.aaaa) > 0
 }
 
+// DNSKEY returns the DNSKEY RRset the zone with the canonical apex serves:
+// nil when the zone is not signed or not in the snapshot. Callers must not
+// modify it.
+func (s *Snapshot) DNSKEY(apex string) []dns.RR {
+	if z := s.zones[apex]; z != nil {
+		return z.dnskey
+	}
+	return nil
+}
+
 // Generation counts snapshots published by one process; it increases by one
 // with every compile of a Store.
 func (s *Snapshot) Generation() uint64 { return s.generation }
