@@ -107,8 +107,8 @@ func Delegation(parent string, zones []DelegatedZone) ([]plan.Record, error) {
 }
 
 // DSValue is the value of a DS record in plan records, the same for every
-// provider: "key-tag algorithm digest-type DIGEST", the digest in upper
-// case hex (the presentation form of RFC 4034 section 5.3).
+// provider (plan.CanonicalDS): "key-tag algorithm digest-type DIGEST", the
+// digest in upper-case hex (the presentation form of RFC 4034 section 5.3).
 func DSValue(ds *dns.DS) string {
 	return fmt.Sprintf("%d %d %d %s", ds.KeyTag, ds.Algorithm, ds.DigestType, strings.ToUpper(ds.Digest))
 }
