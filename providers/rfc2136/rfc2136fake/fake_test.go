@@ -85,8 +85,10 @@ func TestUpdateRules(t *testing.T) {
 			build:  func(t *testing.T, m *dns.Msg) { m.Insert([]dns.RR{rr(t, "www.example.com. 60 IN A 192.0.2.3")}) },
 			rcode:  -1, www: []string{"192.0.2.1"}},
 		{name: "the apex NS cannot be deleted by RRset",
-			build: func(t *testing.T, m *dns.Msg) { m.RemoveRRset([]dns.RR{rr(t, "example.com. 60 IN NS ns1.example.com.")}) },
-			www:   []string{"192.0.2.1"}},
+			build: func(t *testing.T, m *dns.Msg) {
+				m.RemoveRRset([]dns.RR{rr(t, "example.com. 60 IN NS ns1.example.com.")})
+			},
+			www: []string{"192.0.2.1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := New(Options{Zone: "example.com", KeyName: key, Secret: secret, Grant: tc.grant})
