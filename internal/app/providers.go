@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gslb/meridian/providers"
 	"github.com/meridian-gslb/meridian/providers/apicall"
 	"github.com/meridian-gslb/meridian/providers/cloudflare"
+	"github.com/meridian-gslb/meridian/providers/rfc2136"
 	"github.com/meridian-gslb/meridian/providers/route53"
 )
 
@@ -155,6 +156,13 @@ func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone
 			return nil, fmt.Errorf("providers.cloudflare zone %s: %w", z.Zone, err)
 		}
 		zones = append(zones, pz)
+	}
+	for _, z := range d.Providers.RFC2136 {
+		p, err := rfc2136.NewFromConfig(z, rfc2136.Options{Logger: a.log, Metrics: apicall.NewMetrics(a.reg), Registerer: a.reg})
+		if err != nil {
+			return nil, fmt.Errorf("providers.rfc2136 zone %s: %w", z.Zone, err)
+		}
+		zones = append(zones, providers.Zone{Provider: p, Zone: z.Zone, Mode: model.ModeDelegate})
 	}
 	return zones, nil
 }
