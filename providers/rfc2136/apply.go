@@ -194,13 +194,9 @@ func (a *applier) groups(cs plan.Changes) []group {
 			for _, rr := range c.pre {
 				rr.Header().Ttl = 0 // RFC 2136 section 2.4.2: the TTL of a prerequisite is 0
 			}
-		} else {
-			var tmpl []dns.RR
-			tmpl, err = toRRs(plan.Record{Name: nu.Name, Type: nu.Type, TTL: 0, Values: nu.Values[:min(1, len(nu.Values))]})
-			if err == nil && len(tmpl) > 0 {
-				// RRset does not exist: class NONE, the type, no data.
-				c.pre = []dns.RR{&dns.ANY{Hdr: dns.RR_Header{Name: nu.Name, Rrtype: tmpl[0].Header().Rrtype, Class: dns.ClassNONE}}}
-			}
+		} else if t, ok := dns.StringToType[nu.Type]; ok {
+			// RRset does not exist: class NONE, the type, no data.
+			c.pre = []dns.RR{&dns.ANY{Hdr: dns.RR_Header{Name: nu.Name, Rrtype: t, Class: dns.ClassNONE}}}
 		}
 		if err == nil && old != nil {
 			t := dns.StringToType[old.Type]
