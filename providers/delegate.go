@@ -1,25 +1,215 @@
 package providers
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/miekg/dns"
 
+	"github.com/meridian-gslb/meridian/internal/dnssec"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/providers/plan"
 )
 
-// Delegation returns the records that delegate Meridian's zones below
-// providerZone to Meridian's nameservers: NS at each zone apex and glue
-// A/AAAA for nameserver names inside providerZone. A nameserver whose ring
-// node (nameservers[].node) is not live is left out, but at least one stays:
-// an empty delegation would take the whole zone down.
-func Delegation(d *model.Desired, providerZone string, live func(node string) bool) []plan.Record {
-	var out []plan.Record
-	for _, z := range d.Zones {
-		if z.Apex == providerZone || !dns.IsSubDomain(providerZone, z.Apex) {
+// Delegation (mode delegate, and every zones[].delegation) is computed in
+// two pure steps, with the I/O at the edges:
+//
+//  1. DelegatedZones picks the Meridian zones a parent zone delegates and
+//     gathers their inputs: the effective nameservers (names and
+//     addresses, from whatever knows them: the config today, addresses
+//     learned at run time later) and the DNSKEY RRset of a signed zone;
+//  2. Delegation turns those inputs into the parent's records: NS, glue,
+//     DS. It trusts none of them: a bad name or address is an error (the
+//     pass fails and the parent keeps what it had).
+//
+// The reconciler diffs the result against the parent with plan.Compute, so
+// only names carrying this installation's ownership TXT are ever changed.
+
+// DelegatedZone is what a parent zone must hold for one Meridian zone.
+type DelegatedZone struct {
+	Apex string // the zone (canonical: lower case, trailing dot)
+	TTL  uint32 // of its NS, glue and DS records (zones[].ns_ttl)
+	// Nameservers is the effective list: each name with its addresses
+	// (ipv4, ipv6; Node is not read). A name inside the zone without an
+	// address cannot be reached and is left out.
+	Nameservers []model.Nameserver
+	// Signed is set for a zone with dnssec: its delegation then needs DS
+	// records, from DNSKEY (the RRset the zone serves).
+	Signed bool
+	DNSKEY []dns.RR
+}
+
+// Delegation returns the records parent must hold to delegate zones, sorted:
+// for each zone, NS at its apex, glue A/AAAA for the nameservers inside it,
+// and for a signed zone the DS records of its secure entry keys (SHA-256,
+// dnssec.DSSet: the keys and digest its own CDS names). Glue for a name
+// several zones share is merged. It fails, naming the zone and the value,
+// when a zone is not below parent, a nameserver name or address is not
+// valid, no nameserver is left to delegate to (an empty NS set is never
+// written), or a signed zone has no key to point the DS at (writing it
+// without DS would turn validation off for the zone).
+func Delegation(parent string, zones []DelegatedZone) ([]plan.Record, error) {
+	byKey := map[plan.Key]*plan.Record{}
+	add := func(name, typ string, ttl uint32, values ...string) {
+		k := plan.Key{Name: name, Type: typ}
+		r := byKey[k]
+		if r == nil {
+			r = &plan.Record{Name: name, Type: typ, TTL: ttl}
+			byKey[k] = r
+		}
+		r.TTL = min(r.TTL, ttl)
+		for _, v := range values {
+			if !slices.Contains(r.Values, v) {
+				r.Values = append(r.Values, v)
+			}
+		}
+	}
+	for _, z := range zones {
+		apex := model.CanonicalName(z.Apex)
+		if apex == parent || !dns.IsSubDomain(parent, apex) {
+			return nil, fmt.Errorf("zone %s is not below the parent zone %s", apex, parent)
+		}
+		ns, glue, err := nameservers(apex, z.Nameservers)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s: %w", apex, err)
+		}
+		add(apex, "NS", z.TTL, ns...)
+		for _, g := range glue {
+			add(g.Name, g.Type, z.TTL, g.Values...)
+		}
+		if !z.Signed {
 			continue
 		}
+		ds := dnssec.DSSet(z.DNSKEY, z.TTL)
+		if len(ds) == 0 {
+			return nil, fmt.Errorf("zone %s is signed but has no key loaded yet: the delegation is not written without its DS", apex)
+		}
+		var values []string
+		for _, d := range ds {
+			values = append(values, DSValue(d))
+		}
+		add(apex, "DS", z.TTL, values...)
+	}
+	out := make([]plan.Record, 0, len(byKey))
+	for _, r := range byKey {
+		r.Normalize()
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b plan.Record) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	return out, nil
+}
+
+// DSValue is the value of a DS record in plan records, the same for every
+// provider (plan.CanonicalDS): "key-tag algorithm digest-type DIGEST", the
+// digest in upper-case hex (the presentation form of RFC 4034 section 5.3).
+func DSValue(ds *dns.DS) string {
+	return fmt.Sprintf("%d %d %d %s", ds.KeyTag, ds.Algorithm, ds.DigestType, strings.ToUpper(ds.Digest))
+}
+
+// nameservers checks a zone's effective nameservers and returns the NS
+// targets and the glue records (names inside the zone only: glue is what
+// the parent needs to reach them; a name elsewhere is resolved on its own).
+func nameservers(apex string, list []model.Nameserver) (ns []string, glue []plan.Record, err error) {
+	for _, n := range list {
+		if _, ok := dns.IsDomainName(n.Name); !ok || strings.TrimSpace(n.Name) == "" || strings.ContainsAny(n.Name, " *") {
+			return nil, nil, fmt.Errorf("nameserver %q is not a domain name", n.Name)
+		}
+		name := model.CanonicalName(n.Name)
+		v4, err := addrs(name, n.IPv4, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		v6, err := addrs(name, n.IPv6, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !dns.IsSubDomain(apex, name) {
+			ns = append(ns, name)
+			continue
+		}
+		if len(v4)+len(v6) == 0 {
+			continue // inside the zone without glue: unreachable
+		}
+		ns = append(ns, name)
+		if len(v4) > 0 {
+			glue = append(glue, plan.Record{Name: name, Type: "A", Values: v4})
+		}
+		if len(v6) > 0 {
+			glue = append(glue, plan.Record{Name: name, Type: "AAAA", Values: v6})
+		}
+	}
+	if len(ns) == 0 {
+		return nil, nil, fmt.Errorf("no nameserver to delegate to (%d listed, none outside the zone or with an address): an empty NS set is never written", len(list))
+	}
+	return ns, glue, nil
+}
+
+// addrs parses the addresses of nameserver name, all IPv4 (v4) or all IPv6.
+func addrs(name string, in []string, v4 bool) ([]string, error) {
+	var out []string
+	for _, s := range in {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("nameserver %s: address %q is not an IP address", name, s)
+		case v4 && !a.Is4():
+			return nil, fmt.Errorf("nameserver %s: address %q is not an IPv4 address", name, s)
+		case !v4 && (!a.Is6() || a.Is4In6() || a.Zone() != ""):
+			return nil, fmt.Errorf("nameserver %s: address %q is not an IPv6 address", name, s)
+		}
+		if !slices.Contains(out, a.String()) {
+			out = append(out, a.String())
+		}
+	}
+	return out, nil
+}
+
+// DelegatedZones returns the inputs of Delegation for the parent zone
+// (canonical) of the provider kind: every Meridian zone strictly below it,
+// except those whose zones[].delegation names another provider entry (an
+// explicit delegation is written by the entry it names only). nameservers
+// gives a zone's effective nameservers (nil: EffectiveNameservers(nil),
+// the configured ones); dnskey the DNSKEY RRset a signed zone serves (nil:
+// none known).
+func DelegatedZones(d *model.Desired, kind, parent string, nameservers func(z *model.Zone) []model.Nameserver, dnskey func(apex string) []dns.RR) []DelegatedZone {
+	if nameservers == nil {
+		nameservers = EffectiveNameservers(nil)
+	}
+	var out []DelegatedZone
+	for i := range d.Zones {
+		z := &d.Zones[i]
+		apex := model.CanonicalName(z.Apex)
+		if apex == parent || !dns.IsSubDomain(parent, apex) {
+			continue
+		}
+		if k, p := z.DelegatingEntry(); k != "" && (k != kind || p != parent) {
+			continue
+		}
+		dz := DelegatedZone{Apex: apex, TTL: uint32(z.NSTTL), Nameservers: nameservers(z), Signed: z.DNSSEC != nil}
+		if dz.TTL == 0 {
+			dz.TTL = model.DefaultNSTTL
+		}
+		if dz.Signed && dnskey != nil {
+			dz.DNSKEY = dnskey(apex)
+		}
+		out = append(out, dz)
+	}
+	return out
+}
+
+// EffectiveNameservers is the nameservers of a zone as configured, less
+// those whose ring node (nameservers[].node) is not live, but all of them
+// when none would stay: an empty delegation would take the whole zone down.
+// live nil: every node is live.
+func EffectiveNameservers(live func(node string) bool) func(z *model.Zone) []model.Nameserver {
+	return func(z *model.Zone) []model.Nameserver {
 		var healthy []model.Nameserver
 		for _, ns := range z.Nameservers {
 			if ns.Node == "" || live == nil || live(ns.Node) {
@@ -27,49 +217,8 @@ func Delegation(d *model.Desired, providerZone string, live func(node string) bo
 			}
 		}
 		if len(healthy) == 0 {
-			healthy = z.Nameservers
+			return z.Nameservers
 		}
-		ttl := uint32(z.NSTTL)
-		nsRec := plan.Record{Name: z.Apex, Type: "NS", TTL: ttl}
-		v4 := map[string][]string{}
-		v6 := map[string][]string{}
-		for _, ns := range healthy {
-			nsRec.Values = append(nsRec.Values, ns.Name)
-			if dns.IsSubDomain(providerZone, ns.Name) {
-				v4[ns.Name] = append(v4[ns.Name], ns.IPv4...)
-				v6[ns.Name] = append(v6[ns.Name], ns.IPv6...)
-			}
-		}
-		nsRec.Normalize()
-		out = append(out, nsRec)
-		for _, glue := range []struct {
-			typ   string
-			addrs map[string][]string
-		}{{"A", v4}, {"AAAA", v6}} {
-			for name, addrs := range glue.addrs {
-				if len(addrs) == 0 {
-					continue
-				}
-				r := plan.Record{Name: name, Type: glue.typ, TTL: ttl, Values: slices.Clone(addrs)}
-				r.Normalize()
-				out = append(out, r)
-			}
-		}
+		return healthy
 	}
-	slices.SortFunc(out, func(a, b plan.Record) int {
-		if a.Name != b.Name {
-			if a.Name < b.Name {
-				return -1
-			}
-			return 1
-		}
-		if a.Type < b.Type {
-			return -1
-		}
-		if a.Type > b.Type {
-			return 1
-		}
-		return 0
-	})
-	return out
 }

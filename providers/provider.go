@@ -1,6 +1,7 @@
 // Package providers pushes Meridian's decisions into external DNS providers
-// (Route53, Cloudflare). A Provider reads a zone's records and applies a
-// change set; the pure providers/plan computes the changes; Services turns
+// (Route53, Cloudflare) and Meridian's delegations into parent zones
+// (Route53, Cloudflare, RFC 2136 primaries). A Provider reads a zone's
+// records and applies a change set; the pure providers/plan computes the changes; Services turns
 // the desired state and the decided health into a provider-neutral view that
 // each adapter translates into its own records.
 package providers
@@ -15,7 +16,7 @@ import (
 // Provider is one DNS provider account. Implementations are safe for use
 // by one reconciler at a time.
 type Provider interface {
-	// Name is the provider kind: route53 or cloudflare.
+	// Name is the provider kind: route53, cloudflare or rfc2136.
 	Name() string
 	// Records returns every record of zone (a zone name, e.g. example.com.).
 	Records(ctx context.Context, zone string) ([]plan.Record, error)

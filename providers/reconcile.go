@@ -30,11 +30,20 @@ type Zone struct {
 }
 
 // State is what the reconciler publishes: the desired state, the decided
-// health, and which ring nodes are live (for delegation).
+// health, and for delegations which ring nodes are live, the effective
+// nameservers and the keys of the signed zones.
 type State struct {
 	Desired *model.Desired
 	Health  engine.Health
 	Live    func(node string) bool
+	// Nameservers returns the effective nameservers of a zone, the input of
+	// its delegation (nil: EffectiveNameservers(Live), the configured ones
+	// whose ring node is live). A list known at run time goes here.
+	Nameservers func(z *model.Zone) []model.Nameserver
+	// DNSKEY returns the DNSKEY RRset a signed zone serves, for the DS of
+	// its delegation (nil: none known; a signed zone's delegation then
+	// fails rather than be written without DS).
+	DNSKEY func(apex string) []dns.RR
 	// Changed is when the decision behind this state was made (for the
 	// decision-to-applied metric); zero if unknown.
 	Changed time.Time
@@ -239,7 +248,17 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 	}
 	var desired []plan.Record
 	if z.Mode == model.ModeDelegate {
-		desired = Delegation(st.Desired, z.Zone, st.Live)
+		ns := st.Nameservers
+		if ns == nil {
+			ns = EffectiveNameservers(st.Live)
+		}
+		var err error
+		desired, err = Delegation(z.Zone, DelegatedZones(st.Desired, res.Provider, z.Zone, ns, st.DNSKEY))
+		if err != nil {
+			res.Err = fmt.Errorf("%s zone %s: delegation: %w", res.Provider, z.Zone, err)
+			r.fail(res, labels)
+			return res
+		}
 	} else {
 		desired = z.Translate(views(), z.Zone)
 	}

@@ -174,37 +174,6 @@ func TestPeriodicResyncRepairsAndCountsDrift(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(r.Metrics.Drift.WithLabelValues("mem", "example.com.")))
 }
 
-func TestDelegationKeepsLiveNameserversAndAtLeastOne(t *testing.T) {
-	d := desired(t)
-	tests := []struct {
-		name string
-		live map[string]bool
-		ns   []string
-	}{
-		{"every live nameserver is delegated", map[string]bool{"n1": true, "n2": true}, []string{"ns1.gslb.example.com.", "ns2.gslb.example.com."}},
-		{"a dead node's nameserver is left out", map[string]bool{"n1": true}, []string{"ns1.gslb.example.com."}},
-		{"with every node dead all stay (never an empty delegation)", map[string]bool{}, []string{"ns1.gslb.example.com.", "ns2.gslb.example.com."}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			recs := Delegation(d, "example.com.", func(n string) bool { return tc.live[n] })
-			var ns []string
-			glue := 0
-			for _, r := range recs {
-				switch r.Type {
-				case "NS":
-					assert.Equal(t, "gslb.example.com.", r.Name)
-					ns = r.Values
-				case "A":
-					glue++
-				}
-			}
-			assert.Equal(t, tc.ns, ns)
-			assert.Equal(t, len(tc.ns), glue, "glue for each delegated in-zone nameserver")
-		})
-	}
-}
-
 func TestRunSyncsOnTriggerAfterTheDebounce(t *testing.T) {
 	mem := &memProvider{records: map[plan.Key]plan.Record{}}
 	d := desired(t)

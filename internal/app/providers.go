@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gslb/meridian/providers"
 	"github.com/meridian-gslb/meridian/providers/apicall"
 	"github.com/meridian-gslb/meridian/providers/cloudflare"
+	"github.com/meridian-gslb/meridian/providers/rfc2136"
 	"github.com/meridian-gslb/meridian/providers/route53"
 )
 
@@ -47,7 +48,7 @@ func (t ringTransport) Send(c string) { t.r.SendLeaderVote(c) }
 // is retried in the background so that DNS serving never waits for it.
 func (a *App) startProviders(*serving.Loaded) error {
 	d := &a.current().Desired
-	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) == 0 {
+	if !d.HasProviderZones() {
 		return nil
 	}
 	metrics := providers.NewReconcileMetrics(a.reg)
@@ -117,6 +118,9 @@ func (a *App) providerZones() []api.ProviderOverview {
 func (a *App) providerState() providers.State {
 	cur := a.pipe.State()
 	st := providers.State{Desired: cur.Served} // drains and forced states of operators included
+	if snap := a.pipe.Store().Load(); snap != nil {
+		st.DNSKEY = snap.DNSKEY // the keys served: the DS written names them
+	}
 	if cur.Capacity != nil {
 		st.Capacity = cur.Capacity // capacity-aware weights, as answered
 	}
@@ -152,6 +156,13 @@ func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone
 			return nil, fmt.Errorf("providers.cloudflare zone %s: %w", z.Zone, err)
 		}
 		zones = append(zones, pz)
+	}
+	for _, z := range d.Providers.RFC2136 {
+		p, err := rfc2136.NewFromConfig(z, rfc2136.Options{Logger: a.log, Metrics: apicall.NewMetrics(a.reg), Registerer: a.reg})
+		if err != nil {
+			return nil, fmt.Errorf("providers.rfc2136 zone %s: %w", z.Zone, err)
+		}
+		zones = append(zones, providers.Zone{Provider: p, Zone: z.Zone, Mode: model.ModeDelegate})
 	}
 	return zones, nil
 }

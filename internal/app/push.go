@@ -6,10 +6,13 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/dnssec"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers"
 )
@@ -31,8 +34,12 @@ func Push(ctx context.Context, o PushOptions) error {
 		return err
 	}
 	d := &l.File.Desired
-	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) == 0 {
-		return fmt.Errorf("%s: no providers configured (providers.route53 / providers.cloudflare)", o.ConfigPath)
+	if !d.HasProviderZones() {
+		return fmt.Errorf("%s: no providers configured (providers.route53 / providers.cloudflare / providers.rfc2136, zones[].delegation)", o.ConfigPath)
+	}
+	keys, err := servedKeys(d)
+	if err != nil {
+		return err
 	}
 	a := &App{log: o.Logger, reg: prometheus.NewRegistry()}
 	zones, err := buildZones(ctx, d, a)
@@ -44,7 +51,7 @@ func Push(ctx context.Context, o PushOptions) error {
 		h = serving.ReportHealth(*o.Health)
 	}
 	rec := &providers.Reconciler{Zones: zones, Owner: d.Providers.OwnerID, Logger: o.Logger,
-		State: func() providers.State { return providers.State{Desired: d, Health: h} }}
+		State: func() providers.State { return providers.State{Desired: d, Health: h, DNSKEY: keys} }}
 	failed := 0
 	for _, res := range rec.Sync(ctx, o.DryRun, false) {
 		printPlan(o.Out, res)
@@ -56,6 +63,26 @@ func Push(ctx context.Context, o PushOptions) error {
 		return fmt.Errorf("%d zone(s) failed", failed)
 	}
 	return nil
+}
+
+// servedKeys reads the public keys of the signed zones of d (the .key
+// files: no secret is needed to compute a DS) and returns each zone's
+// DNSKEY RRset, as a running node serves it.
+func servedKeys(d *model.Desired) (func(apex string) []dns.RR, error) {
+	keys := map[string][]dns.RR{}
+	for _, z := range d.Zones {
+		if z.DNSSEC == nil {
+			continue
+		}
+		for _, f := range z.DNSSEC.KeyFiles {
+			k, err := dnssec.ReadPublicKey(f)
+			if err != nil {
+				return nil, fmt.Errorf("zone %s: dnssec key %s: %w", z.Apex, f, err)
+			}
+			keys[z.Apex] = append(keys[z.Apex], k.DNSKEY)
+		}
+	}
+	return func(apex string) []dns.RR { return keys[apex] }, nil
 }
 
 func printPlan(w io.Writer, res providers.ZoneResult) {

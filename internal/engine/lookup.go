@@ -162,6 +162,14 @@ func (s *Snapshot) answer(z *zone, n *node, qtype uint16, client Client, r *Resu
 		if n.apex {
 			r.Answer = append(r.Answer, z.dnskey...)
 		}
+	case dns.TypeCDS:
+		if n.apex {
+			r.Answer = append(r.Answer, z.cds...)
+		}
+	case dns.TypeCDNSKEY:
+		if n.apex {
+			r.Answer = append(r.Answer, z.cdnskey...)
+		}
 	case dns.TypeNS:
 		if n.apex {
 			r.Answer = append(r.Answer, z.ns...)

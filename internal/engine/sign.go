@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/internal/dnssec"
 )
 
 // ZoneSigner signs the RRsets of one zone online (DNSSEC).
@@ -31,6 +33,12 @@ func (s *Snapshot) attachSigner(z *zone, signers map[string]ZoneSigner) {
 	}
 	z.signer = zs
 	z.dnskey = zs.DNSKEY()
+	ttl := z.soa.Hdr.Ttl
+	if len(z.dnskey) > 0 {
+		ttl = z.dnskey[0].Header().Ttl
+	}
+	z.cds = dnssec.CDS(z.dnskey, ttl)
+	z.cdnskey = dnssec.CDNSKEY(z.dnskey, ttl)
 	s.signed = true
 }
 
@@ -139,6 +147,9 @@ func (z *zone) types(n *node, qtype uint16) []uint16 {
 		t = append(t, dns.TypeNS, dns.TypeSOA)
 		if len(z.dnskey) > 0 {
 			t = append(t, dns.TypeDNSKEY)
+		}
+		if len(z.cds) > 0 {
+			t = append(t, dns.TypeCDS, dns.TypeCDNSKEY)
 		}
 	}
 	if n.svc != nil && !n.svc.cname {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +121,54 @@ func TestSignedAnswers(t *testing.T) {
 	assert.Equal(t, key.String(), m.Answer[0].String())
 }
 
+func TestTheApexPublishesCDSAndCDNSKEYOfTheKeysTheDSNames(t *testing.T) {
+	s, sg := compileSigned(t)
+	key := sg.DNSKEY()[0].(*dns.DNSKEY)
+	ds := dnssec.DSSet(sg.DNSKEY(), 0)
+	require.Len(t, ds, 1)
+	for _, tc := range []struct {
+		name  string
+		qname string
+		qtype uint16
+		edit  func(*dns.Msg)
+		want  string // the answer's record in presentation form, "" = none
+	}{
+		{name: "CDS at the apex is the DS the parent gets, as a child record", qname: "example.test.", qtype: dns.TypeCDS, edit: withDO,
+			want: fmt.Sprintf("example.test.\t3600\tIN\tCDS\t%d 13 2 %s", ds[0].KeyTag, strings.ToUpper(ds[0].Digest))},
+		{name: "CDNSKEY at the apex is the key the DS names", qname: "Example.TEST.", qtype: dns.TypeCDNSKEY, edit: withDO,
+			want: "example.test.\t3600\tIN\tCDNSKEY\t257 3 13 " + key.PublicKey},
+		{name: "CDS is zone data: answered without DO too, unsigned", qname: "example.test.", qtype: dns.TypeCDS, edit: func(*dns.Msg) {},
+			want: fmt.Sprintf("example.test.\t3600\tIN\tCDS\t%d 13 2 %s", ds[0].KeyTag, strings.ToUpper(ds[0].Digest))},
+		{name: "below the apex there is no CDS", qname: "w.example.test.", qtype: dns.TypeCDS, edit: withDO},
+		{name: "an unsigned zone has no CDS", qname: "sub.example.test.", qtype: dns.TypeCDS, edit: withDO},
+		{name: "an unsigned zone has no CDNSKEY", qname: "sub.example.test.", qtype: dns.TypeCDNSKEY, edit: withDO},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &respondFrom(s, query(tc.qname, tc.qtype, tc.edit), "127.0.0.1").Msg
+			require.Equal(t, dns.RcodeSuccess, m.Rcode)
+			var got []string
+			sigs := 0
+			for _, rr := range m.Answer {
+				if rr.Header().Rrtype == dns.TypeRRSIG {
+					sigs++
+					continue
+				}
+				got = append(got, rr.String())
+			}
+			if tc.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, []string{tc.want}, got)
+			if m.IsEdns0() != nil && m.IsEdns0().Do() {
+				assert.Equal(t, []uint16{tc.qtype}, verifySection(t, m.Answer, key), "signed with DO")
+			} else {
+				assert.Zero(t, sigs, "no signature without DO")
+			}
+		})
+	}
+}
+
 func TestUnsignedWithoutDO(t *testing.T) {
 	s, _ := compileSigned(t)
 	for _, edit := range []func(*dns.Msg){withEDNS(1232), func(*dns.Msg) {}} {
@@ -157,7 +206,7 @@ func TestCompactDenial(t *testing.T) {
 		// NODATA lists what exists.
 		{"fo.example.test.", "fo.example.test.", dns.TypeAAAA, []uint16{dns.TypeA, dns.TypeRRSIG, dns.TypeNSEC}, nil},
 		{"w.example.test.", "w.example.test.", dns.TypeTXT, []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeRRSIG, dns.TypeNSEC}, nil},
-		{"example.test.", "example.test.", dns.TypeTXT, []uint16{dns.TypeA, dns.TypeNS, dns.TypeSOA, dns.TypeRRSIG, dns.TypeNSEC, dns.TypeDNSKEY}, nil},
+		{"example.test.", "example.test.", dns.TypeTXT, []uint16{dns.TypeA, dns.TypeNS, dns.TypeSOA, dns.TypeRRSIG, dns.TypeNSEC, dns.TypeDNSKEY, dns.TypeCDS, dns.TypeCDNSKEY}, nil},
 		{"ns1.example.test.", "ns1.example.test.", dns.TypeMX, []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeRRSIG, dns.TypeNSEC}, nil},
 		{"a.b.example.test.", "a.b.example.test.", dns.TypeA, []uint16{dns.TypeRRSIG, dns.TypeNSEC}, nil}, // empty non-terminal
 		// Every endpoint down with when_all_down: nodata: A is configured but absent.

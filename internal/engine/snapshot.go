@@ -57,6 +57,10 @@ type zone struct {
 	names  nameTable
 	signer ZoneSigner // nil: unsigned
 	dnskey []dns.RR   // the DNSKEY RRset of a signed zone
+	// cds and cdnskey are the CDS and CDNSKEY RRsets of a signed zone
+	// (RFC 7344): its secure entry keys, for parents that poll them; the
+	// same keys and digest a provider writes as the DS (dnssec.DSSet).
+	cds, cdnskey []dns.RR
 }
 
 // node is an owner name that exists in a zone.
@@ -79,6 +83,16 @@ type node struct {
 
 func (n *node) hasData() bool {
 	return n.apex || n.svc != nil || len(n.a)+len(n.aaaa) > 0
+}
+
+// DNSKEY returns the DNSKEY RRset the zone with the canonical apex serves:
+// nil when the zone is not signed or not in the snapshot. Callers must not
+// modify it.
+func (s *Snapshot) DNSKEY(apex string) []dns.RR {
+	if z := s.zones[apex]; z != nil {
+		return z.dnskey
+	}
+	return nil
 }
 
 // Generation counts snapshots published by one process; it increases by one

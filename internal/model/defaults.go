@@ -31,6 +31,8 @@ func Normalize(d *Desired) (*Desired, error) {
 	pr.Debounce = orDefaultDuration(pr.Debounce, DefaultProviderDebounce)
 	pr.ResyncInterval = orDefaultDuration(pr.ResyncInterval, DefaultProviderResync)
 	pr.Route53 = slices.Clone(pr.Route53)
+	pr.Cloudflare = slices.Clone(pr.Cloudflare)
+	impliedEntries(d.Zones, pr)
 	for i := range pr.Route53 {
 		z := &pr.Route53[i]
 		z.Zone = CanonicalName(z.Zone)
@@ -47,7 +49,6 @@ func Normalize(d *Desired) (*Desired, error) {
 		z.SyncTimeout = orDefaultDuration(z.SyncTimeout, DefaultRoute53SyncTimeout)
 		z.HealthChecks = orDefaultString(z.HealthChecks, HealthChecksOff)
 	}
-	pr.Cloudflare = slices.Clone(pr.Cloudflare)
 	for i := range pr.Cloudflare {
 		z := &pr.Cloudflare[i]
 		z.Zone = CanonicalName(z.Zone)
@@ -55,6 +56,14 @@ func Normalize(d *Desired) (*Desired, error) {
 		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultCloudflareBudget, DefaultCloudflareBudgetWindow)
 		z.LoadBalancing = orDefaultString(z.LoadBalancing, LoadBalancingOff)
 		z.HealthChecks = orDefaultString(z.HealthChecks, HealthChecksOff)
+	}
+	pr.RFC2136 = slices.Clone(pr.RFC2136)
+	for i := range pr.RFC2136 {
+		z := &pr.RFC2136[i]
+		z.Zone = CanonicalName(z.Zone)
+		ap, _ := ParseNotifyTarget(z.Server)
+		z.Server = ap.String()
+		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultRFC2136Budget, DefaultRFC2136BudgetWindow)
 	}
 	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)
 	h := &out.Health
@@ -89,6 +98,9 @@ func Normalize(d *Desired) (*Desired, error) {
 		z.Apex = CanonicalName(z.Apex)
 		z.TTL = orDefault(z.TTL, DefaultTTL)
 		z.NSTTL = orDefault(z.NSTTL, DefaultNSTTL)
+		if z.Delegation != nil {
+			z.Delegation = &Delegation{Provider: z.Delegation.Provider, Parent: CanonicalName(z.Delegation.Parent)}
+		}
 		z.Nameservers = slices.Clone(z.Nameservers)
 		for j := range z.Nameservers {
 			ns := &z.Nameservers[j]
@@ -180,6 +192,27 @@ func Normalize(d *Desired) (*Desired, error) {
 		}
 	})
 	return out, nil
+}
+
+// impliedEntries appends to pr the providers.route53[] and cloudflare[]
+// entries the zones' delegations imply: a delegation whose parent has no
+// entry gets one with the defaults, in mode delegate (one per parent).
+func impliedEntries(zones []Zone, pr *Providers) {
+	for i := range zones {
+		kind, parent := zones[i].DelegatingEntry()
+		if kind == "" {
+			continue
+		}
+		if k, _, _ := providerEntry(*pr, parent); k != "" {
+			continue
+		}
+		switch kind {
+		case ProviderRoute53:
+			pr.Route53 = append(pr.Route53, Route53Zone{Zone: parent, Mode: ModeDelegate})
+		case ProviderCloudflare:
+			pr.Cloudflare = append(pr.Cloudflare, CloudflareZone{Zone: parent, Mode: ModeDelegate})
+		}
+	}
 }
 
 // ZoneOf returns the apex of the most specific zone of d that contains name

@@ -86,6 +86,7 @@ type Zone struct {
 	Transfer    *Transfer    `yaml:"transfer"`    // zone transfers to secondaries (AXFR/IXFR, TSIG, NOTIFY)
 	DNSSEC      *DNSSEC      `yaml:"dnssec"`      // online signing
 	Ring        *ZoneRing    `yaml:"ring"`        // names the ring serves in this zone (its nodes' gossip addresses, its sites' nameservers)
+	Delegation  *Delegation  `yaml:"delegation"`  // write the zone's delegation (NS, glue, DS) into its parent zone
 	// Hosts are A/AAAA records Meridian adds at run time (the ring's names,
 	// internal/sites); never read from the config.
 	Hosts []Host `yaml:"-"`

@@ -2,6 +2,17 @@ package model
 
 import "time"
 
+// Provider kinds: the providers.<kind>[] lists, the provider of
+// zones[].delegation and the provider label of the metrics.
+const (
+	ProviderRoute53    = "route53"
+	ProviderCloudflare = "cloudflare"
+	ProviderRFC2136    = "rfc2136"
+)
+
+// ProviderKinds lists the provider kinds, in documentation order.
+var ProviderKinds = []string{ProviderRoute53, ProviderCloudflare, ProviderRFC2136}
+
 // Provider modes.
 const (
 	ModeDirect   = "direct"   // publish the decided answers as records
@@ -29,11 +40,13 @@ const (
 	DefaultRoute53Region      = "us-east-1"
 	DefaultRoute53SyncTimeout = 2 * time.Minute
 	DefaultCloudflareBudget   = 1200 // requests per 5 minutes
+	DefaultRFC2136Budget      = 10   // requests (transfers and updates) per second
 
 	// The request budgets, as request_budget per request_budget_window.
 	DefaultRoute53Budget          = 2 // requests per second (Route 53 allows 5 per account)
 	DefaultRoute53BudgetWindow    = time.Second
 	DefaultCloudflareBudgetWindow = 5 * time.Minute // Cloudflare allows 1200 requests per 5 minutes per user
+	DefaultRFC2136BudgetWindow    = time.Second
 	DefaultProviderMaxAttempts    = 5
 	DefaultProviderBackoff        = time.Second
 	DefaultProviderMaxBackoff     = 30 * time.Second
@@ -65,7 +78,57 @@ type Providers struct {
 	ResyncInterval Duration         `yaml:"resync_interval"` // full resync period (default 5m)
 	Route53        []Route53Zone    `yaml:"route53"`
 	Cloudflare     []CloudflareZone `yaml:"cloudflare"`
+	RFC2136        []RFC2136Zone    `yaml:"rfc2136"` // parent zones on a primary that takes RFC 2136 dynamic updates (BIND, Knot, PowerDNS); delegation only
 }
+
+// Delegation makes Meridian write a zone's delegation into its parent zone:
+// NS records at the apex, glue for the nameservers inside the zone and,
+// when the zone is signed, the DS records of its keys. The parent's account
+// settings are those of the providers.<provider>[] entry whose zone is
+// parent; for route53 and cloudflare an entry with the defaults (mode
+// delegate) is implied when there is none, rfc2136 needs one (server, key).
+// Validation: validate_delegation.go.
+type Delegation struct {
+	Provider string `yaml:"provider"` // route53, cloudflare or rfc2136 (required)
+	Parent   string `yaml:"parent"`   // the parent zone that delegates this one, e.g. example.com (required)
+}
+
+// RFC2136Zone is a parent zone Meridian changes by DNS UPDATE (RFC 2136)
+// signed with TSIG (RFC 8945): it reads the zone by AXFR and writes the
+// delegations of the Meridian zones below it (delegate mode only). The
+// budget and retry settings count transfers and updates.
+type RFC2136Zone struct {
+	Zone        string           `yaml:"zone"`          // the parent zone, e.g. example.com (required)
+	Server      string           `yaml:"server"`        // its primary: IP or IP:port (port 53 by default) (required)
+	TSIGKeyFile string           `yaml:"tsig_key_file"` // the TSIG key the primary accepts updates and transfers with (required): BIND format or hmac-sha256:NAME:BASE64
+	ProviderAPI `yaml:",inline"` // request_budget (default 10), request_budget_window (default 1s), max_attempts, backoff, max_backoff, request_timeout
+}
+
+// DelegatingEntry is the providers entry (kind, canonical zone) that
+// writes the delegation of zone z: the one its delegation names, or ""
+// when z has none.
+func (z *Zone) DelegatingEntry() (kind, parent string) {
+	if z.Delegation == nil {
+		return "", ""
+	}
+	return z.Delegation.Provider, CanonicalName(z.Delegation.Parent)
+}
+
+// providerZones counts the provider zones of d, the entries its zones'
+// delegations imply included.
+func (d *Desired) providerZones() int {
+	n := len(d.Providers.Route53) + len(d.Providers.Cloudflare) + len(d.Providers.RFC2136)
+	for i := range d.Zones {
+		if d.Zones[i].Delegation != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// HasProviderZones reports whether d writes to any provider zone (an entry
+// of providers.route53, cloudflare or rfc2136, or a zone's delegation).
+func (d *Desired) HasProviderZones() bool { return d.providerZones() > 0 }
 
 // Route53Zone is one hosted zone Meridian writes to.
 type Route53Zone struct {

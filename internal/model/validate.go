@@ -46,6 +46,13 @@ func CanonicalName(name string) string {
 	return dns.Fqdn(strings.ToLower(strings.TrimSpace(name)))
 }
 
+// checkNameQuiet is checkName without adding an error (for a field that
+// checkName already reported on).
+func (v *validator) checkNameQuiet(name string) (string, bool) {
+	q := &validator{}
+	return q.checkName("", name)
+}
+
 // checkName validates a domain name field and returns its canonical form.
 func (v *validator) checkName(path, name string) (string, bool) {
 	if strings.TrimSpace(name) == "" {
@@ -113,13 +120,14 @@ func Validate(d *Desired) error {
 	v.health("health", d.Health)
 	v.ring(d.Ring)
 	v.decision(d.Decision)
-	v.providers(d.Providers, zones)
+	v.providers(d, zones)
+	v.delegations(d, zones)
 	v.backstopAddresses(d)
 	v.kubernetes(d.Kubernetes, zones)
 	v.leaderElection("kubernetes.leader_election", d)
 	v.route53Latency(d)
 	v.shiftConfig(d.Shift)
-	if len(d.Providers.Route53)+len(d.Providers.Cloudflare) > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 && len(d.Ring.CA) == 0 {
+	if d.providerZones() > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 && len(d.Ring.CA) == 0 {
 		v.add("providers.writers", "is required in a multi-node ring without ring.ca: list the ring node names that may push (a strict majority of them must agree on the one writer); with ring.ca the candidates come from the credentials")
 	}
 	names := make(map[string]string, len(d.Services)) // canonical owner name -> path that claimed it

@@ -230,11 +230,11 @@ func (v *validator) heartbeat(p string, h *Heartbeat, kube bool) {
 
 var modes = []string{ModeDirect, ModeDelegate}
 
-func (v *validator) providers(pr Providers, zones map[string]bool) {
+func (v *validator) providers(d *Desired, zones map[string]bool) {
+	pr := d.Providers
 	p := "providers"
-	n := len(pr.Route53) + len(pr.Cloudflare)
-	if n > 0 && pr.OwnerID == "" {
-		v.add(p+".owner_id", "is required with route53 or cloudflare zones: it marks the records this installation owns (e.g. meridian-prod)")
+	if d.providerZones() > 0 && pr.OwnerID == "" {
+		v.add(p+".owner_id", "is required with route53, cloudflare or rfc2136 zones and zone delegations: it marks the records this installation owns (e.g. meridian-prod)")
 	}
 	if pr.OwnerID != "" && (strings.ContainsAny(pr.OwnerID, ",=+\" \t") || len(pr.OwnerID) > 64) {
 		v.add(p+".owner_id", "%q may not contain spaces, quotes or , = + and is at most 64 characters", pr.OwnerID)
@@ -256,13 +256,7 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 		}
 		v.checkOneOf(path+".mode", mode, modes)
 		if mode == ModeDelegate && ok {
-			inside := false
-			for apex := range zones {
-				if dns.IsSubDomain(name, apex) && apex != name {
-					inside = true
-				}
-			}
-			if !inside {
+			if !below(zones, name) {
 				v.add(path+".mode", "delegate needs a Meridian zone below %q to delegate (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
 			}
 		}
@@ -286,6 +280,22 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 				v.add(path+".endpoint", "%q is not a URL", z.Endpoint)
 			}
 		}
+	}
+	for i, z := range pr.RFC2136 {
+		path := fmt.Sprintf("%s.rfc2136[%d]", p, i)
+		zone(path, z.Zone, ModeDirect) // always delegate: checked below, on zone
+		if name, ok := v.checkNameQuiet(z.Zone); ok && !below(zones, name) {
+			v.add(path+".zone", "an rfc2136 zone only holds delegations and needs a Meridian zone below %q (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
+		}
+		if strings.TrimSpace(z.Server) == "" {
+			v.add(path+".server", "is required: the parent's primary that takes the updates, IP or IP:port (e.g. 192.0.2.53 or [2001:db8::53]:53)")
+		} else if _, err := ParseNotifyTarget(z.Server); err != nil {
+			v.add(path+".server", "%q is not IP or IP:port (e.g. 192.0.2.53 or [2001:db8::53]:5353; a host name is not accepted: whoever answers for it would get the updates)", z.Server)
+		}
+		if strings.TrimSpace(z.TSIGKeyFile) == "" {
+			v.add(path+".tsig_key_file", "is required: updates and transfers of the parent are signed with TSIG (a file from `tsig-keygen -a hmac-sha256 NAME`)")
+		}
+		v.providerAPI(path, z.ProviderAPI, DefaultRFC2136Budget, DefaultRFC2136BudgetWindow)
 	}
 	for i, z := range pr.Cloudflare {
 		path := fmt.Sprintf("%s.cloudflare[%d]", p, i)
@@ -316,6 +326,16 @@ func (v *validator) providers(pr Providers, zones map[string]bool) {
 			}
 		}
 	}
+}
+
+// below reports whether a Meridian zone lies strictly below name.
+func below(zones map[string]bool, name string) bool {
+	for apex := range zones {
+		if dns.IsSubDomain(name, apex) && apex != name {
+			return true
+		}
+	}
+	return false
 }
 
 // healthChecks checks a provider zone's health_checks.

@@ -3,6 +3,7 @@ package xfr
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -11,11 +12,17 @@ import (
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 )
 
-// Key is a TSIG key: HMAC-SHA256 only.
+// Key is a TSIG key. Transfers take HMAC-SHA256 only (ParseKey); other
+// users may allow more (ParseKeyWith).
 type Key struct {
-	Name   string // canonical key name (lower case, trailing dot)
-	Secret string // base64, as TSIG functions of miekg/dns take it
+	Name      string // canonical key name (lower case, trailing dot)
+	Secret    string // base64, as TSIG functions of miekg/dns take it
+	Algorithm string // as miekg/dns names it, e.g. dns.HmacSHA256 ("hmac-sha256.")
 }
+
+// algorithms are the TSIG algorithms a key file may name, by the names
+// BIND writes, with their miekg/dns names.
+var algorithms = map[string]string{"hmac-sha256": dns.HmacSHA256, "hmac-sha384": dns.HmacSHA384, "hmac-sha512": dns.HmacSHA512}
 
 // Algorithm is the only TSIG algorithm offered.
 const Algorithm = dns.HmacSHA256
@@ -29,12 +36,17 @@ const minSecret = 16
 //   - BIND's, as written by `tsig-keygen -a hmac-sha256 NAME` (one key per file):
 //     key "NAME" { algorithm hmac-sha256; secret "BASE64"; };
 //   - one line in dig/kdig -y form: hmac-sha256:NAME:BASE64 (or NAME:BASE64).
-func LoadKeyFile(path string) (Key, error) {
+func LoadKeyFile(path string) (Key, error) { return LoadKeyFileWith(path, "hmac-sha256") }
+
+// LoadKeyFileWith is LoadKeyFile for a key of one of the allowed algorithms
+// (hmac-sha256, hmac-sha384, hmac-sha512); a key in the one-line form
+// without an algorithm is hmac-sha256.
+func LoadKeyFileWith(path string, allowed ...string) (Key, error) {
 	b, err := secretfile.Read(path)
 	if err != nil {
 		return Key{}, err
 	}
-	k, err := ParseKey(string(b))
+	k, err := ParseKeyWith(string(b), allowed...)
 	if err != nil {
 		return Key{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -42,7 +54,11 @@ func LoadKeyFile(path string) (Key, error) {
 }
 
 // ParseKey parses the content of a key file (see LoadKeyFile).
-func ParseKey(s string) (Key, error) {
+func ParseKey(s string) (Key, error) { return ParseKeyWith(s, "hmac-sha256") }
+
+// ParseKeyWith parses the content of a key file of one of the allowed
+// algorithms (see LoadKeyFileWith).
+func ParseKeyWith(s string, allowed ...string) (Key, error) {
 	toks, err := tokenize(s)
 	if err != nil {
 		return Key{}, err
@@ -51,7 +67,7 @@ func ParseKey(s string) (Key, error) {
 		return Key{}, fmt.Errorf("empty key file")
 	}
 	if toks[0].text == "key" && !toks[0].quoted {
-		return parseBIND(toks)
+		return parseBIND(toks, allowed)
 	}
 	if len(toks) != 1 {
 		return Key{}, fmt.Errorf("expected BIND format (key \"name\" { algorithm hmac-sha256; secret \"...\"; };) or one line hmac-sha256:name:secret")
@@ -65,12 +81,13 @@ func ParseKey(s string) (Key, error) {
 	default:
 		return Key{}, fmt.Errorf("expected hmac-sha256:name:secret")
 	}
-	return newKey(parts[0], alg, parts[1])
+	return newKey(parts[0], alg, parts[1], allowed)
 }
 
-func newKey(name, alg, secret string) (Key, error) {
-	if !strings.EqualFold(strings.TrimSuffix(alg, "."), "hmac-sha256") {
-		return Key{}, fmt.Errorf("algorithm %q is not supported (only hmac-sha256)", alg)
+func newKey(name, alg, secret string, allowed []string) (Key, error) {
+	a := strings.ToLower(strings.TrimSuffix(alg, "."))
+	if !slices.Contains(allowed, a) || algorithms[a] == "" {
+		return Key{}, fmt.Errorf("algorithm %q is not supported (allowed: %s)", alg, strings.Join(allowed, ", "))
 	}
 	if _, ok := dns.IsDomainName(name); !ok || name == "" {
 		return Key{}, fmt.Errorf("key name %q is not a domain name", name)
@@ -82,7 +99,7 @@ func newKey(name, alg, secret string) (Key, error) {
 	if len(raw) < minSecret {
 		return Key{}, fmt.Errorf("secret is %d bytes; at least %d are required (tsig-keygen makes 32)", len(raw), minSecret)
 	}
-	return Key{Name: dns.CanonicalName(name), Secret: secret}, nil
+	return Key{Name: dns.CanonicalName(name), Secret: secret, Algorithm: algorithms[a]}, nil
 }
 
 type token struct {
@@ -131,7 +148,7 @@ func tokenize(s string) ([]token, error) {
 	return out, nil
 }
 
-func parseBIND(toks []token) (Key, error) {
+func parseBIND(toks []token, allowed []string) (Key, error) {
 	bad := func(what string) (Key, error) {
 		return Key{}, fmt.Errorf("BIND key syntax: %s (expected key \"name\" { algorithm hmac-sha256; secret \"...\"; };)", what)
 	}
@@ -167,5 +184,5 @@ func parseBIND(toks []token) (Key, error) {
 	if alg == "" || secret == "" {
 		return bad("algorithm and secret are required")
 	}
-	return newKey(name, alg, secret)
+	return newKey(name, alg, secret, allowed)
 }

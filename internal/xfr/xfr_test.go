@@ -38,7 +38,7 @@ key "XFR-Key" {
 `
 	k, err := xfr.ParseKey(bind)
 	require.NoError(t, err)
-	assert.Equal(t, xfr.Key{Name: keyName, Secret: keySecret}, k)
+	assert.Equal(t, xfr.Key{Name: keyName, Secret: keySecret, Algorithm: dns.HmacSHA256}, k)
 
 	k, err = xfr.ParseKey("hmac-sha256:xfr-key:" + keySecret + "\n")
 	require.NoError(t, err)
@@ -59,6 +59,17 @@ key "XFR-Key" {
 		_, err := xfr.ParseKey(bad)
 		assert.Error(t, err, name)
 	}
+
+	// A key of another SHA-2 HMAC where the caller allows it (dynamic
+	// updates), never for transfers.
+	sha512 := `key "upd" { algorithm hmac-sha512; secret "` + keySecret + `"; };`
+	_, err = xfr.ParseKey(sha512)
+	assert.ErrorContains(t, err, `algorithm "hmac-sha512" is not supported (allowed: hmac-sha256)`)
+	k, err = xfr.ParseKeyWith(sha512, "hmac-sha256", "hmac-sha384", "hmac-sha512")
+	require.NoError(t, err)
+	assert.Equal(t, dns.HmacSHA512, k.Algorithm)
+	_, err = xfr.ParseKeyWith(`key "a" { algorithm hmac-md5; secret "`+keySecret+`"; };`, "hmac-sha256", "hmac-md5")
+	assert.Error(t, err, "md5 is never allowed")
 }
 
 func TestLoadKeyFileRefusesAFileOthersMayRead(t *testing.T) {

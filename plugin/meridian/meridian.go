@@ -99,8 +99,8 @@ func (m *Meridian) Start() error {
 	if len(l.File.Notifications.Receivers) > 0 {
 		log.Infof("notifications: not sent from the plugin; the serve nodes' elected writer sends them (one message per change)")
 	}
-	if p := l.File.Providers; len(p.Route53)+len(p.Cloudflare) > 0 {
-		log.Infof("providers: not pushed from the plugin; the serve nodes' elected writer pushes them")
+	if l.File.HasProviderZones() {
+		log.Infof("providers and zone delegations: not pushed from the plugin; the serve nodes' elected writer pushes them")
 	}
 	log.Infof("serving %d services from %s", len(l.File.Services), m.ConfigPath)
 	return nil

@@ -185,11 +185,37 @@ func (a *sdkAPI) ListDNSRecords(ctx context.Context, zoneID string, page, perPag
 	return out, pages, nil
 }
 
+// dsData is the data object Cloudflare takes for a DS record (its content
+// is read-only there): content "key-tag algorithm digest-type digest".
+func dsData(content string) (map[string]any, error) {
+	f := strings.Fields(content)
+	if len(f) != 4 {
+		return nil, fmt.Errorf("DS %q: want key tag, algorithm, digest type and digest", content)
+	}
+	var n [3]int
+	for i := range n {
+		v, err := strconv.Atoi(f[i])
+		if err != nil {
+			return nil, fmt.Errorf("DS %q: %w", content, err)
+		}
+		n[i] = v
+	}
+	return map[string]any{"key_tag": n[0], "algorithm": n[1], "digest_type": n[2], "digest": f[3]}, nil
+}
+
 func (a *sdkAPI) CreateDNSRecord(ctx context.Context, zoneID string, r DNSRecord) (DNSRecord, error) {
 	var b dns.RecordNewParamsBody
 	b.Name.Value, b.Name.Present = r.Name, true
 	b.Type.Value, b.Type.Present = dns.RecordNewParamsBodyType(r.Type), true
-	b.Content.Value, b.Content.Present = r.Content, true
+	if r.Type == "DS" {
+		data, err := dsData(r.Content)
+		if err != nil {
+			return DNSRecord{}, err
+		}
+		b.Data.Value, b.Data.Present = data, true
+	} else {
+		b.Content.Value, b.Content.Present = r.Content, true
+	}
 	b.TTL.Value, b.TTL.Present = dns.TTL(r.TTL), true
 	b.Proxied.Value, b.Proxied.Present = r.Proxied, true
 	var p dns.RecordNewParams
@@ -207,7 +233,15 @@ func (a *sdkAPI) EditDNSRecord(ctx context.Context, zoneID string, r DNSRecord) 
 	var b dns.RecordEditParamsBody
 	b.Name.Value, b.Name.Present = r.Name, true
 	b.Type.Value, b.Type.Present = dns.RecordEditParamsBodyType(r.Type), true
-	b.Content.Value, b.Content.Present = r.Content, true
+	if r.Type == "DS" {
+		data, err := dsData(r.Content)
+		if err != nil {
+			return DNSRecord{}, err
+		}
+		b.Data.Value, b.Data.Present = data, true
+	} else {
+		b.Content.Value, b.Content.Present = r.Content, true
+	}
 	b.TTL.Value, b.TTL.Present = dns.TTL(r.TTL), true
 	b.Proxied.Value, b.Proxied.Present = r.Proxied, true
 	var p dns.RecordEditParams

@@ -30,12 +30,15 @@ type op struct {
 // name never goes through a moment without records. Ownership TXT records
 // are created before and deleted after the records they cover. A name that
 // changes between CNAME and A/AAAA cannot hold both: its old records are
-// deleted right before the new ones are created.
+// deleted right before the new ones are created. A DS sits beside the NS
+// of its delegation: it is created after and deleted before NS records.
 const (
 	phaseEdit = iota
 	phaseOwnerCreate
 	phaseSwapDelete
 	phaseCreate
+	phaseCreateDS
+	phaseDeleteDS
 	phaseDelete
 	phaseOwnerDelete
 )
@@ -139,10 +142,14 @@ func ops(cs plan.Changes) ([]change, []op) {
 			o.phase = phaseEdit
 		case o.kind == opCreate && owner:
 			o.phase = phaseOwnerCreate
+		case o.kind == opCreate && o.rec.Type == "DS":
+			o.phase = phaseCreateDS
 		case o.kind == opCreate:
 			o.phase = phaseCreate
 		case owner:
 			o.phase = phaseOwnerDelete
+		case o.rec.Type == "DS":
+			o.phase = phaseDeleteDS
 		case exclusive(o.rec.Type, creating[o.rec.Name]):
 			o.phase = phaseSwapDelete
 		default:

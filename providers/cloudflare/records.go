@@ -84,6 +84,10 @@ func decode(typ, content string) string {
 		return fqdn(content)
 	case "TXT":
 		return unquoteTXT(content)
+	case "DS":
+		if c, ok := plan.CanonicalDS(content); ok {
+			return c
+		}
 	}
 	return content
 }

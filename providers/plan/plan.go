@@ -60,7 +60,7 @@ type Plan struct {
 // Compute diffs desired against current. Only names whose ownership TXT
 // carries Input.Owner are changed or deleted; a desired record at a name
 // that exists without our ownership (or with another owner) is a conflict
-// and is left alone. Ownership TXT records are created, updated and deleted
+// and is left alone, and so is a DS at a name with someone else's NS. Ownership TXT records are created, updated and deleted
 // with the records they cover. The result is sorted and deterministic.
 func Compute(in Input) Plan {
 	var p Plan
@@ -92,7 +92,10 @@ func Compute(in Input) Plan {
 		// A CNAME shares its name with nothing: a foreign CNAME blocks every
 		// type, and a CNAME cannot go where foreign records are.
 		cnameClash := r.Type != "CNAME" && curTypes[[2]string{r.Name, "CNAME"}] || r.Type == "CNAME" && curAny[r.Name]
-		if !mine(r.Name) && (curTypes[[2]string{r.Name, r.Type}] || cnameClash || owners[r.Name].owner != "") {
+		// A DS describes the zone the NS beside it delegates to: it is never
+		// added to a delegation someone else made.
+		dsClash := r.Type == "DS" && curTypes[[2]string{r.Name, "NS"}]
+		if !mine(r.Name) && (curTypes[[2]string{r.Name, r.Type}] || cnameClash || dsClash || owners[r.Name].owner != "") {
 			reason := "the name has records Meridian does not own (no ownership TXT " + OwnerName(r.Name) + ")"
 			if o := owners[r.Name]; o.owner != "" && o.owner != in.Owner {
 				reason = fmt.Sprintf("the name is owned by another Meridian installation (owner %q)", o.owner)

@@ -202,3 +202,46 @@ func TestRecordRoutingFields(t *testing.T) {
 	plain := Record{Name: "app.example.com.", Type: "A", TTL: 30, Values: []string{"192.0.2.1"}}
 	assert.Equal(t, "app.example.com. 30 A 192.0.2.1", plain.String(), "records without the new fields print as before")
 }
+
+func TestCanonicalDS(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		ok             bool
+	}{
+		{name: "the canonical form is kept", in: "2371 13 2 C988EC42", want: "2371 13 2 C988EC42", ok: true},
+		{name: "a lower-case digest is upper-cased", in: "2371 13 2 c988ec42", want: "2371 13 2 C988EC42", ok: true},
+		{name: "a digest split by spaces is joined", in: " 2371  13 2 C988 EC42 ", want: "2371 13 2 C988EC42", ok: true},
+		{name: "a key tag above 65535 is not a DS", in: "70000 13 2 C988EC42"},
+		{name: "a digest that is not hex is not a DS", in: "2371 13 2 XYZ1"},
+		{name: "an odd number of digest digits is not a DS", in: "2371 13 2 C98"},
+		{name: "three fields are not a DS", in: "2371 13 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := CanonicalDS(tc.in)
+			assert.Equal(t, tc.ok, ok)
+			if tc.ok {
+				assert.Equal(t, tc.want, got)
+			}
+		})
+	}
+}
+
+func TestADelegationWithDSIsOwnedAndChangedAsOne(t *testing.T) {
+	ns := Record{Name: "gslb.example.com.", Type: "NS", TTL: 3600, Values: []string{"ns1.gslb.example.com."}}
+	ds := Record{Name: "gslb.example.com.", Type: "DS", TTL: 3600, Values: []string{"2371 13 2 C988EC42"}}
+	p := Compute(Input{Owner: "me", Desired: []Record{ns, ds}})
+	require.Len(t, p.Changes.Creates, 3)
+	assert.Equal(t, []string{"_meridian-owner.gslb.example.com. TXT", "gslb.example.com. DS", "gslb.example.com. NS"}, keys(p.Changes.Creates))
+	assert.Equal(t, "heritage=meridian,owner=me,types=DS+NS", p.Changes.Creates[0].Values[0])
+
+	// Signing turned off: the DS goes, the NS stays, ownership follows.
+	p = Compute(Input{Owner: "me", Desired: []Record{ns}, Current: []Record{ns, ds, owned("gslb.example.com.", "me", "DS", "NS")}})
+	assert.Equal(t, []string{"gslb.example.com. DS"}, keys(p.Changes.Deletes))
+	require.Len(t, p.Changes.Updates, 1)
+	assert.Equal(t, "heritage=meridian,owner=me,types=NS", p.Changes.Updates[0].New.Values[0])
+
+	// A hand-made delegation of the same name is someone else's.
+	p = Compute(Input{Owner: "me", Desired: []Record{ns, ds}, Current: []Record{ns}})
+	assert.Empty(t, p.Changes.Creates)
+	assert.Len(t, p.Conflicts, 2)
+}

@@ -6,6 +6,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -14,9 +15,9 @@ import (
 // (Cloudflare).
 type Record struct {
 	Name   string   // FQDN, lower case, trailing dot
-	Type   string   // A, AAAA, CNAME, TXT, NS
+	Type   string   // A, AAAA, CNAME, TXT, NS, DS
 	TTL    uint32   // seconds (Cloudflare: 1 = automatic)
-	Values []string // sorted; addresses, target names, TXT strings without quotes
+	Values []string // sorted; addresses, target names, TXT strings without quotes, DS as CanonicalDS
 
 	// Route53 routing policy. An empty SetID is a simple record set.
 	SetID    string        // set identifier of a weighted/failover/geolocation member
@@ -189,4 +190,24 @@ func (c Changes) Len() int { return len(c.Creates) + len(c.Updates) + len(c.Dele
 type Conflict struct {
 	Key    Key
 	Reason string
+}
+
+// CanonicalDS puts a DS record value in the form plan records carry:
+// "key-tag algorithm digest-type DIGEST", single spaces, the digest in
+// upper-case hex with the spaces a presentation form may put inside it
+// removed. ok is false when v is not a DS value (numbers out of range, a
+// digest that is not hex).
+func CanonicalDS(v string) (string, bool) {
+	f := strings.Fields(v)
+	if len(f) < 4 {
+		return v, false
+	}
+	tag, err1 := strconv.ParseUint(f[0], 10, 16)
+	alg, err2 := strconv.ParseUint(f[1], 10, 8)
+	dt, err3 := strconv.ParseUint(f[2], 10, 8)
+	digest := strings.ToUpper(strings.Join(f[3:], ""))
+	if err1 != nil || err2 != nil || err3 != nil || len(digest)%2 != 0 || strings.Trim(digest, "0123456789ABCDEF") != "" {
+		return v, false
+	}
+	return fmt.Sprintf("%d %d %d %s", tag, alg, dt, digest), true
 }

@@ -183,8 +183,14 @@ func octal(s string) (byte, bool) {
 
 // fromValue turns a Route 53 value into Meridian's form: TXT and SPF
 // character-strings unquoted, unescaped and joined (a value longer than 255
-// characters is several strings).
+// characters is several strings); DS values in plan.CanonicalDS form.
 func fromValue(typ, v string) string {
+	if typ == "DS" {
+		if c, ok := plan.CanonicalDS(v); ok {
+			return c // Route 53 keeps the digest's case as it was written
+		}
+		return v
+	}
 	if typ != "TXT" && typ != "SPF" || !strings.HasPrefix(v, `"`) {
 		return v // unquoted TXT values are read as they are
 	}

@@ -82,6 +82,41 @@ func rec(name, typ, content string) map[string]any {
 	return map[string]any{"name": name, "type": typ, "content": content, "ttl": 300}
 }
 
+const dsDigest = "C988EC423E3880EB8DD8A46E3F01C2E4B18D6A6D4DC3C2D2A0D5C0D8AB1A3F6F"
+
+// delegation is an NS record of sub.example.com, where a DS may go.
+var delegation = []Record{{Name: "sub.example.com", Type: "NS", Content: "ns1.sub.example.com", TTL: 300}}
+
+// ds is a DS record body as Cloudflare takes it: data, no content.
+func ds(name string, digestType int, digest string) map[string]any {
+	return map[string]any{"name": name, "type": "DS", "ttl": 300,
+		"data": map[string]any{"key_tag": 2371, "algorithm": 13, "digest_type": digestType, "digest": digest}}
+}
+
+func TestTheLastNSUnderADSCannotBeDeleted(t *testing.T) {
+	srv, c := start(t)
+	zid := srv.AddZone("example.com")
+	ns1, err := srv.Put(zid, Record{Name: "sub.example.com", Type: "NS", Content: "ns1.sub.example.com", TTL: 300})
+	require.NoError(t, err)
+	ns2, err := srv.Put(zid, Record{Name: "sub.example.com", Type: "NS", Content: "ns2.sub.example.com", TTL: 300})
+	require.NoError(t, err)
+	d := c.create(zid, ds("sub.example.com", 2, strings.ToLower(dsDigest)))
+	require.True(t, d.Success, "%+v", d.Errors)
+	var stored recordJSON
+	require.NoError(t, json.Unmarshal(d.Result, &stored))
+	assert.Equal(t, "2371 13 2 "+dsDigest, stored.Content, "content is made from data, digest upper case")
+
+	a := c.do(http.MethodDelete, "/zones/"+zid+"/dns_records/"+ns1.ID, nil)
+	assert.True(t, a.Success, "one NS of two may go")
+	a = c.do(http.MethodDelete, "/zones/"+zid+"/dns_records/"+ns2.ID, nil)
+	assert.False(t, a.Success)
+	assert.Equal(t, CodeDSPlacement, a.code())
+	a = c.do(http.MethodDelete, "/zones/"+zid+"/dns_records/"+stored.ID, nil)
+	require.True(t, a.Success)
+	a = c.do(http.MethodDelete, "/zones/"+zid+"/dns_records/"+ns2.ID, nil)
+	assert.True(t, a.Success, "without its DS the NS may go")
+}
+
 func TestRules(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -111,6 +146,13 @@ func TestRules(t *testing.T) {
 		{"a TXT record cannot be proxied", nil, map[string]any{"name": "a.example.com", "type": "TXT", "content": "x", "ttl": 1, "proxied": true}, CodeNotProxiable},
 		{"an unknown type is refused", nil, rec("a.example.com", "SPF", "x"), CodeBadType},
 		{"a record without content is refused", nil, map[string]any{"name": "a.example.com", "type": "A"}, CodeBadRequest},
+		{"a DS beside the NS of its delegation is accepted", delegation, ds("sub.example.com", 2, dsDigest), 0},
+		{"a DS without an NS of its name is refused", nil, ds("sub.example.com", 2, dsDigest), CodeDSPlacement},
+		{"a DS at the zone apex is refused", nil, ds("example.com", 2, dsDigest), CodeDSPlacement},
+		{"a DS without data is refused (its content is read-only)", delegation, rec("sub.example.com", "DS", "2371 13 2 "+dsDigest), CodeBadDS},
+		{"a DS digest of the wrong length for its type is refused", delegation, ds("sub.example.com", 2, "C988EC42"), CodeBadDS},
+		{"a DS of an unknown digest type is refused", delegation, ds("sub.example.com", 3, dsDigest), CodeBadDS},
+		{"an NS next to a DS is accepted", []Record{{Name: "sub.example.com", Type: "NS", Content: "ns1.sub.example.com", TTL: 300}, {Name: "sub.example.com", Type: "DS", Content: "2371 13 2 " + dsDigest, TTL: 300}}, rec("sub.example.com", "NS", "ns2.sub.example.com"), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package cffake
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -59,6 +60,7 @@ type recordJSON struct {
 	Proxiable  bool           `json:"proxiable"`
 	Proxied    bool           `json:"proxied"`
 	TTL        int            `json:"ttl"`
+	Data       map[string]any `json:"data,omitempty"` // DS: key_tag, algorithm, digest_type, digest
 	Settings   map[string]any `json:"settings"`
 	Meta       map[string]any `json:"meta"`
 	Comment    *string        `json:"comment"`
@@ -373,6 +375,10 @@ func (s *Server) record(w http.ResponseWriter, req *http.Request, zid, id string
 	case http.MethodGet:
 		ok(w, toJSON(z, *cur), nil)
 	case http.MethodDelete:
+		if orphansDS(z.list(), id) {
+			fail(w, refuse(400, CodeDSPlacement, "The last NS record of a delegated subdomain cannot be deleted while its DS records exist: delete them first."))
+			return
+		}
 		old := *cur
 		s.write(z, req.Method, &old, nil, func() { delete(z.records, id) })
 		ok(w, map[string]string{"id": id}, nil)
@@ -418,12 +424,27 @@ func decode(req *http.Request) (fields, *apiErr) {
 }
 
 // apply copies the present fields into r; full (POST, PUT) requires name,
-// type and content.
+// type and content, or data for a DS (whose content Cloudflare makes from
+// data: key_tag, algorithm, digest_type, digest).
 func (f fields) apply(r *Record, full bool) *apiErr {
-	for _, k := range []string{"name", "type", "content"} {
+	for _, k := range []string{"name", "type"} {
 		if _, ok := f[k]; full && !ok {
 			return refuse(400, CodeBadRequest, "%s is required", k)
 		}
+	}
+	if raw, ok := f["type"]; ok {
+		var typ string
+		if err := json.Unmarshal(raw, &typ); err != nil {
+			return refuse(400, CodeBadRequest, "type: %v", err)
+		}
+		if strings.EqualFold(typ, "DS") {
+			if err := f.dsContent(full); err != nil {
+				return err
+			}
+		}
+	}
+	if _, ok := f["content"]; full && !ok {
+		return refuse(400, CodeBadRequest, "content is required")
 	}
 	for k, dst := range map[string]any{"name": &r.Name, "type": &r.Type, "content": &r.Content, "proxied": &r.Proxied} {
 		if raw, ok := f[k]; ok {
@@ -442,10 +463,50 @@ func (f fields) apply(r *Record, full bool) *apiErr {
 	return nil
 }
 
+// dsContent turns the data of a DS body into its content (replacing any
+// content given: for DS it is read-only). full (POST, PUT) requires data.
+func (f fields) dsContent(full bool) *apiErr {
+	raw, ok := f["data"]
+	if !ok {
+		if full {
+			return refuse(400, CodeBadDS, "data is required for DS records: key_tag, algorithm, digest_type, digest.")
+		}
+		delete(f, "content")
+		return nil
+	}
+	var d struct {
+		KeyTag     *float64 `json:"key_tag"`
+		Algorithm  *float64 `json:"algorithm"`
+		DigestType *float64 `json:"digest_type"`
+		Digest     *string  `json:"digest"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return refuse(400, CodeBadDS, "data: %v", err)
+	}
+	if d.KeyTag == nil || d.Algorithm == nil || d.DigestType == nil || d.Digest == nil {
+		return refuse(400, CodeBadDS, "DS record data must have key_tag, algorithm, digest_type and digest.")
+	}
+	for _, n := range []float64{*d.KeyTag, *d.Algorithm, *d.DigestType} {
+		if n != math.Trunc(n) || n < 0 {
+			return refuse(400, CodeBadDS, "DS key_tag, algorithm and digest_type are whole numbers.")
+		}
+	}
+	c, _ := json.Marshal(fmt.Sprintf("%d %d %d %s", int64(*d.KeyTag), int64(*d.Algorithm), int64(*d.DigestType), strings.ReplaceAll(*d.Digest, " ", "_")))
+	f["content"] = c
+	return nil
+}
+
 func toJSON(z *zone, r Record) recordJSON {
-	return recordJSON{ID: r.ID, ZoneID: z.id, ZoneName: z.name, Name: r.Name, Type: r.Type, Content: r.Content,
+	out := recordJSON{ID: r.ID, ZoneID: z.id, ZoneName: z.name, Name: r.Name, Type: r.Type, Content: r.Content,
 		Proxiable: proxiable[r.Type], Proxied: r.Proxied, TTL: r.TTL, Settings: map[string]any{},
 		Meta: map[string]any{}, Tags: []string{}, CreatedOn: r.created, ModifiedOn: r.modified}
+	if f := strings.Fields(r.Content); r.Type == "DS" && len(f) == 4 {
+		tag, _ := strconv.Atoi(f[0])
+		alg, _ := strconv.Atoi(f[1])
+		dt, _ := strconv.Atoi(f[2])
+		out.Data = map[string]any{"key_tag": tag, "algorithm": alg, "digest_type": dt, "digest": f[3]}
+	}
+	return out
 }
 
 func noZone() *apiErr {

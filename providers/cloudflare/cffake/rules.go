@@ -3,6 +3,7 @@ package cffake
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -39,10 +40,12 @@ const (
 	CodeCNAMEConflict  = 81054 // another type with a CNAME at the same name
 	CodeNSConflict     = 81056 // NS with other records at the same name
 	CodeIdentical      = 81057 // identical record
+	CodeBadDS          = 9101  // DS data missing or invalid
+	CodeDSPlacement    = 9102  // DS at the apex, or without an NS of its name
 )
 
 // Record types the fake accepts.
-var types = map[string]bool{"A": true, "AAAA": true, "CNAME": true, "TXT": true, "NS": true, "MX": true, "SRV": true, "CAA": true, "PTR": true}
+var types = map[string]bool{"A": true, "AAAA": true, "CNAME": true, "TXT": true, "NS": true, "MX": true, "SRV": true, "CAA": true, "PTR": true, "DS": true}
 
 // proxiable types.
 var proxiable = map[string]bool{"A": true, "AAAA": true, "CNAME": true}
@@ -91,6 +94,15 @@ func normalize(r *Record, zone string) *apiErr {
 		if err := checkTXT(r.Content); err != nil {
 			return err
 		}
+	case "DS":
+		if r.Name == zone {
+			return refuse(400, CodeDSPlacement, "DS records cannot be added at the zone apex: a zone's DS belongs in its parent.")
+		}
+		c, err := checkDS(r.Content)
+		if err != nil {
+			return err
+		}
+		r.Content = c
 	}
 	if r.TTL != 1 && (r.TTL < 30 || r.TTL > 86400) {
 		return refuse(400, CodeBadTTL, "TTL must be between 60 and 86400 seconds, or 1 for Automatic.")
@@ -102,6 +114,36 @@ func normalize(r *Record, zone string) *apiErr {
 		r.TTL = 1
 	}
 	return nil
+}
+
+// dsDigestLen is the hex length of the digest of each DS digest type
+// Cloudflare takes: SHA-1 (1), SHA-256 (2), SHA-384 (4).
+var dsDigestLen = map[uint64]int{1: 40, 2: 64, 4: 96}
+
+// checkDS checks DS content "key-tag algorithm digest-type digest" (made
+// from the request's data) and returns it as Cloudflare shows it: single
+// spaces, the digest in upper case.
+func checkDS(c string) (string, *apiErr) {
+	f := strings.Fields(c)
+	if len(f) != 4 {
+		return "", refuse(400, CodeBadDS, "DS record data must have key_tag, algorithm, digest_type and digest.")
+	}
+	tag, err1 := strconv.ParseUint(f[0], 10, 16)
+	alg, err2 := strconv.ParseUint(f[1], 10, 8)
+	dt, err3 := strconv.ParseUint(f[2], 10, 8)
+	switch {
+	case err1 != nil:
+		return "", refuse(400, CodeBadDS, "DS key_tag must be 0..65535.")
+	case err2 != nil || alg == 0:
+		return "", refuse(400, CodeBadDS, "DS algorithm must be 1..255.")
+	case err3 != nil || dsDigestLen[dt] == 0:
+		return "", refuse(400, CodeBadDS, "DS digest_type must be 1, 2 or 4.")
+	}
+	digest := strings.ToUpper(f[3])
+	if len(digest) != dsDigestLen[dt] || strings.Trim(digest, "0123456789ABCDEF") != "" {
+		return "", refuse(400, CodeBadDS, "DS digest must be %d hex digits for digest_type %d.", dsDigestLen[dt], dt)
+	}
+	return fmt.Sprintf("%d %d %d %s", tag, alg, dt, digest), nil
 }
 
 // checkTXT allows bare content up to 2048 characters, or a sequence of
@@ -161,23 +203,59 @@ func hostname(s string, owner bool) bool {
 }
 
 // conflict checks r against the other records of the zone (self excluded).
+// An NS shares its name with nothing but its DS; a DS needs an NS of its
+// name (it describes the zone that NS delegates to).
 func conflict(r Record, others []*Record, self string) *apiErr {
+	delegated := false
 	for _, o := range others {
 		if o.ID == self || o.Name != r.Name {
 			continue
 		}
+		delegated = delegated || o.Type == "NS"
 		switch {
 		case o.Type == r.Type && o.Content == r.Content:
 			return refuse(400, CodeIdentical, "An identical record already exists.")
-		case r.Type == "NS" && o.Type != "NS", o.Type == "NS" && r.Type != "NS":
-			return refuse(400, CodeNSConflict, "An NS record cannot share its name with other records.")
+		case r.Type == "NS" && o.Type != "NS" && o.Type != "DS", o.Type == "NS" && r.Type != "NS" && r.Type != "DS":
+			return refuse(400, CodeNSConflict, "An NS record cannot share its name with other records (except DS).")
 		case (r.Type == "CNAME" || o.Type == "CNAME") && addressOrCNAME(r.Type) && addressOrCNAME(o.Type):
 			return refuse(400, CodeHostConflict, "An A, AAAA, or CNAME record with that host already exists.")
 		case r.Type == "CNAME" || o.Type == "CNAME":
 			return refuse(400, CodeCNAMEConflict, "A CNAME record with that host already exists.")
 		}
 	}
+	if r.Type == "DS" && !delegated {
+		return refuse(400, CodeDSPlacement, "DS records can only be added to a delegated subdomain: add its NS records first.")
+	}
 	return nil
+}
+
+// orphansDS reports whether deleting record id (an NS) would leave a DS of
+// its name without any NS.
+func orphansDS(others []*Record, id string) bool {
+	var del *Record
+	for _, o := range others {
+		if o.ID == id {
+			del = o
+		}
+	}
+	if del == nil || del.Type != "NS" {
+		return false
+	}
+	ns, ds := 0, false
+	for _, o := range others {
+		if o.Name == del.Name {
+			ns += b2i(o.Type == "NS")
+			ds = ds || o.Type == "DS"
+		}
+	}
+	return ds && ns == 1
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func addressOrCNAME(t string) bool { return t == "A" || t == "AAAA" || t == "CNAME" }

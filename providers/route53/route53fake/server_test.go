@@ -52,11 +52,16 @@ const (
 	del    = types.ChangeActionDelete
 )
 
+// dsDigest is a SHA-256 digest (64 hex digits) for DS test records.
+const dsDigest = "C988EC423E3880EB8DD8A46E3F01C2E4B18D6A6D4DC3C2D2A0D5C0D8AB1A3F6F"
+
 func TestChangeBatchRules(t *testing.T) {
 	seed := []RecordSet{
 		{Name: "a.example.com.", Type: "A", TTL: 60, Values: []string{"192.0.2.1"}},
 		{Name: "w.example.com.", Type: "A", TTL: 60, Values: []string{"192.0.2.2"}, SetID: "one", Weight: aws.Int64(10)},
 		{Name: "c.example.com.", Type: "CNAME", TTL: 60, Values: []string{"target.example.net."}},
+		{Name: "deleg.example.com.", Type: "NS", TTL: 3600, Values: []string{"ns1.deleg.example.com."}},
+		{Name: "deleg.example.com.", Type: "DS", TTL: 3600, Values: []string{"2371 13 2 " + dsDigest}},
 	}
 	cases := []struct {
 		name    string
@@ -143,6 +148,53 @@ func TestChangeBatchRules(t *testing.T) {
 			name:    "a set outside the zone is refused",
 			changes: []types.Change{change(create, set("a.example.org.", "A", 60, "192.0.2.1"))},
 			code:    "InvalidChangeBatch", msgs: []string{"RRSet with DNS name a.example.org. is not permitted in zone example.com."},
+		},
+		{
+			name: "a DS is accepted beside the NS of its delegation, created in one batch",
+			changes: []types.Change{
+				change(create, set("sub.example.com.", "NS", 3600, "ns1.sub.example.com.")),
+				change(create, set("sub.example.com.", "DS", 3600, "2371 13 2 "+dsDigest)),
+			},
+		},
+		{
+			name:    "a DS without an NS of the same name is refused",
+			changes: []types.Change{change(create, set("sub.example.com.", "DS", 3600, "2371 13 2 "+dsDigest))},
+			code:    "InvalidChangeBatch", msgs: []string{"RRSet of type DS with DNS name sub.example.com. is not permitted because there is no NS RRSet with the same name in zone example.com."},
+		},
+		{
+			name:    "the NS under a DS cannot be deleted alone",
+			changes: []types.Change{change(del, set("deleg.example.com.", "NS", 3600, "ns1.deleg.example.com."))},
+			code:    "InvalidChangeBatch", msgs: []string{"RRSet of type DS with DNS name deleg.example.com. is not permitted because there is no NS RRSet"},
+		},
+		{
+			name: "a delegation with its DS can be deleted in one batch",
+			changes: []types.Change{
+				change(del, set("deleg.example.com.", "DS", 3600, "2371 13 2 "+dsDigest)),
+				change(del, set("deleg.example.com.", "NS", 3600, "ns1.deleg.example.com.")),
+			},
+		},
+		{
+			name: "a zone's own DS belongs in its parent",
+			changes: []types.Change{
+				change(create, set("example.com.", "DS", 3600, "2371 13 2 "+dsDigest)),
+			},
+			code: "InvalidChangeBatch", msgs: []string{"RRSet of type DS with DNS name example.com. is not permitted in zone example.com."},
+		},
+		{
+			name: "a DS digest must have its digest type's length",
+			changes: []types.Change{
+				change(create, set("sub.example.com.", "NS", 3600, "ns1.sub.example.com.")),
+				change(create, set("sub.example.com.", "DS", 3600, "2371 13 2 C988EC42")),
+			},
+			code: "InvalidChangeBatch", msgs: []string{"DSRRDATAIllegalDigest"},
+		},
+		{
+			name: "a DS digest type must be one Route 53 knows",
+			changes: []types.Change{
+				change(create, set("sub.example.com.", "NS", 3600, "ns1.sub.example.com.")),
+				change(create, set("sub.example.com.", "DS", 3600, "2371 13 3 "+dsDigest)),
+			},
+			code: "InvalidChangeBatch", msgs: []string{"DSRRDATAIllegalDigestType"},
 		},
 		{
 			name: "every failing change is listed and none is applied",

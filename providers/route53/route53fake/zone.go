@@ -272,12 +272,45 @@ func checkValues(s RecordSet) []string {
 			if v == "" || strings.ContainsAny(v, " \"") {
 				bad("DomainLabelEmpty (Domain label is empty)", v)
 			}
+		case "DS":
+			if problem := checkDS(v); problem != "" {
+				bad(problem, v)
+			}
 		}
 	}
 	if s.Type == "CNAME" && len(s.Values) > 1 {
 		msgs = append(msgs, fmt.Sprintf("RRSet of type CNAME with DNS name %s cannot have more than one resource record", s.Name))
 	}
 	return msgs
+}
+
+// dsDigestLen is the hex length of the digest of each DS digest type
+// Route 53 takes: SHA-1 (1), SHA-256 (2), SHA-384 (4).
+var dsDigestLen = map[uint64]int{1: 40, 2: 64, 4: 96}
+
+// checkDS checks a DS value, "key-tag algorithm digest-type digest" (RFC
+// 4034 section 5.3): the numbers in range, the digest hex of its type's
+// length. It returns Route 53's problem text, "" when valid.
+func checkDS(v string) string {
+	f := strings.Fields(v)
+	if len(f) < 4 {
+		return "DSRRDATATooFewFields (DS record must have key tag, algorithm, digest type and digest)"
+	}
+	if _, err := strconv.ParseUint(f[0], 10, 16); err != nil {
+		return "DSRRDATAIllegalKeyTag (Key tag must be 0..65535)"
+	}
+	if alg, err := strconv.ParseUint(f[1], 10, 8); err != nil || alg == 0 {
+		return "DSRRDATAIllegalAlgorithm (Algorithm must be 1..255)"
+	}
+	dt, err := strconv.ParseUint(f[2], 10, 8)
+	if err != nil || dsDigestLen[dt] == 0 {
+		return "DSRRDATAIllegalDigestType (Digest type must be 1, 2 or 4)"
+	}
+	digest := strings.Join(f[3:], "")
+	if len(digest) != dsDigestLen[dt] || strings.Trim(strings.ToUpper(digest), "0123456789ABCDEF") != "" {
+		return "DSRRDATAIllegalDigest (Digest is not a hex string of the digest type's length)"
+	}
+	return ""
 }
 
 // checkCharacterStrings checks a TXT value: one or more quoted strings of at
@@ -410,6 +443,9 @@ func (z *zone) checkResult(work map[setKey]RecordSet, written []RecordSet, touch
 			}
 		}
 		switch {
+		case w.Type == "DS" && w.Name == z.name:
+			// A zone's own DS belongs in its parent zone.
+			msgs = append(msgs, fmt.Sprintf("RRSet of type DS with DNS name %s is not permitted in zone %s", w.Name, z.name))
 		case w.Type == "CNAME" && w.Name == z.name:
 			msgs = append(msgs, fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted at apex in zone %s", w.Name, z.name))
 		case w.Type == "CNAME" && other:
@@ -437,6 +473,22 @@ func (z *zone) checkResult(work map[setKey]RecordSet, written []RecordSet, touch
 				continue
 			}
 			break
+		}
+	}
+	// A DS record set sits at a delegation point: beside an NS record set of
+	// the same name (created in the same batch or before; an NS is not
+	// deleted from under its DS).
+	for name := range touched {
+		if name == z.name {
+			continue
+		}
+		var ds, ns bool
+		for _, s := range byName[name] {
+			ds = ds || s.Type == "DS"
+			ns = ns || s.Type == "NS"
+		}
+		if ds && !ns {
+			msgs = append(msgs, fmt.Sprintf("RRSet of type DS with DNS name %s is not permitted because there is no NS RRSet with the same name in zone %s", name, z.name))
 		}
 	}
 	if touched[z.name] {
