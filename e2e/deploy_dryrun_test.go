@@ -110,7 +110,7 @@ func renderKustomizeWith(t *testing.T, components ...string) []byte {
 // overlay, and with the opt-in components), are accepted by a real
 // kube-apiserver: server-side apply with dryRun=All and strict field
 // validation, so a schema error (unknown field, wrong type, invalid value)
-// fails the test. A broken Deployment is refused the same way, and the dry
+// fails the test. A broken StatefulSet is refused the same way, and the dry
 // runs store nothing.
 func TestDeployManifestsPassServerDryRun(t *testing.T) {
 	lab := kubelab.Start(t, kubelab.Bins(t), "east")
@@ -119,8 +119,12 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 	a := newDryRunApplier(t, m)
 	ctx := context.Background()
 
-	helmRender := func(release, values string) []byte {
-		out, err := helm.Render(release, "meridian", []byte(values))
+	// A site's values file of the walkthrough (deploy/helm/examples), then
+	// more values over it.
+	helmRender := func(release, site, values string) []byte {
+		ex, err := os.ReadFile(filepath.Join(helm.Dir(), "examples", site+".yaml"))
+		require.NoError(t, err)
+		out, err := helm.Render(release, "meridian", append(ex, "\n"+values...))
 		require.NoError(t, err)
 		return out
 	}
@@ -135,14 +139,19 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 		manifests []byte
 		objects   int
 	}{
-		{"kustomize base", kustomizeRender("base"), 11},
+		{"kustomize base", kustomizeRender("base"), 13},
 		{"kustomize example overlay", kustomizeRender("overlays/example"), 11},
-		{"kustomize base with both components", renderKustomizeWith(t, "propagation", "status-annotation"), 15},
-		{"helm chart, default values", helmRender("meridian", ""), 11},
-		{"helm chart, both components", helmRender("meridian", components), 15},
-		{"helm chart, release edge with a pinned image and a ClusterIP DNS Service", helmRender("edge",
+		{"kustomize base with both components", renderKustomizeWith(t, "propagation", "status-annotation"), 17},
+		{"helm chart, site east", helmRender("meridian", "east", ""), 13},
+		{"helm chart, site eu-west", helmRender("meridian", "eu-west", ""), 11},
+		{"helm chart, both components", helmRender("meridian", "east", components), 17},
+		{"helm chart, gossip through node ports", helmRender("meridian", "east",
+			"gossip: {expose: NodePort, nodePorts: [30946, 30947], advertise: [203.0.113.10, 203.0.113.11]}"), 13},
+		{"helm chart, gossip on the host network", helmRender("meridian", "east", "gossip: {expose: hostNetwork}"), 11},
+		{"helm chart, release edge with a pinned image and a ClusterIP DNS Service", helmRender("edge", "east",
 			"image: {digest: \"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\nservice: {dns: {type: ClusterIP}}\n"+
-				"nodeSelector: {pool: dns}\ntolerations: [{key: dns, operator: Exists, effect: NoSchedule}]\nimagePullSecrets: [{name: regcred}]"), 11},
+				"nameservers: [{name: ns1.gslb.example.com, ipv4: [192.0.2.53]}]\n"+
+				"nodeSelector: {pool: dns}\ntolerations: [{key: dns, operator: Exists, effect: NoSchedule}]\nimagePullSecrets: [{name: regcred}]"), 13},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			objs := decodeManifests(t, c.manifests)
@@ -153,10 +162,10 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 		})
 	}
 
-	t.Run("a broken Deployment is refused by the dry run", func(t *testing.T) {
+	t.Run("a broken StatefulSet is refused by the dry run", func(t *testing.T) {
 		var deploy *unstructured.Unstructured
-		for _, o := range decodeManifests(t, helmRender("meridian", "")) {
-			if o.GetKind() == "Deployment" {
+		for _, o := range decodeManifests(t, helmRender("meridian", "east", "")) {
+			if o.GetKind() == "StatefulSet" {
 				deploy = o
 			}
 		}
@@ -180,7 +189,7 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 			require.Error(t, err, c.name)
 			assert.ErrorContains(t, err, c.want, c.name)
 		}
-		_, err := m.Client(t).AppsV1().Deployments("meridian").Get(ctx, "meridian", metav1.GetOptions{})
+		_, err := m.Client(t).AppsV1().StatefulSets("meridian").Get(ctx, "meridian", metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "a dry run stores nothing: %v", err)
 	})
 }

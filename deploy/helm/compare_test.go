@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -67,9 +68,23 @@ const instanceLabel = "app.kubernetes.io/instance"
 // normalize drops what is meant to differ between the chart and kustomize
 // from a deep copy of o: labels (checked on their own), the instance label
 // in selectors, and the container image and pull policy (kustomize leaves
-// :latest to overlays; the chart pins its appVersion).
+// :latest to overlays; the chart pins its appVersion). A ConfigMap's YAML
+// files are parsed, so that the config is compared field by field: the
+// kustomize file has comments and its own key order, the chart's is toYaml.
 func normalize(o map[string]any) map[string]any {
 	c := deepCopy(o).(map[string]any)
+	if data, ok := get(c, "data").(map[string]any); ok && c["kind"] == "ConfigMap" {
+		for k, v := range data {
+			s, ok := v.(string)
+			if !ok || !strings.HasSuffix(k, ".yaml") {
+				continue
+			}
+			var parsed any
+			if err := yaml.Unmarshal([]byte(s), &parsed); err == nil {
+				data[k] = parsed
+			}
+		}
+	}
 	del := func(key string, path ...any) {
 		if m, ok := get(c, path...).(map[string]any); ok {
 			delete(m, key)

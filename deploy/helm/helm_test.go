@@ -3,6 +3,7 @@ package helm
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,18 +16,19 @@ import (
 	"github.com/meridian-gslb/meridian/deploy/kustomize"
 )
 
-// renderKustomize renders deploy/kustomize/base, with the named components
-// through a throw-away overlay beside the shipped ones (kustomize loads
-// bases by relative path only).
-func renderKustomize(t *testing.T, components ...string) []byte {
+// renderKustomize renders a kustomization of deploy/kustomize ("base",
+// "overlays/example"), with the named components through a throw-away
+// overlay beside the shipped ones (kustomize loads bases by relative path
+// only).
+func renderKustomize(t *testing.T, path string, components ...string) []byte {
 	t.Helper()
-	dir := "base"
+	dir := path
 	if len(components) > 0 {
 		var err error
 		dir, err = os.MkdirTemp(filepath.Join(kustomize.Dir(), "overlays"), "helm-test-")
 		require.NoError(t, err)
 		t.Cleanup(func() { os.RemoveAll(dir) })
-		k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../base]\ncomponents:\n"
+		k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [../../" + path + "]\ncomponents:\n"
 		for _, c := range components {
 			k += "  - ../../components/" + c + "\n"
 		}
@@ -44,35 +46,71 @@ func parse(t *testing.T, manifests []byte) map[string]map[string]any {
 	return objs
 }
 
+// example is the values file of a site of the two-site walkthrough,
+// deploy/helm/examples/<name>.yaml.
+func example(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Dir(), "examples", name+".yaml"))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// render renders the chart as release "meridian" in namespace "meridian"
+// with the values documents given, merged in order (later ones win, as
+// several -f files do).
+func render(t *testing.T, values ...string) map[string]map[string]any {
+	t.Helper()
+	out, err := Render("meridian", "meridian", []byte(mergeValues(t, values...)))
+	require.NoError(t, err)
+	return parse(t, out)
+}
+
+// mergeValues merges YAML values documents as `helm -f a -f b` does.
+func mergeValues(t *testing.T, values ...string) string {
+	t.Helper()
+	merged := map[string]any{}
+	for _, v := range values {
+		m, err := chartutil.ReadValues([]byte(v))
+		require.NoError(t, err)
+		merged = chartutil.CoalesceTables(m.AsMap(), merged)
+	}
+	b, err := chartutil.Values(merged).YAML()
+	require.NoError(t, err)
+	return b
+}
+
 // The chart with release "meridian" in namespace "meridian" renders the
-// objects of deploy/kustomize/base (and of its components when enabled),
-// field by field: RBAC rules and bindings, the Deployment's ports, probes,
-// volumes, mounts, security contexts, args, env, resources, strategy and
-// spread, the Services' ports and types, the PDB, the ConfigMap's config
-// file. Labels, the instance label in selectors and the image are compared
-// on their own below. A failure lists every differing field by object and
-// path, e.g. `Role/meridian .rules[2]: only in kustomize: {...}`.
+// objects of deploy/kustomize: site east (examples/east.yaml) is the base
+// (with its opt-in components when enabled), site eu-west
+// (examples/eu-west.yaml) is overlays/example. Field by field: RBAC rules
+// and bindings, the StatefulSet's ports, probes, volumes, mounts, security
+// contexts, args, env, resources and spread, every Service (the per-pod
+// gossip Services with their selectors), the PDB, and the config file
+// parsed field by field. Labels, the instance label in selectors and the
+// image are compared on their own below. A failure lists every differing
+// field by object and path, e.g. `Role/meridian .rules[2]: only in
+// kustomize: {...}`.
 func TestChartRendersTheKustomizeObjects(t *testing.T) {
 	for _, c := range []struct {
-		name       string
-		values     string
-		components []string
+		name, site, kustomization string
+		values                    string
+		components                []string
+		want                      []string // the differences meant to be there
 	}{
-		{"default values render the base", "", nil},
-		{"propagation enabled renders the base with components/propagation",
-			"components: {propagation: {enabled: true}}", []string{"propagation"}},
-		{"status annotation enabled renders the base with components/status-annotation",
-			"components: {statusAnnotation: {enabled: true}}", []string{"status-annotation"}},
-		{"both components enabled render the base with both components",
-			"components: {propagation: {enabled: true}, statusAnnotation: {enabled: true}}", []string{"propagation", "status-annotation"}},
+		{"site east renders the base", "east", "base", "", nil, nil},
+		{"site eu-west renders the example overlay", "eu-west", "overlays/example", "", nil, nil},
+		{"propagation enabled renders the base with components/propagation", "east", "base",
+			"components: {propagation: {enabled: true}}", []string{"propagation"}, nil},
+		{"both components enabled render the base with both components, and the chart's config asks for the annotation", "east", "base",
+			"components: {propagation: {enabled: true}, statusAnnotation: {enabled: true}}", []string{"propagation", "status-annotation"},
+			// kustomize leaves it to the overlay's config.yaml.
+			[]string{"ConfigMap/meridian-config .data.config.yaml.kubernetes.status_annotation: helm true, kustomize false"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := Render("meridian", "meridian", []byte(c.values))
-			require.NoError(t, err)
-			h := parse(t, out)
-			k := parse(t, renderKustomize(t, c.components...))
+			h := render(t, example(t, c.site), c.values)
+			k := parse(t, renderKustomize(t, c.kustomization, c.components...))
 			require.NotEmpty(t, k)
-			if d := diffObjects(h, k); len(d) > 0 {
+			if d := diffObjects(h, k); !slices.Equal(d, c.want) {
 				t.Errorf("the chart and deploy/kustomize differ (%d):\n%s", len(d), strings.Join(d, "\n"))
 			}
 		})
@@ -80,25 +118,26 @@ func TestChartRendersTheKustomizeObjects(t *testing.T) {
 }
 
 // The comparison is not blind: values that change a compared field are
-// reported, naming the object and the field.
+// reported, naming the object and the field (the config's too).
 func TestChartComparisonReportsChangedFields(t *testing.T) {
-	k := parse(t, renderKustomize(t))
-	out, err := Render("meridian", "meridian", []byte("probes: {readiness: {periodSeconds: 7}}\nservice: {dns: {externalTrafficPolicy: Cluster}}\nrbac: {create: false}"))
-	require.NoError(t, err)
-	d := diffObjects(parse(t, out), k)
-	assert.Contains(t, d, "Deployment/meridian .spec.template.spec.containers[0].readinessProbe.periodSeconds: helm 7, kustomize 5")
+	k := parse(t, renderKustomize(t, "base"))
+	h := render(t, example(t, "east"), "probes: {readiness: {periodSeconds: 7}}\nservice: {dns: {externalTrafficPolicy: Cluster}}\nrbac: {create: false}\nsite: {region: us-west}\nreplicaCount: 3")
+	d := diffObjects(h, k)
+	assert.Contains(t, d, "StatefulSet/meridian .spec.template.spec.containers[0].readinessProbe.periodSeconds: helm 7, kustomize 5")
 	assert.Contains(t, d, `Service/meridian-dns .spec.externalTrafficPolicy: helm "Cluster", kustomize "Local"`)
 	assert.Contains(t, d, "ClusterRole/meridian: only in kustomize")
 	assert.Contains(t, d, "RoleBinding/meridian: only in kustomize")
+	assert.Contains(t, d, `ConfigMap/meridian-config .data.config.yaml.ring.region: helm "us-west", kustomize "us-east"`)
+	assert.Contains(t, d, "Service/meridian-2-gossip: only in helm")
 }
 
 // Every object carries the standard labels; selectors are the name and the
-// instance only, and the pods carry them.
+// instance only (a per-pod gossip Service adds its pod's name), and the
+// pods carry them.
 func TestChartLabelsAndSelectors(t *testing.T) {
-	out, err := Render("meridian", "meridian", nil)
-	require.NoError(t, err)
+	objs := render(t, example(t, "east"))
 	selector := map[string]any{"app.kubernetes.io/name": "meridian", instanceLabel: "meridian"}
-	for key, o := range parse(t, out) {
+	for key, o := range objs {
 		labels, _ := get(o, "metadata", "labels").(map[string]any)
 		for k, v := range map[string]any{
 			"app.kubernetes.io/name":       "meridian",
@@ -107,12 +146,12 @@ func TestChartLabelsAndSelectors(t *testing.T) {
 			"app.kubernetes.io/managed-by": "Helm",
 			"app.kubernetes.io/part-of":    "meridian",
 			"app.kubernetes.io/component":  "gslb",
-			"helm.sh/chart":                "meridian-0.1.0",
+			"helm.sh/chart":                "meridian-0.2.0",
 		} {
 			assert.Equal(t, v, labels[k], "%s label %s", key, k)
 		}
 		switch key {
-		case "Deployment/meridian":
+		case "StatefulSet/meridian":
 			assert.Equal(t, selector, get(o, "spec", "selector", "matchLabels"), key)
 			podLabels, _ := get(o, "spec", "template", "metadata", "labels").(map[string]any)
 			for k, v := range selector {
@@ -127,110 +166,60 @@ func TestChartLabelsAndSelectors(t *testing.T) {
 			assert.Equal(t, selector, get(o, "spec", "selector", "matchLabels"), key)
 		case "Service/meridian-dns", "Service/meridian-http", "Service/meridian-gossip":
 			assert.Equal(t, selector, get(o, "spec", "selector"), key)
+		case "Service/meridian-0-gossip", "Service/meridian-1-gossip":
+			pod := strings.TrimSuffix(strings.TrimPrefix(key, "Service/"), "-gossip")
+			want := map[string]any{"app.kubernetes.io/name": "meridian", instanceLabel: "meridian", "statefulset.kubernetes.io/pod-name": pod}
+			assert.Equal(t, want, get(o, "spec", "selector"), "%s selects its one pod", key)
 		}
 	}
 }
 
-// Values change what they say they change.
-func TestChartValues(t *testing.T) {
-	for _, c := range []struct {
-		name, release, values string
-		check                 func(t *testing.T, objs map[string]map[string]any)
-	}{
-		{"another release name prefixes every object and binds its own service account", "edge", "",
-			func(t *testing.T, objs map[string]map[string]any) {
-				for _, key := range []string{"Deployment/edge-meridian", "ConfigMap/edge-meridian-config", "Service/edge-meridian-dns",
-					"Service/edge-meridian-gossip", "ClusterRole/edge-meridian", "ServiceAccount/edge-meridian"} {
-					assert.Contains(t, objs, key)
-				}
-				assert.Equal(t, "edge-meridian", get(objs["ClusterRoleBinding/edge-meridian"], "subjects", 0, "name"))
-				assert.Equal(t, "edge-meridian-config", get(objs["Deployment/edge-meridian"], "spec", "template", "spec", "volumes", 1, "projected", "sources", 0, "configMap", "name"))
-			}},
-		{"a digest pins the image", "meridian", "image: {tag: v0.2.0, digest: \"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}",
-			func(t *testing.T, objs map[string]map[string]any) {
-				assert.Equal(t, "ghcr.io/meridian-gslb/meridian:v0.2.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-					get(objs["Deployment/meridian"], "spec", "template", "spec", "containers", 0, "image"))
-			}},
-		{"an existing service account is bound and none is created", "meridian", "serviceAccount: {create: false, name: gslb}",
-			func(t *testing.T, objs map[string]map[string]any) {
-				assert.NotContains(t, objs, "ServiceAccount/meridian")
-				assert.Equal(t, "gslb", get(objs["Deployment/meridian"], "spec", "template", "spec", "serviceAccountName"))
-				assert.Equal(t, "gslb", get(objs["RoleBinding/meridian"], "subjects", 0, "name"))
-			}},
-		{"a parent chart's global values are accepted", "meridian", "global: {imageRegistry: example.com}",
-			func(t *testing.T, objs map[string]map[string]any) { assert.Contains(t, objs, "Deployment/meridian") }},
-		{"a ClusterIP DNS Service has no externalTrafficPolicy", "meridian", "service: {dns: {type: ClusterIP}}",
-			func(t *testing.T, objs map[string]map[string]any) {
-				assert.Equal(t, "ClusterIP", get(objs["Service/meridian-dns"], "spec", "type"))
-				assert.Nil(t, get(objs["Service/meridian-dns"], "spec", "externalTrafficPolicy"))
-			}},
-		{"secret names, replicas and the config file come from values", "meridian",
-			"replicaCount: 3\nsecrets: {gossipKey: gk, ringIdentity: ri, adminTokens: at}\nconfig: |\n  zones: []\npdb: {enabled: false}\n",
-			func(t *testing.T, objs map[string]map[string]any) {
-				d := objs["Deployment/meridian"]
-				assert.EqualValues(t, 3, get(d, "spec", "replicas"))
-				for i, name := range []string{"gk", "ri", "at"} {
-					assert.Equal(t, name, get(d, "spec", "template", "spec", "volumes", 1, "projected", "sources", i+1, "secret", "name"))
-				}
-				assert.Equal(t, "zones: []\n", get(objs["ConfigMap/meridian-config"], "data", "config.yaml"))
-				assert.NotContains(t, objs, "PodDisruptionBudget/meridian")
-			}},
-		{"scheduling values reach the pod", "meridian",
-			"nodeSelector: {pool: dns}\ntolerations: [{key: dns, operator: Exists}]\npodAnnotations: {a: b}\ntopologySpread: false",
-			func(t *testing.T, objs map[string]map[string]any) {
-				spec := get(objs["Deployment/meridian"], "spec", "template", "spec")
-				assert.Equal(t, map[string]any{"pool": "dns"}, get(spec, "nodeSelector"))
-				assert.Equal(t, "dns", get(spec, "tolerations", 0, "key"))
-				assert.Nil(t, get(spec, "topologySpreadConstraints"))
-				assert.Equal(t, "b", get(objs["Deployment/meridian"], "spec", "template", "metadata", "annotations", "a"), "added to the Prometheus annotations")
-			}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			out, err := Render(c.release, "meridian", []byte(c.values))
-			require.NoError(t, err)
-			c.check(t, parse(t, out))
-		})
-	}
-}
-
-// values.schema.json refuses values of the wrong type, outside their range
-// or enum, and unknown keys, naming the value.
-func TestChartSchemaRefusesBadValues(t *testing.T) {
-	for _, c := range []struct{ name, values, want string }{
-		{"a replica count that is a word is refused", `replicaCount: "two"`, "replicaCount"},
-		{"zero replicas are refused", `replicaCount: 0`, "replicaCount"},
-		{"an unknown pull policy is refused", `image: {pullPolicy: Sometimes}`, "pullPolicy"},
-		{"an unknown DNS Service type is refused", `service: {dns: {type: ExternalName}}`, "type"},
-		{"a port above 65535 is refused", `service: {http: {port: 70000}}`, "port"},
-		{"a misspelt key is refused", `replicas: 3`, "replicas"},
-		{"a component flag that is a string is refused", `components: {propagation: {enabled: "yes"}}`, "enabled"},
-		{"an empty config file is refused", `config: ""`, "config"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Render("meridian", "meridian", []byte(c.values))
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "schema")
-			assert.Contains(t, err.Error(), c.want)
-		})
-	}
-}
-
-// `helm lint --strict`: no warning and no error, with the default values
-// and with the components enabled.
+// `helm lint --strict`: no warning and no error with the walkthrough's
+// values and with every gossip mode and option; and an error naming the
+// value with the chart's defaults alone (a site needs its zone and name)
+// or with values the schema refuses.
 func TestChartLintsStrict(t *testing.T) {
-	for _, values := range []string{"", "components: {propagation: {enabled: true}, statusAnnotation: {enabled: true}}"} {
-		vals, err := chartutil.ReadValues([]byte(values))
+	lintWith := func(values ...string) *support.Linter {
+		vals, err := chartutil.ReadValues([]byte(mergeValues(t, values...)))
 		require.NoError(t, err)
 		res := lint.AllWithKubeVersionAndSchemaValidation(ChartDir(), vals.AsMap(), "meridian", nil, false)
-		for _, m := range res.Messages {
-			assert.LessOrEqual(t, m.Severity, support.InfoSev, "%s", m)
-		}
+		return &res
 	}
-	// The same lint fails a chart rendered with values the schema refuses.
-	vals, err := chartutil.ReadValues([]byte(`replicaCount: "two"`))
-	require.NoError(t, err)
-	res := lint.AllWithKubeVersionAndSchemaValidation(ChartDir(), vals.AsMap(), "meridian", nil, false)
-	assert.Equal(t, support.ErrorSev, res.HighestSeverity, "%v", res.Messages)
+	for _, c := range []struct{ name, values string }{
+		{"site east", ""},
+		{"both components", "components: {propagation: {enabled: true}, statusAnnotation: {enabled: true}}"},
+		{"gossip through node ports", "gossip: {expose: NodePort, nodePorts: [30946, 30947], advertise: [203.0.113.10, 203.0.113.11]}"},
+		{"gossip on the host network", "gossip: {expose: hostNetwork}"},
+		{"cert-manager with its Issuer", "ring: {certManager: {enabled: true, issuer: {create: true, caSecret: meridian-ring-ca}}}"},
+		{"a whole config file", "config: \"zones: []\\n\""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := lintWith(example(t, "east"), c.values)
+			for _, m := range res.Messages {
+				assert.LessOrEqual(t, m.Severity, support.InfoSev, "%s", m)
+			}
+		})
+	}
+	t.Run("the defaults alone lack the zone and the site", func(t *testing.T) {
+		res := lintWith("")
+		assert.Equal(t, support.ErrorSev, res.HighestSeverity, "%v", res.Messages)
+		for _, want := range []string{"at '/zone': minLength: got 0, want 1", "at '/site/name': minLength: got 0, want 1", "at '/site/region': minLength: got 0, want 1"} {
+			assert.Contains(t, messages(res), want)
+		}
+	})
+	t.Run("a value the schema refuses", func(t *testing.T) {
+		res := lintWith(example(t, "east"), `replicaCount: "two"`)
+		assert.Equal(t, support.ErrorSev, res.HighestSeverity, "%v", res.Messages)
+		assert.Contains(t, messages(res), "replicaCount")
+	})
+}
+
+func messages(l *support.Linter) string {
+	var b strings.Builder
+	for _, m := range l.Messages {
+		b.WriteString(m.Error() + "\n")
+	}
+	return b.String()
 }
 
 // The comparison names the object and the field that differ.

@@ -20,14 +20,23 @@ import (
 	"github.com/meridian-gslb/meridian/deploy/kustomize"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/kube/grants"
+	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/ringca"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the current manifests")
 
-// The kustomizations under test and their golden files.
-var builds = []struct{ name, path string }{
-	{"base", "base"},
-	{"example", "overlays/example"},
+// The kustomizations under test and their golden files: the base is site
+// east, the example overlay site eu-west of the two-site walkthrough.
+var builds = []struct {
+	name, path     string
+	site, region   string
+	replicas       int
+	gossipServices []string // one per pod: meridian-<n>-gossip
+}{
+	{"base", "base", "east", "us-east", 2, []string{"meridian-0-gossip", "meridian-1-gossip"}},
+	{"example", "overlays/example", "eu-west", "eu-west", 1, []string{"meridian-0-gossip"}},
 }
 
 const (
@@ -35,7 +44,9 @@ const (
 	namespace  = "meridian"
 	configPath = "/etc/meridian/config.yaml"
 	keyPath    = "/etc/meridian/gossip/key"
-	idPath     = "/etc/meridian/ring/identity.pem"
+	certPath   = "/etc/meridian/ring/tls.crt"
+	credPath   = "/etc/meridian/ring/tls.key"
+	caPath     = "/etc/meridian/ring/ca.crt"
 	statePath  = "/var/lib/meridian"
 	tokensPath = "/etc/meridian/admin/tokens"
 )
@@ -70,6 +81,15 @@ func fromGrants(rs []rbacv1.PolicyRule) []rule {
 		out[i] = rule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: r.Verbs, ResourceNames: r.ResourceNames, NonResourceURLs: r.NonResourceURLs}
 	}
 	return out
+}
+
+// wantRoleRules is the Role of a site whose pods have these gossip
+// Services: the lease and member Secrets, and reading exactly the site's
+// own Services by name (ring.advertise_from, ring.dns_addresses_from).
+func wantRoleRules(gossipServices []string) []rule {
+	return append(slices.Clone(wantNamespacedRules),
+		rule{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"},
+			ResourceNames: append(slices.Clone(gossipServices), "meridian-dns")})
 }
 
 type meta struct {
@@ -129,7 +149,9 @@ type object struct {
 	Data       map[string]string `yaml:"data"`
 	Spec       struct {
 		Replicas                 int            `yaml:"replicas"`
+		ServiceName              string         `yaml:"serviceName"`
 		Type                     string         `yaml:"type"`
+		ExternalTrafficPolicy    string         `yaml:"externalTrafficPolicy"`
 		ClusterIP                string         `yaml:"clusterIP"`
 		PublishNotReadyAddresses bool           `yaml:"publishNotReadyAddresses"`
 		Selector                 map[string]any `yaml:"selector"`
@@ -232,7 +254,8 @@ func TestTheRBACGoldenFileHoldsTheRenderedRBACObjectsAlone(t *testing.T) {
 
 	overlay, err := kustomize.RenderRBAC("overlays/example")
 	require.NoError(t, err)
-	assert.Equal(t, string(out), string(overlay), "the example overlay must not change the RBAC")
+	assert.Equal(t, strings.Replace(string(out), "  - meridian-1-gossip\n", "", 1), string(overlay),
+		"the example overlay (one pod) changes the RBAC only by the second pod's gossip Service")
 }
 
 // Both modes: least privilege (the base), and the base with the
@@ -330,7 +353,7 @@ func TestTheRBACGrantsExactlyTheDocumentedRules(t *testing.T) {
 			cr := find(t, objs, "ClusterRole", "meridian")
 			assert.Equal(t, normalize(wantClusterRules), normalize(cr.Rules), "ClusterRole meridian")
 			role := find(t, objs, "Role", "meridian")
-			assert.Equal(t, normalize(wantNamespacedRules), normalize(role.Rules), "Role meridian")
+			assert.Equal(t, normalize(wantRoleRules(b.gossipServices)), normalize(role.Rules), "Role meridian")
 
 			for _, r := range append(slices.Clone(cr.Rules), role.Rules...) {
 				for _, l := range [][]string{r.APIGroups, r.Resources, r.Verbs} {
@@ -375,35 +398,67 @@ type siteConfig struct {
 	} `yaml:"kubernetes"`
 }
 
+// The config of each site is accepted by Meridian's own loader (what
+// `meridian check-config` runs), and is the config of a site in a
+// cross-cluster ring: its pods' node names are covered by the site's
+// credential (<site>-*, at most replicas of them), every pod advertises
+// its own gossip Service's external address, the site's DNS Service
+// announces its nameserver, and the seeds are the ring's own name and the
+// site's headless Service.
 func TestTheRenderedConfigIsAcceptedByMeridiansValidator(t *testing.T) {
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) {
-			cm := find(t, render(t, b.path), "ConfigMap", "meridian-config")
+			objs := render(t, b.path)
+			cm := find(t, objs, "ConfigMap", "meridian-config")
 			data, ok := cm.Data["config.yaml"]
 			require.True(t, ok, "ConfigMap meridian-config has no config.yaml key")
 
-			f, _, err := config.Prepare("config.yaml", []byte(data), "")
-			if err != nil && strings.Contains(err.Error(), "kubernetes") {
-				t.Skip("pending kubernetes config fields: " + err.Error())
-			}
+			l, err := serving.Load("config.yaml", []byte(data), "")
 			require.NoError(t, err)
+			t.Cleanup(func() { l.Locator.Close() })
+			f := l.File
 
 			assert.True(t, f.Ring.Enabled)
+			assert.Equal(t, b.region, f.Ring.Region)
 			assert.Equal(t, keyPath, f.Ring.KeyFile)
 			assert.True(t, f.Ring.RequireEncryption)
-			assert.Equal(t, idPath, f.Ring.IdentityFile)
+			assert.Equal(t, []string{caPath}, f.Ring.CA)
+			assert.Equal(t, certPath, f.Ring.Credential.CertFile)
+			assert.Equal(t, credPath, f.Ring.Credential.KeyFile)
+			assert.Empty(t, f.Ring.Peers, "no site lists another: peers come from credentials")
 			assert.Equal(t, tokensPath, f.Server.Admin.TokenFile, "changes need a token")
 			assert.Equal(t, statePath, f.Server.StateDir, "state lives in the writable emptyDir, not beside the read-only config")
-			require.Len(t, f.Ring.Peers, 1, "one peers entry lists the site's pods")
-			site := f.Ring.Peers[0]
-			assert.Equal(t, "prober", site.Role)
-			assert.Equal(t, f.Ring.Region, site.Region)
-			assert.True(t, site.Matches(f.Ring.NodeNameFor("meridian-6d4f9c7b8-x2x7k")), "the pods' names (%s) match the site's entry %s", f.Ring.NodeName, site.Name)
+
+			// The credential a site is issued in the walkthrough
+			// (`meridian ring ca issue --name '<site>-*' --max-nodes <replicas>`)
+			// covers every pod's node name.
+			scope := ringca.Scope{TrustDomain: "gslb.example.com", Role: ringca.RoleProber, Region: b.region, Name: b.site + "-*", MaxNodes: b.replicas}
+			require.NoError(t, scope.Validate())
+			dep := find(t, objs, "StatefulSet", "meridian")
+			assert.Equal(t, b.replicas, dep.Spec.Replicas, "max-nodes is the replica count: a StatefulSet never surges")
+			require.NotNil(t, f.Ring.AdvertiseFrom)
+			require.NotNil(t, f.Ring.DNSAddressesFrom)
+			for i := range dep.Spec.Replicas {
+				pod := "meridian-" + strconv.Itoa(i)
+				assert.True(t, scope.Matches(f.Ring.NodeNameFor(pod)), "pod %s is ring node %s, covered by %s", pod, f.Ring.NodeNameFor(pod), scope.URI())
+				svc := find(t, objs, "Service", strings.ReplaceAll(f.Ring.AdvertiseFrom.Service, model.HostnamePlaceholder, pod))
+				assert.Equal(t, "LoadBalancer", svc.Spec.Type)
+				assert.Equal(t, pod, svc.Spec.Selector["statefulset.kubernetes.io/pod-name"], "%s selects its one pod", svc.Metadata.Name)
+			}
+			assert.Equal(t, "LoadBalancer", find(t, objs, "Service", f.Ring.DNSAddressesFrom.Service).Spec.Type)
+			require.Len(t, f.Zones, 1)
+			require.NotNil(t, f.Zones[0].Ring)
+			assert.True(t, f.Zones[0].Ring.Names, "the zone serves ring.<zone>, the seed of every site")
+			assert.True(t, f.Zones[0].Ring.Nameservers, "the zone's NS set is the live sites' DNS addresses")
 
 			var c siteConfig
 			require.NoError(t, yaml.Unmarshal([]byte(data), &c))
-			assert.Equal(t, []string{"meridian-gossip." + namespace + ".svc.cluster.local:7946"}, c.Ring.Seeds)
+			headless := find(t, objs, "Service", "meridian-gossip")
+			assert.Equal(t, "None", headless.Spec.ClusterIP)
+			assert.Equal(t, headless.Metadata.Name, dep.Spec.ServiceName)
+			assert.Equal(t, []string{"ring.gslb.example.com:7946", "meridian-gossip." + namespace + ".svc.cluster.local:7946"}, c.Ring.Seeds)
 			require.Len(t, c.Clusters, 1)
+			assert.Equal(t, b.site, c.Clusters[0].Name)
 			assert.True(t, c.Clusters[0].Kubernetes.InCluster, "the local cluster is a member through the pod's service account")
 			assert.Equal(t, c.Ring.Region, c.Clusters[0].Region)
 			assert.Equal(t, namespace, c.Kubernetes.MemberSecrets.Namespace, "member Secrets live where the Role grants secrets")
@@ -413,11 +468,11 @@ func TestTheRenderedConfigIsAcceptedByMeridiansValidator(t *testing.T) {
 	}
 }
 
-func TestTheDeploymentServesWhatTheConfigNames(t *testing.T) {
+func TestTheStatefulSetServesWhatTheConfigNames(t *testing.T) {
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) {
 			objs := render(t, b.path)
-			dep := find(t, objs, "Deployment", "meridian")
+			dep := find(t, objs, "StatefulSet", "meridian")
 			spec := dep.Spec.Template.Spec
 			require.Len(t, spec.Containers, 1)
 			c := spec.Containers[0]
@@ -425,9 +480,9 @@ func TestTheDeploymentServesWhatTheConfigNames(t *testing.T) {
 			assert.Equal(t, []string{"serve", "--config", configPath}, c.Args)
 			assert.Equal(t, "meridian", spec.ServiceAccountName)
 
-			// config.yaml, the gossip key and the identity come from one
-			// projected volume mounted read-only at the config's directory;
-			// the state directory is a writable emptyDir.
+			// config.yaml, the gossip key, the credential and the tokens
+			// come from one projected volume mounted read-only at the
+			// config's directory; the state directory is a writable emptyDir.
 			require.Len(t, c.VolumeMounts, 2)
 			mounts := map[string]string{}
 			for _, m := range c.VolumeMounts {
@@ -457,14 +512,12 @@ func TestTheDeploymentServesWhatTheConfigNames(t *testing.T) {
 			}
 			rel := func(p string) string { r, _ := filepath.Rel(filepath.Dir(configPath), p); return r }
 			assert.ElementsMatch(t, []string{"meridian-config:config.yaml->" + rel(configPath), "meridian-gossip-key:key->" + rel(keyPath),
-				"meridian-ring-identity:identity.pem->" + rel(idPath), "meridian-admin-tokens:tokens->" + rel(tokensPath)}, files)
+				"meridian-ring-credential:tls.crt->" + rel(certPath), "meridian-ring-credential:tls.key->" + rel(credPath),
+				"meridian-ring-credential:ca.crt->" + rel(caPath), "meridian-admin-tokens:tokens->" + rel(tokensPath)}, files)
 
 			// The container ports are the config's listeners.
 			cm := find(t, objs, "ConfigMap", "meridian-config")
 			f, err := config.Parse("config.yaml", []byte(cm.Data["config.yaml"]))
-			if err != nil && strings.Contains(err.Error(), "kubernetes") {
-				t.Skip("pending kubernetes config fields: " + err.Error())
-			}
 			require.NoError(t, err)
 			assert.Equal(t, []string{"0.0.0.0:5353"}, f.Server.DNS.Listen)
 			assert.Equal(t, "0.0.0.0:8080", f.Server.HTTP.Listen)
@@ -486,57 +539,86 @@ func TestTheDeploymentServesWhatTheConfigNames(t *testing.T) {
 	}
 }
 
-func TestTheServicesExposeDNSOnPort53AndTheRingToNotReadyPods(t *testing.T) {
-	objs := render(t, "base")
+// DNS on port 53 for everyone; the ring for the other sites through one
+// LoadBalancer per pod (memberlist reaches each node at its own address),
+// ready or not, and for this site's pods through the headless Service.
+func TestTheServicesExposeDNSOnPort53AndEachPodsGossipPort(t *testing.T) {
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) {
+			objs := render(t, b.path)
 
-	dns := find(t, objs, "Service", "meridian-dns")
-	assert.Equal(t, "LoadBalancer", dns.Spec.Type)
-	assert.ElementsMatch(t, []port{
-		{Name: "dns-udp", Port: 53, TargetPort: "dns-udp", Protocol: "UDP"},
-		{Name: "dns-tcp", Port: 53, TargetPort: "dns-tcp", Protocol: "TCP"},
-	}, dns.Spec.Ports)
+			dns := find(t, objs, "Service", "meridian-dns")
+			assert.Equal(t, "LoadBalancer", dns.Spec.Type)
+			assert.ElementsMatch(t, []port{
+				{Name: "dns-udp", Port: 53, TargetPort: "dns-udp", Protocol: "UDP"},
+				{Name: "dns-tcp", Port: 53, TargetPort: "dns-tcp", Protocol: "TCP"},
+			}, dns.Spec.Ports)
 
-	gossip := find(t, objs, "Service", "meridian-gossip")
-	assert.Equal(t, "None", gossip.Spec.ClusterIP)
-	assert.True(t, gossip.Spec.PublishNotReadyAddresses)
+			gossip := find(t, objs, "Service", "meridian-gossip")
+			assert.Equal(t, "None", gossip.Spec.ClusterIP)
+			assert.True(t, gossip.Spec.PublishNotReadyAddresses)
 
-	httpSvc := find(t, objs, "Service", "meridian-http")
-	assert.Equal(t, "true", httpSvc.Metadata.Annotations["prometheus.io/scrape"])
+			var perPod []string
+			for _, o := range objs {
+				if o.Kind == "Service" && strings.HasSuffix(o.Metadata.Name, "-gossip") && o.Metadata.Name != "meridian-gossip" {
+					perPod = append(perPod, o.Metadata.Name)
+				}
+			}
+			assert.ElementsMatch(t, b.gossipServices, perPod, "one gossip Service per pod, no more")
+			for i, name := range b.gossipServices {
+				svc := find(t, objs, "Service", name)
+				assert.Equal(t, "LoadBalancer", svc.Spec.Type)
+				assert.Equal(t, "Local", svc.Spec.ExternalTrafficPolicy)
+				assert.True(t, svc.Spec.PublishNotReadyAddresses, "a starting node must be reachable to join")
+				assert.Equal(t, map[string]any{"app.kubernetes.io/name": "meridian", "statefulset.kubernetes.io/pod-name": "meridian-" + strconv.Itoa(i)}, svc.Spec.Selector, name)
+				assert.ElementsMatch(t, []port{
+					{Name: "gossip-udp", Port: 7946, TargetPort: "gossip-udp", Protocol: "UDP"},
+					{Name: "gossip-tcp", Port: 7946, TargetPort: "gossip-tcp", Protocol: "TCP"},
+				}, svc.Spec.Ports)
+			}
 
-	for _, name := range []string{"meridian-dns", "meridian-http", "meridian-gossip"} {
-		assert.Equal(t, map[string]any{"app.kubernetes.io/name": "meridian"}, find(t, objs, "Service", name).Spec.Selector, name)
-	}
-	assert.Equal(t, 1, find(t, objs, "PodDisruptionBudget", "meridian").Spec.MinAvailable)
-	for _, o := range objs {
-		if o.Kind != "ClusterRole" && o.Kind != "ClusterRoleBinding" {
-			assert.Equal(t, namespace, o.Metadata.Namespace, o.Kind+"/"+o.Metadata.Name)
-		}
-		assert.Equal(t, "meridian", o.Metadata.Labels["app.kubernetes.io/name"], o.Kind+"/"+o.Metadata.Name)
+			httpSvc := find(t, objs, "Service", "meridian-http")
+			assert.Equal(t, "true", httpSvc.Metadata.Annotations["prometheus.io/scrape"])
+			for _, name := range []string{"meridian-dns", "meridian-http", "meridian-gossip"} {
+				assert.Equal(t, map[string]any{"app.kubernetes.io/name": "meridian"}, find(t, objs, "Service", name).Spec.Selector, name)
+			}
+			for _, o := range objs {
+				if o.Kind != "ClusterRole" && o.Kind != "ClusterRoleBinding" {
+					assert.Equal(t, namespace, o.Metadata.Namespace, o.Kind+"/"+o.Metadata.Name)
+				}
+				assert.Equal(t, "meridian", o.Metadata.Labels["app.kubernetes.io/name"], o.Kind+"/"+o.Metadata.Name)
+			}
+		})
 	}
 }
 
+// The example overlay is site eu-west with one pod: its name and region in
+// the config, one gossip Service, a pinned image, and no
+// PodDisruptionBudget (1 of 1 would block every node drain).
 func TestTheExampleOverlaySetsTheSitesValues(t *testing.T) {
 	base := render(t, "base")
 	objs := render(t, "overlays/example")
 
-	assert.Equal(t, 2, find(t, base, "Deployment", "meridian").Spec.Replicas)
-	dep := find(t, objs, "Deployment", "meridian")
-	assert.Equal(t, 3, dep.Spec.Replicas)
-	assert.Equal(t, image+":latest", find(t, base, "Deployment", "meridian").Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, 2, find(t, base, "StatefulSet", "meridian").Spec.Replicas)
+	dep := find(t, objs, "StatefulSet", "meridian")
+	assert.Equal(t, 1, dep.Spec.Replicas)
+	assert.Equal(t, image+":latest", find(t, base, "StatefulSet", "meridian").Spec.Template.Spec.Containers[0].Image)
 	assert.Equal(t, image+":v0.1.0", dep.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, 1, find(t, base, "PodDisruptionBudget", "meridian").Spec.MinAvailable)
+	for _, o := range objs {
+		assert.NotEqual(t, "PodDisruptionBudget", o.Kind)
+		assert.NotEqual(t, "meridian-1-gossip", o.Metadata.Name)
+	}
 
 	// The ConfigMap keeps its stable name (no hash suffix: hot reload), and
-	// the site's config has no placeholder left.
+	// the site's config names no other site.
 	data := find(t, objs, "ConfigMap", "meridian-config").Data["config.yaml"]
 	var c siteConfig
 	require.NoError(t, yaml.Unmarshal([]byte(data), &c))
-	assert.Equal(t, "us-east", c.Ring.Region)
+	assert.Equal(t, "eu-west", c.Ring.Region)
+	assert.Equal(t, "eu-west-{hostname}", c.Ring.NodeName)
 	require.Len(t, c.Clusters, 1)
-	assert.Equal(t, "east", c.Clusters[0].Name)
-	assert.Equal(t, "us-east", c.Clusters[0].Region)
-	assert.NotContains(t, data, "REGION")
-	assert.NotContains(t, data, "CLUSTER")
-
-	baseData := find(t, base, "ConfigMap", "meridian-config").Data["config.yaml"]
-	assert.Contains(t, baseData, "region: REGION")
+	assert.Equal(t, "eu-west", c.Clusters[0].Name)
+	assert.Equal(t, "eu-west", c.Clusters[0].Region)
+	assert.NotContains(t, data, "us-east")
 }

@@ -37,7 +37,7 @@ import (
 )
 
 // The image's fixed layout and runtime settings. They match
-// deploy/kustomize/base/deployment.yaml (user, ports, config path) and the
+// deploy/kustomize/base/statefulset.yaml (user, ports, config path) and the
 // Dockerfile at the repository root.
 const (
 	binaryPath   = "/meridian"

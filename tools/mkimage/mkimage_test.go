@@ -348,7 +348,7 @@ func TestImageBinaryRunsVersion(t *testing.T) {
 
 // TestDockerfileAndKustomizeMatchTheImage keeps the three descriptions of
 // the container in step: the Dockerfile, this builder and the kustomize
-// Deployment (user, ports, entrypoint and config path).
+// StatefulSet (user, ports, entrypoint and config path).
 func TestDockerfileAndKustomizeMatchTheImage(t *testing.T) {
 	df, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
 	require.NoError(t, err)
@@ -362,7 +362,7 @@ func TestDockerfileAndKustomizeMatchTheImage(t *testing.T) {
 	assert.Contains(t, d, `-trimpath -ldflags "-s -w`)
 	assert.Contains(t, d, "\nFROM scratch\n", "the final stage has no shell")
 
-	dep, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kustomize", "base", "deployment.yaml"))
+	dep, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kustomize", "base", "statefulset.yaml"))
 	require.NoError(t, err)
 	k := string(dep)
 	assert.Contains(t, k, "image: ghcr.io/meridian-gslb/meridian:")
