@@ -13,10 +13,10 @@ import (
 
 func newDNSSEC() *cobra.Command {
 	d := &cobra.Command{Use: "dnssec", Short: "DNSSEC key tools (online signing of zones)"}
-	var zone, alg, out string
+	var zone, alg, out, base string
 	var ttl uint32
 	keygen := &cobra.Command{
-		Use:   "keygen --zone ZONE [--algorithm ecdsap256|ed25519] [--out DIR]",
+		Use:   "keygen --zone ZONE [--algorithm ecdsap256|ed25519] [--out DIR] [--name NAME]",
 		Short: "Generate a combined signing key (CSK, flags 257) as BIND .key/.private files",
 		Long: `keygen writes K<zone>+<alg>+<tag>.key and .private into DIR (the private
 file with mode 0600) and prints the config lines for the zone and the DS
@@ -37,7 +37,11 @@ record to publish at the parent.`,
 			if err != nil {
 				return err
 			}
-			keyPath, privPath, err := k.Write(out)
+			name := k.BaseName()
+			if base != "" {
+				name = base
+			}
+			keyPath, privPath, err := k.WriteAs(out, name)
 			if err != nil {
 				return err
 			}
@@ -51,7 +55,8 @@ record to publish at the parent.`,
 	f := keygen.Flags()
 	f.StringVar(&zone, "zone", "", "zone apex the key signs (required)")
 	f.StringVar(&alg, "algorithm", "ecdsap256", "ecdsap256 (13, ECDSAP256SHA256) or ed25519 (15)")
-	f.StringVar(&out, "out", ".", "directory for the key files")
+	f.StringVar(&out, "out", ".", "directory for the key files (created)")
+	f.StringVar(&base, "name", "", "base name of the files, NAME.key and NAME.private (default K<zone>+<alg>+<tag>; a Kubernetes Secret's keys cannot contain '+': zones[].dnssec.key_directory finds the zone's keys whatever their names)")
 	f.Uint32Var(&ttl, "ttl", 3600, "TTL written into the .key file (the served DNSKEY TTL is the zone's ns_ttl)")
 
 	var dsZone string

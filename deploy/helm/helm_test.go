@@ -55,6 +55,14 @@ func example(t *testing.T, name string) string {
 	return string(b)
 }
 
+// minimalSite is a walkthrough site's own values with the zone alone of
+// common.yaml: the objects deploy/kustomize renders (no signing, no
+// delegation, no notifications).
+func minimalSite(t *testing.T, name string) string {
+	t.Helper()
+	return "zone: gslb.example.com\n" + example(t, name)
+}
+
 // render renders the chart as release "meridian" in namespace "meridian"
 // with the values documents given, merged in order (later ones win, as
 // several -f files do).
@@ -107,7 +115,7 @@ func TestChartRendersTheKustomizeObjects(t *testing.T) {
 			[]string{"ConfigMap/meridian-config .data.config.yaml.kubernetes.status_annotation: helm true, kustomize false"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := render(t, example(t, c.site), c.values)
+			h := render(t, minimalSite(t, c.site), c.values)
 			k := parse(t, renderKustomize(t, c.kustomization, c.components...))
 			require.NotEmpty(t, k)
 			if d := diffObjects(h, k); !slices.Equal(d, c.want) {
@@ -121,7 +129,7 @@ func TestChartRendersTheKustomizeObjects(t *testing.T) {
 // reported, naming the object and the field (the config's too).
 func TestChartComparisonReportsChangedFields(t *testing.T) {
 	k := parse(t, renderKustomize(t, "base"))
-	h := render(t, example(t, "east"), "probes: {readiness: {periodSeconds: 7}}\nservice: {dns: {externalTrafficPolicy: Cluster}}\nrbac: {create: false}\nsite: {region: us-west}\nreplicaCount: 3")
+	h := render(t, minimalSite(t, "east"), "probes: {readiness: {periodSeconds: 7}}\nservice: {dns: {externalTrafficPolicy: Cluster}}\nrbac: {create: false}\nsite: {region: us-west}\nreplicaCount: 3")
 	d := diffObjects(h, k)
 	assert.Contains(t, d, "StatefulSet/meridian .spec.template.spec.containers[0].readinessProbe.periodSeconds: helm 7, kustomize 5")
 	assert.Contains(t, d, `Service/meridian-dns .spec.externalTrafficPolicy: helm "Cluster", kustomize "Local"`)
@@ -135,7 +143,7 @@ func TestChartComparisonReportsChangedFields(t *testing.T) {
 // instance only (a per-pod gossip Service adds its pod's name), and the
 // pods carry them.
 func TestChartLabelsAndSelectors(t *testing.T) {
-	objs := render(t, example(t, "east"))
+	objs := render(t, minimalSite(t, "east"))
 	selector := map[string]any{"app.kubernetes.io/name": "meridian", instanceLabel: "meridian"}
 	for key, o := range objs {
 		labels, _ := get(o, "metadata", "labels").(map[string]any)
@@ -194,7 +202,7 @@ func TestChartLintsStrict(t *testing.T) {
 		{"a whole config file", "config: \"zones: []\\n\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res := lintWith(example(t, "east"), c.values)
+			res := lintWith(minimalSite(t, "east"), c.values)
 			for _, m := range res.Messages {
 				assert.LessOrEqual(t, m.Severity, support.InfoSev, "%s", m)
 			}
@@ -208,7 +216,7 @@ func TestChartLintsStrict(t *testing.T) {
 		}
 	})
 	t.Run("a value the schema refuses", func(t *testing.T) {
-		res := lintWith(example(t, "east"), `replicaCount: "two"`)
+		res := lintWith(minimalSite(t, "east"), `replicaCount: "two"`)
 		assert.Equal(t, support.ErrorSev, res.HighestSeverity, "%v", res.Messages)
 		assert.Contains(t, messages(res), "replicaCount")
 	})

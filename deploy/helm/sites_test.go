@@ -82,7 +82,7 @@ func TestTheWalkthroughSitesRenderConfigsMeridianAccepts(t *testing.T) {
 		{"eu-west", "eu-west", 1},
 	} {
 		t.Run("site "+c.site, func(t *testing.T) {
-			objs := render(t, example(t, c.site))
+			objs := render(t, example(t, "common"), example(t, c.site))
 			files := configFiles(t, objs)
 			require.Len(t, files, 1)
 			f := checkConfig(t, "config.yaml", files["config.yaml"])
@@ -95,7 +95,9 @@ func TestTheWalkthroughSitesRenderConfigsMeridianAccepts(t *testing.T) {
 			m := mounted(objs)
 			want := map[string]string{
 				"/etc/meridian/config.yaml": "configMap meridian-config:config.yaml",
-				f.Ring.KeyFile:              "secret meridian-gossip-key:key",
+				f.Ring.KeyFile:              "secret meridian-keys:key",
+				"/etc/meridian/parent.tsig": "secret meridian-keys:parent.tsig",
+				"/etc/meridian/slack.url":   "secret meridian-keys:slack.url",
 				f.Ring.Credential.CertFile:  "secret meridian-ring-credential:tls.crt",
 				f.Ring.Credential.KeyFile:   "secret meridian-ring-credential:tls.key",
 				f.Server.Admin.TokenFile:    "secret meridian-admin-tokens:tokens",
@@ -104,6 +106,19 @@ func TestTheWalkthroughSitesRenderConfigsMeridianAccepts(t *testing.T) {
 			want[f.Ring.CA[0]] = "secret meridian-ring-credential:ca.crt"
 			assert.Equal(t, want, m)
 			assert.True(t, f.Ring.RequireEncryption)
+			require.Len(t, f.Providers.RFC2136, 1)
+			assert.Equal(t, "/etc/meridian/parent.tsig", f.Providers.RFC2136[0].TSIGKeyFile)
+			require.Len(t, f.Notifications.Receivers, 1)
+			assert.Equal(t, "/etc/meridian/slack.url", f.Notifications.Receivers[0].URLFile)
+
+			// The zone's keys: the whole Secret as the key directory.
+			require.NotNil(t, f.Zones[0].DNSSEC)
+			assert.Equal(t, "/etc/meridian-dnssec", f.Zones[0].DNSSEC.KeyDirectory)
+			assert.Equal(t, "meridian-keys", get(sts, "spec", "template", "spec", "volumes", 2, "secret", "secretName"))
+			assert.Equal(t, "dnssec", get(sts, "spec", "template", "spec", "containers", 0, "volumeMounts", 2, "name"))
+			assert.Equal(t, "/etc/meridian-dnssec", get(sts, "spec", "template", "spec", "containers", 0, "volumeMounts", 2, "mountPath"))
+			require.NotNil(t, f.Zones[0].Delegation)
+			assert.Equal(t, "rfc2136", f.Zones[0].Delegation.Provider)
 			assert.Empty(t, f.Ring.Peers, "no site lists another site's keys")
 			assert.Empty(t, f.Providers.Writers, "writers are not listed: the ring's probers are the candidates")
 
@@ -111,7 +126,7 @@ func TestTheWalkthroughSitesRenderConfigsMeridianAccepts(t *testing.T) {
 			// walkthrough, and as the chart's Certificate asks for it.
 			issued := ringca.Scope{TrustDomain: "gslb.example.com", Role: ringca.RoleProber, Region: c.region, Name: c.site + "-*", MaxNodes: c.replicas}
 			require.NoError(t, issued.Validate())
-			cm := render(t, example(t, c.site), "ring: {certManager: {enabled: true, issuer: {create: true, caSecret: meridian-ring-ca}}}")
+			cm := render(t, example(t, "common"), example(t, c.site), "ring: {certManager: {enabled: true, issuer: {create: true, caSecret: meridian-ring-ca}}}")
 			uris, _ := get(cm["Certificate/meridian-ring-credential"], "spec", "uris").([]any)
 			require.Len(t, uris, 1)
 			scope, err := ringca.ParseURI(uris[0].(string))
@@ -191,7 +206,7 @@ func TestTheRoleReadsExactlyTheSitesOwnServices(t *testing.T) {
 			[]any{lease, secrets}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			objs := render(t, example(t, "east"), c.values)
+			objs := render(t, minimalSite(t, "east"), c.values)
 			assert.Equal(t, c.want, get(objs["Role/meridian"], "rules"))
 			for _, r := range append(slices.Clone(get(objs["Role/meridian"], "rules").([]any)), get(objs["ClusterRole/meridian"], "rules").([]any)...) {
 				for _, field := range []string{"apiGroups", "resources", "verbs"} {
@@ -207,7 +222,7 @@ func TestTheRoleReadsExactlyTheSitesOwnServices(t *testing.T) {
 // pod's name through $(POD_NAME) in the args; each per-pod Service has
 // that node port for UDP and TCP. Every file passes check-config.
 func TestNodePortGossipRendersOneConfigPerPod(t *testing.T) {
-	objs := render(t, example(t, "east"), "gossip: {expose: NodePort, nodePorts: [30946, 30947], advertise: [203.0.113.10, \"2001:db8::11\"]}")
+	objs := render(t, minimalSite(t, "east"), "gossip: {expose: NodePort, nodePorts: [30946, 30947], advertise: [203.0.113.10, \"2001:db8::11\"]}")
 	sts := objs["StatefulSet/meridian"]
 	assert.Equal(t, []any{"serve", "--config", "/etc/meridian/$(POD_NAME).yaml"}, get(sts, "spec", "template", "spec", "containers", 0, "args"))
 	assert.Equal(t, "POD_NAME", get(sts, "spec", "template", "spec", "containers", 0, "env", 0, "name"))

@@ -186,7 +186,7 @@ func TestChartValues(t *testing.T) {
 			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := Render(c.release, "meridian", []byte(mergeValues(t, example(t, "east"), c.values)))
+			out, err := Render(c.release, "meridian", []byte(mergeValues(t, minimalSite(t, "east"), c.values)))
 			require.NoError(t, err)
 			c.check(t, parse(t, out))
 		})
@@ -225,7 +225,6 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"a ClusterIP DNS Service without nameservers is refused", `service: {dns: {type: ClusterIP}}`, "nameservers is required with service.dns.type ClusterIP"},
 		{"two sources for the second CA are refused", `ring: {extraCA: {configMap: a, secret: b}}`, "ring.extraCA: set configMap or secret, not both"},
 		{"a revocation that is neither a serial nor a key is refused", `ring: {revoked: ["0a1b"]}`, "at '/ring/revoked/0'"},
-		{"a DNSSEC Secret without keys is refused", `dnssec: {secret: meridian-dnssec}`, "dnssec.keys is required with dnssec.secret"},
 		{"an unknown delegation provider is refused", `delegation: {provider: godaddy, parent: example.com}`, "at '/delegation/provider'"},
 		{"cert-manager without an issuer is refused", `ring: {certManager: {enabled: true}}`, "ring.certManager.issuerRef.name is required"},
 		{"an extra Secret over the credential's path is refused", `extraSecrets: [{secret: x, key: k, path: ring/tls.key}]`, "at '/extraSecrets/0/path'"},
@@ -234,7 +233,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 			"Service name meridian-gslb-authoritative-dns-for-the-eu-west-site-abc-0-gossip is longer than 63 characters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Render("meridian", "meridian", []byte(mergeValues(t, example(t, "east"), c.values)))
+			_, err := Render("meridian", "meridian", []byte(mergeValues(t, minimalSite(t, "east"), c.values)))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})

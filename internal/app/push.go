@@ -74,7 +74,11 @@ func servedKeys(d *model.Desired) (func(apex string) []dns.RR, error) {
 		if z.DNSSEC == nil {
 			continue
 		}
-		for _, f := range z.DNSSEC.KeyFiles {
+		files, err := dnssec.ZoneKeyFiles(z.Apex, z.DNSSEC.KeyFiles, z.DNSSEC.KeyDirectory)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s: %w", z.Apex, err)
+		}
+		for _, f := range files {
 			k, err := dnssec.ReadPublicKey(f)
 			if err != nil {
 				return nil, fmt.Errorf("zone %s: dnssec key %s: %w", z.Apex, f, err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -79,10 +80,16 @@ func (k *Key) BaseName() string {
 // and BaseName().private (mode 0600). It returns both paths and refuses to
 // overwrite existing files.
 func (k *Key) Write(dir string) (keyPath, privPath string, err error) {
+	return k.WriteAs(dir, k.BaseName())
+}
+
+// WriteAs is Write under the base name name (NAME.key, NAME.private): the
+// names a Kubernetes Secret can hold (its keys cannot contain '+').
+func (k *Key) WriteAs(dir, name string) (keyPath, privPath string, err error) {
 	if k.Signer == nil {
 		return "", "", fmt.Errorf("key %d has no private key", k.Tag())
 	}
-	base := filepath.Join(dir, k.BaseName())
+	base := filepath.Join(dir, name)
 	keyPath, privPath = base+".key", base+".private"
 	priv := k.DNSKEY.PrivateKeyString(k.Signer)
 	if priv == "" {
@@ -193,3 +200,37 @@ func (k *Key) check() error {
 
 // DS returns the SHA-256 DS record of k for the parent zone.
 func (k *Key) DS() *dns.DS { return k.DNSKEY.ToDS(dns.SHA256) }
+
+// ZoneKeyFiles are the key files a zone signs with: files, and every
+// NAME.private in dir (when dir is set) whose NAME.key beside it is a
+// DNSKEY of the zone, whatever its name (K<zone>+<alg>+<tag>, or a name a
+// Kubernetes Secret can hold), sorted. A dir without any key of the zone is
+// an error: a signed zone is never served unsigned.
+func ZoneKeyFiles(apex string, files []string, dir string) ([]string, error) {
+	out := slices.Clone(files)
+	if dir == "" {
+		return out, nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("key_directory: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".private") {
+			continue // a Secret volume's ..data links, other files
+		}
+		p := filepath.Join(dir, name)
+		if k, err := ReadPublicKey(p); err != nil || !strings.EqualFold(k.DNSKEY.Hdr.Name, dns.Fqdn(apex)) {
+			continue // no .key beside it, or another zone's
+		}
+		out = append(out, p)
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("key_directory %s: no key of zone %s (NAME.private with NAME.key beside it, as `meridian dnssec keygen` writes them)", dir, apex)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}

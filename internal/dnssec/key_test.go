@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/miekg/dns"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,4 +40,29 @@ func TestReadPublicKeyReadsTheFirstRecordAndRefusesAnythingButAZoneKey(t *testin
 			assert.Equal(t, uint8(13), k.DNSKEY.Algorithm)
 		})
 	}
+}
+
+func TestZoneKeyFilesFindsTheZonesKeysInADirectory(t *testing.T) {
+	dir := t.TempDir()
+	k, err := Generate("gslb.example.com.", dns.ECDSAP256SHA256, 3600)
+	require.NoError(t, err)
+	_, priv, err := k.WriteAs(dir, "zone")
+	require.NoError(t, err)
+	other, err := Generate("other.example.com.", dns.ECDSAP256SHA256, 3600)
+	require.NoError(t, err)
+	_, _, err = other.Write(dir)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "key"), []byte("a gossip key beside them"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lonely.private"), []byte("no .key beside it"), 0o600))
+
+	files, err := ZoneKeyFiles("gslb.example.com.", nil, dir)
+	require.NoError(t, err)
+	assert.Equal(t, []string{priv}, files, "only the zone's key, whatever its name")
+	files, err = ZoneKeyFiles("gslb.example.com", []string{"/etc/listed.private"}, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/etc/listed.private"}, files)
+	_, err = ZoneKeyFiles("third.example.com.", nil, dir)
+	assert.ErrorContains(t, err, "no key of zone third.example.com.")
+	_, err = ZoneKeyFiles("gslb.example.com.", nil, filepath.Join(dir, "missing"))
+	assert.ErrorContains(t, err, "key_directory")
 }

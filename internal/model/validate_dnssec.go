@@ -11,8 +11,8 @@ func (v *validator) dnssec(p string, d *DNSSEC) {
 	if d == nil {
 		return
 	}
-	if len(d.KeyFiles) == 0 {
-		v.add(p+".key_files", "at least one key file is required (the .private file written by `meridian dnssec keygen`, with its .key beside it)")
+	if len(d.KeyFiles) == 0 && strings.TrimSpace(d.KeyDirectory) == "" {
+		v.add(p+".key_files", "at least one key file, or key_directory, is required (the .private file written by `meridian dnssec keygen`, with its .key beside it)")
 	}
 	seen := map[string]bool{}
 	for i, f := range d.KeyFiles {

@@ -43,7 +43,11 @@ func (c *signerCache) forZones(d *model.Desired, log *slog.Logger) (map[string]e
 			continue
 		}
 		apex := model.CanonicalName(z.Apex)
-		s, err := c.zone(apex, uint32(z.NSTTL), z.DNSSEC.KeyFiles, log)
+		files, err := dnssec.ZoneKeyFiles(apex, z.DNSSEC.KeyFiles, z.DNSSEC.KeyDirectory)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s: %w", apex, err)
+		}
+		s, err := c.zone(apex, uint32(z.NSTTL), files, log)
 		if err != nil {
 			return nil, fmt.Errorf("zone %s: %w", apex, err)
 		}

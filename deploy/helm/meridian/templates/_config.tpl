@@ -33,14 +33,15 @@ the ring.advertise of one pod: gossip.expose NodePort).
 {{- $_ := set $z "delegation" (deepCopy $v.delegation) }}
 {{- end }}
 {{- if $v.dnssec.secret }}
-{{- if not $v.dnssec.keys }}
-{{- fail "dnssec.keys is required with dnssec.secret: the names of the keys in it (each <name>.key and <name>.private)" }}
-{{- end }}
+{{- if $v.dnssec.keys }}
 {{- $files := list }}
 {{- range $v.dnssec.keys }}
 {{- $files = append $files (printf "/etc/meridian/dnssec/%s.private" .) }}
 {{- end }}
 {{- $_ := set $z "dnssec" (dict "key_files" $files) }}
+{{- else }}
+{{- $_ := set $z "dnssec" (dict "key_directory" "/etc/meridian-dnssec") }}
+{{- end }}
 {{- end }}
 
 {{- $seeds := $v.ring.seeds }}
