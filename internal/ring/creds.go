@@ -1,7 +1,11 @@
 package ring
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/x509"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -35,28 +39,60 @@ type heldCred struct {
 	raw   []byte   // the envelope, passed on in push/pull syncs
 }
 
-// maxCreds bounds how many nodes' credentials are held: a prefix credential
-// covers any number of names, so a holder could invent names to fill memory.
-const maxCreds = 4096
+// Bounds of what a node keeps of others' credentials: a prefix credential
+// covers any number of names, so its holder could invent names to fill
+// memory and every push/pull state.
+const (
+	maxPerName   = 4       // credentials held per node name (a renewal in flight, an overlapping scope)
+	maxPending   = 64      // node names held that are not live members (yet)
+	maxChain     = 8 << 10 // bytes of one credential's certificates
+	maxCredState = 1 << 20 // bytes of credentials taken from one push/pull state
+	badTTL       = time.Minute
+	maxBad       = 1024
+)
 
-// credStore holds the verified credentials of other nodes, by node name.
-// Safe for concurrent use.
+// credStore holds the verified credentials of other nodes, by node name
+// and certificate. Which one lists a node is the one its current signed
+// metadata names (want): an older credential replayed, or another scope's
+// that also covers the name, never lists it. Credentials are kept for live
+// members and a few names that are not (yet). Safe for concurrent use.
 type credStore struct {
 	mu     sync.Mutex
-	byName map[string]heldCred
+	byName map[string]map[[32]byte]heldCred
+	wanted map[string][]byte // node -> credID its live metadata names (live members only)
+	bad    map[badKey]badCred
 }
 
-func newCredStore() *credStore { return &credStore{byName: map[string]heldCred{}} }
+type badKey struct {
+	h      [32]byte
+	origin string
+}
 
-// get returns the listing a node's credential gives it.
+// badCred is a refused credential, remembered for a while so that a
+// repeat costs no chain verification.
+type badCred struct {
+	until time.Time
+	rj    *rejection
+}
+
+func newCredStore() *credStore {
+	return &credStore{byName: map[string]map[[32]byte]heldCred{}, wanted: map[string][]byte{}, bad: map[badKey]badCred{}}
+}
+
+// get returns the listing of a live node by the credential its metadata names.
 func (s *credStore) get(name string) (peer, bool) {
 	s.mu.Lock()
-	h, ok := s.byName[name]
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	want, ok := s.wanted[name]
 	if !ok {
 		return peer{}, false
 	}
-	return credPeer(h.v), true
+	for h, held := range s.byName[name] {
+		if bytes.Equal(credID(h), want) {
+			return credPeer(held.v), true
+		}
+	}
+	return peer{}, false
 }
 
 // credPeer is the listing a verified credential stands for.
@@ -70,98 +106,198 @@ func credPeer(v ringca.Verified) peer {
 // signed metadata: the metadata counts only with that very credential.
 func credID(h [32]byte) []byte { return h[:16] }
 
-// same reports whether name's held credential is the certificate with hash h.
+// live records that node name is a live member whose metadata names the
+// credential cred (nil: none); gone forgets a node that left, with its
+// credentials (it sends them again when it comes back).
+func (s *credStore) live(name string, cred []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wanted[name] = slices.Clone(cred)
+}
+
+func (s *credStore) gone(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.wanted, name)
+	delete(s.byName, name)
+}
+
+// same reports whether the certificate with hash h is held for name.
 func (s *credStore) same(name string, h [32]byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	held, ok := s.byName[name]
-	return ok && held.v.Hash == h
+	_, ok := s.byName[name][h]
+	return ok
 }
 
-// put keeps v for name unless what is held is newer (a later NotBefore: an
-// old credential replayed does not replace its renewal). It reports whether
-// v was taken.
-func (s *credStore) put(name string, h heldCred, live func(string) bool) bool {
+// refused returns the cached refusal of the certificate with hash h sent by origin.
+func (s *credStore) refused(h [32]byte, origin string, now time.Time) *rejection {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.byName[name]; ok && old.v.NotBefore.After(h.v.NotBefore) {
-		return false
+	b, ok := s.bad[badKey{h, origin}]
+	if !ok || now.After(b.until) {
+		return nil
 	}
-	if _, ok := s.byName[name]; !ok && len(s.byName) >= maxCreds {
-		for n := range s.byName {
-			if !live(n) {
-				delete(s.byName, n)
-			}
-		}
-		if len(s.byName) >= maxCreds {
+	return b.rj
+}
+
+func (s *credStore) refuse(h [32]byte, origin string, rj *rejection, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.bad) >= maxBad {
+		clear(s.bad)
+	}
+	s.bad[badKey{h, origin}] = badCred{until: now.Add(badTTL), rj: rj}
+}
+
+// clearBad forgets the cached refusals.
+func (s *credStore) clearBad() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.bad)
+}
+
+// put keeps a verified credential for name; it reports whether it was new.
+// A name that is not a live member takes one of maxPending places; a name
+// holds at most maxPerName credentials (the one its metadata names stays).
+func (s *credStore) put(name string, h heldCred) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.byName[name]
+	if held == nil {
+		if _, isLive := s.wanted[name]; !isLive && len(s.byName)-len(s.wanted) >= maxPending {
 			return false
 		}
+		held = map[[32]byte]heldCred{}
+		s.byName[name] = held
 	}
-	s.byName[name] = h
+	if _, ok := held[h.v.Hash]; ok {
+		return false
+	}
+	if len(held) >= maxPerName {
+		var oldest [32]byte
+		found := false
+		for k, c := range held {
+			if bytes.Equal(credID(k), s.wanted[name]) {
+				continue
+			}
+			if !found || c.v.NotBefore.Before(held[oldest].v.NotBefore) {
+				oldest, found = k, true
+			}
+		}
+		delete(held, oldest)
+	}
+	held[h.v.Hash] = h
 	return true
 }
 
-// drop forgets the credentials refuse returns a reason for; it returns the
-// names dropped.
+// drop forgets the credentials refuse returns true for; it returns the
+// names that lost one.
 func (s *credStore) drop(refuse func(name string, h heldCred) bool) []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for n, h := range s.byName {
-		if refuse(n, h) {
-			delete(s.byName, n)
-			out = append(out, n)
+	var all []struct {
+		name string
+		h    heldCred
+	}
+	for n, held := range s.byName {
+		for _, c := range held {
+			all = append(all, struct {
+				name string
+				h    heldCred
+			}{n, c})
 		}
 	}
+	s.mu.Unlock()
+	var out []string
+	for _, c := range all { // verified outside the lock: lookups go on meanwhile
+		if !refuse(c.name, c.h) {
+			continue
+		}
+		s.mu.Lock()
+		if held := s.byName[c.name]; held != nil {
+			delete(held, c.h.v.Hash)
+			if len(held) == 0 {
+				delete(s.byName, c.name)
+			}
+		}
+		s.mu.Unlock()
+		out = append(out, c.name)
+	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
-// all returns the envelopes of every held credential, for a push/pull sync.
+// all returns the envelopes of the credentials live members' metadata
+// names, for a push/pull sync.
 func (s *credStore) all() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([][]byte, 0, len(s.byName))
-	for _, h := range s.byName {
-		out = append(out, h.raw)
+	var out [][]byte
+	for name, want := range s.wanted {
+		for h, c := range s.byName[name] {
+			if bytes.Equal(credID(h), want) {
+				out = append(out, c.raw)
+			}
+		}
 	}
 	return out
 }
 
 // onCred checks another node's credential and keeps it. It is handled
 // before the generic checks: the credential is what lists its sender.
+// Cheap checks come first: the sender's signature with the leaf's key and
+// the leaf's scope, then the chain (cached when refused).
 func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
 	var cm credMsg
 	if err := e.decodePayload(&cm); err != nil {
 		return reject(ReasonMalformed, "credential: %v", err)
+	}
+	size := 0
+	for _, c := range cm.Chain {
+		size += len(c)
 	}
 	switch {
 	case cm.Node != e.origin:
 		return reject(ReasonImpersonation, "credential sent by %q in the name of %q", e.origin, cm.Node)
 	case t.pool == nil:
 		return reject(ReasonForeignCA, "credential of %q: this node trusts no ring CA (ring.ca)", e.origin)
-	case len(cm.Chain) == 0 || len(cm.Chain) > 4:
-		return reject(ReasonMalformed, "credential of %q: a chain of %d certificates (allowed: 1..4)", e.origin, len(cm.Chain))
+	case len(cm.Chain) == 0 || len(cm.Chain) > 4 || size > maxChain:
+		return reject(ReasonMalformed, "credential of %q: a chain of %d certificates, %d bytes (allowed: 1..4, at most %d bytes)", e.origin, len(cm.Chain), size, maxChain)
 	}
 	h := sha256.Sum256(cm.Chain[0])
 	if r.creds.same(e.origin, h) {
 		return nil // a repeat
 	}
-	v, err := t.pool.Verify(cm.Chain, time.Now(), r.cfg.MaxClockSkew)
+	now := time.Now()
+	leaf, err := x509.ParseCertificate(cm.Chain[0])
 	if err != nil {
-		reason := ringca.Reason(err)
-		if reason == "" {
-			reason = ReasonMalformed
-		}
-		return reject(reason, "credential of %q: %v", e.origin, err)
+		return reject(ReasonMalformed, "credential of %q: %v", e.origin, err)
 	}
-	if !v.Scope.Matches(e.origin) {
-		return reject(ReasonScope, "credential %s does not cover node %q", v.Scope, e.origin)
+	key, ok := leaf.PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return reject(ReasonMalformed, "credential of %q: a %s key (allowed: Ed25519)", e.origin, leaf.PublicKeyAlgorithm)
 	}
-	if !e.verify(v.Key) {
+	if !e.verify(key) {
 		return reject(ReasonSignature, "credential of %q is not signed with its certificate's key", e.origin)
 	}
-	if !r.creds.put(e.origin, heldCred{v: v, chain: cm.Chain, raw: b}, r.isLive) {
+	if rj := r.creds.refused(h, e.origin, now); rj != nil {
+		return rj // refused a moment ago: no second chain verification
+	}
+	if sc, err := ringca.LeafScope(leaf); err == nil && !sc.Matches(e.origin) {
+		rj := reject(ReasonScope, "credential %s does not cover node %q", sc, e.origin)
+		r.creds.refuse(h, e.origin, rj, now)
+		return rj
+	}
+	v, err := t.pool.Verify(cm.Chain, now, r.cfg.MaxClockSkew)
+	if err == nil && !v.Scope.Matches(e.origin) {
+		err = &ringca.Error{Reason: ReasonScope, Err: fmt.Errorf("credential %s does not cover node %q", v.Scope, e.origin)}
+	}
+	if err != nil {
+		rj := reject(orMalformed(ringca.Reason(err)), "credential of %q: %v", e.origin, err)
+		r.creds.refuse(h, e.origin, rj, now)
+		return rj
+	}
+	if !r.creds.put(e.origin, heldCred{v: v, chain: cm.Chain, raw: b}) {
 		return nil
 	}
 	r.mu.Lock()
@@ -171,14 +307,6 @@ func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
 	r.refreshView()
 	r.pending.Store(true)
 	return nil
-}
-
-// isLive reports whether name is a live memberlist node.
-func (r *Ring) isLive(name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.nodes[name]
-	return ok
 }
 
 // ownCred is this node's credential as sent.

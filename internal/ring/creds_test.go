@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -199,7 +201,9 @@ func TestRefusedCredentialsAreCountedByReason(t *testing.T) {
 		{"a credential signed with another key than its certificate's is refused", [][]byte{seal(eastID, msgCred, "east-9", credMsg{Node: "east-9", Chain: narrow.Chain})}, "credential", ReasonSignature},
 	}
 	// The agent's credential itself is valid: it lists the agent, as an agent.
-	sendRaw(t, sender, victim, credOf("agent-east", agent))
+	acfg := l.config("agent-east", "agent", RoleAgent, &agent, l.pool(nil, "ca"), victim.LocalAddr())
+	acfg.Cluster = "east"
+	l.start(acfg)
 	eventually(t, "the agent is listed", func() bool { p, ok := victim.trust.Load().lookup("agent-east"); return ok && p.Role == RoleAgent })
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,7 +219,7 @@ func TestRefusedCredentialsAreCountedByReason(t *testing.T) {
 	for _, v := range victim.Votes() {
 		assert.NotEqual(t, health.Down, v.Status, "no refused vote was taken: %+v", v)
 	}
-	assert.Equal(t, map[string]string{"v": "v", "east-0": "east"}, trustedNames(victim))
+	assert.Equal(t, map[string]string{"v": "v", "east-0": "east", "agent-east": "agent-east"}, trustedNames(victim))
 	for _, n := range []string{"agent-east", "old-1", "rev-1", "east-5", "east-7", "east-9", "west-0"} {
 		_, ok := victim.trust.Load().lookup(n)
 		if n == "agent-east" {
@@ -446,4 +450,40 @@ func TestSeedNamesAreResolvedAgainUntilJoined(t *testing.T) {
 	target = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	mu.Unlock()
 	eventually(t, "west joins once the name resolves", func() bool { return len(w0.Members()) == 2 && len(e0.Members()) == 2 })
+}
+
+// TestALeakedPrefixCredentialCannotFillTheStoreNorTakeANodesListing sends,
+// with a leaked east credential, credentials for a hundred names that never
+// join, and one for a live node of an overlapping scope: the store keeps a
+// bounded number of the first (and sends none of them on), and the live
+// node stays listed by the credential its own metadata names.
+func TestALeakedPrefixCredentialCannotFillTheStoreNorTakeANodesListing(t *testing.T) {
+	noLeaks(t)
+	l := newCALab(t, "ca")
+	pool := l.pool(nil, "ca")
+	now := time.Now()
+	victimCred := l.issue("ca", prober("eu-west", "v", 0), now, time.Hour)
+	victim := l.start(l.config("v", "eu-west", RoleProber, &victimCred, pool))
+	leaked := l.issue("ca", prober("us-east", "east-*", 2), now, time.Hour)
+	site := l.issue("ca", prober("eu-central", "east-a-*", 1), now, time.Hour) // a site whose prefix the leaked one covers
+	ea := l.start(l.config("east-a-0", "eu-central", RoleProber, &site, pool, victim.LocalAddr()))
+	eventually(t, "east-a-0 is listed as eu-central", func() bool {
+		p, ok := victim.trust.Load().lookup("east-a-0")
+		return ok && p.Region == "eu-central"
+	})
+	leakedID := Identity{key: leaked.Key}
+	for i := range 100 {
+		name := fmt.Sprintf("east-x%d", i)
+		sendRaw(t, ea, victim, seal(leakedID, msgCred, name, credMsg{Node: name, Chain: leaked.Chain}))
+	}
+	sendRaw(t, ea, victim, seal(leakedID, msgCred, "east-a-0", credMsg{Node: "east-a-0", Chain: leaked.Chain}))
+	eventually(t, "the leaked credential was taken for east-a-0 too", func() bool { return victim.creds.same("east-a-0", sha256.Sum256(leaked.Chain[0])) })
+	victim.creds.mu.Lock()
+	held := len(victim.creds.byName)
+	victim.creds.mu.Unlock()
+	assert.LessOrEqual(t, held, maxPending+3, "names that never joined take at most maxPending places")
+	p, ok := victim.trust.Load().lookup("east-a-0")
+	require.True(t, ok)
+	assert.Equal(t, "eu-central", p.Region, "a live node is listed by the credential its metadata names, not by another scope's")
+	assert.Len(t, victim.creds.all(), 1, "a push/pull carries the credentials its live members' metadata names only (east-a-0's own)")
 }

@@ -456,10 +456,12 @@ func (r *Ring) mergeState(buf []byte) {
 		r.rejected("state", reject(ReasonMalformed, "%v", err))
 		return
 	}
-	if len(st.Creds) > maxCreds {
-		st.Creds = st.Creds[:maxCreds]
-	}
+	size := 0
 	for _, b := range st.Creds { // first: they list the senders of what follows
+		if size += len(b); size > maxCredState {
+			r.rejected("credential", reject(ReasonOversized, "the credentials of a state sync are over %d bytes: the rest skipped", maxCredState))
+			break
+		}
 		if rj := r.handleTyped(msgCred, b); rj != nil {
 			r.rejected("credential", rj)
 		}

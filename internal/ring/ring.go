@@ -650,6 +650,7 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 		return err
 	}
 	r.trust.Store(t)
+	r.creds.clearBad() // a refusal may not hold under the new CAs or revocations
 	r.checkCreds(time.Now())
 	r.mu.Lock()
 	clear(r.metaOK)
@@ -1139,6 +1140,7 @@ func (e *events) NotifyLeave(n *memberlist.Node) {
 	r.mu.Lock()
 	delete(r.nodes, n.Name)
 	r.mu.Unlock()
+	r.creds.gone(n.Name)
 	r.refreshView()
 	r.log.Warn("ring: member left or failed", "member", n.Name, "addr", n.Address())
 	r.changed()
@@ -1167,6 +1169,12 @@ func (r *Ring) keepNode(n *memberlist.Node) {
 	c := *n
 	c.Meta = slices.Clone(n.Meta)
 	c.Addr = slices.Clone(n.Addr)
+	var md meta
+	if len(c.Meta) <= memberlist.MetaMaxSize && json.Unmarshal(c.Meta, &md) == nil {
+		r.creds.live(n.Name, md.Cred) // the credential that lists it: the one its metadata names
+	} else {
+		r.creds.live(n.Name, nil)
+	}
 	r.mu.Lock()
 	r.nodes[n.Name] = c
 	r.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,13 @@ func TestScopeURIs(t *testing.T) {
 		{"a bare * is refused", "spiffe://gslb.example.com/prober/us-east/*/max-nodes/2", Scope{}, "name"},
 		{"too many nodes are refused", "spiffe://gslb.example.com/prober/us-east/east-*/max-nodes/999", Scope{}, "needs 1..256"},
 		{"a mislabelled fifth segment is refused", "spiffe://gslb.example.com/prober/us-east/east-*/nodes/3", Scope{}, "max-nodes/<n>"},
+		{"a percent-encoded star is refused", "spiffe://gslb.example.com/prober/us-east/east-%2A/max-nodes/3", Scope{}, "not spiffe://"},
+		{"a percent-encoded region is refused", "spiffe://gslb.example.com/prober/us%2Deast/east-1", Scope{}, "not spiffe://"},
+		{"dot segments are refused", "spiffe://gslb.example.com/prober/../east-1", Scope{}, "dot segments"},
+		{"an upper-case name is refused (sites would collide by case)", "spiffe://gslb.example.com/prober/us-east/EAST-*/max-nodes/3", Scope{}, "name"},
+		{"a prefix without its - is refused (sites would collide by separator)", "spiffe://gslb.example.com/prober/us-east/east*/max-nodes/3", Scope{}, "name"},
+		{"a prefix after a dot is refused", "spiffe://gslb.example.com/prober/us-east/east.*/max-nodes/3", Scope{}, "name"},
+		{"a site longer than 60 characters is refused", "spiffe://gslb.example.com/prober/us-east/" + strings.Repeat("a", 61) + "-*/max-nodes/3", Scope{}, "name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := ParseURI(tc.uri)
@@ -108,6 +116,8 @@ func TestScopeSitesAndMatches(t *testing.T) {
 	assert.False(t, s.Matches("east-"), "the prefix alone names no node")
 	assert.False(t, s.Matches("west-1"))
 	assert.Equal(t, "p1", Scope{Name: "p1"}.Site())
+	assert.Equal(t, "", Scope{Name: "node.example"}.Site(), "a name that is no DNS label has no site")
+	assert.Equal(t, "", Scope{Name: strings.Repeat("a", 61)}.Site(), "ns-<site> must stay a label")
 	assert.True(t, Scope{Name: "p1"}.Matches("p1"))
 	assert.False(t, Scope{Name: "p1"}.Matches("p10"))
 }
@@ -180,6 +190,7 @@ func TestVerify(t *testing.T) {
 		{"a credential of another ring is refused by the CA's name constraints", [][]byte{otherRing}, mustPool(t, td, nil, ca), ReasonScope, "name constraints"},
 		{"a credential for another ring's trust domain is refused", good.Chain, mustPool(t, "other.example.com", nil, ca), ReasonScope, "ring.trust_domain"},
 		{"a credential for an ECDSA key is refused", [][]byte{ecdsaLeaf}, mustPool(t, td, nil, ca), ReasonMalformed, "Ed25519"},
+		{"a CA certificate is no credential", [][]byte{ca.Cert.Raw}, mustPool(t, td, nil, ca), ReasonMalformed, "is a CA"},
 		{"bytes that are no certificate are refused", [][]byte{[]byte("nope")}, mustPool(t, td, nil, ca), ReasonMalformed, "certificate 1"},
 		{"an empty chain is refused", nil, mustPool(t, td, nil, ca), ReasonMalformed, "0 certificates"},
 	} {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -50,12 +51,25 @@ func (s Scope) Matches(name string) bool {
 	return s.Name == name
 }
 
-// Site is the site a scope stands for: its name without the trailing * and
-// separator ("east-*" gives east, "p1" gives p1). The ring publishes the
-// gossip addresses of a site's live nodes under <site>.ring.<zone>.
-func (s Scope) Site() string {
-	return strings.TrimRight(strings.TrimSuffix(s.Name, "*"), "-._")
+// MaxSite is the longest site name: ns-<site> must stay a DNS label.
+const MaxSite = 60
+
+// Site is the site a scope stands for: a prefix name without its "-*"
+// ("east-*" gives east), an exact name as it is ("p1"), when that is a DNS
+// label of at most MaxSite characters; else "" (no site: its nodes serve no
+// names under <site>.ring.<zone> and announce no nameserver).
+func (s Scope) Site() string { return SiteOf(s.Name) }
+
+// SiteOf is Scope.Site for a name or prefix.
+func SiteOf(name string) string {
+	site := strings.TrimSuffix(name, "-*")
+	if len(site) > MaxSite || !siteLabel.MatchString(site) {
+		return ""
+	}
+	return site
 }
+
+var siteLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
 // URI is the scope as the certificate's URI SAN states it.
 func (s Scope) URI() string {
@@ -74,9 +88,11 @@ func (s Scope) URI() string {
 func (s Scope) String() string { return s.URI() }
 
 var (
-	label    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	segment  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,63}$`)
-	nodeName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,127}\*?$`)
+	label   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	segment = regexp.MustCompile(`^[A-Za-z0-9._-]{1,63}$`)
+	// A credential's name: lower case (it is a site's DNS label), a prefix
+	// only as <label>-* so that no two scopes share a site by case or separator.
+	nodeName = regexp.MustCompile(`^([a-z0-9][a-z0-9.-]{0,126}|[a-z0-9]([a-z0-9-]{0,58}[a-z0-9])?-\*)$`)
 )
 
 // validTrustDomain checks a trust domain: a DNS name in lower case.
@@ -116,8 +132,8 @@ func (s Scope) Validate() error {
 		return fmt.Errorf("role %q is not allowed (allowed: prober, agent)", s.Role)
 	}
 	switch {
-	case s.Name == "*" || !nodeName.MatchString(s.Name):
-		return fmt.Errorf("name %q: a node name, or a prefix ending in * such as east-* (1..128 characters of A-Z a-z 0-9 . _ -)", s.Name)
+	case !nodeName.MatchString(s.Name):
+		return fmt.Errorf("name %q: a node name (1..127 characters of a-z 0-9 . -), or a site's prefix <site>-* such as east-* (the site a DNS label of at most %d characters)", s.Name, MaxSite)
 	case s.IsPrefix() && (s.MaxNodes < 1 || s.MaxNodes > MaxNodesLimit):
 		return fmt.Errorf("max nodes %d: a name ending in * needs 1..%d (how many of its nodes may be live at once, e.g. replicas + maxSurge)", s.MaxNodes, MaxNodesLimit)
 	case !s.IsPrefix() && s.MaxNodes != 0:
@@ -132,10 +148,13 @@ func ParseURI(raw string) (Scope, error) {
 	if err != nil {
 		return Scope{}, fmt.Errorf("URI %q: %w", raw, err)
 	}
-	if u.Scheme != "spiffe" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Port() != "" {
+	if u.Scheme != "spiffe" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Port() != "" || strings.Contains(raw, "%") {
 		return Scope{}, fmt.Errorf("URI %q: not spiffe://<ring>/<role>/<region or cluster>/<name>[/max-nodes/<n>]", raw)
 	}
 	parts := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+	if slices.Contains(parts, ".") || slices.Contains(parts, "..") {
+		return Scope{}, fmt.Errorf("URI %q: dot segments are not allowed", raw)
+	}
 	if len(parts) != 3 && len(parts) != 5 {
 		return Scope{}, fmt.Errorf("URI %q: the path is /<role>/<region or cluster>/<name>[/max-nodes/<n>]", raw)
 	}

@@ -144,7 +144,11 @@ func (p *Pool) Verify(chain [][]byte, now time.Time, skew time.Duration) (Verifi
 	for _, c := range certs[1:] {
 		inter.AddCert(c)
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: p.roots, Intermediates: inter, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+	if leaf.IsCA {
+		return v, refuse(ReasonMalformed, "certificate %q is a CA, not a node's credential", leaf.Subject.CommonName)
+	}
+	chains, err := leaf.Verify(x509.VerifyOptions{Roots: p.roots, Intermediates: inter, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	if err != nil {
 		var inv x509.CertificateInvalidError
 		var ua x509.UnknownAuthorityError
 		switch {
@@ -157,29 +161,43 @@ func (p *Pool) Verify(chain [][]byte, now time.Time, skew time.Duration) (Verifi
 		}
 		return v, refuse(ReasonForeignCA, "%v", err)
 	}
-	for _, c := range certs {
-		if p.revoked["serial:"+c.SerialNumber.Text(16)] || p.revoked[Fingerprint(c)] {
-			return v, refuse(ReasonRevoked, "certificate %q (serial %s, key %s) is in ring.revoked", c.Subject.CommonName, c.SerialNumber.Text(16), Fingerprint(c))
+	// Every certificate of every path to a CA: a revoked intermediate (or
+	// one given in ring.ca) revokes what it signed.
+	for _, chain := range chains {
+		for _, c := range chain {
+			if p.revoked["serial:"+c.SerialNumber.Text(16)] || p.revoked[Fingerprint(c)] {
+				return v, refuse(ReasonRevoked, "certificate %q (serial %s, key %s) is in ring.revoked", c.Subject.CommonName, c.SerialNumber.Text(16), Fingerprint(c))
+			}
 		}
 	}
-	var uris []string
-	for _, u := range leaf.URIs {
-		if u.Scheme == "spiffe" {
-			uris = append(uris, u.String())
-		}
-	}
-	if len(uris) != 1 {
-		return v, refuse(ReasonScope, "%d spiffe:// URI SANs (allowed: exactly 1, spiffe://<ring>/<role>/<region or cluster>/<name>)", len(uris))
-	}
-	s, err := ParseURI(uris[0])
+	s, err := LeafScope(leaf)
 	if err != nil {
-		return v, refuse(ReasonScope, "%v", err)
+		return v, err
 	}
 	if s.TrustDomain != p.trustDomain {
 		return v, refuse(ReasonScope, "for ring %q, this ring is %q (ring.trust_domain)", s.TrustDomain, p.trustDomain)
 	}
 	v.Scope = s
 	return v, nil
+}
+
+// LeafScope reads a certificate's scope from its one spiffe:// URI SAN,
+// without checking anything else (a cheap check before a chain's).
+func LeafScope(c *x509.Certificate) (Scope, error) {
+	var uris []string
+	for _, u := range c.URIs {
+		if u.Scheme == "spiffe" {
+			uris = append(uris, u.String())
+		}
+	}
+	if len(uris) != 1 {
+		return Scope{}, refuse(ReasonScope, "%d spiffe:// URI SANs (allowed: exactly 1, spiffe://<ring>/<role>/<region or cluster>/<name>)", len(uris))
+	}
+	s, err := ParseURI(uris[0])
+	if err != nil {
+		return Scope{}, refuse(ReasonScope, "%v", err)
+	}
+	return s, nil
 }
 
 // Fingerprint is "sha256:" + the hex SHA-256 of c's SubjectPublicKeyInfo.

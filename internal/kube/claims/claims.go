@@ -29,6 +29,27 @@ type Policy struct {
 	Claims    []model.Claim     // kubernetes.claims, names canonical
 	Unclaimed string            // kubernetes.unclaimed_names; "" is oldest
 	Reserved  map[string]string // canonical name -> what it is, e.g. "the apex of zone gslb.example.com."
+	// RingNames are the apexes of zones whose ring serves names in them
+	// (zones[].ring): ring.<apex>, the names below it and ns-<label>.<apex>
+	// are reserved like the nameservers (the ring's seeds and glue).
+	RingNames []string
+}
+
+// reserved reports whether name is reserved, and what it is.
+func (p Policy) reserved(name string) (string, bool) {
+	if what, ok := p.Reserved[name]; ok {
+		return what, true
+	}
+	for _, apex := range p.RingNames {
+		ring := "ring." + apex
+		if name == ring || below(name, ring) {
+			return "a name of the ring's seeds in zone " + apex, true
+		}
+		if label, ok := strings.CutSuffix(name, "."+apex); ok && strings.HasPrefix(label, "ns-") && !strings.Contains(label, ".") {
+			return "a name of the ring's nameservers in zone " + apex, true
+		}
+	}
+	return "", false
 }
 
 // PolicyFrom takes the policy of a normalized desired state: its claims,
@@ -50,6 +71,9 @@ func PolicyFrom(d *model.Desired) Policy {
 	for _, z := range d.Zones { // an apex is named as such even if also a nameserver
 		apex := model.CanonicalName(z.Apex)
 		p.Reserved[apex] = "the apex of zone " + apex
+		if z.Ring != nil {
+			p.RingNames = append(p.RingNames, apex)
+		}
 	}
 	return p
 }
@@ -117,7 +141,7 @@ func Decide(p Policy, cs []Claim) map[string]Decision {
 func decideOne(p Policy, name string, g []Claim) Decision {
 	d := Decision{Name: name}
 	owners, covered := p.allowed(name)
-	what, reserved := p.Reserved[name]
+	what, reserved := p.reserved(name)
 	switch {
 	case covered:
 		d.Owners, d.Rule, d.Refused = owners, RuleClaim, KindNotAllowed
@@ -140,7 +164,7 @@ func decideOne(p Policy, name string, g []Claim) Decision {
 func (p Policy) allowed(name string) ([]string, bool) {
 	var exact, bySuffix []string
 	best := -1 // length of the longest covering suffix
-	_, reserved := p.Reserved[name]
+	_, reserved := p.reserved(name)
 	for _, c := range p.Claims {
 		if slices.Contains(c.Names, name) {
 			exact = append(exact, c.Namespaces...)

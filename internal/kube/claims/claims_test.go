@@ -227,3 +227,32 @@ func TestTheApexIsReservedEvenWhenItIsAlsoANameserverName(t *testing.T) {
 	}})
 	assert.Equal(t, map[string]string{apex: "the apex of zone " + apex, "ns2.gslb.example.com.": "a nameserver name of zone " + apex}, p.Reserved)
 }
+
+func TestTheRingsNamesAreReservedInItsZones(t *testing.T) {
+	p := PolicyFrom(&model.Desired{Zones: []model.Zone{
+		{Apex: "gslb.example.com", Ring: &model.ZoneRing{Names: true, Nameservers: true}},
+		{Apex: "other.example.com"},
+	}})
+	claim := func(name string) Claim { return Claim{Name: name, Namespace: "tenant", Created: time.Unix(1, 0)} }
+	for _, tc := range []struct {
+		name     string
+		reserved bool
+	}{
+		{"ring.gslb.example.com.", true},
+		{"east.ring.gslb.example.com.", true},
+		{"x.east.ring.gslb.example.com.", true},
+		{"ns-east.gslb.example.com.", true},
+		{"ns-east.shop.gslb.example.com.", false},
+		{"app.gslb.example.com.", false},
+		{"ring.other.example.com.", false},
+		{"ns-east.other.example.com.", false},
+	} {
+		d := Decide(p, []Claim{claim(tc.name)})[tc.name]
+		if tc.reserved {
+			assert.Equal(t, KindReserved, d.Refused, "%s is the ring's: no tenant may serve it", tc.name)
+			assert.Empty(t, d.Owners, tc.name)
+		} else {
+			assert.Equal(t, []string{"tenant"}, d.Owners, tc.name)
+		}
+	}
+}
