@@ -31,6 +31,9 @@ func (a *App) advertiseFrom(d *model.Desired) (string, error) {
 	}
 	host, _ := os.Hostname()
 	w := &kube.ServiceWatch{Ref: *ref, Host: host, Logger: a.log}
+	if err := w.Check(); err != nil {
+		return "", fmt.Errorf("ring.advertise_from: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(a.ctx, advertiseWait)
 	defer cancel()
 	var addr kube.ServiceAddress
@@ -72,6 +75,9 @@ func (a *App) announceDNS(d *model.Desired, r *ring.Ring) error {
 	if ref := d.Ring.DNSAddressesFrom; ref != nil {
 		host, _ := os.Hostname()
 		w := &kube.ServiceWatch{Ref: *ref, Host: host, Logger: a.log}
+		if err := w.Check(); err != nil {
+			return fmt.Errorf("ring.dns_addresses_from: %w", err)
+		}
 		w.OnChange = func(addr kube.ServiceAddress) {
 			if err := r.SetDNSAddresses(addr.Addrs); err != nil {
 				a.log.Error("this site's DNS addresses not announced", "service", w.Namespace()+"/"+w.Name(), "err", err)

@@ -149,11 +149,17 @@ func (a *App) newRoster(r *ring.Ring, fixed []string) *roster {
 }
 
 func (ro *roster) candidates() []string {
+	if !ro.ring.Settled() {
+		// Met nobody yet, and its seeds name others: it may be the minority
+		// side of a partition it restarted into. No candidates, no writer.
+		return nil
+	}
 	now := time.Now()
 	var live []leader.Member
 	for _, m := range ro.ring.Members() {
 		if m.Role == ring.RoleProber && !m.CredentialExpires.IsZero() {
-			live = append(live, leader.Member{Name: m.Name, Expires: m.CredentialExpires, Serial: m.CredentialSerial, Key: m.KeyFingerprint})
+			live = append(live, leader.Member{Name: m.Name, Expires: m.CredentialExpires, Serial: m.CredentialSerial, Key: m.KeyFingerprint,
+				Scope: m.CredentialScope, Max: m.MaxNodes})
 		}
 	}
 	ro.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -86,8 +87,25 @@ func (w *ServiceWatch) client() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
+// Check says whether the Service's name and namespace are names (the pod
+// name {hostname} stands for may make them too long, or a host name under
+// hostNetwork may hold dots).
+func (w *ServiceWatch) Check() error {
+	for what, n := range map[string]string{"service": w.Name(), "namespace": w.Namespace()} {
+		if len(n) > 63 || !dnsLabel.MatchString(n) {
+			return fmt.Errorf("%s %q (from %q): not a Kubernetes name (a DNS label of at most 63 characters)", what, n, w.Ref.Service)
+		}
+	}
+	return nil
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
 // Get reads the Service's address once.
 func (w *ServiceWatch) Get(ctx context.Context) (ServiceAddress, error) {
+	if err := w.Check(); err != nil {
+		return ServiceAddress{}, err
+	}
 	c, err := w.client()
 	if err != nil {
 		return ServiceAddress{}, err
@@ -106,6 +124,10 @@ const retry = 5 * time.Second
 // read and at every change; failures are logged and retried.
 func (w *ServiceWatch) Run(ctx context.Context) {
 	log := w.Logger.With("service", w.Namespace()+"/"+w.Name())
+	if err := w.Check(); err != nil {
+		log.Error("service address: not watched", "err", err)
+		return
+	}
 	var last *ServiceAddress
 	for ctx.Err() == nil {
 		err := w.watch(ctx, func(a ServiceAddress) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,8 @@ type Member struct {
 	Expires time.Time // its credential's NotAfter
 	Serial  string    // its credential's serial ("serial:HEX"), for revocation
 	Key     string    // its key's fingerprint ("sha256:HEX"), for revocation
+	Scope   string    // its credential's scope (the URI): the group max_nodes bounds
+	Max     int       // how many of the scope's nodes may be candidates (max_nodes; 0: 1)
 }
 
 // Roster remembers the writer candidates a ring without providers.writers
@@ -39,6 +42,8 @@ type rosterEntry struct {
 	Expires time.Time `json:"expires"`
 	Serial  string    `json:"serial,omitempty"`
 	Key     string    `json:"key,omitempty"`
+	Scope   string    `json:"scope,omitempty"`
+	Max     int       `json:"max,omitempty"`
 }
 
 // Observe records the probers listed by credential now; it reports
@@ -50,13 +55,47 @@ func (r *Roster) Observe(now time.Time, live []Member) bool {
 	changed := false
 	for _, m := range live {
 		old, ok := r.entries[m.Name]
-		e := rosterEntry{Seen: now, Expires: m.Expires, Serial: m.Serial, Key: m.Key}
+		e := rosterEntry{Seen: now, Expires: m.Expires, Serial: m.Serial, Key: m.Key, Scope: m.Scope, Max: m.Max}
 		if !ok || old.Expires != e.Expires || old.Serial != e.Serial || old.Key != e.Key {
 			changed = true
 		}
 		r.entries[m.Name] = e
 	}
+	if r.cap() {
+		changed = true
+	}
 	return changed
+}
+
+// cap keeps, of every credential scope, the max_nodes candidates seen
+// last: a leaked credential of a site's prefix cannot grow the candidates
+// (and the majority a writer needs) by inventing names. It reports whether
+// it dropped any.
+func (r *Roster) cap() bool {
+	byScope := map[string][]string{}
+	for n, e := range r.entries {
+		if e.Scope != "" {
+			byScope[e.Scope] = append(byScope[e.Scope], n)
+		}
+	}
+	dropped := false
+	for _, names := range byScope {
+		limit := max(1, r.entries[names[0]].Max)
+		if len(names) <= limit {
+			continue
+		}
+		slices.SortFunc(names, func(a, b string) int {
+			if c := r.entries[b].Seen.Compare(r.entries[a].Seen); c != 0 {
+				return c // the latest seen first
+			}
+			return strings.Compare(a, b)
+		})
+		for _, n := range names[limit:] {
+			delete(r.entries, n)
+			dropped = true
+		}
+	}
+	return dropped
 }
 
 // Prune forgets candidates whose credential expired or is revoked, or

@@ -43,6 +43,15 @@ func TestRoster(t *testing.T) {
 			r.Observe(t0, []Member{east0, west0})
 			return r.Prune(t0, func(serial, key string) bool { return key == "sha256:b" })
 		}, []string{"east-0"}, []string{"west-0"}},
+		{"a scope's candidates are at most its max_nodes, the latest seen kept", func(r *Roster) []string {
+			e := func(name string) Member {
+				return Member{Name: name, Expires: year, Scope: "spiffe://r/prober/us-east/east-*/max-nodes/2", Max: 2}
+			}
+			r.Observe(t0, []Member{e("east-0"), e("east-1")})
+			r.Observe(t0.Add(time.Minute), []Member{e("east--"), e("east-0")}) // a leaked credential under a new name
+			r.Observe(t0.Add(2*time.Minute), []Member{e("east-x"), e("east-0")})
+			return r.Prune(t0.Add(2*time.Minute), nil)
+		}, []string{"east-0", "east-x"}, nil},
 		{"a renewed credential extends the candidate", func(r *Roster) []string {
 			r.Observe(t0, []Member{west0})
 			renewed := west0

@@ -99,7 +99,7 @@ func (s *credStore) get(name string) (peer, bool) {
 func credPeer(v ringca.Verified) peer {
 	sc := v.Scope
 	return peer{RingPeer: model.RingPeer{Name: sc.Name, Role: sc.Role, Region: sc.Region, Cluster: sc.Cluster, MaxNodes: sc.MaxNodes},
-		key: v.Key, cred: credID(v.Hash), site: sc.Site(), expires: v.NotAfter, serial: v.Serial, fpr: v.Fingerprint}
+		key: v.Key, cred: credID(v.Hash), site: sc.Site(), expires: v.NotAfter, serial: v.Serial, fpr: v.Fingerprint, scope: sc.URI()}
 }
 
 // credID is the short form of a certificate's hash carried in a node's

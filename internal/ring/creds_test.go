@@ -487,3 +487,34 @@ func TestALeakedPrefixCredentialCannotFillTheStoreNorTakeANodesListing(t *testin
 	assert.Equal(t, "eu-central", p.Region, "a live node is listed by the credential its metadata names, not by another scope's")
 	assert.Len(t, victim.creds.all(), 1, "a push/pull carries the credentials its live members' metadata names only (east-a-0's own)")
 }
+
+func TestANodeSettlesOnlyWhenItMetTheRingOrIsItsFirst(t *testing.T) {
+	noLeaks(t)
+	l := newCALab(t, "ca")
+	pool := l.pool(nil, "ca")
+	cred := l.issue("ca", prober("us-east", "east-*", 3), time.Now(), time.Hour)
+	alone := l.start(l.config("east-0", "us-east", RoleProber, &cred, pool))
+	assert.True(t, alone.Settled(), "no seeds: a ring of its own")
+
+	// Its seed names another node that does not answer (the other side of
+	// a partition it restarted into): it never takes itself for the first.
+	cut := l.config("east-1", "us-east", RoleProber, &cred, pool, "192.0.2.1:7946")
+	cut.RejoinInterval = 50 * time.Millisecond
+	partitioned := l.start(cut)
+	time.Sleep(20 * cut.RejoinInterval)
+	assert.False(t, partitioned.Settled(), "a seed names another node: wait to meet it")
+
+	// Its seed names only itself (the first node of the first site, whose
+	// own name resolves to it): it settles after a few rounds.
+	first := l.config("east-2", "us-east", RoleProber, &cred, pool)
+	first.RejoinInterval = 50 * time.Millisecond
+	first.Bind = "127.0.0.1:0"
+	first.Seeds = []string{"127.0.0.1:1"} // this host: no other node
+	firstNode := l.start(first)
+	eventually(t, "the first node settles", firstNode.Settled)
+
+	// Meeting a trusted node settles at once.
+	joined := l.config("east-3", "us-east", RoleProber, &cred, pool, alone.LocalAddr(), "192.0.2.1:7946")
+	joined.RejoinInterval = time.Hour
+	eventually(t, "a node that met the ring is settled", l.start(joined).Settled)
+}

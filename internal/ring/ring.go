@@ -128,6 +128,8 @@ type Member struct {
 	CredentialExpires time.Time `json:"credential_expires,omitzero"`
 	CredentialSerial  string    `json:"credential_serial,omitempty"`
 	KeyFingerprint    string    `json:"key_fingerprint,omitempty"`
+	CredentialScope   string    `json:"credential_scope,omitempty"` // the credential's URI
+	MaxNodes          int       `json:"max_nodes,omitempty"`        // of the scope or ring.peers entry listing it
 	// DNSAddresses are the public DNS addresses the member announces for its
 	// site (ring.dns_addresses), for the site's nameserver glue; only the
 	// valid ones of a trusted member.
@@ -150,7 +152,11 @@ type meta struct {
 func metaInput(name string, md meta) []byte {
 	in := "meridian-ring-meta-v1\x00" + name + "\x00" + md.Region + "\x00" + md.Role
 	if len(md.Cred) > 0 || len(md.DNS) > 0 {
-		in = "meridian-ring-meta-v2\x00" + name + "\x00" + md.Region + "\x00" + md.Role + "\x00" + hex.EncodeToString(md.Cred) + "\x00" + strings.Join(md.DNS, ",")
+		// Counted, so that no two address lists sign alike.
+		in = "meridian-ring-meta-v2\x00" + name + "\x00" + md.Region + "\x00" + md.Role + "\x00" + hex.EncodeToString(md.Cred) + "\x00" + strconv.Itoa(len(md.DNS))
+		for _, d := range md.DNS {
+			in += "\x00" + d
+		}
 	}
 	return []byte(in)
 }
@@ -170,6 +176,11 @@ type Ring struct {
 	own   atomic.Pointer[ownCred] // this node's credential, nil without one
 	// dnsAddrs are the public DNS addresses of this node's site, in its metadata.
 	dnsAddrs atomic.Pointer[[]string]
+	metaMu   sync.Mutex // one metadata change (credential, DNS addresses) at a time
+	// settled: this node has met the ring, or knows it is the first of it
+	// (Settled); lonely counts the seed rounds that named no other node.
+	settled atomic.Bool
+	lonely  atomic.Int32
 
 	seq      atomic.Uint64 // own vote sequence
 	rttWake  chan struct{} // RTTChanged: run the next RTT round early
@@ -274,6 +285,8 @@ func (r *Ring) signMeta() []byte {
 // message, and is sent to every member with the re-signed metadata. On an
 // error the previous credential stays.
 func (r *Ring) SetCredential(c ringca.Credential) error {
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
 	old := r.own.Load()
 	if old != nil && old.v.Hash == sha256.Sum256(c.Chain[0]) && r.id().key.Equal(c.Key) {
 		return nil
@@ -407,6 +420,9 @@ func Start(cfg Config) (*Ring, error) {
 		}
 	}
 	r.updateMembers()
+	if len(cfg.Seeds) == 0 {
+		r.settle("no seeds: a ring of its own")
+	}
 	if len(cfg.Seeds) > 0 {
 		if n, err := r.join(); err != nil {
 			r.log.Warn("ring: could not join any seed yet; retrying", "seeds", cfg.Seeds, "every", cfg.RejoinInterval, "err", err)
@@ -555,13 +571,21 @@ func (r *Ring) refreshView() {
 			p, m.Trusted = r.trustedMeta(t, n.Name, string(n.Meta), md)
 			if m.Trusted {
 				m.Site = p.site
-				m.CredentialExpires, m.CredentialSerial, m.KeyFingerprint = p.expires, p.serial, p.fpr
+				m.CredentialExpires, m.CredentialSerial, m.KeyFingerprint, m.CredentialScope, m.MaxNodes = p.expires, p.serial, p.fpr, p.scope, p.MaxNodes
 				m.DNSAddresses = dnsAddrs(md.DNS)
 			}
 		}
 		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b Member) int { return cmpString(a.Name, b.Name) })
+	if !r.settled.Load() {
+		for _, m := range out {
+			if m.Trusted && m.Name != r.cfg.NodeName {
+				r.settle("met " + m.Name)
+				break
+			}
+		}
+	}
 	admitted := map[string]bool{}
 	counted := map[string]int{}
 	for i := range out {
@@ -635,7 +659,8 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 	if oc := r.own.Load(); oc != nil {
 		self.site = oc.v.Scope.Site()
 		self.cred = credID(oc.v.Hash)
-		self.expires, self.serial, self.fpr = oc.v.NotAfter, oc.v.Serial, oc.v.Fingerprint
+		self.expires, self.serial, self.fpr, self.scope = oc.v.NotAfter, oc.v.Serial, oc.v.Fingerprint, oc.v.Scope.URI()
+		self.MaxNodes = oc.v.Scope.MaxNodes
 		if pool == nil {
 			return errors.New("ring.credential needs ring.ca: the CA certificates every node checks credentials with")
 		}
@@ -878,6 +903,9 @@ func next(c *atomic.Uint64) uint64 {
 // is found. It returns how many nodes were contacted.
 func (r *Ring) join() (int, error) {
 	addrs, err := r.seedAddrs()
+	if !r.settled.Load() {
+		r.countSeedRound(addrs)
+	}
 	live := map[string]bool{r.LocalAddr(): true, r.cfg.Bind: true}
 	for _, m := range r.AllMembers() {
 		live[m.Addr] = true
@@ -896,6 +924,52 @@ func (r *Ring) join() (int, error) {
 		return n, nil
 	}
 	return n, errors.Join(err, jerr)
+}
+
+// settleRounds is how many seed rounds in a row must name no other node
+// before a node that met nobody takes itself for the ring's first.
+const settleRounds = 3
+
+// Settled reports whether this node has met another trusted node, or has
+// no seeds, or its seeds named no other node for settleRounds rounds (it
+// is the first node of the ring). Until then it cannot tell a ring of its
+// own from the minority side of a partition it restarted into, so it must
+// not act for the ring (the writer election waits for it).
+func (r *Ring) Settled() bool { return r.settled.Load() }
+
+func (r *Ring) settle(why string) {
+	if !r.settled.Swap(true) {
+		r.log.Info("ring: settled: this node may act for the ring", "why", why)
+	}
+}
+
+// countSeedRound counts a seed round that named no node but this one.
+func (r *Ring) countSeedRound(addrs []string) {
+	self := localHosts()
+	if h, _, err := net.SplitHostPort(r.LocalAddr()); err == nil {
+		self[h] = true
+	}
+	for _, a := range addrs {
+		if h, _, err := net.SplitHostPort(a); err == nil && !self[h] {
+			r.lonely.Store(0) // a seed names another node: join it first
+			return
+		}
+	}
+	if r.lonely.Add(1) >= settleRounds {
+		r.settle(fmt.Sprintf("no seed named another node in %d rounds: this is the ring's first node", settleRounds))
+	}
+}
+
+// localHosts are this host's interface addresses.
+func localHosts() map[string]bool {
+	out := map[string]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out[p.Addr().Unmap().String()] = true
+		}
+	}
+	return out
 }
 
 // seedTimeout bounds the resolution of one seed name.
@@ -1240,6 +1314,8 @@ func (r *Ring) SetDNSAddresses(addrs []netip.Addr) error {
 	if len(addrs) > maxDNSAddrs {
 		return fmt.Errorf("ring: %d DNS addresses (allowed: at most %d)", len(addrs), maxDNSAddrs)
 	}
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
 	s := make([]string, len(addrs))
 	for i, a := range addrs {
 		s[i] = a.String()
@@ -1248,9 +1324,10 @@ func (r *Ring) SetDNSAddresses(addrs []netip.Addr) error {
 	if slices.Equal(s, *r.dnsAddrs.Load()) {
 		return nil
 	}
-	r.dnsAddrs.Store(&s)
+	prev := r.dnsAddrs.Swap(&s)
 	m := r.signMeta()
 	if len(m) > memberlist.MetaMaxSize {
+		r.dnsAddrs.Store(prev)
 		return fmt.Errorf("ring: node metadata of %d bytes with %d DNS addresses (allowed: %d bytes)", len(m), len(addrs), memberlist.MetaMaxSize)
 	}
 	r.meta.Store(&m)

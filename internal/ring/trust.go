@@ -59,8 +59,8 @@ type peer struct {
 	cred []byte // credID of the certificate it stands on; nil for a ring.peers entry
 	site string // the site it belongs to (a credential's name without its * and separator; a ring.peers entry's name likewise)
 	// The credential's validity and revocation handles (empty for a ring.peers entry).
-	expires     time.Time
-	serial, fpr string
+	expires            time.Time
+	serial, fpr, scope string
 }
 
 // trust is the table of nodes whose messages are accepted: ring.peers, and

@@ -60,6 +60,9 @@ func (f *SitesFollower) Update() error {
 		return nil
 	}
 	f.last = v
+	if len(v.Conflicts) > 0 {
+		f.log().Error("sites claimed by members of different scopes are not served (ring.<zone>, ns-<site>): issue one credential scope per site", "sites", v.Conflicts)
+	}
 	f.log().Info("the ring's sites changed", "sites", v.Sites)
 	return f.Pipeline.SetSites(v)
 }
@@ -88,7 +91,10 @@ func SitesView(members []ring.Member) *sites.View {
 		if !m.Trusted || m.Role != ring.RoleProber || m.Site == "" {
 			continue
 		}
-		sm := sites.Member{Site: m.Site, DNS: m.DNSAddresses}
+		sm := sites.Member{Site: m.Site, Scope: m.CredentialScope, DNS: m.DNSAddresses}
+		if sm.Scope == "" {
+			sm.Scope = "peer:" + m.Region // a ring.peers entry: its site and region
+		}
 		if ap, err := netip.ParseAddrPort(m.Addr); err == nil {
 			sm.Gossip = ap.Addr()
 		}

@@ -32,14 +32,21 @@ type Site struct {
 // View is the ring's sites now, by site name. The zero View has none.
 type View struct {
 	Sites map[string]Site
+	// Conflicts are site names that members of different scopes claim
+	// (e.g. a prefix east-* and an exact name east): left out, reported.
+	Conflicts []string
 }
 
 // Member is a live trusted prober as the ring lists it.
 type Member struct {
 	Site   string
+	Scope  string // what lists it (its credential's URI, or ring.peers entry): one site, one scope
 	Gossip netip.Addr
 	DNS    []netip.Addr
 }
+
+// MaxGlue bounds the DNS addresses of one site (its nameserver's glue).
+const MaxGlue = 8
 
 // label is what a site name must be to appear in a DNS name.
 var label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -48,11 +55,17 @@ var label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // label (lower case letters, digits and -) are left out.
 func FromMembers(members []Member) *View {
 	v := &View{Sites: map[string]Site{}}
+	scopes := map[string]string{}
+	conflict := map[string]bool{}
 	for _, m := range members {
 		name := strings.ToLower(m.Site)
-		if !label.MatchString(name) {
-			continue
+		if len(name) > 60 || !label.MatchString(name) {
+			continue // ns-<site> must stay a DNS label
 		}
+		if sc, ok := scopes[name]; ok && sc != m.Scope {
+			conflict[name] = true
+		}
+		scopes[name] = m.Scope
 		s := v.Sites[name]
 		if m.Gossip.IsValid() {
 			s.Gossip = append(s.Gossip, m.Gossip.Unmap())
@@ -61,9 +74,18 @@ func FromMembers(members []Member) *View {
 		v.Sites[name] = s
 	}
 	for name, s := range v.Sites {
+		if conflict[name] {
+			delete(v.Sites, name)
+			v.Conflicts = append(v.Conflicts, name)
+			continue
+		}
 		s.Gossip, s.DNS = sortedAddrs(s.Gossip), sortedAddrs(s.DNS)
+		if len(s.DNS) > MaxGlue {
+			s.DNS = s.DNS[:MaxGlue]
+		}
 		v.Sites[name] = s
 	}
+	slices.Sort(v.Conflicts)
 	return v
 }
 

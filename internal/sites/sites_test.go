@@ -1,7 +1,10 @@
 package sites
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +86,15 @@ func TestViewsCompare(t *testing.T) {
 	assert.False(t, a.Equal(FromMembers(nil)))
 	assert.False(t, a.Equal(nil))
 	assert.True(t, (*View)(nil).Equal(nil))
+}
+
+func TestASiteClaimedByTwoScopesIsNotServed(t *testing.T) {
+	v := FromMembers([]Member{
+		{Site: "east", Scope: "spiffe://r/prober/us-east/east-*/max-nodes/2", Gossip: ip("198.51.100.1"), DNS: []netip.Addr{ip("203.0.113.53")}},
+		{Site: "east", Scope: "spiffe://r/prober/eu-west/east", Gossip: ip("198.51.100.66"), DNS: []netip.Addr{ip("203.0.113.66")}},
+		{Site: "eu-west", Scope: "spiffe://r/prober/eu-west/eu-west-*/max-nodes/1", Gossip: ip("198.51.100.9")},
+		{Site: strings.Repeat("a", 61), Gossip: ip("198.51.100.10")},
+	})
+	assert.Equal(t, []string{"east"}, v.Conflicts)
+	assert.Equal(t, []string{"eu-west"}, slices.Sorted(maps.Keys(v.Sites)), "neither east (two scopes) nor a site too long for ns-<site>")
 }

@@ -58,6 +58,7 @@ the ring.advertise of one pod: gossip.expose NodePort).
   "region" $region
   "bind" "0.0.0.0:7946"
   "seeds" (deepCopy $seeds)
+  "rejoin_interval" "10s"
   "key_file" "/etc/meridian/gossip/key"
   "require_encryption" true
   "ca" $ca
