@@ -233,6 +233,13 @@ func TestIntermediateChains(t *testing.T) {
 	assert.Equal(t, s, v.Scope)
 	_, err = mustPool(t, td, []string{Fingerprint(icert)}, root).Verify(c.Chain, now, 0)
 	assert.Equal(t, ReasonRevoked, Reason(err), "a revoked intermediate revokes what it signed")
+
+	// The intermediate given in ring.ca instead of in the chain: revoking it
+	// still revokes the leaf (the verified path is checked, not what was sent).
+	both, err := NewPool(td, [][]byte{EncodeCert(root.Cert.Raw), EncodeCert(ider)}, []string{Fingerprint(icert)})
+	require.NoError(t, err)
+	_, err = both.Verify(c.Chain[:1], now, 0)
+	assert.Equal(t, ReasonRevoked, Reason(err), "a revoked intermediate of ring.ca revokes what it signed")
 }
 
 func TestOwnCredentialCheck(t *testing.T) {
