@@ -119,12 +119,14 @@ func TestDeployManifestsPassServerDryRun(t *testing.T) {
 	a := newDryRunApplier(t, m)
 	ctx := context.Background()
 
-	// A site's values file of the walkthrough (deploy/helm/examples), then
-	// more values over it.
+	// A site's values of the walkthrough (deploy/helm/examples: common.yaml
+	// and the site's file, whose keys do not overlap), then more values.
 	helmRender := func(release, site, values string) []byte {
+		common, err := os.ReadFile(filepath.Join(helm.Dir(), "examples", "common.yaml"))
+		require.NoError(t, err)
 		ex, err := os.ReadFile(filepath.Join(helm.Dir(), "examples", site+".yaml"))
 		require.NoError(t, err)
-		out, err := helm.Render(release, "meridian", append(ex, "\n"+values...))
+		out, err := helm.Render(release, "meridian", []byte(string(common)+"\n"+string(ex)+"\n"+values))
 		require.NoError(t, err)
 		return out
 	}
