@@ -53,5 +53,7 @@ if ! complete "$dir"; then
 	mv -T "$tmp" "$dir" 2>/dev/null || complete "$dir" || { log "cannot move $tmp to $dir"; exit 1; }
 fi
 "$dir/kube-apiserver" --version >&2
-"$dir/etcd" --version | head -1 >&2
+# sed, not head: head exits after one line and etcd, still writing, would
+# die of SIGPIPE, which pipefail turns into this script's failure.
+"$dir/etcd" --version | sed -n 1p >&2
 echo "$dir"
