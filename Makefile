@@ -69,7 +69,7 @@ image: build $(MKIMAGE) ## OCI image without a daemon: bin/meridian-image.tar (d
 image-test: build ## the image test (tools/mkimage): layout, config, same digest twice, the binary in it runs `version`
 	cd tools/mkimage && MERIDIAN_BIN=$(CURDIR)/$(BIN) MERIDIAN_VERSION=$(VERSION) $(GO) test -count=1 ./...
 
-kube-bins: ## build kube-apiserver + etcd (e2e/kubebins) into a cache dir outside the repo; prints the dir
+kube-bins: ## build kube-apiserver, etcd, kubectl and helm (e2e/kubebins) into a cache dir outside the repo; prints the dir
 	@GO=$(GO) scripts/kube-bins.sh
 
 bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs CoreDNS+fixed; Go benchmarks
