@@ -74,6 +74,7 @@ type tsPod struct {
 	root       string // its root directory
 	proc       *Proc
 	volumes    []tsVolume
+	group      int  // the volumes' group (fsGroup)
 	stopped    bool // stopped by the test: not restarted, not ready
 }
 
@@ -278,8 +279,8 @@ func (c *tsCluster) startPod(t *testing.T, sts *appsv1.StatefulSet, name string,
 	t.Helper()
 	spec := sts.Spec.Template.Spec
 	ctr := spec.Containers[0]
-	p := &tsPod{name: name, site: c.name, host: h, root: filepath.Join(c.dir, name, "root"), volumes: vols}
 	group := fsGroup(spec)
+	p := &tsPod{name: name, site: c.name, host: h, root: filepath.Join(c.dir, name, "root"), volumes: vols, group: group}
 	for _, d := range []string{"etc/ssl/certs", "var/run/secrets/kubernetes.io/serviceaccount"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(p.root, d), 0o755))
 	}
@@ -439,19 +440,13 @@ func writeVolume(t *testing.T, root string, v *tsVolume, group int) {
 // objects changed, as the kubelet's periodic sync does.
 func (c *tsCluster) updateVolumes(t *testing.T, p *tsPod, vols []tsVolume) {
 	t.Helper()
-	group := 0
 	for i := range p.volumes {
 		old := &p.volumes[i]
 		if old.emptyDir || sameFiles(old.files, vols[i].files) {
 			continue
 		}
-		if group == 0 {
-			st, err := os.Stat(filepath.Join(p.root, old.mountPath))
-			require.NoError(t, err)
-			group = int(st.Sys().(*unix.Stat_t).Gid)
-		}
 		old.files = vols[i].files
-		writeVolume(t, p.root, old, group)
+		writeVolume(t, p.root, old, p.group)
 		t.Logf("%s: kubelet: %s of pod %s rewritten (..data swapped)", c.name, old.mountPath, p.name)
 	}
 }

@@ -418,6 +418,25 @@ func TestTwoSites(t *testing.T) {
 			return nil
 		})
 		t.Logf("FIGURE two sites: annotate → app.gslb.example.com answered with both sites' web by every pod: %s", time.Since(annotated).Round(100*time.Millisecond))
+		s.until("every pod decides both sites' web up", 2*time.Minute, func() error {
+			for _, p := range s.pods() {
+				rep, err := s.health(p)
+				if err != nil {
+					return err
+				}
+				up := 0
+				for _, e := range rep.Endpoints {
+					if e.State == "up" {
+						up++
+					}
+				}
+				if up != 2 {
+					return fmt.Errorf("%s/%s: %d endpoints up: %+v", p.site, p.name, up, rep.Endpoints)
+				}
+			}
+			return nil
+		})
+		t.Logf("FIGURE two sites: annotate → both endpoints decided up by every pod: %s", time.Since(annotated).Round(100*time.Millisecond))
 
 		out, err = s.dig(s.tester, "@"+s.resolver.IP.String(), "+dnssec", "app.gslb.example.com", "A")
 		require.NoError(t, err, out)
