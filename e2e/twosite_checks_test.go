@@ -141,7 +141,10 @@ func (s *twoSite) checkFailover(t *testing.T, victim netip.Addr) {
 	assert.Len(t, msgs, 1, "one Slack message for the failover, from the ring's one writer")
 
 	// It comes back, for what follows: one message again.
-	s.backends["east"] = s.web.StartHTTP(t, netip.AddrPortFrom(victim, 8080), "/healthz")
+	// Started for the whole test (the lab's root t), not for this check.
+	addrPort := netip.AddrPortFrom(victim, 8080).String()
+	s.backends["east"] = s.web.startHelper(s.root, "http "+addrPort, "http", addrPort, "/healthz")
+	s.backends["east"].WaitFor(t, "ready", 10*time.Second)
 	back := time.Now()
 	_, longest = s.inAnswers("east's web back in every pod's answers", addr, true, back, s.pods())
 	t.Logf("FIGURE two sites: east's backend restarted → back in every site's answers %s", longest.Round(100*time.Millisecond))
@@ -278,6 +281,7 @@ func (s *twoSite) checkTrust(t *testing.T, all []string) {
 		s.t = t
 		out := refusesToStart(t, s.runNode(t, "east-as-eu", node("east-rogue", "eu-west", 1, cert, key, ca)))
 		assert.Contains(t, out, "is for us-east, but the node's is eu-west", out)
+		t.Logf("east's credential as eu-west:\n%s", tail(out, 2))
 
 		a := loadRingCA(t, filepath.Join(s.dir, "ring-ca"))
 		pub, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -293,7 +297,7 @@ func (s *twoSite) checkTrust(t *testing.T, all []string) {
 		require.NoError(t, os.WriteFile(expKey, keyPEM, 0o600))
 		out = refusesToStart(t, s.runNode(t, "expired", node("east-expired", "us-east", 2, expCert, expKey, ca)))
 		assert.Contains(t, out, "expired", out)
-		t.Logf("refusals:\n%s\n%s", lastLines(s.x, out), "")
+		t.Logf("an expired credential:\n%s", tail(out, 2))
 	})
 
 	t.Run("b: a credential from a foreign CA joins memberlist but is never trusted", func(t *testing.T) {
@@ -438,9 +442,6 @@ func loadRingCA(t *testing.T, dir string) ringca.Authority {
 	require.NoError(t, err)
 	return a
 }
-
-// lastLines is the last log lines of a refusing node, for the test log.
-func lastLines(_ *Host, out string) string { return tail(out, 3) }
 
 // checkRegionLoss: eu-west's pod and its backend go together; east's
 // answers drop eu-west's endpoint (east decides alone: one region left)

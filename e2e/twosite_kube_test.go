@@ -61,7 +61,7 @@ type tsCluster struct {
 	// resolver is the pods' nameserver (the lab's Unbound).
 	resolver netip.Addr
 	bridges  []int // apiserver ports bridged into every pod's namespace
-	dir     string
+	dir      string
 
 	mu   sync.Mutex
 	pods map[string]*tsPod // by pod name

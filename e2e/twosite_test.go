@@ -51,7 +51,8 @@ const twoSiteHeading = "Two sites in a few commands"
 
 // twoSite is the lab of TestTwoSites.
 type twoSite struct {
-	t                                     *testing.T
+	t                                     *testing.T // the running check's
+	root                                  *testing.T // TestTwoSites': what lives as long as the lab
 	lab                                   *Lab
 	parent, resolver, lbh, web, x, tester *Host
 	east, west                            *tsCluster
@@ -318,7 +319,7 @@ func TestTwoSites(t *testing.T) {
 		_, err := os.Stat(filepath.Join(bins, b))
 		require.NoError(t, err, "KUBE_BINS=%s has no %s: run `make kube-bins` (it builds kubectl and helm too)", bins, b)
 	}
-	s := &twoSite{t: t, lab: NewLab(t, "twosite"), dir: t.TempDir(), backends: map[string]*Proc{}}
+	s := &twoSite{t: t, root: t, lab: NewLab(t, "twosite"), dir: t.TempDir(), backends: map[string]*Proc{}}
 	lab := s.lab
 	s.parent, s.resolver = lab.AddHost("parent"), lab.AddHost("resolv")
 	e0, e1, w0 := lab.AddHost("e0"), lab.AddHost("e1"), lab.AddHost("w0")
@@ -366,13 +367,16 @@ func TestTwoSites(t *testing.T) {
 	}
 	allProbers := []string{"east-meridian-0", "east-meridian-1", "eu-west-meridian-0"}
 
-	t.Run("1: the ring forms across the sites", func(t *testing.T) {
+	// Each check starts from what the one before left: the first to fail ends the test.
+	if !t.Run("1: the ring forms across the sites", func(t *testing.T) {
 		s.t = t
 		s.until("every pod counts 3 trusted probers", 3*time.Minute, func() error { return s.ringWhole(allProbers) })
 		t.Logf("FIGURE two sites: last `rollout status` returned → ring formed (3 trusted probers on every pod): %s", time.Since(rolledOut).Round(100*time.Millisecond))
-	})
+	}) {
+		return
+	}
 
-	t.Run("2: the parent delegates to both sites' DNS addresses, and Unbound validates through it", func(t *testing.T) {
+	if !t.Run("2: the parent delegates to both sites' DNS addresses, and Unbound validates through it", func(t *testing.T) {
 		s.t = t
 		wantNS := []string{"ns-east.gslb.example.com.", "ns-eu-west.gslb.example.com."}
 		wantGlue := []string{"ns-east.gslb.example.com. " + lbEast.String(), "ns-eu-west.gslb.example.com. " + lbWest.String()}
@@ -452,16 +456,17 @@ func TestTwoSites(t *testing.T) {
 		for _, ip := range ips {
 			assert.Contains(t, want, ip)
 		}
-	})
-	if t.Failed() {
+	}) {
 		return
 	}
 
-	t.Run("3: a backend killed in east is confirmed by eu-west, leaves every site's answers, one Slack message", func(t *testing.T) {
+	if !t.Run("3: a backend killed in east is confirmed by eu-west, leaves every site's answers, one Slack message", func(t *testing.T) {
 		s.checkFailover(t, webEast)
-	})
+	}) {
+		return
+	}
 
-	t.Run("5: a credential renewed in its Secret is taken without a restart", func(t *testing.T) {
+	if !t.Run("5: a credential renewed in its Secret is taken without a restart", func(t *testing.T) {
 		var line string
 		for l := range strings.Lines(blocks[2]) {
 			if strings.Contains(l, "ring ca issue") {
@@ -470,11 +475,15 @@ func TestTwoSites(t *testing.T) {
 		}
 		require.NotEmpty(t, line, "eu-west's block issues its credential")
 		s.checkRenewal(t, line, allProbers)
-	})
+	}) {
+		return
+	}
 
-	t.Run("4: trust with the real binary", func(t *testing.T) {
+	if !t.Run("4: trust with the real binary", func(t *testing.T) {
 		s.checkTrust(t, allProbers)
-	})
+	}) {
+		return
+	}
 
 	t.Run("6: losing a region", func(t *testing.T) {
 		s.checkRegionLoss(t, webWest)
@@ -666,4 +675,3 @@ func (s *twoSite) startResolver() {
 		return nil
 	})
 }
-
