@@ -103,9 +103,9 @@ func tsCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// reconcile does one pass of what the cluster's controllers would do. It
-// returns an error only for what a kubelet could not get past (an object the
-// pod mounts is malformed); missing objects are waited for.
+// reconcile does one pass of what the cluster's controllers would do.
+// Objects a pod mounts that do not exist yet are waited for, as the kubelet
+// does; anything it cannot run fails the test.
 func (c *tsCluster) reconcile(t *testing.T) {
 	t.Helper()
 	c.loadBalancers(t)
@@ -351,7 +351,9 @@ func (c *tsCluster) startPod(t *testing.T, sts *appsv1.StatefulSet, name string,
 		envList = append(envList, k+"="+env[k])
 	}
 	// The host name in a UTS namespace of its own, then a clean
-	// environment, the root directory and the pod's user and groups.
+	// environment, the root directory and the pod's user and groups. The
+	// change of user clears PR_SET_PDEATHSIG: if the test binary is killed,
+	// a pod runs on until the next lab's sweep of stale namespaces (NETNS.md).
 	cmd := append([]string{"--uts", "--", "/bin/sh", "-c", `hostname "$0" && exec "$@"`, name,
 		"/usr/bin/env", "-i"}, envList...)
 	cmd = append(cmd, tsChroot, fmt.Sprintf("--userspec=%d:%d", uid, gid), "--groups="+groups, p.root, "/meridian")
@@ -597,7 +599,26 @@ func bridgeIntoNetns(t *testing.T, ns string, port int) {
 		return err
 	}), "bridge %s into %s", addr, ns)
 	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	var mu sync.Mutex
+	open := map[net.Conn]bool{}
+	track := func(c net.Conn, add bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if add {
+			open[c] = true
+		} else {
+			delete(open, c)
+		}
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for c := range open { // watches never end on their own
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Go(func() {
 		for {
 			in, err := ln.Accept()
@@ -605,12 +626,14 @@ func bridgeIntoNetns(t *testing.T, ns string, port int) {
 				return
 			}
 			wg.Go(func() {
-				defer in.Close()
+				track(in, true)
+				defer func() { track(in, false); in.Close() }()
 				out, err := net.DialTimeout("tcp", addr, 5*time.Second)
 				if err != nil {
 					return
 				}
-				defer out.Close()
+				track(out, true)
+				defer func() { track(out, false); out.Close() }()
 				done := make(chan struct{})
 				go func() { _, _ = io.Copy(out, in); out.(*net.TCPConn).CloseWrite(); close(done) }()
 				_, _ = io.Copy(in, out)
