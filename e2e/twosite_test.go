@@ -373,7 +373,8 @@ func TestTwoSites(t *testing.T) {
 	s.backends["east"] = s.web.StartHTTP(t, netip.AddrPortFrom(webEast, 8080), "/healthz")
 	s.backends["eu-west"] = s.web.StartHTTP(t, netip.AddrPortFrom(webWest, 8080), "/healthz")
 
-	// The walkthrough, as written: once, east, eu-west.
+	// The walkthrough, as written: once, east, eu-west, the joins (the
+	// annotations come with the app, in check 2).
 	s.watchParent = true
 	blocks := docBlocks(t, "deploy/README.md", twoSiteHeading)
 	require.Len(t, blocks, 5, "once, east, eu-west, the joins, the app's annotations")
