@@ -55,7 +55,7 @@ e2e: build coredns ## end-to-end tests: the real binaries queried with dig and k
 	@scripts/deps.sh $(E2E_DEPS)
 	@kube_bins=$$(GO=$(GO) scripts/kube-bins.sh | tail -n 1) && [ -n "$$kube_bins" ] && \
 	echo "KUBE_BINS=$$kube_bins" && \
-	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian CGO_ENABLED=0 $(GO) test -trimpath -count=1 -tags e2e -timeout 25m ./e2e/...
+	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian CGO_ENABLED=0 $(GO) test -trimpath -count=1 -tags e2e -timeout 30m ./e2e/...
 
 # tools/mkimage is a module of its own too: go-containerregistry never
 # changes the versions the binaries are built with.
@@ -69,7 +69,7 @@ image: build $(MKIMAGE) ## OCI image without a daemon: bin/meridian-image.tar (d
 image-test: build ## the image test (tools/mkimage): layout, config, same digest twice, the binary in it runs `version`
 	cd tools/mkimage && MERIDIAN_BIN=$(CURDIR)/$(BIN) MERIDIAN_VERSION=$(VERSION) $(GO) test -count=1 ./...
 
-kube-bins: ## build kube-apiserver + etcd (e2e/kubebins) into a cache dir outside the repo; prints the dir
+kube-bins: ## build kube-apiserver, etcd, kubectl and helm (e2e/kubebins) into a cache dir outside the repo; prints the dir
 	@GO=$(GO) scripts/kube-bins.sh
 
 bench: build coredns ## dnsperf: Meridian, Knot, PowerDNS, CoreDNS+meridian vs CoreDNS+fixed; Go benchmarks

@@ -51,7 +51,7 @@ func init() {
 }
 
 func netnsHelperMain(mode string, args []string) error {
-	need := map[string]int{"http": 2, "get": 2, "ping": 4, "udpsink": 1, "udpsend": 3, "bpfloss": 2, "delay": 4, "dnsq": 4, "hooksink": 1}
+	need := map[string]int{"http": 2, "get": 2, "ping": 4, "udpsink": 1, "udpsend": 3, "bpfloss": 2, "delay": 4, "dnsq": 4, "hooksink": 1, "dnslb": 2}
 	n, ok := need[mode]
 	if !ok {
 		return errors.New("unknown helper")
@@ -90,6 +90,8 @@ func netnsHelperMain(mode string, args []string) error {
 		return netnsHelperUDPSink(args[0])
 	case "hooksink":
 		return netnsHelperHookSink(args[0]) // notify_test.go
+	case "dnslb":
+		return netnsHelperDNSLB(args[0], args[1]) // twosite_kube_test.go
 	case "delay":
 		return netnsHelperDelay(args[0], args[1], args[2], args[3])
 	case "dnsq":

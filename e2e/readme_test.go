@@ -22,7 +22,14 @@ import (
 // (a line "## X" or "### X").
 func readmeBlocks(t *testing.T, heading string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(srcdir.Root(), "README.md"))
+	return docBlocks(t, "README.md", heading)
+}
+
+// docBlocks returns the ```sh blocks of the Markdown file doc (a path in
+// the source tree) under the heading.
+func docBlocks(t *testing.T, doc, heading string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(srcdir.Root(), doc))
 	require.NoError(t, err)
 	defer f.Close()
 	var blocks []string
@@ -43,7 +50,7 @@ func readmeBlocks(t *testing.T, heading string) []string {
 			cur.WriteString(l + "\n")
 		}
 	}
-	require.NotEmpty(t, blocks, "README.md has sh blocks under %q", heading)
+	require.NotEmpty(t, blocks, "%s has sh blocks under %q", doc, heading)
 	return blocks
 }
 

@@ -4,7 +4,9 @@
 // Every node votes for the lowest-named writer candidate it sees alive and
 // keeps that choice while the candidate stays alive in its view. When the
 // candidate drops out of its view the node abstains at once, and chooses
-// again only after Lease. A node writes only while it holds fresh votes
+// again only after Lease; so it does when its choice cannot win (not the
+// lowest candidate alive, and no majority in the fresh votes it sees), as
+// after nodes that started apart, each its own only candidate, meet. A node writes only while it holds fresh votes
 // (received within Fresh, measured on its own clock) from a strict majority
 // of the candidates. The last vote the old writer can have received from a
 // voter predates the abstention, so it is stale before the voter votes for
@@ -77,10 +79,17 @@ func Decide(in Input) Output {
 	slices.Sort(cands)
 	cands = slices.Compact(cands)
 	st := in.Prev
+	needed := len(cands)/2 + 1
 	// Keep the vote while its candidate is alive; move it only after the
-	// candidate has been out of sight for the lease.
+	// candidate has been out of sight for the lease. A vote that cannot win
+	// (for a candidate that is not the lowest alive and holds no majority of
+	// the fresh votes this node sees) is given up the same way: nodes that
+	// started apart each voted for themselves, the only candidate they
+	// knew, and would otherwise keep those split votes for as long as they
+	// live, with no writer ever.
+	futile := st.Vote != "" && st.Vote != lowestAlive(cands, in.Alive) && fresh(in, cands, st.Vote) < needed
 	switch {
-	case st.Vote != "" && in.Alive[st.Vote] && slices.Contains(cands, st.Vote):
+	case st.Vote != "" && in.Alive[st.Vote] && slices.Contains(cands, st.Vote) && !futile:
 		st.LostSince = time.Time{}
 	case st.Vote != "" && slices.Contains(cands, st.Vote) && st.LostSince.IsZero():
 		st.LostSince = in.Now
@@ -94,15 +103,33 @@ func Decide(in Input) Output {
 			}
 		}
 	}
-	out := Output{State: st, Needed: len(cands)/2 + 1}
+	out := Output{State: st, Needed: needed}
 	if !slices.Contains(cands, in.Self) || st.Published() != in.Self {
 		return out
 	}
-	for _, v := range in.Votes {
-		if v.Candidate == in.Self && slices.Contains(cands, v.Voter) && in.Now.Sub(v.Received) <= in.Fresh {
-			out.Votes++
-		}
-	}
+	out.Votes = fresh(in, cands, in.Self)
 	out.Writer = out.Votes >= out.Needed
 	return out
+}
+
+// fresh counts the votes for candidate received from candidates within
+// in.Fresh.
+func fresh(in Input, cands []string, candidate string) int {
+	n := 0
+	for _, v := range in.Votes {
+		if v.Candidate == candidate && slices.Contains(cands, v.Voter) && in.Now.Sub(v.Received) <= in.Fresh {
+			n++
+		}
+	}
+	return n
+}
+
+// lowestAlive is the first of the sorted candidates alive, or "".
+func lowestAlive(cands []string, alive map[string]bool) string {
+	for _, c := range cands {
+		if alive[c] {
+			return c
+		}
+	}
+	return ""
 }

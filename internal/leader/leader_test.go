@@ -136,3 +136,72 @@ func (r *splitmix) next() uint64 {
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
+
+// TestNodesThatVotedForThemselvesAloneElectOneWriter: ring nodes that
+// started apart (a second site cannot join the first until its seed name
+// resolves) each knew only themselves as a candidate and voted for
+// themselves. Once they see each other, the votes that cannot win move to
+// the lowest candidate, through an abstention of one lease, and one writer
+// is elected; before, every node kept its own vote while it stayed alive
+// and no candidate ever held a majority.
+func TestNodesThatVotedForThemselvesAloneElectOneWriter(t *testing.T) {
+	for _, names := range [][]string{{"a", "b"}, {"a", "b", "c"}} {
+		state := map[string]State{}
+		received := map[string]map[string]Vote{}
+		for _, n := range names {
+			received[n] = map[string]Vote{}
+		}
+		now := t0
+		step := func(joined bool) (writers []string) {
+			now = now.Add(250 * time.Millisecond)
+			for _, voter := range names {
+				for _, to := range names {
+					if joined || to == voter {
+						received[to][voter] = Vote{Voter: voter, Candidate: state[voter].Published(), Received: now}
+					}
+				}
+			}
+			for _, n := range names {
+				cands, alive := []string{n}, map[string]bool{n: true}
+				if joined {
+					cands, alive = names, map[string]bool{}
+					for _, m := range names {
+						alive[m] = true
+					}
+				}
+				var vs []Vote
+				for _, v := range received[n] {
+					vs = append(vs, v)
+				}
+				out := Decide(Input{Self: n, Candidates: cands, Alive: alive, Votes: vs, Prev: state[n], Now: now})
+				state[n] = out.State
+				if out.Writer {
+					writers = append(writers, n)
+				}
+			}
+			return writers
+		}
+		for range 8 { // 2 s apart: each its own writer
+			step(false)
+		}
+		for _, n := range names {
+			assert.Equal(t, n, state[n].Vote, "%v: alone, %s votes for itself", names, n)
+		}
+		var elected time.Duration
+		joined := now
+		for range 240 { // 60 s together
+			w := step(true)
+			assert.LessOrEqual(t, len(w), 1, "%v: never two writers: %v", names, w)
+			if len(w) == 1 && elected == 0 {
+				elected = now.Sub(joined)
+				assert.Equal(t, "a", w[0], "%v: the lowest candidate writes", names)
+			}
+			if elected != 0 {
+				assert.Equal(t, []string{"a"}, w, "%v: the writer stays", names)
+			}
+		}
+		assert.NotZero(t, elected, "%v: one writer is elected", names)
+		assert.LessOrEqual(t, elected, DefaultLease+DefaultFresh, "%v: within a lease (and the votes' freshness) of seeing each other", names)
+		t.Logf("%v: one writer %s after the nodes saw each other", names, elected)
+	}
+}
