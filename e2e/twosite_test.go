@@ -440,10 +440,17 @@ func TestTwoSites(t *testing.T) {
 		})
 		t.Logf("FIGURE two sites: last `rollout status` returned → NS + glue + DS of both sites in BIND: %s", time.Since(rolledOut).Round(100*time.Millisecond))
 		s.watchParent = false
-		// A site that cannot join yet elects itself and writes the
-		// delegation as it sees it: for a while the parent may delegate to
-		// the second site alone (see the report of this test's first runs).
+		// A second site that runs alone before it finds the first elects
+		// itself and writes the delegation; it keeps the first site's
+		// nameserver, which it has never seen (providers.KeepUnseen): once
+		// ns-east is in the parent it stays, while east lives.
 		t.Logf("the parent's delegation of gslb.example.com while the sites came up:\n%s", strings.Join(s.parentNS, "\n"))
+		inParent := false
+		for _, l := range s.parentNS {
+			has := strings.Contains(l, "ns-east.gslb.example.com.")
+			assert.False(t, inParent && !has, "east's nameserver left the parent while east lived: %s", l)
+			inParent = inParent || has
+		}
 
 		// The app: shop/web in each cluster, then the walkthrough's annotations.
 		for _, c := range s.clusters() {

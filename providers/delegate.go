@@ -222,3 +222,65 @@ func EffectiveNameservers(live func(node string) bool) func(z *model.Zone) []mod
 		return healthy
 	}
 }
+
+// KeepUnseen adds to a delegation (desired) the nameservers the parent
+// holds now (current) that keep says to keep although the state does not
+// have them: the ring's nameservers of sites this node has never seen live
+// (internal/sites). A new site that runs alone before it finds the others
+// would otherwise write a delegation of its own nameserver only, and take
+// the others' out of the parent; a site this node saw leave is removed as
+// the state says. The glue of a kept nameserver is kept with it. Pure.
+func KeepUnseen(desired, current []plan.Record, keep func(nsName string) bool) []plan.Record {
+	if keep == nil {
+		return desired
+	}
+	cur := map[plan.Key]plan.Record{}
+	for _, r := range current {
+		cur[r.Key()] = r
+	}
+	out := slices.Clone(desired)
+	have := map[plan.Key]int{}
+	for i, r := range out {
+		have[r.Key()] = i
+	}
+	for i := range out {
+		d := &out[i]
+		if d.Type != "NS" {
+			continue
+		}
+		c, ok := cur[d.Key()]
+		if !ok {
+			continue
+		}
+		var added []string
+		for _, v := range c.Values {
+			if !slices.Contains(d.Values, v) && keep(v) {
+				added = append(added, v)
+			}
+		}
+		if len(added) == 0 {
+			continue
+		}
+		d.Values = append(slices.Clone(d.Values), added...)
+		d.Normalize()
+		for _, ns := range added {
+			for _, typ := range []string{"A", "AAAA"} {
+				k := plan.Key{Name: ns, Type: typ}
+				g, ok := cur[k]
+				if _, dup := have[k]; !ok || dup {
+					continue
+				}
+				g.IDs = nil
+				out = append(out, g)
+				have[k] = len(out) - 1
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b plan.Record) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	return out
+}

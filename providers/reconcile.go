@@ -44,6 +44,10 @@ type State struct {
 	// its delegation (nil: none known; a signed zone's delegation then
 	// fails rather than be written without DS).
 	DNSKEY func(apex string) []dns.RR
+	// KeepNameserver says, of a nameserver the parent's delegation holds
+	// now but the state does not, whether to keep it (KeepUnseen): the
+	// ring's nameserver of a site this node has not seen (nil: none kept).
+	KeepNameserver func(nsName string) bool
 	// Changed is when the decision behind this state was made (for the
 	// decision-to-applied metric); zero if unknown.
 	Changed time.Time
@@ -267,6 +271,9 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 		res.Err = fmt.Errorf("%s zone %s: read records: %w", res.Provider, z.Zone, err)
 		r.fail(res, labels)
 		return res
+	}
+	if z.Mode == model.ModeDelegate {
+		desired = KeepUnseen(desired, current, st.KeepNameserver)
 	}
 	res.Plan = plan.Compute(plan.Input{Owner: r.Owner, Desired: desired, Current: current})
 	r.Metrics.Conflicts.WithLabelValues(labels...).Set(float64(len(res.Plan.Conflicts)))

@@ -29,6 +29,7 @@ type probing struct {
 	latWake  chan struct{}            // new RTT summaries: update the view now
 	// sitesWake: the membership changed, update the ring's sites (zones[].ring).
 	sitesWake chan struct{}
+	sites     *serving.SitesFollower // the ring's sites, and which this node has seen
 	wake      chan struct{}
 	// probes is the probing view of the effective state: its subjects
 	// (votes on others are refused), the endpoints of latency services
@@ -106,6 +107,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	}
 	p.latency = &serving.LatencyFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
 	sitesF := &serving.SitesFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
+	p.sites = sitesF
 	a.pipe.SetBroadcast(r.BroadcastShared)
 	a.probing.Store(p)
 	p.configure(d)

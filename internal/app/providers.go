@@ -136,6 +136,7 @@ func (a *App) providerState() providers.State {
 			live[m.Name] = true
 		}
 		st.Live = func(n string) bool { return live[n] }
+		st.KeepNameserver = h.sites.KeepNameserver(cur.Served)
 	}
 	return st
 }

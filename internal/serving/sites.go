@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -26,6 +28,40 @@ type SitesFollower struct {
 	Logger   *slog.Logger
 
 	last *sites.View
+	mu   sync.Mutex
+	seen map[string]bool // every site seen live since this process started
+}
+
+// Seen reports whether site has been seen live by this node. Safe for
+// concurrent use.
+func (f *SitesFollower) Seen(site string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[site]
+}
+
+// KeepNameserver is providers.State.KeepNameserver for the zones of d: the
+// ring's nameserver ns-<site>.<apex> of a zone with ring.nameservers whose
+// site this node has never seen live (a new site running alone must not
+// take the others out of the parent's delegation).
+func (f *SitesFollower) KeepNameserver(d *model.Desired) func(string) bool {
+	var apexes []string
+	for _, z := range d.Zones {
+		if z.Ring != nil && z.Ring.Nameservers {
+			apexes = append(apexes, model.CanonicalName(z.Apex))
+		}
+	}
+	return func(name string) bool {
+		name = model.CanonicalName(name)
+		for _, apex := range apexes {
+			label, ok := strings.CutSuffix(name, "."+apex)
+			site, isNS := strings.CutPrefix(label, "ns-")
+			if ok && isNS && site != "" && !strings.Contains(site, ".") {
+				return !f.Seen(site)
+			}
+		}
+		return false
+	}
 }
 
 // Run updates the view on every wake and every interval until ctx is done.
@@ -60,6 +96,14 @@ func (f *SitesFollower) Update() error {
 		return nil
 	}
 	f.last = v
+	f.mu.Lock()
+	if f.seen == nil {
+		f.seen = map[string]bool{}
+	}
+	for s := range v.Sites {
+		f.seen[s] = true
+	}
+	f.mu.Unlock()
 	if len(v.Conflicts) > 0 {
 		f.log().Error("sites claimed by members of different scopes are not served (ring.<zone>, ns-<site>): issue one credential scope per site", "sites", v.Conflicts)
 	}

@@ -69,3 +69,18 @@ func TestTheRingsSitesAreServed(t *testing.T) {
 type fixedMembers []ring.Member
 
 func (f fixedMembers) Members() []ring.Member { return f }
+
+func TestKeepNameserverKeepsOnlyTheRingsNameserversOfUnseenSites(t *testing.T) {
+	p := newPipeline(t, load(t, sitesConfig), Options{})
+	f := &SitesFollower{Pipeline: p, Ring: fixedMembers{{Name: "east-0", Role: ring.RoleProber, Trusted: true, Site: "east", Addr: "198.51.100.1:7946",
+		DNSAddresses: []netip.Addr{netip.MustParseAddr("203.0.113.53")}}}, Logger: discard()}
+	require.NoError(t, f.Update())
+	keep := f.KeepNameserver(p.State().Served)
+	assert.False(t, keep("ns-east.gslb.example.com."), "east was seen: its nameserver follows the state")
+	assert.True(t, keep("ns-eu-west.gslb.example.com."), "eu-west was never seen here: its nameserver stays in the parent")
+	assert.False(t, keep("ns1.gslb.example.com"), "not a ring nameserver name")
+	assert.False(t, keep("ns-x.other.example.com."), "another zone")
+	f.Ring = fixedMembers{}
+	require.NoError(t, f.Update())
+	assert.False(t, keep("ns-east.gslb.example.com."), "a site seen once stays seen: when it leaves, its nameserver goes")
+}
