@@ -200,6 +200,7 @@ func TestChartLintsStrict(t *testing.T) {
 		{"gossip on the host network", "gossip: {expose: hostNetwork}"},
 		{"cert-manager with its Issuer", "ring: {certManager: {enabled: true, issuer: {create: true, caSecret: meridian-ring-ca}}}"},
 		{"a whole config file", "config: \"zones: []\\n\""},
+		{"extra environment variables", "extraEnv: [{name: AWS_ACCESS_KEY_ID, valueFrom: {secretKeyRef: {name: meridian-aws, key: AWS_ACCESS_KEY_ID}}}]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := lintWith(minimalSite(t, "east"), c.values)

@@ -124,6 +124,17 @@ func TestChartValues(t *testing.T) {
 			func(t *testing.T, objs map[string]map[string]any) {
 				assert.Equal(t, "secret cf-token:token", mounted(objs)["/etc/meridian/providers/cloudflare-token"])
 			}},
+		{"extra environment variables follow the chart's own, a Secret's key as Kubernetes takes it", "meridian",
+			"extraEnv: [{name: AWS_ACCESS_KEY_ID, valueFrom: {secretKeyRef: {name: meridian-aws, key: AWS_ACCESS_KEY_ID}}}, {name: HTTPS_PROXY, value: \"http://proxy:3128\"}]",
+			func(t *testing.T, objs map[string]map[string]any) {
+				env := get(objs["StatefulSet/meridian"], "spec", "template", "spec", "containers", 0, "env").([]any)
+				require.Len(t, env, 5)
+				for i, name := range []string{"POD_NAME", "POD_IP", "POD_NAMESPACE"} {
+					assert.Equal(t, name, get(env[i], "name"))
+				}
+				assert.Equal(t, map[string]any{"name": "AWS_ACCESS_KEY_ID", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "meridian-aws", "key": "AWS_ACCESS_KEY_ID"}}}, env[3])
+				assert.Equal(t, map[string]any{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}, env[4])
+			}},
 		{"without an admin tokens Secret none is mounted and the config has no token file", "meridian", "admin: {tokensSecret: \"\"}",
 			func(t *testing.T, objs map[string]map[string]any) {
 				assert.Empty(t, config(t, objs).Server.Admin.TokenFile)
@@ -229,6 +240,11 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"cert-manager without an issuer is refused", `ring: {certManager: {enabled: true}}`, "ring.certManager.issuerRef.name is required"},
 		{"an extra Secret over the credential's path is refused", `extraSecrets: [{secret: x, key: k, path: ring/tls.key}]`, "at '/extraSecrets/0/path'"},
 		{"an extra Secret outside the config directory is refused", `extraSecrets: [{secret: x, key: k, path: ../etc/passwd}]`, "at '/extraSecrets/0/path'"},
+		{"an environment variable with both a value and a valueFrom is refused", `extraEnv: [{name: A, value: x, valueFrom: {secretKeyRef: {name: s, key: k}}}]`, "at '/extraEnv/0'"},
+		{"an environment variable the chart sets itself is refused", `extraEnv: [{name: POD_NAME, value: x}]`, "at '/extraEnv/0/name'"},
+		{"a Secret reference without its key is refused", `extraEnv: [{name: A, valueFrom: {secretKeyRef: {name: meridian-aws}}}]`, "at '/extraEnv/0/valueFrom/secretKeyRef': missing property 'key'"},
+		{"a valueFrom of two sources is refused", `extraEnv: [{name: A, valueFrom: {secretKeyRef: {name: s, key: k}, configMapKeyRef: {name: c, key: k}}}]`, "at '/extraEnv/0/valueFrom': maxProperties"},
+		{"an environment variable written as a map is refused", `extraEnv: {AWS_REGION: eu-west-1}`, "at '/extraEnv': got object, want array"},
 		{"a release name too long for the per-pod Services is refused", `fullnameOverride: meridian-gslb-authoritative-dns-for-the-eu-west-site-abc`,
 			"Service name meridian-gslb-authoritative-dns-for-the-eu-west-site-abc-0-gossip is longer than 63 characters"},
 	} {
