@@ -324,6 +324,9 @@ func (a *App) reload(trigger string) error {
 	if !reflect.DeepEqual(l.File.Notifications, prev.Loaded.File.Notifications) {
 		a.log.Warn("config reload: the notifications section changed; restart to apply it", "trigger", trigger)
 	}
+	if !reflect.DeepEqual(l.File.Providers, prev.Loaded.File.Providers) {
+		a.log.Warn("config reload: the providers section changed; restart to apply it", "trigger", trigger)
+	}
 	if ringChangedBeyondPeers(l.File.Ring, prev.Loaded.File.Ring) {
 		a.log.Warn("config reload: the ring section changed; restart to apply it (ring.peers, ring.ca, ring.revoked and ring.credential are applied at once)", "trigger", trigger)
 	}
