@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"net"
@@ -41,11 +43,13 @@ import (
 // in its own network namespace, from a root directory laid out as the image
 // and the kubelet lay out a container's (the binary, /etc/passwd, the
 // volumes with their modes and owners, the service-account token), with the
-// pod's host name (a UTS namespace), environment, user and groups; it sets
-// the Services' load-balancer addresses and the StatefulSet's status; and
-// it rewrites a mounted ConfigMap or Secret as the kubelet does (a new
-// timestamped directory, then the ..data symlink swapped) when the object
-// changes.
+// pod's host name (a UTS namespace), environment (Secret keys included),
+// user and groups; it sets the Services' load-balancer addresses and the
+// StatefulSet's status; it rewrites a mounted ConfigMap or Secret as the
+// kubelet does (a new timestamped directory, then the ..data symlink
+// swapped) when the object changes; and when the pod template changes it
+// replaces the pods one at a time, as the StatefulSet controller's rolling
+// update does.
 
 // tsCluster is one simulated cluster of the two-site test.
 type tsCluster struct {
@@ -62,6 +66,10 @@ type tsCluster struct {
 	resolver netip.Addr
 	bridges  []int // apiserver ports bridged into every pod's namespace
 	dir      string
+	// life is the test the pods live as long as (TestTwoSites'): a pod
+	// started while a check runs must outlive that check.
+	life    testing.TB
+	bridged map[string]bool // hosts (netns) whose bridges are open
 
 	mu   sync.Mutex
 	pods map[string]*tsPod // by pod name
@@ -72,6 +80,7 @@ type tsPod struct {
 	name, site string
 	host       *Host
 	root       string // its root directory
+	rev        string // the revision of the pod template it was started from
 	proc       *Proc
 	volumes    []tsVolume
 	group      int  // the volumes' group (fsGroup)
@@ -121,6 +130,7 @@ func (c *tsCluster) reconcile(t *testing.T) {
 		replicas = int(*sts.Spec.Replicas)
 	}
 	require.LessOrEqual(t, replicas, len(c.hosts), "%s: more replicas than pod hosts", c.name)
+	rev := templateRevision(sts)
 	for i := range replicas {
 		name := fmt.Sprintf("%s-%d", sts.Name, i)
 		c.mu.Lock()
@@ -131,12 +141,70 @@ func (c *tsCluster) reconcile(t *testing.T) {
 			continue // a volume's object is missing: the kubelet retries
 		}
 		if p == nil {
-			c.startPod(t, sts, name, c.hosts[i], vols)
+			env, err := c.env(t, sts, name, c.hosts[i])
+			if err != nil {
+				continue // a Secret key the env names is missing: the kubelet retries
+			}
+			c.startPod(t, sts, rev, name, c.hosts[i], vols, env)
 			continue
 		}
 		c.updateVolumes(t, p, vols)
 	}
-	c.statefulSetStatus(t, sts)
+	c.rollingUpdate(t, rev, replicas)
+	c.statefulSetStatus(t, sts, rev)
+}
+
+// templateRevision names the StatefulSet's pod template as its controller
+// names a revision: "<name>-<hash of the template>".
+func templateRevision(sts *appsv1.StatefulSet) string {
+	b, err := json.Marshal(sts.Spec.Template)
+	if err != nil {
+		panic(err) // a decoded object always encodes
+	}
+	h := fnv.New32a()
+	h.Write(b)
+	return fmt.Sprintf("%s-%08x", sts.Name, h.Sum32())
+}
+
+// rollingUpdate is the StatefulSet controller's RollingUpdate (maxUnavailable
+// 1, also with podManagementPolicy Parallel): when a pod runs an older
+// template and every pod is running and ready, the one of the highest
+// ordinal is deleted (SIGTERM, then its root directory, emptyDirs with it);
+// the next pass starts it from the new template, and the next older pod
+// goes only once that one is ready.
+func (c *tsCluster) rollingUpdate(t *testing.T, rev string, replicas int) {
+	t.Helper()
+	c.mu.Lock()
+	pods := slices.Collect(maps.Values(c.pods))
+	c.mu.Unlock()
+	var old *tsPod
+	for _, p := range pods {
+		if !p.stopped && p.rev != rev && (old == nil || podOrdinal(p.name) > podOrdinal(old.name)) {
+			old = p
+		}
+	}
+	if old == nil || len(pods) < replicas {
+		return
+	}
+	for _, p := range pods {
+		if !p.stopped && !p.ready() {
+			return
+		}
+	}
+	t.Logf("%s: StatefulSet controller: pod %s runs %s, the template is %s: deleting it", c.name, old.name, old.rev, rev)
+	if err := old.proc.Stop(); err != nil {
+		t.Logf("%s: pod %s: %v", c.name, old.name, err)
+	}
+	require.NoError(t, os.RemoveAll(filepath.Dir(old.root)))
+	c.mu.Lock()
+	delete(c.pods, old.name)
+	c.mu.Unlock()
+}
+
+// podOrdinal is the ordinal of a StatefulSet's pod, "<name>-<ordinal>".
+func podOrdinal(pod string) int {
+	n, _ := strconv.Atoi(pod[strings.LastIndexByte(pod, '-')+1:])
+	return n
 }
 
 // loadBalancers sets the address of every LoadBalancer Service that has
@@ -274,13 +342,61 @@ func fsGroup(spec corev1.PodSpec) int {
 	return 0
 }
 
-// startPod lays out the pod's root directory and starts its container.
-func (c *tsCluster) startPod(t *testing.T, sts *appsv1.StatefulSet, name string, h *Host, vols []tsVolume) {
+// env is the container's environment as the kubelet makes it: the
+// apiserver's address, the image's SSL_CERT_FILE, then the container's env
+// in order (values, the pod's fields, Secret keys read now). An error when
+// a Secret or key it names is missing and not optional: the kubelet
+// retries.
+func (c *tsCluster) env(t *testing.T, sts *appsv1.StatefulSet, name string, h *Host) (map[string]string, error) {
+	t.Helper()
+	env := map[string]string{
+		"KUBERNETES_SERVICE_HOST": "127.0.0.1",
+		"KUBERNETES_SERVICE_PORT": strconv.Itoa(c.m.Port),
+		"SSL_CERT_FILE":           "/etc/ssl/certs/ca-certificates.crt",
+	}
+	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.ValueFrom.FieldRef != nil:
+			v, ok := map[string]string{"metadata.name": name, "metadata.namespace": sts.Namespace, "status.podIP": h.IP.String()}[e.ValueFrom.FieldRef.FieldPath]
+			require.True(t, ok, "%s: env %s: field %s is not run here", c.name, e.Name, e.ValueFrom.FieldRef.FieldPath)
+			env[e.Name] = v
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			optional := ref.Optional != nil && *ref.Optional
+			ctx, cancel := tsCtx()
+			sec, err := c.cs.CoreV1().Secrets(sts.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			cancel()
+			if apierrors.IsNotFound(err) && optional {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("env %s: %w", e.Name, err)
+			}
+			v, ok := sec.Data[ref.Key]
+			if !ok && optional {
+				continue
+			}
+			if !ok {
+				return nil, fmt.Errorf("env %s: Secret %s has no key %s", e.Name, ref.Name, ref.Key)
+			}
+			env[e.Name] = string(v)
+		default:
+			t.Fatalf("%s: env %s: only values, field refs and Secret keys are run here", c.name, e.Name)
+		}
+	}
+	return env, nil
+}
+
+// startPod lays out the pod's root directory and starts its container,
+// from revision rev of the template, with the volumes and environment given.
+func (c *tsCluster) startPod(t *testing.T, sts *appsv1.StatefulSet, rev, name string, h *Host, vols []tsVolume, env map[string]string) {
 	t.Helper()
 	spec := sts.Spec.Template.Spec
 	ctr := spec.Containers[0]
 	group := fsGroup(spec)
-	p := &tsPod{name: name, site: c.name, host: h, root: filepath.Join(c.dir, name, "root"), volumes: vols, group: group}
+	p := &tsPod{name: name, site: c.name, host: h, root: filepath.Join(c.dir, name, "root"), rev: rev, volumes: vols, group: group}
 	for _, d := range []string{"etc/ssl/certs", "var/run/secrets/kubernetes.io/serviceaccount"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(p.root, d), 0o755))
 	}
@@ -303,28 +419,15 @@ func (c *tsCluster) startPod(t *testing.T, sts *appsv1.StatefulSet, name string,
 	for i := range p.volumes {
 		writeVolume(t, p.root, &p.volumes[i], group)
 	}
-	// The apiservers, at their root-namespace loopback addresses.
-	for _, port := range c.bridges {
-		bridgeIntoNetns(t, h.NS, port)
+	// The apiservers, at their root-namespace loopback addresses (once a
+	// host: a replaced pod finds them open).
+	if !c.bridged[h.NS] {
+		for _, port := range c.bridges {
+			bridgeIntoNetns(c.life, h.NS, port)
+		}
+		c.bridged[h.NS] = true
 	}
 
-	env := map[string]string{
-		"KUBERNETES_SERVICE_HOST": "127.0.0.1",
-		"KUBERNETES_SERVICE_PORT": strconv.Itoa(c.m.Port),
-		"SSL_CERT_FILE":           "/etc/ssl/certs/ca-certificates.crt",
-	}
-	for _, e := range ctr.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env[e.Name] = e.Value
-		case e.ValueFrom.FieldRef != nil:
-			v, ok := map[string]string{"metadata.name": name, "metadata.namespace": sts.Namespace, "status.podIP": h.IP.String()}[e.ValueFrom.FieldRef.FieldPath]
-			require.True(t, ok, "%s: env %s: field %s is not run here", c.name, e.Name, e.ValueFrom.FieldRef.FieldPath)
-			env[e.Name] = v
-		default:
-			t.Fatalf("%s: env %s: only values and field refs are run here", c.name, e.Name)
-		}
-	}
 	args := slices.Clone(ctr.Args)
 	for i, a := range args {
 		for k, v := range env {
@@ -358,8 +461,8 @@ func (c *tsCluster) startPod(t *testing.T, sts *appsv1.StatefulSet, name string,
 		"/usr/bin/env", "-i"}, envList...)
 	cmd = append(cmd, tsChroot, fmt.Sprintf("--userspec=%d:%d", uid, gid), "--groups="+groups, p.root, "/meridian")
 	cmd = append(cmd, args...)
-	p.proc = h.Start(t, c.name+"/"+name, "unshare", cmd...)
-	t.Logf("%s: pod %s runs on %s (%s) as %d:%d, groups %s: /meridian %s", c.name, name, h.Name, h.IP, uid, gid, groups, strings.Join(args, " "))
+	p.proc = h.Start(c.life, c.name+"/"+name, "unshare", cmd...)
+	t.Logf("%s: pod %s (%s) runs on %s (%s) as %d:%d, groups %s: /meridian %s", c.name, name, rev, h.Name, h.IP, uid, gid, groups, strings.Join(args, " "))
 	c.mu.Lock()
 	c.pods[name] = p
 	c.mu.Unlock()
@@ -457,11 +560,14 @@ func sameFiles(a, b map[string]tsFile) bool {
 	return maps.EqualFunc(a, b, func(x, y tsFile) bool { return x.mode == y.mode && string(x.data) == string(y.data) })
 }
 
-// statefulSetStatus reports the ready pods in the StatefulSet's status as
-// its controller would, so that `kubectl rollout status` returns.
-func (c *tsCluster) statefulSetStatus(t *testing.T, sts *appsv1.StatefulSet) {
+// statefulSetStatus reports the pods in the StatefulSet's status as its
+// controller would: ready ones, and the revisions (the template's, rev, is
+// the update revision; the current one is the older pods' until none is
+// left), so that `kubectl rollout status` waits for a rolling update too.
+func (c *tsCluster) statefulSetStatus(t *testing.T, sts *appsv1.StatefulSet, rev string) {
 	t.Helper()
-	ready := int32(0)
+	ready, updated := int32(0), int32(0)
+	current := rev
 	c.mu.Lock()
 	pods := slices.Collect(maps.Values(c.pods))
 	c.mu.Unlock()
@@ -469,13 +575,22 @@ func (c *tsCluster) statefulSetStatus(t *testing.T, sts *appsv1.StatefulSet) {
 		if !p.stopped && p.ready() {
 			ready++
 		}
+		if p.rev == rev {
+			updated++
+		} else {
+			current = p.rev
+		}
+	}
+	currentReplicas := updated
+	if current != rev {
+		currentReplicas = int32(len(pods)) - updated
 	}
 	st := sts.Status
-	rev := sts.Name + "-1"
 	want := appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: int32(len(pods)), ReadyReplicas: ready,
-		CurrentReplicas: int32(len(pods)), UpdatedReplicas: int32(len(pods)), AvailableReplicas: ready,
-		CurrentRevision: rev, UpdateRevision: rev, CollisionCount: st.CollisionCount}
-	if st.ObservedGeneration == want.ObservedGeneration && st.ReadyReplicas == ready && st.Replicas == want.Replicas && st.CurrentRevision == rev {
+		CurrentReplicas: currentReplicas, UpdatedReplicas: updated, AvailableReplicas: ready,
+		CurrentRevision: current, UpdateRevision: rev, CollisionCount: st.CollisionCount}
+	if st.ObservedGeneration == want.ObservedGeneration && st.ReadyReplicas == ready && st.Replicas == want.Replicas &&
+		st.CurrentRevision == current && st.UpdateRevision == rev && st.UpdatedReplicas == updated {
 		return
 	}
 	sts.Status = want
@@ -589,7 +704,7 @@ func netnsGet(ns, url string) (int, string, error) {
 // the root namespace (an apiserver of the lab), so kubeconfigs naming it
 // work unchanged in the pods: a listener opened inside ns by this process,
 // each connection copied to a root-namespace connection.
-func bridgeIntoNetns(t *testing.T, ns string, port int) {
+func bridgeIntoNetns(t testing.TB, ns string, port int) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	var ln net.Listener

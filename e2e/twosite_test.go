@@ -357,7 +357,8 @@ func TestTwoSites(t *testing.T) {
 		require.NoError(t, err)
 		dir := filepath.Join(s.dir, "pods", name)
 		require.NoError(t, os.MkdirAll(dir, 0o755))
-		return &tsCluster{name: name, m: m, cs: cs, hosts: hosts, lb: lb, web: web, resolver: s.resolver.IP, bridges: ports, dir: dir, pods: map[string]*tsPod{}}
+		return &tsCluster{name: name, m: m, cs: cs, hosts: hosts, lb: lb, web: web, resolver: s.resolver.IP, bridges: ports, dir: dir,
+			life: t, bridged: map[string]bool{}, pods: map[string]*tsPod{}}
 	}
 	s.east = newCluster("east", []*Host{e0, e1}, lbEast, webEast)
 	s.west = newCluster("eu-west", []*Host{w0}, lbWest, webWest)
