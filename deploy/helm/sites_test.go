@@ -257,3 +257,33 @@ func config(t *testing.T, objs map[string]map[string]any) *cfgFile {
 }
 
 func unmarshal(data string, v any) error { return yaml.Unmarshal([]byte(data), v) }
+
+// Route 53 as the parent instead of BIND (examples/route53.yaml after
+// common.yaml and the site's file, as deploy/README.md upgrades each site):
+// the delegation goes to Route 53 alone (no RFC 2136 entry is left), the
+// owner stays common.yaml's, the config passes check-config, and the
+// container takes the AWS keys from the Secret meridian-aws.
+func TestTheRoute53ParentRendersAConfigMeridianAccepts(t *testing.T) {
+	for _, site := range []string{"east", "eu-west"} {
+		t.Run("site "+site, func(t *testing.T) {
+			objs := render(t, example(t, "common"), example(t, site), example(t, "route53"))
+			f := config(t, objs)
+			require.NotNil(t, f.Zones[0].Delegation)
+			assert.Equal(t, "route53", f.Zones[0].Delegation.Provider)
+			assert.Equal(t, "example.com", strings.TrimSuffix(f.Zones[0].Delegation.Parent, "."))
+			assert.Empty(t, f.Providers.RFC2136)
+			require.Len(t, f.Providers.Route53, 1)
+			assert.Equal(t, "delegate", f.Providers.Route53[0].Mode)
+			assert.Equal(t, "gslb-example-com", f.Providers.OwnerID)
+			env := get(objs["StatefulSet/meridian"], "spec", "template", "spec", "containers", 0, "env").([]any)
+			got := map[string]any{}
+			for _, e := range env[3:] {
+				got[get(e, "name").(string)] = get(e, "valueFrom", "secretKeyRef")
+			}
+			assert.Equal(t, map[string]any{
+				"AWS_ACCESS_KEY_ID":     map[string]any{"name": "meridian-aws", "key": "AWS_ACCESS_KEY_ID"},
+				"AWS_SECRET_ACCESS_KEY": map[string]any{"name": "meridian-aws", "key": "AWS_SECRET_ACCESS_KEY"},
+			}, got)
+		})
+	}
+}
