@@ -37,8 +37,9 @@ import (
 // in for their kubelets and load balancers. The parent example.com is a
 // signed BIND taking RFC 2136 updates with keys/parent.tsig; the pods'
 // resolver is a validating Unbound whose only way to example.com is BIND.
+// Then the walkthrough switches the parent to Route 53 (route53fake).
 //
-//	parent  10.77.1.1   BIND, example.com (signed), :53
+//	parent  10.77.1.1   BIND, example.com (signed), :53; later route53fake's endpoint
 //	resolv  10.77.2.1   Unbound, the pods' /etc/resolv.conf, :53
 //	e0, e1  10.77.3.1, 10.77.4.1   east's pods meridian-0, meridian-1
 //	w0      10.77.5.1   eu-west's pod meridian-0
@@ -66,6 +67,11 @@ type twoSite struct {
 	// changed (sampled at every sync while watchParent is set).
 	parentNS    []string
 	watchParent bool
+	// delegation reads the parent the sites write to now (BIND's
+	// parentSays, then Route 53's), named parentName.
+	delegation func() (ns, glue, ds []string, err error)
+	parentName string
+	zoneDS     string // the DS of keys/zone.private (normDS), once read
 }
 
 func (s *twoSite) clusters() []*tsCluster { return []*tsCluster{s.east, s.west} }
@@ -289,6 +295,36 @@ func (s *twoSite) answerAddrs(p *tsPod, name string) ([]string, error) {
 	return slices.Compact(addrs), nil
 }
 
+// delegatesToBoth reports whether a parent (read by says) delegates
+// gslb.example.com to both sites' nameservers, with their DNS Services'
+// addresses as glue and the DS of the zone's key (keys/zone.private).
+func (s *twoSite) delegatesToBoth(says func() (ns, glue, ds []string, err error)) error {
+	wantNS := []string{"ns-east.gslb.example.com.", "ns-eu-west.gslb.example.com."}
+	wantGlue := []string{"ns-east.gslb.example.com. " + s.east.lb.String(), "ns-eu-west.gslb.example.com. " + s.west.lb.String()}
+	if s.zoneDS == "" {
+		s.zoneDS = normDS(strings.Join(strings.Fields(dsOf(s.t, "gslb.example.com", filepath.Join(s.dir, "keys", "zone.private")))[4:], " "))
+	}
+	wantDS := []string{s.zoneDS}
+	ns, glue, ds, err := says()
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(ns, wantNS) || !slices.Equal(glue, wantGlue) || !slices.Equal(ds, wantDS) {
+		return fmt.Errorf("NS %v, glue %v, DS %v", ns, glue, ds)
+	}
+	return nil
+}
+
+// normDS writes a DS's rdata one way: "tag alg type DIGEST", the digest in
+// one upper-case word (dig splits it).
+func normDS(rdata string) string {
+	f := strings.Fields(rdata)
+	if len(f) < 4 {
+		return rdata
+	}
+	return strings.Join(f[:3], " ") + " " + strings.ToUpper(strings.Join(f[3:], ""))
+}
+
 // parentSays is BIND's referral for gslb.example.com: the NS names, the
 // glue ("name addr") and the DS, each sorted.
 func (s *twoSite) parentSays() (ns, glue, ds []string, err error) {
@@ -311,7 +347,7 @@ func (s *twoSite) parentSays() (ns, glue, ds []string, err error) {
 	}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if l != "" {
-			ds = append(ds, l)
+			ds = append(ds, normDS(l))
 		}
 	}
 	slices.Sort(ns)
@@ -323,15 +359,17 @@ func (s *twoSite) parentSays() (ns, glue, ds []string, err error) {
 // TestTwoSites: deploy/README.md's two-site walkthrough, every command as
 // written, forms one ring across the sites, delegates the zone and fails
 // over; the trust model holds with the real binary; a credential renewed in
-// its Secret is taken without a restart; and the loss of a whole region is
-// measured. Figures are logged as FIGURE lines.
+// its Secret is taken without a restart; the delegation moves to Route 53
+// with a rolling restart; and the loss of a whole region is measured.
+// Figures are logged as FIGURE lines.
 //
 // Each check was seen to fail with Meridian broken on purpose: seeds
 // resolved only once (1: eu-west never joins), no DS in the delegation (2),
 // writer candidates not taken from the credentials (3: one Slack message
 // per node), a credential's region not checked at start (4a), credential
 // files not followed (5), decision.min_regions not capped by the regions
-// the ring has live (6: eu-west's endpoint stays in east's answers).
+// the ring has live (6: eu-west's endpoint stays in east's answers), no DS
+// written to Route 53 (7).
 func TestTwoSites(t *testing.T) {
 	bins := kubelab.Bins(t)
 	for _, b := range []string{"kubectl", "helm"} {
@@ -339,6 +377,7 @@ func TestTwoSites(t *testing.T) {
 		require.NoError(t, err, "KUBE_BINS=%s has no %s: run `make kube-bins` (it builds kubectl and helm too)", bins, b)
 	}
 	s := &twoSite{t: t, root: t, lab: NewLab(t, "twosite"), dir: t.TempDir(), backends: map[string]*Proc{}}
+	s.delegation, s.parentName = s.parentSays, "BIND"
 	lab := s.lab
 	s.parent, s.resolver = lab.AddHost("parent"), lab.AddHost("resolv")
 	e0, e1, w0 := lab.AddHost("e0"), lab.AddHost("e1"), lab.AddHost("w0")
@@ -378,7 +417,7 @@ func TestTwoSites(t *testing.T) {
 	// annotations come with the app, in check 2).
 	s.watchParent = true
 	blocks := docBlocks(t, "deploy/README.md", twoSiteHeading)
-	require.Len(t, blocks, 5, "once, east, eu-west, the joins, the app's annotations")
+	require.Len(t, blocks, 6, "once, east, eu-west, the joins, the app's annotations, Route 53 as the parent")
 	var rolledOut time.Time
 	for i, what := range []string{"once", "east", "eu-west", "joins"} {
 		out, err := s.runBlock(what, blocks[i], 6*time.Minute)
@@ -419,26 +458,7 @@ func TestTwoSites(t *testing.T) {
 
 	if !t.Run("2: the parent delegates to both sites' DNS addresses, and Unbound validates through it", func(t *testing.T) {
 		s.t = t
-		wantNS := []string{"ns-east.gslb.example.com.", "ns-eu-west.gslb.example.com."}
-		wantGlue := []string{"ns-east.gslb.example.com. " + lbEast.String(), "ns-eu-west.gslb.example.com. " + lbWest.String()}
-		zoneDS := strings.Fields(dsOf(t, "gslb.example.com", filepath.Join(s.dir, "keys", "zone.private")))[4:]
-		wantDS := []string{strings.Join(zoneDS[:3], " ") + " " + strings.Join(zoneDS[3:], "")}
-		s.until("BIND holds NS, glue and DS of both sites", 2*time.Minute, func() error {
-			ns, glue, ds, err := s.parentSays()
-			if err != nil {
-				return err
-			}
-			for i, d := range ds {
-				f := strings.Fields(d)
-				if len(f) >= 4 {
-					ds[i] = strings.Join(f[:3], " ") + " " + strings.ToUpper(strings.Join(f[3:], ""))
-				}
-			}
-			if !slices.Equal(ns, wantNS) || !slices.Equal(glue, wantGlue) || !slices.Equal(ds, wantDS) {
-				return fmt.Errorf("NS %v, glue %v, DS %v", ns, glue, ds)
-			}
-			return nil
-		})
+		s.until("BIND holds NS, glue and DS of both sites", 2*time.Minute, func() error { return s.delegatesToBoth(s.parentSays) })
 		t.Logf("FIGURE two sites: last `rollout status` returned → NS + glue + DS of both sites in BIND: %s", time.Since(rolledOut).Round(100*time.Millisecond))
 		s.watchParent = false
 		// A second site that runs alone before it finds the first elects
@@ -538,6 +558,12 @@ func TestTwoSites(t *testing.T) {
 		return
 	}
 
+	if !t.Run("7: Route 53 as the parent instead of BIND, as the walkthrough switches to it", func(t *testing.T) {
+		s.checkRoute53(t, blocks[5], allProbers)
+	}) {
+		return
+	}
+
 	t.Run("6: losing a region", func(t *testing.T) {
 		s.checkRegionLoss(t, webWest)
 	})
@@ -572,7 +598,7 @@ func (s *twoSite) setUpWorkdir(kl *kubelab.Lab) {
 	require.NoError(t, err, "%s", out)
 	ex := filepath.Join(s.dir, "deploy", "helm", "examples")
 	require.NoError(t, os.MkdirAll(ex, 0o755))
-	for _, f := range []string{"common.yaml", "east.yaml", "eu-west.yaml"} {
+	for _, f := range []string{"common.yaml", "east.yaml", "eu-west.yaml", "route53.yaml"} {
 		b, err := os.ReadFile(filepath.Join(root, "deploy", "helm", "examples", f))
 		require.NoError(t, err)
 		if f == "common.yaml" {
