@@ -194,7 +194,12 @@ func (s *twoSite) checkRoute53(t *testing.T, block string, all []string) {
 
 	writers := r.writerPods(s.pods())
 	t.Logf("change batches to Route 53 by pod: %v; %d batches, %d calls", writers, len(r.fake.Batches()), r.fake.Calls()[route53fake.OpChangeResourceRecordSets])
-	assert.Len(t, writers, 1, "one writer puts the delegation into Route 53")
+	// One writer puts the delegation into Route 53. The rolling restart may
+	// hand the writer role over once, when a restart outlasts the 10 s vote
+	// lease (a loaded machine): then two pods wrote one after the other,
+	// never at once (internal/leader's tests hold that property).
+	assert.NotEmpty(t, writers, "a writer puts the delegation into Route 53")
+	assert.LessOrEqual(t, len(writers), 2, "at most one hand-over of the writer during the rolling restart")
 	s.until("the ring is whole", time.Minute, func() error { return s.ringWhole(all) })
 	for _, p := range s.pods() {
 		assert.NotContains(t, p.proc.Output(), secret, "%s/%s logs the AWS secret key", p.site, p.name)
