@@ -48,6 +48,14 @@ func typeName(t byte) string {
 // the payload's fields and stamps, then the signature) and applies it.
 // With relay the message is queued to be passed on, as received.
 func (r *Ring) handle(b []byte, relay bool) *rejection {
+	rj := r.handleEnvelope(b, relay)
+	if rj != nil && rj.origin == "" && len(b) > envHeader && len(b) >= envHeader+int(b[2]) {
+		rj.origin = string(b[envHeader : envHeader+int(b[2])])
+	}
+	return rj
+}
+
+func (r *Ring) handleEnvelope(b []byte, relay bool) *rejection {
 	limit := maxMessage
 	if len(b) > 0 && b[0] == msgShared {
 		limit = maxShared
@@ -75,7 +83,7 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 	if rj != nil {
 		return rj
 	}
-	if p.IsPrefix() && !r.view.Load().admitted[e.origin] {
+	if p.IsPrefix() && !r.view.Load().admitted[e.origin] && !r.provesLife(e) {
 		return reject(ReasonUnadmitted, "%q matches %q but is not one of its %d live members", e.origin, p.Name, p.MaxNodes)
 	}
 	c := clock{now: time.Now(), skew: r.cfg.MaxClockSkew}
@@ -98,6 +106,25 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 		return r.onRTT(t, e, p, c, b, relay)
 	}
 	return reject(ReasonUnknownType, "type %d", e.t)
+}
+
+// provesLife reports whether e is the summary or heartbeat of a member of a
+// prefix entry that waits for a place (its metadata checks out, but it
+// has not been seen alive yet, or the entry's places are taken): that is
+// how it becomes alive and admitted (refreshView). Nothing else of it is
+// taken until it is admitted.
+func (r *Ring) provesLife(e envelope) bool {
+	return (e.t == msgSummary || e.t == msgHeartbeat) && r.view.Load().waiting[e.origin]
+}
+
+// admitIfWaiting recomputes the view when a waiting member of a prefix
+// entry proved it is alive; it reports whether the member is admitted.
+func (r *Ring) admitIfWaiting(name string) bool {
+	if r.view.Load().admitted[name] {
+		return true
+	}
+	r.refreshView()
+	return r.view.Load().admitted[name]
 }
 
 func (r *Ring) known(s health.Subject) bool {
@@ -179,6 +206,9 @@ func (r *Ring) onSummary(t *trust, e envelope, p peer, c clock, b []byte, relay 
 	}
 	if !r.store.putSummary(sm, b) {
 		return nil
+	}
+	if p.IsPrefix() {
+		r.admitIfWaiting(e.origin)
 	}
 	if relay {
 		r.q.QueueBroadcast(&bcast{name: "s/" + sm.Prober, msg: b})
@@ -296,10 +326,17 @@ func (r *Ring) onHeartbeat(t *trust, e envelope, p peer, c clock, b []byte, rela
 	newer = hb.Seq > r.hbSeen[key]
 	if newer {
 		r.hbSeen[key] = hb.Seq
+		if len(r.agentSeen) > 4096 {
+			clear(r.agentSeen)
+		}
+		r.agentSeen[hb.From] = max(r.agentSeen[hb.From], hb.Seq)
 	}
 	r.mu.Unlock()
 	if !newer {
 		return nil
+	}
+	if p.IsPrefix() && !r.admitIfWaiting(e.origin) {
+		return nil // alive, but every place of its entry is taken: its heartbeat does not count
 	}
 	if relay {
 		r.q.QueueBroadcast(&bcast{name: "h/" + hb.Cluster + "/" + hb.From, msg: b})
@@ -508,6 +545,9 @@ func (r *Ring) changedIfNeeded() {
 // kind, reason and detail's origin, so a flood cannot flood the log too.
 func (r *Ring) rejected(kind string, rj *rejection) {
 	r.m.Rejected.WithLabelValues(kind, rj.reason).Inc()
+	if h := r.cfg.onReject; h != nil {
+		h(kind, rj)
+	}
 	key := kind + "/" + rj.reason
 	now := time.Now()
 	r.mu.Lock()

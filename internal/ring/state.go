@@ -180,12 +180,12 @@ func (s *store) prune(keep func(health.Subject) bool, now time.Time, maxAge time
 	return n
 }
 
-// summaryAt returns the time of prober's latest summary.
-func (s *store) summaryAt(prober string) (time.Time, bool) {
+// summaryOf returns prober's latest summary.
+func (s *store) summaryOf(prober string) (summary, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sm, ok := s.summaries[prober]
-	return time.UnixMilli(sm.At), ok
+	return sm, ok
 }
 
 // forgetSilent forgets the votes and summary of every prober gone reports

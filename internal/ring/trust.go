@@ -43,6 +43,7 @@ var RejectReasons = []string{ReasonMalformed, ReasonOversized, ReasonUnknownType
 type rejection struct {
 	reason string
 	detail string
+	origin string // the envelope's claimed origin, when it had one
 }
 
 func (r *rejection) Error() string { return r.reason + ": " + r.detail }
