@@ -47,18 +47,25 @@ func typeName(t byte) string {
 // handle checks one message (the envelope, the origin's listing and role,
 // the payload's fields and stamps, then the signature) and applies it.
 // With relay the message is queued to be passed on, as received.
-func (r *Ring) handle(b []byte, relay bool) *rejection {
-	rj := r.handleEnvelope(b, relay)
+func (r *Ring) handle(b []byte, relay bool) *rejection { return r.handleOpts(b, relay, false) }
+
+// handleOpts is handle; exempt checks the signatures outside the budget
+// (the messages of a pull reply whose challenge matched).
+func (r *Ring) handleOpts(b []byte, relay, exempt bool) *rejection {
+	rj := r.handleEnvelope(b, relay, exempt)
 	if rj != nil && rj.origin == "" && len(b) > envHeader && len(b) >= envHeader+int(b[2]) {
 		rj.origin = string(b[envHeader : envHeader+int(b[2])])
 	}
 	return rj
 }
 
-func (r *Ring) handleEnvelope(b []byte, relay bool) *rejection {
+func (r *Ring) handleEnvelope(b []byte, relay, exempt bool) *rejection {
 	limit := maxMessage
 	if len(b) > 0 && b[0] == msgShared {
 		limit = maxShared
+	}
+	if len(b) > 0 && b[0] == msgPullReply {
+		limit = maxPullReply
 	}
 	if len(b) > limit {
 		return reject(ReasonOversized, "%d bytes (allowed: %d)", len(b), limit)
@@ -67,17 +74,24 @@ func (r *Ring) handleEnvelope(b []byte, relay bool) *rejection {
 	if err != nil {
 		return reject(ReasonMalformed, "%v", err)
 	}
+	e.exempt = exempt
 	t := r.trust.Load()
 	if e.origin == r.cfg.NodeName {
 		// Our own message come back through a relay (we are the authority
 		// on it), or someone speaking in our name.
-		if !e.verify(r.id().Public()) {
-			return reject(ReasonSignature, "%s message in this node's own name (%q) is not signed by its key", typeName(e.t), e.origin)
+		if rj := r.checkSig(e, r.id().Public()); rj != nil {
+			rj.detail = "in this node's own name: " + rj.detail
+			return rj
 		}
 		return nil
 	}
-	if e.t == msgCred {
+	switch e.t {
+	case msgCred:
 		return r.onCred(t, e, b) // the credential is what lists its sender
+	case msgPull:
+		return r.onPull(t, e, clock{now: time.Now(), skew: r.cfg.MaxClockSkew})
+	case msgPullReply:
+		return r.onPullReply(t, e)
 	}
 	p, rj := t.authorize(e)
 	if rj != nil {
@@ -164,7 +178,7 @@ func (r *Ring) onVote(t *trust, e envelope, p peer, c clock, b []byte, relay boo
 	if !r.store.newer(v) {
 		return nil // a repeat
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	if !r.store.put(v, b) {
@@ -201,7 +215,7 @@ func (r *Ring) onSummary(t *trust, e envelope, p peer, c clock, b []byte, relay 
 	if !r.store.newerSummary(sm) {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	if !r.store.putSummary(sm, b) {
@@ -247,7 +261,7 @@ func (r *Ring) onConfirm(t *trust, e envelope, p peer, c clock, b []byte, relay 
 	if repeat {
 		return nil // a copy of a request we handled, or one too soon after it
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
@@ -319,7 +333,7 @@ func (r *Ring) onHeartbeat(t *trust, e envelope, p peer, c clock, b []byte, rela
 	if !newer {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
@@ -368,7 +382,7 @@ func (r *Ring) onLeader(t *trust, e envelope, p peer, c clock) *rejection {
 	if ok && lm.Seq <= old.seq {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
@@ -403,7 +417,7 @@ func (r *Ring) onShared(t *trust, e envelope, p peer, c clock) *rejection {
 	if same {
 		return nil // the same state as the last one from this node: merged already
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
@@ -440,7 +454,7 @@ func (r *Ring) onKeyOp(t *trust, e envelope, p peer, c clock) *rejection {
 	if done {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	if err := r.applyKeyOp(op, false); err != nil {
@@ -493,7 +507,7 @@ func (r *Ring) mergeState(buf []byte) {
 		r.rejected("state", reject(ReasonMalformed, "%v", err))
 		return
 	}
-	size := 0
+	size, bad := 0, 0            // bad signatures: the merge stops at maxBadPerSync
 	for _, b := range st.Creds { // first: they list the senders of what follows
 		if size += len(b); size > maxCredState {
 			r.rejected("credential", reject(ReasonOversized, "the credentials of a state sync are over %d bytes: the rest skipped", maxCredState))
@@ -501,6 +515,9 @@ func (r *Ring) mergeState(buf []byte) {
 		}
 		if rj := r.handleTyped(msgCred, b); rj != nil {
 			r.rejected("credential", rj)
+			if rj.reason == ReasonSignature {
+				bad++
+			}
 		}
 	}
 	if len(st.Shared) > 0 {
@@ -508,19 +525,24 @@ func (r *Ring) mergeState(buf []byte) {
 			r.rejected("shared", rj)
 		}
 	}
-	for _, b := range st.Votes {
-		if rj := r.handleTyped(msgVote, b); rj != nil {
-			r.rejected("vote", rj)
-		}
-	}
-	for _, b := range st.Summaries {
-		if rj := r.handleTyped(msgSummary, b); rj != nil {
-			r.rejected("summary", rj)
-		}
-	}
-	for _, b := range st.RTT {
-		if rj := r.handleTyped(msgRTT, b); rj != nil {
-			r.rejected("rtt", rj)
+	for _, part := range []struct {
+		t    byte
+		msgs [][]byte
+	}{{msgVote, st.Votes}, {msgSummary, st.Summaries}, {msgRTT, st.RTT}} {
+		for _, b := range part.msgs {
+			rj := r.handleTyped(part.t, b)
+			if rj == nil {
+				continue
+			}
+			r.rejected(msgNames[part.t], rj)
+			if rj.reason == ReasonSignature {
+				if bad++; bad >= maxBadPerSync {
+					r.m.SyncsAborted.Inc()
+					r.rejected("state", reject(ReasonBudget, "a push/pull state aborted after %d bad signatures (last in the name of %q): the rest is not checked", bad, rj.origin))
+					r.changedIfNeeded()
+					return
+				}
+			}
 		}
 	}
 	r.changedIfNeeded()

@@ -111,6 +111,8 @@ type Config struct {
 
 	// onReject sees every refusal, unthrottled (tests: the log is throttled).
 	onReject func(kind string, rj *rejection)
+	// sigBudgetOff verifies every envelope, as before the budget (tests: the comparison).
+	sigBudgetOff bool
 }
 
 // Member is one live node of the ring.
@@ -231,6 +233,11 @@ type Ring struct {
 	stopped   atomic.Bool
 
 	confirmsPruned time.Time // last sweep of confirms (under mu)
+
+	budget   *sigBudget             // failed signature checks (budget.go)
+	pulls    map[string]pending     // node -> our outstanding pull (under mu)
+	answered map[string]time.Time   // node -> when we last answered its pull (under mu)
+	lastHB   atomic.Pointer[[]byte] // an agent's last heartbeat envelope, for a pull
 }
 
 // ErrNoEncryption is returned by Start when RequireEncryption is set and no key is configured.
@@ -242,7 +249,7 @@ func newRing(cfg Config) (*Ring, error) {
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), creds: newCredStore(),
 		hbSeen: map[string]uint64{}, agentSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]confirmed{}, mismatch: map[string]int{},
 		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{}),
-		rttWake: make(chan struct{}, 1)}
+		rttWake: make(chan struct{}, 1), budget: newSigBudget(cfg.sigBudgetOff), pulls: map[string]pending{}, answered: map[string]time.Time{}}
 	r.dnsAddrs.Store(new([]string))
 	id := cfg.Identity
 	if cfg.Credential != nil {
@@ -848,7 +855,9 @@ func (r *Ring) SendHeartbeat(cluster string, at time.Time) {
 	r.mu.Lock()
 	r.hbSeen[cluster+"|"+hb.From] = hb.Seq
 	r.mu.Unlock()
-	r.broadcast(msgHeartbeat, "h/"+cluster+"/"+hb.From, hb)
+	msg := seal(r.id(), msgHeartbeat, r.cfg.NodeName, hb)
+	r.lastHB.Store(&msg)
+	r.queue(msgHeartbeat, "h/"+cluster+"/"+hb.From, msg)
 }
 
 // LeaderVote is the newest provider-writer vote received from a voter.

@@ -180,6 +180,22 @@ func (s *store) prune(keep func(health.Subject) bool, now time.Time, maxAge time
 	return n
 }
 
+// own returns the envelopes of prober's votes and summary.
+func (s *store) own(prober string) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]byte
+	for k, b := range s.raw {
+		if k.prober == prober {
+			out = append(out, b)
+		}
+	}
+	if b, ok := s.rawSum[prober]; ok {
+		out = append(out, b)
+	}
+	return out
+}
+
 // summaryOf returns prober's latest summary.
 func (s *store) summaryOf(prober string) (summary, bool) {
 	s.mu.Lock()
