@@ -277,11 +277,15 @@ func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
 	if !ok {
 		return reject(ReasonMalformed, "credential of %q: a %s key (allowed: Ed25519)", e.origin, leaf.PublicKeyAlgorithm)
 	}
-	if !e.verify(key) {
-		return reject(ReasonSignature, "credential of %q is not signed with its certificate's key", e.origin)
+	if rj := r.checkSig(e, key); rj != nil {
+		rj.detail = "credential: " + rj.detail + " (its certificate's key)"
+		return rj
 	}
 	if rj := r.creds.refused(h, e.origin, now); rj != nil {
 		return rj // refused a moment ago: no second chain verification
+	}
+	if !r.budget.allow(e.origin, now) {
+		return reject(ReasonBudget, "credential of %q not checked: too many failed checks in its name or in all lately", e.origin)
 	}
 	if sc, err := ringca.LeafScope(leaf); err == nil && !sc.Matches(e.origin) {
 		rj := reject(ReasonScope, "credential %s does not cover node %q", sc, e.origin)
@@ -295,6 +299,7 @@ func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
 	if err != nil {
 		rj := reject(orMalformed(ringca.Reason(err)), "credential of %q: %v", e.origin, err)
 		r.creds.refuse(h, e.origin, rj, now)
+		r.budget.failed(e.origin, now) // a chain check costs like a signature check
 		return rj
 	}
 	if !r.creds.put(e.origin, heldCred{v: v, chain: cm.Chain, raw: b}) {

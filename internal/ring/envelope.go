@@ -36,6 +36,7 @@ type envelope struct {
 	origin  string
 	sig     []byte
 	payload []byte
+	exempt  bool // from a pull reply whose challenge matched: checked outside the budget (budget.go)
 }
 
 func sigInput(t byte, origin string, payload []byte) []byte {

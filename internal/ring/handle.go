@@ -47,10 +47,25 @@ func typeName(t byte) string {
 // handle checks one message (the envelope, the origin's listing and role,
 // the payload's fields and stamps, then the signature) and applies it.
 // With relay the message is queued to be passed on, as received.
-func (r *Ring) handle(b []byte, relay bool) *rejection {
+func (r *Ring) handle(b []byte, relay bool) *rejection { return r.handleOpts(b, relay, false) }
+
+// handleOpts is handle; exempt checks the signatures outside the budget
+// (the messages of a pull reply whose challenge matched).
+func (r *Ring) handleOpts(b []byte, relay, exempt bool) *rejection {
+	rj := r.handleEnvelope(b, relay, exempt)
+	if rj != nil && rj.origin == "" && len(b) > envHeader && len(b) >= envHeader+int(b[2]) {
+		rj.origin = string(b[envHeader : envHeader+int(b[2])])
+	}
+	return rj
+}
+
+func (r *Ring) handleEnvelope(b []byte, relay, exempt bool) *rejection {
 	limit := maxMessage
 	if len(b) > 0 && b[0] == msgShared {
 		limit = maxShared
+	}
+	if len(b) > 0 && b[0] == msgPullReply {
+		limit = maxPullReply
 	}
 	if len(b) > limit {
 		return reject(ReasonOversized, "%d bytes (allowed: %d)", len(b), limit)
@@ -59,23 +74,30 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 	if err != nil {
 		return reject(ReasonMalformed, "%v", err)
 	}
+	e.exempt = exempt
 	t := r.trust.Load()
 	if e.origin == r.cfg.NodeName {
 		// Our own message come back through a relay (we are the authority
 		// on it), or someone speaking in our name.
-		if !e.verify(r.id().Public()) {
-			return reject(ReasonSignature, "%s message in this node's own name (%q) is not signed by its key", typeName(e.t), e.origin)
+		if rj := r.checkSig(e, r.id().Public()); rj != nil {
+			rj.detail = "in this node's own name: " + rj.detail
+			return rj
 		}
 		return nil
 	}
-	if e.t == msgCred {
+	switch e.t {
+	case msgCred:
 		return r.onCred(t, e, b) // the credential is what lists its sender
+	case msgPull:
+		return r.onPull(t, e, clock{now: time.Now(), skew: r.cfg.MaxClockSkew})
+	case msgPullReply:
+		return r.onPullReply(t, e)
 	}
 	p, rj := t.authorize(e)
 	if rj != nil {
 		return rj
 	}
-	if p.IsPrefix() && !r.view.Load().admitted[e.origin] {
+	if p.IsPrefix() && !r.view.Load().admitted[e.origin] && !r.provesLife(e) {
 		return reject(ReasonUnadmitted, "%q matches %q but is not one of its %d live members", e.origin, p.Name, p.MaxNodes)
 	}
 	c := clock{now: time.Now(), skew: r.cfg.MaxClockSkew}
@@ -98,6 +120,25 @@ func (r *Ring) handle(b []byte, relay bool) *rejection {
 		return r.onRTT(t, e, p, c, b, relay)
 	}
 	return reject(ReasonUnknownType, "type %d", e.t)
+}
+
+// provesLife reports whether e is the summary or heartbeat of a member of a
+// prefix entry that waits for a place (its metadata checks out, but it
+// has not been seen alive yet, or the entry's places are taken): that is
+// how it becomes alive and admitted (refreshView). Nothing else of it is
+// taken until it is admitted.
+func (r *Ring) provesLife(e envelope) bool {
+	return (e.t == msgSummary || e.t == msgHeartbeat) && r.view.Load().waiting[e.origin]
+}
+
+// admitIfWaiting recomputes the view when a waiting member of a prefix
+// entry proved it is alive; it reports whether the member is admitted.
+func (r *Ring) admitIfWaiting(name string) bool {
+	if r.view.Load().admitted[name] {
+		return true
+	}
+	r.refreshView()
+	return r.view.Load().admitted[name]
 }
 
 func (r *Ring) known(s health.Subject) bool {
@@ -137,7 +178,7 @@ func (r *Ring) onVote(t *trust, e envelope, p peer, c clock, b []byte, relay boo
 	if !r.store.newer(v) {
 		return nil // a repeat
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	if !r.store.put(v, b) {
@@ -174,11 +215,14 @@ func (r *Ring) onSummary(t *trust, e envelope, p peer, c clock, b []byte, relay 
 	if !r.store.newerSummary(sm) {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	if !r.store.putSummary(sm, b) {
 		return nil
+	}
+	if p.IsPrefix() {
+		r.admitIfWaiting(e.origin)
 	}
 	if relay {
 		r.q.QueueBroadcast(&bcast{name: "s/" + sm.Prober, msg: b})
@@ -217,7 +261,7 @@ func (r *Ring) onConfirm(t *trust, e envelope, p peer, c clock, b []byte, relay 
 	if repeat {
 		return nil // a copy of a request we handled, or one too soon after it
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
@@ -289,17 +333,24 @@ func (r *Ring) onHeartbeat(t *trust, e envelope, p peer, c clock, b []byte, rela
 	if !newer {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
 	newer = hb.Seq > r.hbSeen[key]
 	if newer {
 		r.hbSeen[key] = hb.Seq
+		if len(r.agentSeen) > 4096 {
+			clear(r.agentSeen)
+		}
+		r.agentSeen[hb.From] = max(r.agentSeen[hb.From], hb.Seq)
 	}
 	r.mu.Unlock()
 	if !newer {
 		return nil
+	}
+	if p.IsPrefix() && !r.admitIfWaiting(e.origin) {
+		return nil // alive, but every place of its entry is taken: its heartbeat does not count
 	}
 	if relay {
 		r.q.QueueBroadcast(&bcast{name: "h/" + hb.Cluster + "/" + hb.From, msg: b})
@@ -331,7 +382,7 @@ func (r *Ring) onLeader(t *trust, e envelope, p peer, c clock) *rejection {
 	if ok && lm.Seq <= old.seq {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
@@ -366,7 +417,7 @@ func (r *Ring) onShared(t *trust, e envelope, p peer, c clock) *rejection {
 	if same {
 		return nil // the same state as the last one from this node: merged already
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	r.mu.Lock()
@@ -403,7 +454,7 @@ func (r *Ring) onKeyOp(t *trust, e envelope, p peer, c clock) *rejection {
 	if done {
 		return nil
 	}
-	if rj := t.verify(e, p); rj != nil {
+	if rj := r.checkSig(e, p.key); rj != nil {
 		return rj
 	}
 	if err := r.applyKeyOp(op, false); err != nil {
@@ -456,7 +507,7 @@ func (r *Ring) mergeState(buf []byte) {
 		r.rejected("state", reject(ReasonMalformed, "%v", err))
 		return
 	}
-	size := 0
+	size, bad := 0, 0            // bad signatures: the merge stops at maxBadPerSync
 	for _, b := range st.Creds { // first: they list the senders of what follows
 		if size += len(b); size > maxCredState {
 			r.rejected("credential", reject(ReasonOversized, "the credentials of a state sync are over %d bytes: the rest skipped", maxCredState))
@@ -464,6 +515,9 @@ func (r *Ring) mergeState(buf []byte) {
 		}
 		if rj := r.handleTyped(msgCred, b); rj != nil {
 			r.rejected("credential", rj)
+			if rj.reason == ReasonSignature {
+				bad++
+			}
 		}
 	}
 	if len(st.Shared) > 0 {
@@ -471,19 +525,24 @@ func (r *Ring) mergeState(buf []byte) {
 			r.rejected("shared", rj)
 		}
 	}
-	for _, b := range st.Votes {
-		if rj := r.handleTyped(msgVote, b); rj != nil {
-			r.rejected("vote", rj)
-		}
-	}
-	for _, b := range st.Summaries {
-		if rj := r.handleTyped(msgSummary, b); rj != nil {
-			r.rejected("summary", rj)
-		}
-	}
-	for _, b := range st.RTT {
-		if rj := r.handleTyped(msgRTT, b); rj != nil {
-			r.rejected("rtt", rj)
+	for _, part := range []struct {
+		t    byte
+		msgs [][]byte
+	}{{msgVote, st.Votes}, {msgSummary, st.Summaries}, {msgRTT, st.RTT}} {
+		for _, b := range part.msgs {
+			rj := r.handleTyped(part.t, b)
+			if rj == nil {
+				continue
+			}
+			r.rejected(msgNames[part.t], rj)
+			if rj.reason == ReasonSignature {
+				if bad++; bad >= maxBadPerSync {
+					r.m.SyncsAborted.Inc()
+					r.rejected("state", reject(ReasonBudget, "a push/pull state aborted after %d bad signatures (last in the name of %q): the rest is not checked", bad, rj.origin))
+					r.changedIfNeeded()
+					return
+				}
+			}
 		}
 	}
 	r.changedIfNeeded()
@@ -508,6 +567,9 @@ func (r *Ring) changedIfNeeded() {
 // kind, reason and detail's origin, so a flood cannot flood the log too.
 func (r *Ring) rejected(kind string, rj *rejection) {
 	r.m.Rejected.WithLabelValues(kind, rj.reason).Inc()
+	if h := r.cfg.onReject; h != nil {
+		h(kind, rj)
+	}
 	key := kind + "/" + rj.reason
 	now := time.Now()
 	r.mu.Lock()

@@ -8,15 +8,17 @@ import (
 
 // Message types on the wire: the first byte of a signed envelope (see envelope.go).
 const (
-	msgVote      byte = 1 // a prober's vote
-	msgSummary   byte = 2 // "all my votes still hold as of": keeps unchanged votes fresh without resending them
-	msgConfirm   byte = 3 // second confirmation request
-	msgHeartbeat byte = 4 // a cluster heartbeat from `meridian agent`
-	msgKeyOp     byte = 5 // keyring change to apply on every node
-	msgLeader    byte = 6 // provider-writer vote, sent directly (never relayed)
-	msgShared    byte = 7 // the admin state (overrides), merged by the receiver
-	msgRTT       byte = 8 // a prober's smoothed RTTs to some endpoints (rtt.go)
-	msgCred      byte = 9 // a node's credential: its certificate chain (creds.go), sent over TCP
+	msgVote      byte = 1  // a prober's vote
+	msgSummary   byte = 2  // "all my votes still hold as of": keeps unchanged votes fresh without resending them
+	msgConfirm   byte = 3  // second confirmation request
+	msgHeartbeat byte = 4  // a cluster heartbeat from `meridian agent`
+	msgKeyOp     byte = 5  // keyring change to apply on every node
+	msgLeader    byte = 6  // provider-writer vote, sent directly (never relayed)
+	msgShared    byte = 7  // the admin state (overrides), merged by the receiver
+	msgRTT       byte = 8  // a prober's smoothed RTTs to some endpoints (rtt.go)
+	msgCred      byte = 9  // a node's credential: its certificate chain (creds.go), sent over TCP
+	msgPull      byte = 10 // "send me your own current messages", with a challenge (budget.go), over TCP
+	msgPullReply byte = 11 // the answer: the sender's own envelopes and the challenge, over TCP
 )
 
 // wireVote is health.Vote with short JSON keys.

@@ -18,6 +18,10 @@ type Metrics struct {
 	CredentialExpiry prometheus.Gauge
 	// TrustReloads is meridian_ring_trust_reloads_total{result}.
 	TrustReloads *prometheus.CounterVec
+	// Pulls is meridian_ring_pulls_total{result}; SyncsAborted is
+	// meridian_ring_state_syncs_aborted_total (budget.go).
+	Pulls        *prometheus.CounterVec
+	SyncsAborted prometheus.Counter
 	registerer   prometheus.Registerer
 }
 
@@ -65,12 +69,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_ring_trust_reloads_total",
 			Help: "Changes of ring.peers, ring.ca, ring.revoked or the credential files applied (ok) or refused (error: the previous trust stays in use), by result.",
 		}, []string{"result"}),
+		Pulls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_ring_pulls_total",
+			Help: "Direct requests for a node's own votes and summary, made when messages in its name were refused for the budget of failed signature checks: requested (by this node), answered (by this node), applied (a reply with our challenge taken).",
+		}, []string{"result"}),
+		SyncsAborted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_ring_state_syncs_aborted_total",
+			Help: "Push/pull states received whose merge was abandoned after 16 bad signatures.",
+		}),
 		registerer: reg,
 	}
 	if reg != nil {
-		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected, m.RTTEntries, m.CredentialExpiry, m.TrustReloads)
+		reg.MustRegister(m.Members, m.Messages, m.Votes, m.Encrypted, m.Rejoins, m.Syncs, m.Rejected, m.RTTEntries, m.CredentialExpiry, m.TrustReloads, m.Pulls, m.SyncsAborted)
 	}
 	return m
 }
 
-var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader", msgShared: "shared", msgRTT: "rtt", msgCred: "credential"}
+var msgNames = map[byte]string{msgVote: "vote", msgSummary: "summary", msgConfirm: "confirm", msgHeartbeat: "heartbeat", msgKeyOp: "keyop", msgLeader: "leader", msgShared: "shared", msgRTT: "rtt", msgCred: "credential", msgPull: "pull", msgPullReply: "pull-reply"}

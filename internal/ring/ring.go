@@ -108,6 +108,11 @@ type Config struct {
 	// OnRTT is called after new RTT summaries were taken (received, or
 	// this prober's own sent); it must not block.
 	OnRTT func()
+
+	// onReject sees every refusal, unthrottled (tests: the log is throttled).
+	onReject func(kind string, rj *rejection)
+	// sigBudgetOff verifies every envelope, as before the budget (tests: the comparison).
+	sigBudgetOff bool
 }
 
 // Member is one live node of the ring.
@@ -138,18 +143,34 @@ type Member struct {
 
 // meta is what a node tells about itself in memberlist's node metadata,
 // signed so that only the node itself can claim its region and role.
+// Since the third version it names the node's incarnation (Inc, the first
+// sequence number of the running process, as in its summaries) and when it
+// was signed (At): a member counts only while its signed summaries of that
+// very incarnation are fresh, so a departed node's metadata replayed under
+// its old name admits nothing (ADR 0005, "Admission by liveness").
 type meta struct {
 	Region string   `json:"r"`
 	Role   string   `json:"o"`
 	Cred   []byte   `json:"c,omitempty"` // credID of the node's credential: the metadata counts with that certificate only
 	DNS    []string `json:"d,omitempty"` // the public DNS addresses of the node's site (ring.dns_addresses): its nameserver's glue
+	Inc    uint64   `json:"i,omitempty"` // the node's incarnation (v3; 0 in the metadata of older versions)
+	At     int64    `json:"t,omitempty"` // when it was signed, Unix ms (v3)
 	Sig    []byte   `json:"s,omitempty"`
 }
 
-// metaInput is what a node's metadata signature covers. Without a
-// credential it is the first version's, so nodes listed in ring.peers and
-// older nodes keep checking each other.
+// metaInput is what a node's metadata signature covers. Metadata with an
+// incarnation is signed as the third version; older nodes' metadata (no
+// incarnation) as the first (without credential and DNS addresses) or the
+// second, and is still accepted during an upgrade (docs/security.md).
 func metaInput(name string, md meta) []byte {
+	if md.Inc != 0 {
+		in := "meridian-ring-meta-v3\x00" + name + "\x00" + md.Region + "\x00" + md.Role + "\x00" + hex.EncodeToString(md.Cred) +
+			"\x00" + strconv.FormatUint(md.Inc, 10) + "\x00" + strconv.FormatInt(md.At, 10) + "\x00" + strconv.Itoa(len(md.DNS))
+		for _, d := range md.DNS {
+			in += "\x00" + d
+		}
+		return []byte(in)
+	}
 	in := "meridian-ring-meta-v1\x00" + name + "\x00" + md.Region + "\x00" + md.Role
 	if len(md.Cred) > 0 || len(md.DNS) > 0 {
 		// Counted, so that no two address lists sign alike.
@@ -182,35 +203,41 @@ type Ring struct {
 	settled atomic.Bool
 	lonely  atomic.Int32
 
-	seq      atomic.Uint64 // own vote sequence
-	rttWake  chan struct{} // RTTChanged: run the next RTT round early
-	inc      uint64        // first sequence of this incarnation
-	hbSeq    atomic.Uint64
-	mu       sync.Mutex
-	hbSeen   map[string]uint64     // cluster|from -> newest heartbeat seq seen
-	confirms map[string]confirmed  // confirmation requests handled in the last maxConfirmAge (de-duplication)
-	mismatch map[string]int        // consecutive summaries per prober that did not match our votes
-	leaders  map[string]LeaderVote // newest writer vote per voter
-	leadSeq  atomic.Uint64
-	keyring  *memberlist.Keyring
-	keyOpAt  map[string]time.Time     // when each applied key operation id was seen (bounded by maxKeyOpAge)
-	idp      atomic.Pointer[Identity] // this node's signing key (the credential's: replaced when it is renewed)
-	trust    atomic.Pointer[trust]
-	metaOK   map[string]string          // node name -> metadata that verified with its listed key
-	nodes    map[string]memberlist.Node // live nodes, copied in the event callbacks (memberlist's own Node values change under its lock)
-	view     atomic.Pointer[view]       // the membership as counted, recomputed on membership and peer changes
-	viewMu   sync.Mutex                 // serializes refreshView
-	shared   map[string][32]byte        // origin -> hash of its last admin state that checked out (repeats are not checked again)
-	logged   map[string]time.Time
-	needSync atomic.Bool // broadcasts were skipped: repair with a push/pull soon
-	pending  atomic.Bool // votes or summaries were taken: call OnChange
-	sent     atomic.Uint64
-	recv     atomic.Uint64
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	stopped  atomic.Bool
+	seq       atomic.Uint64 // own vote sequence
+	rttWake   chan struct{} // RTTChanged: run the next RTT round early
+	inc       uint64        // first sequence of this incarnation
+	hbSeq     atomic.Uint64
+	mu        sync.Mutex
+	hbSeen    map[string]uint64     // cluster|from -> newest heartbeat seq seen
+	agentSeen map[string]uint64     // agent -> newest heartbeat seq that checked out (its liveness, see alive)
+	confirms  map[string]confirmed  // confirmation requests handled in the last maxConfirmAge (de-duplication)
+	mismatch  map[string]int        // consecutive summaries per prober that did not match our votes
+	leaders   map[string]LeaderVote // newest writer vote per voter
+	leadSeq   atomic.Uint64
+	keyring   *memberlist.Keyring
+	keyOpAt   map[string]time.Time     // when each applied key operation id was seen (bounded by maxKeyOpAge)
+	idp       atomic.Pointer[Identity] // this node's signing key (the credential's: replaced when it is renewed)
+	trust     atomic.Pointer[trust]
+	metaOK    map[string]string          // node name -> metadata that verified with its listed key
+	nodes     map[string]memberlist.Node // live nodes, copied in the event callbacks (memberlist's own Node values change under its lock)
+	view      atomic.Pointer[view]       // the membership as counted, recomputed on membership and peer changes
+	viewMu    sync.Mutex                 // serializes refreshView
+	shared    map[string][32]byte        // origin -> hash of its last admin state that checked out (repeats are not checked again)
+	logged    map[string]time.Time
+	needSync  atomic.Bool // broadcasts were skipped: repair with a push/pull soon
+	pending   atomic.Bool // votes or summaries were taken: call OnChange
+	sent      atomic.Uint64
+	recv      atomic.Uint64
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	stopped   atomic.Bool
 
 	confirmsPruned time.Time // last sweep of confirms (under mu)
+
+	budget   *sigBudget             // failed signature checks (budget.go)
+	pulls    map[string]pending     // node -> our outstanding pull (under mu)
+	answered map[string]time.Time   // node -> when we last answered its pull (under mu)
+	lastHB   atomic.Pointer[[]byte] // an agent's last heartbeat envelope, for a pull
 }
 
 // ErrNoEncryption is returned by Start when RequireEncryption is set and no key is configured.
@@ -220,9 +247,9 @@ var ErrNoEncryption = errors.New("ring: gossip encryption is required (require_e
 // network.
 func newRing(cfg Config) (*Ring, error) {
 	r := &Ring{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeName), m: cfg.Metrics, store: newStore(), creds: newCredStore(),
-		hbSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]confirmed{}, mismatch: map[string]int{},
+		hbSeen: map[string]uint64{}, agentSeen: map[string]uint64{}, keyOpAt: map[string]time.Time{}, confirms: map[string]confirmed{}, mismatch: map[string]int{},
 		leaders: map[string]LeaderVote{}, metaOK: map[string]string{}, nodes: map[string]memberlist.Node{}, shared: map[string][32]byte{}, logged: map[string]time.Time{}, stop: make(chan struct{}),
-		rttWake: make(chan struct{}, 1)}
+		rttWake: make(chan struct{}, 1), budget: newSigBudget(cfg.sigBudgetOff), pulls: map[string]pending{}, answered: map[string]time.Time{}}
 	r.dnsAddrs.Store(new([]string))
 	id := cfg.Identity
 	if cfg.Credential != nil {
@@ -271,7 +298,7 @@ func roleOf(role string) string {
 
 // signMeta returns this node's signed metadata.
 func (r *Ring) signMeta() []byte {
-	md := meta{Region: r.cfg.Region, Role: r.cfg.Role, DNS: *r.dnsAddrs.Load()}
+	md := meta{Region: r.cfg.Region, Role: r.cfg.Role, DNS: *r.dnsAddrs.Load(), Inc: r.inc, At: time.Now().UnixMilli()}
 	if oc := r.own.Load(); oc != nil {
 		md.Cred = credID(oc.v.Hash)
 	}
@@ -343,12 +370,12 @@ func Start(cfg Config) (*Ring, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := r.signMeta()
-	r.meta.Store(&m)
 	// Sequences follow the clock (see next) so that a restarted prober's
 	// votes are newer than those of its previous incarnation everywhere,
 	// and a receiver can refuse a sequence from the future.
 	r.inc = uint64(time.Now().UnixNano())
+	m := r.signMeta() // names the incarnation
+	r.meta.Store(&m)
 	r.seq.Store(r.inc)
 	r.hbSeq.Store(r.inc)
 	r.leadSeq.Store(r.inc)
@@ -520,10 +547,12 @@ func (r *Ring) Region() string { return r.cfg.Region }
 
 // Members returns the live trusted members, sorted by name: the only
 // members that count for decisions, quorum and elections. A member is
-// trusted when it is listed in ring.peers, its metadata (region, role) is
-// signed by its listed key, it is within its prefix entry's max_nodes,
-// and, for a prober, it has sent a signed summary lately (so a departed
-// prober's replayed metadata does not bring it back).
+// trusted when it is listed in ring.peers (or by its credential), its
+// metadata (region, role) is signed by its listed key, for a prober it has
+// sent a signed summary of the incarnation its metadata names lately (so a
+// departed prober's replayed metadata does not bring it back), and for a
+// member of a prefix entry it is one of that entry's max_nodes live
+// members (see refreshView).
 func (r *Ring) Members() []Member {
 	all := r.AllMembers()
 	return slices.DeleteFunc(all, func(m Member) bool { return !m.Trusted })
@@ -536,43 +565,79 @@ func (r *Ring) AllMembers() []Member {
 		return nil
 	}
 	out := slices.Clone(v.members)
-	window := 3*r.cfg.SummaryInterval + r.cfg.MaxClockSkew
 	now := time.Now()
 	for i := range out {
 		m := &out[i]
 		if m.Trusted && m.Role == RoleProber && m.Name != r.cfg.NodeName {
-			at, ok := r.store.summaryAt(m.Name)
-			m.Trusted = ok && now.Sub(at) <= window
+			m.Trusted = r.alive(m.Name, m.Role, v.inc[m.Name], now)
 		}
 	}
 	return out
 }
 
+// heartbeatWindow is how long an agent of a prefix entry counts as live
+// after its last signed heartbeat (the agent's --interval defaults to
+// model.DefaultHeartbeatPeriod).
+const heartbeatWindow = 3 * model.DefaultHeartbeatPeriod
+
+// alive reports whether a member has signed lately that it runs: a prober
+// by a summary within 3 × SummaryInterval + MaxClockSkew, an agent by a
+// heartbeat within heartbeatWindow + MaxClockSkew. With inc (the
+// incarnation its metadata names; 0 for older metadata) the summary must
+// be of that incarnation, and the heartbeat from it or later: a replay of
+// the metadata of a node that has since restarted or left counts for
+// nothing.
+func (r *Ring) alive(name, role string, inc uint64, now time.Time) bool {
+	switch role {
+	case RoleProber:
+		sm, ok := r.store.summaryOf(name)
+		window := 3*r.cfg.SummaryInterval + r.cfg.MaxClockSkew
+		return ok && now.Sub(time.UnixMilli(sm.At)) <= window && (inc == 0 || sm.Inc == inc)
+	case RoleAgent:
+		r.mu.Lock()
+		seq, ok := r.agentSeen[name]
+		r.mu.Unlock()
+		return ok && now.Sub(time.Unix(0, int64(seq))) <= heartbeatWindow+r.cfg.MaxClockSkew && seq >= inc
+	}
+	return false
+}
+
 // view is the membership as the ring counts it.
 type view struct {
-	members  []Member        // every live member, sorted by name; Trusted before the summary check
-	admitted map[string]bool // names that a prefix entry covers and that are within its max_nodes
+	members  []Member          // every live member, sorted by name; Trusted before the summary check
+	admitted map[string]bool   // names that a prefix entry covers and that are within its max_nodes
+	waiting  map[string]bool   // members of a prefix entry whose metadata checks out, not admitted: their summaries and heartbeats are taken to see whether they are alive
+	inc      map[string]uint64 // the incarnation each member's metadata names (0: older metadata)
 }
 
 // refreshView recomputes the membership after a member joined, left or
-// changed, or the peers changed. The members of a prefix entry beyond its
-// max_nodes (by name order, the same on every node) are not trusted.
+// changed, the peers changed, a waiting member proved it is alive, and
+// every SummaryInterval. A member of a prefix entry counts against the
+// entry's max_nodes only while it is alive (a fresh signed summary or
+// heartbeat of its incarnation): of those, the first max_nodes by name
+// (the same choice on every node) are admitted, the others are not
+// trusted. A member that is not alive takes no place, so metadata replayed
+// by someone without the key (a ghost of a departed replica) admits
+// nothing and keeps no live replica out.
 func (r *Ring) refreshView() {
 	r.viewMu.Lock() // one at a time, so an older view never replaces a newer one
 	defer r.viewMu.Unlock()
 	t := r.trust.Load()
+	now := time.Now()
 	var out []Member
+	incs := map[string]uint64{}
 	for _, n := range r.nodeList() {
 		m := Member{Name: n.Name, Addr: net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))}
 		var md meta
 		if len(n.Meta) <= memberlist.MetaMaxSize && json.Unmarshal(n.Meta, &md) == nil {
 			m.Region, m.Role = md.Region, md.Role
 			var p peer
-			p, m.Trusted = r.trustedMeta(t, n.Name, string(n.Meta), md)
+			p, m.Trusted = r.trustedMeta(t, n.Name, string(n.Meta), md, now)
 			if m.Trusted {
 				m.Site = p.site
 				m.CredentialExpires, m.CredentialSerial, m.KeyFingerprint, m.CredentialScope, m.MaxNodes = p.expires, p.serial, p.fpr, p.scope, p.MaxNodes
 				m.DNSAddresses = dnsAddrs(md.DNS)
+				incs[n.Name] = md.Inc
 			}
 		}
 		out = append(out, m)
@@ -586,7 +651,7 @@ func (r *Ring) refreshView() {
 			}
 		}
 	}
-	admitted := map[string]bool{}
+	admitted, waiting := map[string]bool{}, map[string]bool{}
 	counted := map[string]int{}
 	for i := range out {
 		if !out[i].Trusted || out[i].Name == r.cfg.NodeName {
@@ -596,24 +661,32 @@ func (r *Ring) refreshView() {
 		if !p.IsPrefix() {
 			continue
 		}
-		if counted[p.Name] >= p.MaxNodes {
-			out[i].Trusted = false // beyond what the entry covers: an invented name, or a surge
+		if !r.alive(out[i].Name, out[i].Role, incs[out[i].Name], now) || counted[p.Name] >= p.MaxNodes {
+			// Silent (a ghost, a departed node), or beyond what the entry
+			// covers (an invented name, a surge): it counts for nothing
+			// until it is alive and a place is free.
+			out[i].Trusted = false
+			waiting[out[i].Name] = true
 			continue
 		}
 		counted[p.Name]++
 		admitted[out[i].Name] = true
 	}
-	r.view.Store(&view{members: out, admitted: admitted})
+	r.view.Store(&view{members: out, admitted: admitted, waiting: waiting, inc: incs})
 }
 
 // trustedMeta checks a member's metadata against its listing (cached per
 // exact metadata, so a member costs one signature check while it stays).
 // A node listed by its credential counts only with the metadata that names
 // that credential.
-func (r *Ring) trustedMeta(t *trust, name, raw string, md meta) (peer, bool) {
+func (r *Ring) trustedMeta(t *trust, name, raw string, md meta, now time.Time) (peer, bool) {
 	p, ok := t.lookup(name)
 	if !ok || p.Role != md.Role || (p.Role == model.PeerProber && p.Region != md.Region) {
 		return p, false
+	}
+	c := clock{now: now, skew: r.cfg.MaxClockSkew}
+	if c.futureSeq(md.Inc) || c.futureMs(md.At) {
+		return p, false // an incarnation that has not begun yet could never be matched by a summary
 	}
 	if p.cred != nil && !bytes.Equal(p.cred, md.Cred) {
 		return p, false
@@ -683,6 +756,11 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 		_, from, _ := strings.Cut(k, "|")
 		if p, ok := t.lookup(from); !ok || p.Role != model.PeerAgent {
 			delete(r.hbSeen, k)
+		}
+	}
+	for from := range r.agentSeen {
+		if p, ok := t.lookup(from); !ok || p.Role != model.PeerAgent {
+			delete(r.agentSeen, from)
 		}
 	}
 	for voter := range r.leaders {
@@ -777,7 +855,9 @@ func (r *Ring) SendHeartbeat(cluster string, at time.Time) {
 	r.mu.Lock()
 	r.hbSeen[cluster+"|"+hb.From] = hb.Seq
 	r.mu.Unlock()
-	r.broadcast(msgHeartbeat, "h/"+cluster+"/"+hb.From, hb)
+	msg := seal(r.id(), msgHeartbeat, r.cfg.NodeName, hb)
+	r.lastHB.Store(&msg)
+	r.queue(msgHeartbeat, "h/"+cluster+"/"+hb.From, msg)
 }
 
 // LeaderVote is the newest provider-writer vote received from a voter.
@@ -1110,6 +1190,7 @@ func (r *Ring) summaryLoop() {
 		case <-r.stop:
 			return
 		case now := <-t.C:
+			r.refreshView() // members of prefix entries that fell silent free their places
 			r.updateMembers()
 			r.forget(now)
 			r.summarize(now)
@@ -1146,6 +1227,11 @@ func (r *Ring) forget(now time.Time) {
 	for k, seq := range r.hbSeen {
 		if seq < oldest {
 			delete(r.hbSeen, k)
+		}
+	}
+	for k, seq := range r.agentSeen {
+		if seq < oldest {
+			delete(r.agentSeen, k)
 		}
 	}
 	for k, lv := range r.leaders {

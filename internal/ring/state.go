@@ -180,12 +180,28 @@ func (s *store) prune(keep func(health.Subject) bool, now time.Time, maxAge time
 	return n
 }
 
-// summaryAt returns the time of prober's latest summary.
-func (s *store) summaryAt(prober string) (time.Time, bool) {
+// own returns the envelopes of prober's votes and summary.
+func (s *store) own(prober string) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]byte
+	for k, b := range s.raw {
+		if k.prober == prober {
+			out = append(out, b)
+		}
+	}
+	if b, ok := s.rawSum[prober]; ok {
+		out = append(out, b)
+	}
+	return out
+}
+
+// summaryOf returns prober's latest summary.
+func (s *store) summaryOf(prober string) (summary, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sm, ok := s.summaries[prober]
-	return time.UnixMilli(sm.At), ok
+	return sm, ok
 }
 
 // forgetSilent forgets the votes and summary of every prober gone reports

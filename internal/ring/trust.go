@@ -26,6 +26,7 @@ const (
 	ReasonUnknownTarget = "unknown-subject"
 	ReasonInvalid       = "invalid" // a field out of its allowed range
 	ReasonPanic         = "panic"   // handling it panicked (recovered)
+	ReasonBudget        = "budget"  // not checked: too many bad signatures in its origin's name, or in all, lately (budget.go)
 
 	// Credentials (ADR 0016).
 	ReasonExpired   = ringca.ReasonExpired   // a credential outside its validity
@@ -36,13 +37,14 @@ const (
 
 // RejectReasons lists every reason, in documentation order.
 var RejectReasons = []string{ReasonMalformed, ReasonOversized, ReasonUnknownType, ReasonUnknownOrigin, ReasonUnadmitted, ReasonSignature,
-	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic,
+	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic, ReasonBudget,
 	ReasonExpired, ReasonRevoked, ReasonForeignCA, ReasonScope}
 
 // rejection is why a message was not accepted.
 type rejection struct {
 	reason string
 	detail string
+	origin string // the envelope's claimed origin, when it had one
 }
 
 func (r *rejection) Error() string { return r.reason + ": " + r.detail }
