@@ -167,7 +167,7 @@ func newApp(opts Options) (*App, *serving.Loaded, error) {
 	host, _ := os.Hostname()
 	a.node = f.Ring.NodeNameFor(host)
 	a.state = StateDir(f.Server.StateDir, a.node)
-	if err := os.MkdirAll(a.state, 0o700); err != nil {
+	if err := prepareStateDir(a.state, log); err != nil {
 		a.stop()
 		return nil, nil, fmt.Errorf("state directory %s (server.state_dir): %w: it must be writable (overrides, ring identity and keys are kept there)", a.state, err)
 	}

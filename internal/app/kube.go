@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -48,7 +49,11 @@ func (a *App) startKube(l *serving.Loaded) error {
 	k := &kubeParts{dirty: make(chan struct{}, 1), status: make(chan struct{}, 1)}
 	k.mgr = kube.NewManager(a.ctx, kube.Options{Logger: a.log, Registry: a.reg, OnChange: func() { poke(k.dirty) },
 		FieldManager: kube.StatusFieldManager(a.node), OnEndpointSlices: a.pokeCapacity})
-	k.src = &serving.Kube{Manager: k.mgr, Logger: a.log}
+	first, err := kube.OpenFirstClaims(filepath.Join(a.state, kube.FirstClaimsFile), a.log)
+	if err != nil {
+		return err
+	}
+	k.src = &serving.Kube{Manager: k.mgr, Logger: a.log, First: first, OnRelease: func() { poke(k.dirty) }}
 	if ms := l.File.Kubernetes.MemberSecrets; ms != nil {
 		w, err := k.mgr.WatchSecrets(a.ctx, *ms, l.File.Kubernetes.ConnectTimeout.D(), func() { poke(k.dirty) })
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,4 +69,37 @@ func (a *App) adopt(path, legacy, what string) {
 		return
 	}
 	a.log.Warn("state adopted from its older default location; the old file is no longer used and may be deleted", "what", what, "from", legacy, "to", path)
+}
+
+// prepareStateDir creates the state directory with mode 0700, and
+// tightens an existing one that gives group or others access (an older
+// release, or a directory made by hand, left it 0755) to 0700, saying so:
+// it holds the ring identity key, overrides and the ledger of first
+// claimants, which no other user should read. It tightens rather than
+// refuses (unlike secret files): every file in it is written 0600 anyway,
+// and the directory is Meridian's own. When it cannot (the directory
+// belongs to another user, e.g. a volume mounted by root), it warns with
+// the fix and goes on; the files in it stay 0600.
+func prepareStateDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	perm := fi.Mode().Perm()
+	if perm&0o077 == 0 {
+		return nil
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		log.Warn("state directory: group or others may read it, and it could not be tightened to 0700; its files are written 0600",
+			"dir", dir, "mode", fmt.Sprintf("%04o", perm), "err", err, "fix", "chmod 700 "+dir)
+		return nil
+	}
+	log.Warn("state directory tightened to 0700: group or others could read it", "dir", dir, "was", fmt.Sprintf("%04o", perm))
+	return nil
 }

@@ -72,6 +72,17 @@ type Result struct {
 	// endpoint's ready fraction: those behind the objects that give the
 	// endpoint in its cluster.
 	Backends map[string]map[string][]Backend
+	// First is the ledger of the names' first claimants after this build
+	// (package claims, rule 4): the caller keeps it (in the state
+	// directory) and passes it to the next build.
+	First claims.Ledger
+	// Limited is, per object that the hostname limits cut
+	// (kubernetes.max_hostnames_per_object, max_hostnames_per_namespace),
+	// the names it may still serve; objects not cut are not listed.
+	Limited map[ObjectRef][]string
+	// OverLimit counts the names refused by each limit now, by
+	// LimitObject and LimitNamespace.
+	OverLimit map[string]int
 }
 
 // Refusal is one name an object claims and may not serve.
@@ -127,14 +138,17 @@ type SettingsOf struct {
 // next is what this build validated, for the next; it keeps base's zones,
 // clusters and providers, which (like every desired state) are not
 // modified afterwards.
-func BuildSafe(objs []Object, base *model.Desired, fileNames FileNames, prev *Validated) (res Result, next *Validated, err error) {
+// first is the ledger of first claimants the build before returned
+// (Result.First; nil: none yet) and now the time of this build, both for
+// claims.Decide.
+func BuildSafe(objs []Object, base *model.Desired, fileNames FileNames, prev *Validated, first claims.Ledger, now time.Time) (res Result, next *Validated, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kubernetes: building services from %d objects panicked (recovered): %v", len(objs), r)
 		}
 	}()
 	next = prev.next(base)
-	return build(objs, base, fileNames, next), next, nil
+	return build(objs, base, fileNames, next, first, now), next, nil
 }
 
 // Validated is what one build validated: the services it serves, by name,
@@ -189,21 +203,24 @@ func NewFileNames(services []model.Service) FileNames {
 	return names
 }
 
-// Build is BuildWith with the names of base's services.
+// Build is BuildWith with the names of base's services. Build and
+// BuildWith start from an empty ledger of first claimants, at the zero
+// time.
 func Build(objs []Object, base *model.Desired) Result {
 	return BuildWith(objs, base, NewFileNames(base.Services))
 }
 
 // BuildWith is Build where fileNames is NewFileNames(base.Services).
 func BuildWith(objs []Object, base *model.Desired, fileNames FileNames) Result {
-	return build(objs, base, fileNames, nil)
+	return build(objs, base, fileNames, nil, nil, time.Time{})
 }
 
-// build is BuildWith that validates through v (nil: every service).
-func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated) Result {
+// build is BuildWith that validates through v (nil: every service), with
+// the ledger first at now.
+func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated, first claims.Ledger, now time.Time) Result {
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
 		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{},
-		Backends: map[string]map[string][]Backend{}}
+		Backends: map[string]map[string][]Backend{}, Limited: map[ObjectRef][]string{}, OverLimit: map[string]int{}}
 	// The objects in order, by pointer (objs is only read): sorting
 	// pointers moves 8 bytes a swap, not an Object.
 	sorted := make([]*Object, len(objs))
@@ -214,13 +231,14 @@ func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Ref.Cluster, b.Ref.Cluster),
 			cmp.Compare(a.Ref.Namespace, b.Ref.Namespace), cmp.Compare(a.Ref.Kind, b.Ref.Kind), cmp.Compare(a.Ref.Name, b.Ref.Name))
 	})
+	hosts := r.limit(sorted, base.Kubernetes)
 	groups := map[string][]*Object{}
 	var names []string
 	for _, o := range sorted {
 		if !o.Valid {
 			continue
 		}
-		for _, h := range o.Settings.Hostnames {
+		for _, h := range hosts(o) {
 			if groups[h] == nil {
 				names = append(names, h)
 			}
@@ -228,7 +246,8 @@ func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated
 		}
 	}
 	slices.Sort(names)
-	owners := claims.Decide(claims.PolicyFrom(base), claimsOf(groups, fileNames))
+	owners, ledger := claims.Decide(claims.PolicyFrom(base), claimsOf(groups, fileNames), first, now)
+	r.First = ledger
 	for _, name := range names {
 		g := groups[name]
 		if fileNames[name] {
@@ -313,6 +332,9 @@ func (r *Result) owned(d claims.Decision, g []*Object) []*Object {
 
 // unowned says why a name none of whose objects may serve it is dropped.
 func unowned(d claims.Decision) string {
+	if held := d.Held(); held != "" {
+		return held
+	}
 	if len(d.Owners) > 0 {
 		return fmt.Sprintf("no object of namespace %s claims it (kubernetes.claims gives it to that namespace only)", strings.Join(d.Owners, ", "))
 	}

@@ -266,7 +266,7 @@ func TestABuildAfterAnotherServesAsABuildFromScratch(t *testing.T) {
 		{"the zone is back", func() { d.Zones = base().Zones }, 2},
 	} {
 		step.change()
-		res, next, err := BuildSafe(objs, d, NewFileNames(d.Services), prev)
+		res, next, err := BuildSafe(objs, d, NewFileNames(d.Services), prev, nil, time.Time{})
 		require.NoError(t, err, step.name)
 		assert.Equal(t, BuildWith(objs, d, NewFileNames(d.Services)), res, step.name)
 		assert.Len(t, res.Services, step.served, step.name)

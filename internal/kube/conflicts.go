@@ -15,7 +15,9 @@ type conflictLog struct {
 
 // Observe logs and counts the hostname decisions of a Build: each new
 // refusal once (a warning naming the object, the name and the owners), the
-// number of refusals now by kind (meridian_kube_hostname_conflicts), and
+// number of refusals now by kind (meridian_kube_hostname_conflicts), the
+// names over the hostname limits (meridian_kube_hostnames_over_limit), the
+// size of the ledger of first claimants (meridian_kube_first_claims), and
 // each change of a name's owners (a warning and
 // meridian_kube_hostname_owner_changes_total). Call it with every Result
 // that is served; it is safe for concurrent use.
@@ -40,6 +42,10 @@ func (mg *Manager) Observe(r Result) {
 	for _, k := range claims.Kinds {
 		mg.m.conflicts.WithLabelValues(k).Set(float64(counts[k]))
 	}
+	for _, l := range Limits {
+		mg.m.overLimit.WithLabelValues(l).Set(float64(r.OverLimit[l]))
+	}
+	mg.m.firstClaims.Set(float64(len(r.First)))
 	for i, f := range fresh {
 		mg.log.Warn("kubernetes: hostname claim refused: the object is not served for this name",
 			"object", refs[i].String(), "hostname", f.Hostname, "kind", f.Kind, "owners", strings.Join(f.Owners, ","), "reason", f.Msg)

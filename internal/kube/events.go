@@ -24,6 +24,7 @@ const (
 	ReasonStatus              = "MeridianStatus"      // served or not (when the status annotation is off)
 	ReasonInvalidMemberSecret = "InvalidMemberSecret" // a member Secret is refused
 	ReasonRouteNotAccepted    = "RouteNotAccepted"    // a Gateway API route's parent Gateway did not accept it
+	ReasonHostnameLimit       = "HostnameLimit"       // names over kubernetes.max_hostnames_per_object or _per_namespace are not served
 )
 
 // Event budget per involved object: a burst, then one per refill period.

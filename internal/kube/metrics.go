@@ -14,6 +14,8 @@ type metrics struct {
 	events           *prometheus.CounterVec
 	conflicts        *prometheus.GaugeVec
 	ownerChanges     prometheus.Counter
+	overLimit        *prometheus.GaugeVec
+	firstClaims      prometheus.Gauge
 	panics           *prometheus.CounterVec
 }
 
@@ -47,6 +49,17 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 			Name: "meridian_kube_hostname_owner_changes_total",
 			Help: "Times the namespaces owning a Kubernetes-claimed name changed (e.g. the owner's oldest object was deleted, or an older object claimed the name).",
 		}),
+		overLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "meridian_kube_hostnames_over_limit",
+			Help: "Names objects list but may not serve now because of a hostname limit, by limit: object (kubernetes.max_hostnames_per_object), namespace (kubernetes.max_hostnames_per_namespace).",
+		}, []string{"limit"}),
+		firstClaims: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_kube_first_claims",
+			Help: "Names in this node's ledger of first claimants (names no kubernetes.claims entry covers, owned by the namespace that claimed them first; kept in the state directory).",
+		}),
+	}
+	for _, l := range Limits {
+		m.overLimit.WithLabelValues(l)
 	}
 	for _, k := range claims.Kinds {
 		m.conflicts.WithLabelValues(k)
@@ -58,7 +71,7 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services, Ingresses and Gateway API routes watched, by cluster.", []string{"cluster"}, nil)
 	invalid := prometheus.NewDesc("meridian_kube_invalid_objects", "Watched objects whose current annotations are rejected (they serve their last valid settings), by cluster.", []string{"cluster"}, nil)
 	gwKinds := prometheus.NewDesc("meridian_kube_gateway_api_kinds", "1 for each Gateway API kind (Gateway, HTTPRoute, GRPCRoute, TLSRoute) watched in the member cluster (its CRD is served), by cluster and kind.", []string{"cluster", "kind"}, nil)
-	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, m.panics, collector{
+	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, m.overLimit, m.firstClaims, m.panics, collector{
 		descs: []*prometheus.Desc{members, objects, invalid, gwKinds},
 		collect: func(ch chan<- prometheus.Metric) {
 			for _, mem := range mg.list() {

@@ -19,7 +19,7 @@ func TestAPanicWhileHandlingAWatchedObjectIsRecoveredAndCounted(t *testing.T) {
 }
 
 func TestBuildSafeTurnsAPanicIntoAnError(t *testing.T) {
-	_, _, err := BuildSafe([]Object{{Valid: true}}, nil, nil, nil) // no desired state: Build cannot run
+	_, _, err := BuildSafe([]Object{{Valid: true}}, nil, nil, nil, nil, time.Time{}) // no desired state: Build cannot run
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "panicked (recovered)")
 }

@@ -34,13 +34,14 @@ type ServiceView struct {
 func Statuses(objs []Object, r Result, view func(name string) (ServiceView, bool)) map[ObjectRef]Status {
 	out := map[ObjectRef]Status{}
 	for _, o := range objs {
-		st := Status{Hostnames: slices.Clone(o.Settings.Hostnames)}
+		hosts := r.hostnamesOf(o) // after the hostname limits
+		st := Status{Hostnames: slices.Clone(hosts)}
 		if !o.Valid {
 			out[o.Ref] = st
 			continue
 		}
 		var shares, healths []string
-		for _, name := range o.Settings.Hostnames {
+		for _, name := range hosts {
 			if r.refused(o.Ref, name) {
 				continue // the refusal is among the object's problems
 			}
@@ -59,7 +60,7 @@ func Statuses(objs []Object, r Result, view func(name string) (ServiceView, bool
 			share, served := shareOf(sv, mine)
 			st.Served = st.Served || served
 			prefix := ""
-			if len(o.Settings.Hostnames) > 1 {
+			if len(hosts) > 1 {
 				prefix = strings.TrimSuffix(name, ".") + ": "
 			}
 			shares = append(shares, prefix+share)

@@ -202,6 +202,8 @@ func eventReason(msg string) string {
 		return ReasonInvalidAnnotation
 	case strings.HasPrefix(msg, claims.ConflictPrefix):
 		return ReasonHostnameConflict
+	case strings.HasPrefix(msg, LimitPrefix):
+		return ReasonHostnameLimit
 	case strings.HasPrefix(msg, RouteNotAcceptedPrefix), strings.HasPrefix(msg, routeNotThroughPrefix):
 		return ReasonRouteNotAccepted
 	}

@@ -14,6 +14,12 @@ const (
 	DefaultKubeRetryInterval  = 10 * time.Second
 	DefaultKubeStatusQPS      = 100 // status writes per second per member
 	DefaultKubeStatusBurst    = 200
+	// DefaultClaimReleaseAfter is kubernetes.claim_release_after.
+	DefaultClaimReleaseAfter = time.Hour
+	// DefaultMaxHostnamesPerObject is kubernetes.max_hostnames_per_object.
+	DefaultMaxHostnamesPerObject = 100
+	// DefaultMaxHostnamesPerNamespace is kubernetes.max_hostnames_per_namespace.
+	DefaultMaxHostnamesPerNamespace = 1000
 )
 
 func (v *validator) kubeMember(p string, k *KubeMember) {
@@ -59,6 +65,15 @@ func (v *validator) kubernetes(k Kubernetes, zones map[string]bool) {
 	if k.StatusBurst != 0 && (k.StatusBurst < 1 || k.StatusBurst > 5000) {
 		v.add(p+".status_burst", "%d is out of range (allowed 1..5000)", k.StatusBurst)
 	}
+	if k.ClaimReleaseAfter != 0 && (k.ClaimReleaseAfter.D() < time.Minute || k.ClaimReleaseAfter.D() > 720*time.Hour) {
+		v.add(p+".claim_release_after", "%s is out of range (allowed 1m..720h; default %s)", k.ClaimReleaseAfter, DefaultClaimReleaseAfter)
+	}
+	if k.MaxHostnamesPerObject != 0 && (k.MaxHostnamesPerObject < 1 || k.MaxHostnamesPerObject > 10000) {
+		v.add(p+".max_hostnames_per_object", "%d is out of range (allowed 1..10000; default %d)", k.MaxHostnamesPerObject, DefaultMaxHostnamesPerObject)
+	}
+	if k.MaxHostnamesPerNamespace != 0 && (k.MaxHostnamesPerNamespace < 1 || k.MaxHostnamesPerNamespace > 100000) {
+		v.add(p+".max_hostnames_per_namespace", "%d is out of range (allowed 1..100000; default %d)", k.MaxHostnamesPerNamespace, DefaultMaxHostnamesPerNamespace)
+	}
 	if k.RetryInterval != 0 && k.RetryInterval.D() < 100*time.Millisecond {
 		v.add(p+".retry_interval", "%s is too short (at least 100ms)", k.RetryInterval)
 	}
@@ -100,6 +115,9 @@ func normalizeKubernetes(k Kubernetes) Kubernetes {
 	k.RetryInterval = orDefaultDuration(k.RetryInterval, DefaultKubeRetryInterval)
 	k.StatusQPS = orDefault(k.StatusQPS, DefaultKubeStatusQPS)
 	k.StatusBurst = orDefault(k.StatusBurst, DefaultKubeStatusBurst)
+	k.ClaimReleaseAfter = orDefaultDuration(k.ClaimReleaseAfter, DefaultClaimReleaseAfter)
+	k.MaxHostnamesPerObject = orDefault(k.MaxHostnamesPerObject, DefaultMaxHostnamesPerObject)
+	k.MaxHostnamesPerNamespace = orDefault(k.MaxHostnamesPerNamespace, DefaultMaxHostnamesPerNamespace)
 	le := &k.LeaderElection
 	le.LeaseName = orDefaultString(le.LeaseName, DefaultLeaseName)
 	le.LeaseDuration = orDefaultDuration(le.LeaseDuration, DefaultLeaseDuration)

@@ -193,6 +193,18 @@ type Kubernetes struct {
 	// StatusBurst is how many status writes may go at once above
 	// StatusQPS before the rate applies (default 200, allowed 1..5000).
 	StatusBurst int `yaml:"status_burst"`
+	// ClaimReleaseAfter is how long the first claimant of a name no claim
+	// covers keeps it after its last object stopped claiming it; nobody
+	// else serves it meanwhile (default 1h, allowed 1m..720h).
+	ClaimReleaseAfter Duration `yaml:"claim_release_after"`
+	// MaxHostnamesPerObject caps the names one object's
+	// meridian.io/hostname serves: the first this many in sorted order; the
+	// rest are refused with an Event (default 100, allowed 1..10000).
+	MaxHostnamesPerObject int `yaml:"max_hostnames_per_object"`
+	// MaxHostnamesPerNamespace caps the distinct names the objects of one
+	// namespace (in all member clusters) serve together; the names of its
+	// oldest objects first (default 1000, allowed 1..100000).
+	MaxHostnamesPerNamespace int `yaml:"max_hostnames_per_namespace"`
 }
 
 // LeaderElection configures the Kubernetes writer election: only the

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/kube"
+	"github.com/meridian-gslb/meridian/internal/kube/claims"
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
@@ -26,6 +28,15 @@ type Kube struct {
 	// kubernetes.leader_election: every node writes).
 	Election *kube.Elector
 	Logger   *slog.Logger
+	// First is the ledger of the names' first claimants (kept in the state
+	// directory); nil keeps it in memory, for the life of this Kube.
+	First *kube.FirstClaims
+	// Now is the clock of the builds (nil: time.Now).
+	Now func() time.Time
+	// OnRelease is called (on a timer's goroutine) when a released name
+	// of the ledger becomes free, for a merge that hands it on; nil: none
+	// (the next change merges).
+	OnRelease func()
 
 	mu      sync.Mutex
 	objs    []kube.Object
@@ -43,6 +54,8 @@ type Kube struct {
 	// next is what the last merge would have wanted of it.
 	spare spareList
 	next  spareList
+	// release fires OnRelease when the next released name becomes free.
+	release *time.Timer
 }
 
 // spareList is a merged services list made ahead of a merge: the services
@@ -87,10 +100,13 @@ func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object,
 	k.mu.Lock()
 	validated := k.validated
 	k.mu.Unlock()
-	res, validated, err := kube.BuildSafe(objs, &base, k.fileNamesOf(l.File), validated)
+	first := k.firstClaims()
+	res, validated, err := kube.BuildSafe(objs, &base, k.fileNamesOf(l.File), validated, first.Ledger(), k.now())
 	if err != nil {
 		return nil, err
 	}
+	first.Set(res.First)
+	k.armRelease(res.First, l.File.Kubernetes.ClaimReleaseAfter.D())
 	observe(res)
 	k.mu.Lock()
 	k.objs, k.res, k.validated = objs, res, validated
@@ -226,6 +242,45 @@ type normalizedKube struct {
 	raw, norm map[string]model.Service
 }
 
+// armRelease sets the timer that merges again when the first released
+// name of ledger becomes free.
+func (k *Kube) armRelease(ledger claims.Ledger, after time.Duration) {
+	if k.OnRelease == nil {
+		return
+	}
+	if after <= 0 {
+		after = model.DefaultClaimReleaseAfter
+	}
+	at, ok := ledger.NextFree(after)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.release != nil {
+		k.release.Stop()
+		k.release = nil
+	}
+	if ok {
+		// A moment after: the build at that time must see it expired.
+		k.release = time.AfterFunc(time.Until(at)+time.Second, k.OnRelease)
+	}
+}
+
+// firstClaims is k.First, or one in memory made on first use.
+func (k *Kube) firstClaims() *kube.FirstClaims {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.First == nil {
+		k.First, _ = kube.OpenFirstClaims("", k.Logger) // in memory: no error
+	}
+	return k.First
+}
+
+func (k *Kube) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
 // Last is the objects and build result of the last merge.
 func (k *Kube) Last() ([]kube.Object, kube.Result) {
 	k.mu.Lock()
@@ -355,6 +410,11 @@ type KubeReport struct {
 	Dropped  map[string]string   `json:"dropped,omitempty"` // names not served, and why
 	Problems map[string][]string `json:"problems,omitempty"`
 	Writer   kube.ElectionStatus `json:"writer"` // who writes status and propagates
+	// FirstClaims is this node's ledger of first claimants: per name no
+	// kubernetes.claims entry covers, the namespace that owns it and since
+	// when (and, once its objects stopped claiming it, since when it is
+	// released).
+	FirstClaims claims.Ledger `json:"firstClaims,omitempty"`
 }
 
 // Report builds GET /v1/kube: members (offline when the ring decided their
@@ -384,6 +444,9 @@ func (k *Kube) Report(d *failover.Decision) KubeReport {
 	}
 	rep.Dropped = res.Dropped
 	rep.Writer = k.Election.Status()
+	if len(res.First) > 0 {
+		rep.FirstClaims = res.First
+	}
 	for ref, ps := range res.Problems {
 		rep.Problems[ref.String()] = ps
 	}

@@ -33,6 +33,9 @@ type Policy struct {
 	// (zones[].ring): ring.<apex>, the names below it and ns-<label>.<apex>
 	// are reserved like the nameservers (the ring's seeds and glue).
 	RingNames []string
+	// ReleaseAfter is how long a rule-4 owner keeps a name after its
+	// objects stopped claiming it (kubernetes.claim_release_after).
+	ReleaseAfter time.Duration
 }
 
 // reserved reports whether name is reserved, and what it is.
@@ -55,7 +58,10 @@ func (p Policy) reserved(name string) (string, bool) {
 // PolicyFrom takes the policy of a normalized desired state: its claims,
 // unclaimed_names, and its zones' apexes and nameserver names as reserved.
 func PolicyFrom(d *model.Desired) Policy {
-	p := Policy{Unclaimed: d.Kubernetes.UnclaimedNames, Reserved: map[string]string{}}
+	p := Policy{Unclaimed: d.Kubernetes.UnclaimedNames, Reserved: map[string]string{}, ReleaseAfter: d.Kubernetes.ClaimReleaseAfter.D()}
+	if p.ReleaseAfter <= 0 { // d is not normalized
+		p.ReleaseAfter = model.DefaultClaimReleaseAfter
+	}
 	for _, c := range d.Kubernetes.Claims { // canonical, also when d is not normalized
 		p.Claims = append(p.Claims, model.Claim{Namespaces: c.Namespaces, Names: canonical(c.Names), Suffixes: canonical(c.Suffixes)})
 	}
@@ -89,17 +95,37 @@ type Claim struct {
 type Decision struct {
 	Name   string
 	Owners []string // namespaces whose objects serve the name, sorted; empty: none may
-	Rule   string   // "claim" (rule 2), "oldest" (rule 4), or the refusal kind when nobody may
+	Rule   string   // "claim" (rule 2), "first" (rule 4), or the refusal kind when nobody may
 	// Refused is the kind of refusal for namespaces not in Owners:
 	// KindNotAllowed, KindTaken, KindReserved or KindUnclaimed.
 	Refused string
-	why     string // for reserved and unclaimed: the text after the name
+	why     string // for reserved: what the name is; for a released rule-4 owner: how long it holds the name
+	// record is rule 4's ledger record of the owner (nil for other rules).
+	record *Record
+}
+
+// Record is the ledger record of the name's owner under rule 4 (ok false
+// for the other rules).
+func (d Decision) Record() (Record, bool) {
+	if d.record == nil {
+		return Record{}, false
+	}
+	return *d.record, true
+}
+
+// Held says, for a name whose rule-4 owner no longer claims it, how long
+// the owner keeps it; "" otherwise.
+func (d Decision) Held() string {
+	if d.record == nil || d.record.Released == nil {
+		return ""
+	}
+	return d.why
 }
 
 // Rules of a Decision.
 const (
-	RuleClaim  = "claim"
-	RuleOldest = "oldest"
+	RuleClaim = "claim"
+	RuleFirst = "first"
 )
 
 // Allows reports whether objects of namespace ns serve the name.
@@ -120,25 +146,50 @@ func (d Decision) Refusal(ns string) string {
 	case KindNotAllowed:
 		return fmt.Sprintf("%skubernetes.claims gives %s to namespace %s; objects in namespace %s are not served for it", ConflictPrefix, d.Name, owners, ns)
 	default:
-		return fmt.Sprintf("%s%s belongs to namespace %s, whose object claimed it first; objects in namespace %s are not served for it (one namespace per name unless kubernetes.claims gives it to several)", ConflictPrefix, d.Name, owners, ns)
+		msg := fmt.Sprintf("%s%s belongs to namespace %s, whose object claimed it first; objects in namespace %s are not served for it (one namespace per name unless kubernetes.claims gives it to several)", ConflictPrefix, d.Name, owners, ns)
+		if held := d.Held(); held != "" {
+			msg += "; " + held
+		}
+		return msg
 	}
 }
 
-// Decide returns the decision for every name in cs, keyed by name. It is
-// pure; the order of cs does not matter.
-func Decide(p Policy, cs []Claim) map[string]Decision {
+// Decide returns the decision for every name in cs, keyed by name, and
+// the ledger of rule 4's owners after it (see [Record]): first is the
+// ledger before (nil: empty), now the time of this decision. It is pure:
+// it reads no clock, and the order of cs does not matter.
+func Decide(p Policy, cs []Claim, first Ledger, now time.Time) (map[string]Decision, Ledger) {
 	byName := map[string][]Claim{}
+	claimed := map[string]map[string]bool{}
 	for _, c := range cs {
 		byName[c.Name] = append(byName[c.Name], c)
+		if claimed[c.Name] == nil {
+			claimed[c.Name] = map[string]bool{}
+		}
+		claimed[c.Name][c.Namespace] = true
 	}
 	out := make(map[string]Decision, len(byName))
 	for name, g := range byName {
-		out[name] = decideOne(p, name, g)
+		rec, ok := first[name]
+		var held *Record
+		if ok && !rec.expired(now, p.ReleaseAfter) {
+			switch {
+			case claimed[name][rec.Namespace]:
+				rec.Released = nil // held again (or still)
+			case rec.Released == nil:
+				t := now // released by this decision
+				rec.Released = &t
+			}
+			held = &rec
+		}
+		out[name] = decideOne(p, name, g, held, now)
 	}
-	return out
+	return out, next(p, first, out, now)
 }
 
-func decideOne(p Policy, name string, g []Claim) Decision {
+// decideOne decides name from its claims g; held is rule 4's live record
+// of its owner (nil: none).
+func decideOne(p Policy, name string, g []Claim, held *Record, now time.Time) Decision {
 	d := Decision{Name: name}
 	owners, covered := p.allowed(name)
 	what, reserved := p.reserved(name)
@@ -149,11 +200,21 @@ func decideOne(p Policy, name string, g []Claim) Decision {
 		d.Rule, d.Refused, d.why = KindReserved, KindReserved, what
 	case p.Unclaimed == model.UnclaimedRefuse:
 		d.Rule, d.Refused = KindUnclaimed, KindUnclaimed
+	case held != nil:
+		// Sticky: the recorded first claimant keeps the name, whatever the
+		// age of the objects that claim it now.
+		d.Owners, d.Rule, d.Refused, d.record = []string{held.Namespace}, RuleFirst, KindTaken, held
+		if held.Released != nil {
+			d.why = heldText(*held, p.ReleaseAfter)
+		}
 	default:
+		// No owner yet (or the last one's hold expired): among the
+		// namespaces claiming it now, the oldest object's.
 		first := slices.MinFunc(g, func(a, b Claim) int {
 			return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Namespace, b.Namespace))
 		})
-		d.Owners, d.Rule, d.Refused = []string{first.Namespace}, RuleOldest, KindTaken
+		d.Owners, d.Rule, d.Refused = []string{first.Namespace}, RuleFirst, KindTaken
+		d.record = &Record{Namespace: first.Namespace, Since: now}
 	}
 	return d
 }

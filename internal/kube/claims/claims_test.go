@@ -50,25 +50,25 @@ func TestDecide(t *testing.T) {
 			name:   "the namespace whose object claimed a name first owns it",
 			policy: policy(""),
 			claims: []Claim{at(app, "team-b", 5), at(app, "team-a", 1), at(app, "team-c", 3)},
-			of:     app, owners: []string{"team-a"}, rule: RuleOldest, refused: KindTaken,
+			of:     app, owners: []string{"team-a"}, rule: RuleFirst, refused: KindTaken,
 		},
 		{
 			name:   "a tie in creation time goes to the namespace name that sorts first",
 			policy: policy(""),
 			claims: []Claim{at(app, "team-b", 1), at(app, "team-a", 1)},
-			of:     app, owners: []string{"team-a"}, rule: RuleOldest, refused: KindTaken,
+			of:     app, owners: []string{"team-a"}, rule: RuleFirst, refused: KindTaken,
 		},
 		{
 			name:   "objects of one namespace in several clusters are one owner",
 			policy: policy(model.UnclaimedOldest),
 			claims: []Claim{at(app, "team-a", 1), at(app, "team-a", 9), at(app, "team-b", 4)},
-			of:     app, owners: []string{"team-a"}, rule: RuleOldest, refused: KindTaken,
+			of:     app, owners: []string{"team-a"}, rule: RuleFirst, refused: KindTaken,
 		},
 		{
-			name:   "an old object annotated later takes an unclaimed name (the documented limit of rule 4)",
+			name:   "without a recorded owner, of two new claimants the oldest object's namespace takes the name",
 			policy: policy(""),
 			claims: []Claim{at(app, "team-a", 100), at(app, "team-b", -10000)},
-			of:     app, owners: []string{"team-b"}, rule: RuleOldest, refused: KindTaken,
+			of:     app, owners: []string{"team-b"}, rule: RuleFirst, refused: KindTaken,
 		},
 		{
 			name:   "the zone apex is refused without a claim that lists it",
@@ -136,13 +136,13 @@ func TestDecide(t *testing.T) {
 			name:   "a suffix does not cover a name that only ends with the same letters",
 			policy: policy("", claim([]string{"team-a"}, nil, "a.gslb.example.com.")),
 			claims: []Claim{at("data.gslb.example.com.", "team-b", 1)},
-			of:     "data.gslb.example.com.", owners: []string{"team-b"}, rule: RuleOldest, refused: KindTaken,
+			of:     "data.gslb.example.com.", owners: []string{"team-b"}, rule: RuleFirst, refused: KindTaken,
 		},
 		{
 			name:   "a name no claim covers goes to the oldest claimer by default",
 			policy: policy("", claim([]string{"team-a"}, []string{app})),
 			claims: []Claim{at("b.gslb.example.com.", "team-c", 3), at("b.gslb.example.com.", "team-b", 2)},
-			of:     "b.gslb.example.com.", owners: []string{"team-b"}, rule: RuleOldest, refused: KindTaken,
+			of:     "b.gslb.example.com.", owners: []string{"team-b"}, rule: RuleFirst, refused: KindTaken,
 		},
 		{
 			name:   "with unclaimed_names refuse a name no claim covers is served by nobody",
@@ -159,7 +159,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Decide(tt.policy, tt.claims)
+			got, _ := Decide(tt.policy, tt.claims, nil, t0)
 			d, ok := got[tt.of]
 			require.True(t, ok, "a decision for every claimed name")
 			assert.Equal(t, tt.owners, d.Owners, "owners")
@@ -187,11 +187,14 @@ func TestTheOrderOfTheClaimsDoesNotChangeAnyDecision(t *testing.T) {
 	p := policy("", claim([]string{"team-a"}, []string{app}))
 	cs := []Claim{at(app, "team-b", 1), at(app, "team-a", 2), at("b.gslb.example.com.", "team-c", 3),
 		at("b.gslb.example.com.", "team-d", 3), at(apex, "team-e", 0), at("c.gslb.example.com.", "team-f", 7)}
-	want := Decide(p, cs)
+	ledger := Ledger{"c.gslb.example.com.": {Namespace: "team-g", Since: t0}}
+	want, wantLedger := Decide(p, cs, ledger, t0)
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
 		r.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
-		assert.Equal(t, want, Decide(p, cs))
+		got, gotLedger := Decide(p, cs, ledger, t0)
+		assert.Equal(t, want, got)
+		assert.Equal(t, wantLedger, gotLedger)
 	}
 }
 
@@ -206,7 +209,7 @@ func TestEveryRefusalNamesTheNameAndTheOwnersButNoObject(t *testing.T) {
 			[]string{ConflictPrefix, app + " belongs to namespace team-a", "namespace team-b are not served"}},
 		{"a name a claim gives away names the claim's namespaces", Decision{Name: app, Owners: []string{"team-a", "team-c"}, Refused: KindNotAllowed}, "team-b",
 			[]string{ConflictPrefix, "kubernetes.claims gives " + app + " to namespace team-a, team-c", "namespace team-b"}},
-		{"a reserved name says what it is and how to allow it", decideOne(policy(""), apex, []Claim{at(apex, "team-b", 1)}), "team-b",
+		{"a reserved name says what it is and how to allow it", decideOne(policy(""), apex, []Claim{at(apex, "team-b", 1)}, nil, t0), "team-b",
 			[]string{ConflictPrefix, apex + " is the apex of zone " + apex, "lists it in names"}},
 		{"an unclaimed name under refuse says so", Decision{Name: app, Refused: KindUnclaimed}, "team-b",
 			[]string{ConflictPrefix, "unclaimed_names is refuse"}},
@@ -247,7 +250,8 @@ func TestTheRingsNamesAreReservedInItsZones(t *testing.T) {
 		{"ring.other.example.com.", false},
 		{"ns-east.other.example.com.", false},
 	} {
-		d := Decide(p, []Claim{claim(tc.name)})[tc.name]
+		ds, _ := Decide(p, []Claim{claim(tc.name)}, nil, t0)
+		d := ds[tc.name]
 		if tc.reserved {
 			assert.Equal(t, KindReserved, d.Refused, "%s is the ring's: no tenant may serve it", tc.name)
 			assert.Empty(t, d.Owners, tc.name)

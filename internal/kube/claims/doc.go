@@ -5,10 +5,12 @@
 // kubernetes.unclaimed_names and the zones' reserved names) and the claims
 // of the watched objects to a [Decision] per name: which namespaces' objects
 // may serve it, and why every other namespace may not. It reads no clock,
-// does no I/O, and its result does not depend on the order of its inputs,
-// so every Meridian node that watches the same objects computes the same
-// owners. It never looks at when a node saw an object (event order differs
-// between nodes and restarts); only at the objects themselves.
+// does no I/O, and its result does not depend on the order of its inputs.
+// Rules 1 to 3 look at the objects and the policy alone, so every Meridian
+// node that watches the same objects computes the same owners; rule 4 also
+// reads the node's [Ledger] of first claimants (kept by the caller in the
+// state directory), and nodes agree on it when they recorded the same
+// first claimant (see "Limits of rule 4").
 //
 // A tenant is a namespace name: namespace team-a in cluster east and
 // namespace team-a in cluster west are the same tenant, and all of their
@@ -41,10 +43,16 @@
 //     served by no namespace. Refusal kind "unclaimed".
 //
 //  4. Unclaimed names, unclaimed_names: oldest (the default). The name
-//     belongs to the namespace whose object claimed it first: the oldest
-//     creationTimestamp among the objects that carry the name; a tie goes
-//     to the namespace name that sorts first. Objects of other namespaces
-//     are refused. Refusal kind "taken".
+//     belongs to the namespace that claimed it first, as the ledger
+//     records it (rule "first"): the recorded namespace keeps the name
+//     whatever the age of the objects claiming it now. When none of its
+//     objects claims the name any more, the record is released and the
+//     namespace keeps the name for Policy.ReleaseAfter
+//     (kubernetes.claim_release_after), served by nobody; then the record
+//     is dropped. A name no live record holds goes to the namespace of the
+//     oldest creationTimestamp among the objects claiming it now (a tie to
+//     the namespace name that sorts first), and that is recorded. Objects
+//     of other namespaces are refused. Refusal kind "taken".
 //
 //  5. Only valid claims count: an object whose meridian.io/hostname never
 //     parsed claims nothing; one with a rejected later value keeps claiming
@@ -52,16 +60,16 @@
 //
 // # Limits of rule 4
 //
-// "First" is the object's creationTimestamp, not the moment the
-// meridian.io/hostname annotation was added: Kubernetes keeps no
-// trustworthy time for an annotation, and Meridian's own first sight of it
-// differs from node to node. So an object created long ago and annotated
-// today takes an unclaimed name from a newer owner; deleting and
-// recreating the owner's oldest object hands the name to the oldest
-// remaining claimer. Both are visible (the refused objects get Events and
-// problems; every owner change is logged and counted in
-// meridian_kube_hostname_owner_changes_total), but they are not prevented.
-// Where tenants do not trust each other, pin ownership with
-// kubernetes.claims (rule 2 ignores age entirely), and set
-// unclaimed_names: refuse so that a name nobody listed is served by nobody.
+// The ledger is each node's own. A node with no record of a contested
+// name (new, or its state directory emptied) falls back to the oldest
+// object, which may be one annotated after the owner's; it then records
+// that owner, and may disagree with nodes that recorded the first claimant.
+// No field of a tenant's object can settle it: annotations and
+// managedFields are the tenant's to write, and resourceVersion is per
+// cluster and changes with every write. Agreement would need a record only
+// Meridian writes and every node reads (an object beside the writer
+// Lease); it is not built. Owner changes are visible (Events, problems,
+// meridian_kube_hostname_owner_changes_total). Where tenants do not trust
+// each other, pin ownership with kubernetes.claims (rule 2 depends on no
+// history) and set unclaimed_names: refuse.
 package claims
