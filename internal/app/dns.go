@@ -41,6 +41,7 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		RRL: dnsserver.RRL{
 			Enabled:         c.RRL.Enabled == nil || *c.RRL.Enabled,
 			ResponsesPerSec: c.RRL.ResponsesPerSec,
+			BytesPerSec:     c.RRL.BytesPerSec,
 			Window:          c.RRL.Window,
 			Slip: func() int { // set by the config's defaults; the fallback is for a File built by hand
 				if p := c.RRL.Slip; p != nil {

@@ -77,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		RRLLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_dns_rrl_limited_total",
-			Help: "UDP responses over the response rate limit (dropped or slipped), by response class: answer, nodata, nxdomain, error.",
+			Help: "UDP responses over the response rate limit (dropped or slipped), by response class: answer, nodata (of a name that exists), nxdomain (NXDOMAIN and DNSSEC compact denials of names that do not exist), error.",
 		}, []string{"class"}),
 		RRLExempt: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_rrl_exempt_total",
