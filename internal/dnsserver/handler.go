@@ -2,8 +2,11 @@ package dnsserver
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -79,6 +82,25 @@ type Transfers interface {
 	// ServeTCP answers an AXFR/IXFR with as many framed messages as it
 	// takes; false for other queries. An error closes the connection.
 	ServeTCP(c net.Conn, in []byte, src netip.Addr) (bool, error)
+}
+
+// errTransferPanic closes a TCP connection whose transfer panicked.
+var errTransferPanic = errors.New("dns transfer panicked")
+
+// serveTransferTCP is t.ServeTCP (an AXFR or IXFR over TCP, answered
+// outside serve) under the same recover as serve: a panic is logged with
+// its stack and counted in meridian_dns_panics_total, and closes the
+// connection (a transfer cut short is retried by the secondary), instead
+// of ending the process.
+func (s *Server) serveTransferTCP(t Transfers, c net.Conn, in []byte, src netip.Addr) (handled bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.m.Panics.Inc()
+			s.log.Error("dns transfer panic: connection closed", "client", src.String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			handled, err = true, errTransferPanic
+		}
+	}()
+	return t.ServeTCP(c, in, src)
 }
 
 // serveUDP is serve for a UDP query received at now, with response rate

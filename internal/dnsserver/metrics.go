@@ -49,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_panics_total",
-			Help: "Panics recovered while answering; each was answered SERVFAIL.",
+			Help: "Panics recovered while answering (each answered SERVFAIL) or while sending a zone transfer over TCP (the connection closed).",
 		}),
 		FailOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_dns_fail_open_answers_total",

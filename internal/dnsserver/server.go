@@ -392,7 +392,7 @@ func (s *Server) serveTCP(c net.Conn) {
 			return
 		}
 		if t := s.cfg.Transfers; t != nil {
-			if handled, err := t.ServeTCP(c, msg[:n], from); handled {
+			if handled, err := s.serveTransferTCP(t, c, msg[:n], from); handled {
 				if err != nil {
 					return
 				}
