@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/dnsserver"
 	"github.com/meridian-gslb/meridian/internal/geo"
+	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
@@ -20,6 +22,7 @@ func (a *App) startDNS(l *serving.Loaded) error {
 	if err != nil {
 		return err
 	}
+	warnECSTrust(a.log, &l.File.Desired)
 	srv := dnsserver.New(dnsserver.Config{
 		Listen:            c.Listen,
 		UDPSockets:        c.UDPSockets,
@@ -41,6 +44,7 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		RRL: dnsserver.RRL{
 			Enabled:         c.RRL.Enabled == nil || *c.RRL.Enabled,
 			ResponsesPerSec: c.RRL.ResponsesPerSec,
+			BytesPerSec:     c.RRL.BytesPerSec,
 			Window:          c.RRL.Window,
 			Slip: func() int { // set by the config's defaults; the fallback is for a File built by hand
 				if p := c.RRL.Slip; p != nil {
@@ -69,6 +73,22 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		a.dnsAddrs = append(a.dnsAddrs, ap.String())
 	}
 	return nil
+}
+
+// warnECSTrust warns at start when answers depend on the client's place
+// or network (strategy geo or latency, sticky: subnet) and geo.ecs_trusted
+// is absent: the EDNS Client Subnet option is then believed from every
+// source, so anyone can ask for another place's answer by naming its
+// subnet. Kept as the default for compatibility (docs/dns.md), but not
+// silently.
+func warnECSTrust(log *slog.Logger, d *model.Desired) {
+	deps := d.ECSDependents()
+	if len(deps) == 0 || !d.ECSTrustedFromEverySource() {
+		return
+	}
+	log.Warn("geo.ecs_trusted is not set: the EDNS Client Subnet option is trusted from every source, so any client can get "+
+		"another place's answer by naming its subnet; list your resolvers in geo.ecs_trusted (or [] to trust none)",
+		"services", len(deps), "first", deps[0])
 }
 
 // rrlExempt builds the set of server.dns.rrl.exempt (validated by the

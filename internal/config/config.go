@@ -84,13 +84,16 @@ type SignLimit struct {
 }
 
 // RRL configures response rate limiting per client prefix (UDP only): a
-// token bucket per prefix and response identity (name and type of an
-// answer, the zone of an NXDOMAIN, or any error; see docs/dns.md) that
-// refills at responses_per_second and holds window seconds of it (a quiet
-// prefix may burst rate×window responses of one identity).
+// token bucket per prefix and response identity (the name of an answer or
+// NODATA, whatever the type; the zone of a denial of a name that does not
+// exist, NXDOMAIN or DNSSEC compact denial; or any error; see docs/dns.md)
+// that refills at responses_per_second and bytes_per_second and holds
+// window seconds of both (a quiet prefix may burst rate×window responses
+// of one identity).
 type RRL struct {
 	Enabled         *bool `yaml:"enabled"`              // default true
 	ResponsesPerSec int   `yaml:"responses_per_second"` // per prefix and response identity (default 200; 1..1000000)
+	BytesPerSec     int   `yaml:"bytes_per_second"`     // response bytes per prefix and response identity (default responses_per_second × 512; 512..1000000000)
 	Slip            *int  `yaml:"slip"`                 // every Nth limited response is sent truncated (TC=1); 0 = drop all, 1 = truncate all (default 2; 0..10)
 	IPv4Prefix      int   `yaml:"ipv4_prefix"`          // default 24 (8..32)
 	IPv6Prefix      int   `yaml:"ipv6_prefix"`          // default 56 (16..64)
@@ -102,13 +105,14 @@ type RRL struct {
 
 // Defaults of server.dns.rrl and server.dns.max_tcp_per_client.
 const (
-	DefaultRRLResponsesPerSec = 200
-	DefaultRRLSlip            = 2
-	DefaultRRLIPv4Prefix      = 24
-	DefaultRRLIPv6Prefix      = 56
-	DefaultRRLWindow          = 15
-	MaxRRLExempt              = 10000 // networks in server.dns.rrl.exempt
-	DefaultMaxTCPPerClient    = 32
+	DefaultRRLResponsesPerSec  = 200
+	DefaultRRLSlip             = 2
+	DefaultRRLIPv4Prefix       = 24
+	DefaultRRLIPv6Prefix       = 56
+	DefaultRRLWindow           = 15
+	DefaultRRLBytesPerResponse = 512   // bytes_per_second defaults to responses_per_second × this
+	MaxRRLExempt               = 10000 // networks in server.dns.rrl.exempt
+	DefaultMaxTCPPerClient     = 32
 )
 
 // Defaults of server.dns.tcp_client_ipv4_prefix / tcp_client_ipv6_prefix
@@ -383,6 +387,9 @@ func (s *Server) validate() []model.FieldError {
 	if r := s.DNS.RRL.ResponsesPerSec; r < 0 || r > 1_000_000 {
 		add("server.dns.rrl.responses_per_second", "%d is out of range (allowed 1..1000000; 0 = default %d)", r, DefaultRRLResponsesPerSec)
 	}
+	if b := s.DNS.RRL.BytesPerSec; b != 0 && (b < 512 || b > 1_000_000_000) {
+		add("server.dns.rrl.bytes_per_second", "%d is out of range (allowed 512..1000000000; 0 = default responses_per_second × %d)", b, DefaultRRLBytesPerResponse)
+	}
 	if p := s.DNS.RRL.Slip; p != nil && (*p < 0 || *p > 10) {
 		add("server.dns.rrl.slip", "%d is out of range (allowed 0..10: 0 drops every limited response, 1 truncates every one, N truncates every Nth)", *p)
 	}
@@ -455,6 +462,7 @@ func (s *Server) applyDefaults() {
 		r.Enabled = &on
 	}
 	defaultTo(&r.ResponsesPerSec, DefaultRRLResponsesPerSec)
+	defaultTo(&r.BytesPerSec, r.ResponsesPerSec*DefaultRRLBytesPerResponse)
 	if r.Slip == nil {
 		slip := DefaultRRLSlip
 		r.Slip = &slip

@@ -2,8 +2,12 @@ package dnsserver
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -33,11 +37,12 @@ type worker struct {
 	reqOpt  dns.OPT
 	general bool
 
-	// The RRL identity of the last response serve built (see rrlClass):
-	// its class and the name and type the class is keyed on.
-	rrlClass rrlClass
-	rrlName  string
-	rrlType  uint16
+	// The RRL identity of the last response serve built: its class (for
+	// the metrics), its bucket kind and the name the bucket is keyed on
+	// (see rrlBucket).
+	rrlClass  rrlClass
+	rrlBucket rrlBucket
+	rrlName   string
 	// rrlLimited counts limited responses by class; rrlExempt counts
 	// responses to sources in RRL.Exempt.
 	rrlLimited [rrlClasses]prometheus.Counter
@@ -79,18 +84,38 @@ type Transfers interface {
 	ServeTCP(c net.Conn, in []byte, src netip.Addr) (bool, error)
 }
 
+// errTransferPanic closes a TCP connection whose transfer panicked.
+var errTransferPanic = errors.New("dns transfer panicked")
+
+// serveTransferTCP is t.ServeTCP (an AXFR or IXFR over TCP, answered
+// outside serve) under the same recover as serve: a panic is logged with
+// its stack and counted in meridian_dns_panics_total, and closes the
+// connection (a transfer cut short is retried by the secondary), instead
+// of ending the process.
+func (s *Server) serveTransferTCP(t Transfers, c net.Conn, in []byte, src netip.Addr) (handled bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.m.Panics.Inc()
+			s.log.Error("dns transfer panic: connection closed", "client", src.String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			handled, err = true, errTransferPanic
+		}
+	}()
+	return t.ServeTCP(c, in, src)
+}
+
 // serveUDP is serve for a UDP query received at now, with response rate
-// limiting: the response is built first, because its identity (class, name,
-// type) decides its bucket; a limited response is not sent at all (dropped),
-// or replaced by an empty truncated reply (slipped) so that a real client
-// retries over TCP.
+// limiting: the response is built first, because its identity (bucket kind
+// and name) decides its bucket and its size its cost; a limited response is
+// not sent at all (dropped), or replaced by an empty truncated reply
+// (slipped, never larger than the query) so that a real client retries
+// over TCP.
 func (w *worker) serveUDP(in []byte, src netip.Addr, now time.Time) []byte {
 	resp := w.serve(in, src, false)
 	l := w.s.rrl
 	if l == nil || resp == nil {
 		return resp
 	}
-	switch l.check(src, rrlIdentity(w.rrlClass, w.rrlName, w.rrlType), now, &w.slips) {
+	switch l.check(src, rrlIdentity(w.rrlBucket, w.rrlName), len(resp), now, &w.slips) {
 	case rrlExempt:
 		w.rrlExempt.Inc()
 	case rrlDrop:
@@ -109,20 +134,40 @@ func (w *worker) serveUDP(in []byte, src netip.Addr, now time.Time) []byte {
 	return resp
 }
 
-// classify sets the RRL identity of the response to q (see rrlClass): zone
-// is the apex of the zone that answered, answered whether the answer
-// section has records.
-func (w *worker) classify(rcode int, zone string, answered bool) {
-	w.rrlClass, w.rrlName, w.rrlType = rrlError, "", 0
+// classify sets the RRL identity of the response to q (see rrlBucket):
+// zone is the apex of the zone that answered, answered whether the answer
+// section has records, ns the authority section.
+func (w *worker) classify(rcode int, zone string, answered bool, ns []dns.RR) {
+	w.unclassify()
 	switch {
 	case rcode == dns.RcodeNameError:
-		w.rrlClass, w.rrlName = rrlNXDomain, zone
+		w.rrlClass, w.rrlBucket, w.rrlName = rrlNXDomain, rrlByZone, zone
 	case rcode != dns.RcodeSuccess || len(w.req.Question) == 0:
 	case answered:
-		w.rrlClass, w.rrlName, w.rrlType = rrlAnswer, w.req.Question[0].Name, w.req.Question[0].Qtype
+		w.rrlClass, w.rrlBucket, w.rrlName = rrlAnswer, rrlByName, w.req.Question[0].Name
+	case compactDenial(ns):
+		w.rrlClass, w.rrlBucket, w.rrlName = rrlNXDomain, rrlByZone, zone
 	default:
-		w.rrlClass, w.rrlName, w.rrlType = rrlNoData, w.req.Question[0].Name, w.req.Question[0].Qtype
+		w.rrlClass, w.rrlBucket, w.rrlName = rrlNoData, rrlByName, w.req.Question[0].Name
 	}
+}
+
+// unclassify sets the RRL identity to an error (until an answer says
+// otherwise).
+func (w *worker) unclassify() {
+	w.rrlClass, w.rrlBucket, w.rrlName = rrlError, rrlByError, ""
+}
+
+// compactDenial reports whether an authority section denies a name that
+// does not exist with a compact denial (RFC 9824): NOERROR on the wire,
+// but its NSEC lists NXNAME.
+func compactDenial(ns []dns.RR) bool {
+	for _, rr := range ns {
+		if n, ok := rr.(*dns.NSEC); ok && slices.Contains(n.TypeBitMap, dns.TypeNXNAME) {
+			return true
+		}
+	}
+	return false
 }
 
 // serve answers one wire-format query and returns the wire response, or nil
@@ -132,11 +177,11 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	if len(in) < headerLen || in[2]&0x80 != 0 {
 		return nil // too short for a header, or a response (never answer those)
 	}
-	w.rrlClass, w.rrlName, w.rrlType = rrlError, "", 0 // until an answer says otherwise
+	w.unclassify()
 	defer func() {
 		if v := recover(); v != nil {
 			w.s.recoverPanic(v)
-			w.rrlClass, w.rrlName, w.rrlType = rrlError, "", 0
+			w.unclassify()
 			resp = w.headerOnly(in, dns.RcodeServerFailure)
 		}
 	}()
@@ -149,7 +194,7 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	if t := w.s.cfg.Transfers; t != nil && t.Wants(&w.req) {
 		resp := t.Answer(&w.req, in, src, tcp)
 		if len(resp) >= headerLen {
-			w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0)
+			w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0, nil)
 		}
 		return resp
 	}
@@ -179,7 +224,7 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 		w.signLimitedTCP.Inc() // and answered with the SERVFAIL Respond built
 	}
 	m := &w.rep.Msg
-	w.classify(out.Rcode, out.Zone, len(m.Answer) > 0)
+	w.classify(out.Rcode, out.Zone, len(m.Answer) > 0, m.Ns)
 	limit := len(w.out)
 	if !tcp {
 		limit = out.MaxSize

@@ -49,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_panics_total",
-			Help: "Panics recovered while answering; each was answered SERVFAIL.",
+			Help: "Panics recovered while answering (each answered SERVFAIL) or while sending a zone transfer over TCP (the connection closed).",
 		}),
 		FailOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_dns_fail_open_answers_total",
@@ -77,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		RRLLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_dns_rrl_limited_total",
-			Help: "UDP responses over the response rate limit (dropped or slipped), by response class: answer, nodata, nxdomain, error.",
+			Help: "UDP responses over the response rate limit (dropped or slipped), by response class: answer, nodata (of a name that exists), nxdomain (NXDOMAIN and DNSSEC compact denials of names that do not exist), error.",
 		}, []string{"class"}),
 		RRLExempt: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_rrl_exempt_total",

@@ -11,17 +11,26 @@ import (
 )
 
 // RRL configures response rate limiting on UDP. The zero value is off; New
-// sets the zero fields of an enabled RRL to 200/s, 15s, /24 and /56 (Slip 0
-// is meaningful and kept).
+// sets the zero fields of an enabled RRL to 200/s, ResponsesPerSec × 512
+// bytes/s, 15s, /24 and /56 (Slip 0 is meaningful and kept).
 //
-// Responses are counted per response identity, as in BIND's and Knot's RRL:
-// client prefix + response class (see rrlClass) + the name and type the
-// class is keyed on. So a resolver asking for many names has a budget per
-// name, and a flood of random names that do not exist is one budget (their
-// zone's NXDOMAIN class).
+// Responses are counted per client prefix and response identity, as in
+// BIND's and Knot's RRL, but the identity holds only what a flood cannot
+// vary at will (see rrlBucket): every response about a name that exists
+// (answer or NODATA, whatever the type) is one budget per name, every
+// denial of a name that does not exist (NXDOMAIN, or the NODATA of a DNSSEC
+// compact denial) is one budget per zone, and every error is one budget.
+// So a resolver asking for many names has a budget per name, while a flood
+// that cycles the type or invents names stays in one bucket.
+//
+// Each bucket is charged in time: a response costs the larger of 1/rate
+// (its count) and its size / BytesPerSec (its bytes), so a bucket sends at
+// most ResponsesPerSec responses and BytesPerSec bytes per second, and a
+// burst of Window seconds of both.
 type RRL struct {
 	Enabled         bool
 	ResponsesPerSec int // sustained responses per second per client prefix and response identity (1..1000000)
+	BytesPerSec     int // sustained response bytes per second per client prefix and response identity (default ResponsesPerSec × 512)
 	Window          int // seconds of credit a quiet prefix saves up: a burst of ResponsesPerSec×Window
 	Slip            int // every Slip-th limited response is sent truncated (TC=1); 0 = drop all, 1 = truncate all
 	IPv4Prefix      int // client prefix length for IPv4 (1..32)
@@ -30,15 +39,15 @@ type RRL struct {
 	Exempt *geo.PrefixSet
 }
 
-// rrlClass is the class of a response that RRL counts it in. Like BIND
-// and Knot, the class decides what else identifies the bucket:
-//
-//   - answer and nodata: the query name and type, so each name a client
-//     asks for has its own budget;
-//   - nxdomain: the zone (its apex), whatever the name and type, so a flood
-//     of random names is one bucket per client prefix and zone;
-//   - error (REFUSED, FORMERR, SERVFAIL, NOTIMP, ...): nothing else, so
-//     every error to one client prefix shares one bucket.
+// DefaultRRLBytesPerResponse sets the default byte budget of an RRL
+// bucket: ResponsesPerSec × 512 bytes per second, so responses up to 512
+// bytes are counted by number alone, and a larger one (a DNSKEY set, a
+// large signed answer) costs its size in 512-byte shares.
+const DefaultRRLBytesPerResponse = 512
+
+// rrlClass is the class of a limited response in the metrics
+// (meridian_dns_rrl_limited_total{class}); rrlBucket says what it is
+// counted against.
 //
 // The engine serves no delegations and no wildcards, so there is no
 // referral or wildcard class: those responses cannot occur.
@@ -46,10 +55,33 @@ type rrlClass uint8
 
 const (
 	rrlAnswer   rrlClass = iota // NOERROR with records in the answer section
-	rrlNoData                   // NOERROR without answer records
-	rrlNXDomain                 // NXDOMAIN
+	rrlNoData                   // NOERROR without answer records, for a name that exists
+	rrlNXDomain                 // NXDOMAIN, or the NODATA of a compact denial (a name that does not exist)
 	rrlError                    // any other rcode
 	rrlClasses                  // number of classes
+)
+
+// rrlBucket is what a response's budget is keyed on, besides the client
+// prefix. Only what a flood cannot vary at will is in the key: never the
+// query type, and the query name only when it exists.
+//
+//   - name: answers and NODATA of a name that exists, whatever the type,
+//     keyed on the name. A resolver asking for many names has a budget
+//     per name (A, AAAA and HTTPS of one name share it); a flood cycling
+//     the type on one name is one bucket. (BIND and Knot key on the type
+//     as well, which let 5 000 queries cycling it all be answered.)
+//   - zone: NXDOMAIN and the NODATA of a DNSSEC compact denial ("black
+//     lie", RFC 9824: a name that does not exist answered NOERROR with an
+//     NSEC listing NXNAME), keyed on the zone's apex: a flood of random
+//     names, with DO or without, is one bucket per prefix and zone.
+//   - error (REFUSED, FORMERR, SERVFAIL, NOTIMP, ...): nothing else, so
+//     every error to one client prefix shares one bucket.
+type rrlBucket uint8
+
+const (
+	rrlByName  rrlBucket = iota // an existing name: answers and NODATA
+	rrlByZone                   // a zone: denials of names that do not exist
+	rrlByError                  // every error
 )
 
 var rrlClassNames = [rrlClasses]string{"answer", "nodata", "nxdomain", "error"}
@@ -62,11 +94,12 @@ func (c rrlClass) String() string {
 }
 
 // rrlIdentity hashes a response identity (without the client prefix): its
-// class, the name it is keyed on (ASCII case folded, so 0x20-randomised
-// names share a bucket) and its type. FNV-1a; the limiter mixes the result
-// with a random seed, so the identity need not be unpredictable itself.
-func rrlIdentity(class rrlClass, name string, qtype uint16) uint64 {
-	h := uint64(14695981039346656037) ^ uint64(class)<<16 ^ uint64(qtype)
+// bucket kind and the name it is keyed on (ASCII case folded, so
+// 0x20-randomised names share a bucket). FNV-1a; the limiter mixes the
+// result with a random seed, so the identity need not be unpredictable
+// itself.
+func rrlIdentity(bucket rrlBucket, name string) uint64 {
+	h := uint64(14695981039346656037) ^ uint64(bucket)<<16
 	h *= 1099511628211
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -111,11 +144,13 @@ const (
 // limiter is a response rate limiter keyed by client prefix and response
 // identity (one bucket per pair; "prefix" below means that pair). It implements
 // the token bucket as GCRA (generic cell rate algorithm): a prefix's whole
-// state is its "theoretical arrival time" tat, advanced by one interval
-// (1/rate) per response sent; a response is allowed while tat stays within
-// window seconds of now. So a prefix that was quiet may send rate×window
-// responses at once, and a flood gets rate responses per second; limited
-// queries cost nothing (they do not extend the limit).
+// state is its "theoretical arrival time" tat, advanced by the cost of each
+// response sent — one interval (1/rate), or its size in byte intervals
+// (1/bytes per second) when that is more; a response is allowed while tat
+// stays within window seconds of now. So a prefix that was quiet may send
+// rate×window responses (and bytes×window bytes) at once, and a flood gets
+// rate responses (and at most bytes bytes) per second; limited queries
+// cost nothing (they do not extend the limit).
 //
 // It is lock-free: each prefix maps, by a keyed hash, to two candidate slots
 // of a fixed table and is updated with one compare-and-swap. A slot whose
@@ -129,6 +164,7 @@ type limiter struct {
 	seed     uint64
 	epoch    time.Time
 	interval uint64 // 1/rate, in units
+	perSec   uint64 // bytes per second: a response of n bytes costs n/perSec seconds (0: bytes not counted)
 	burst    uint64 // window, in units: how far tat may run ahead of now
 	v4, v6   int    // prefix lengths
 	slip     uint32
@@ -157,6 +193,7 @@ func newLimiter(cfg RRL, epoch time.Time) *limiter {
 	}
 	rate := max(cfg.ResponsesPerSec, 1)
 	l.interval = max(units(time.Second)/uint64(rate), 1)
+	l.perSec = uint64(max(cfg.BytesPerSec, 0))
 	l.burst = units(time.Duration(max(cfg.Window, 1)) * time.Second)
 	if l.burst < l.interval {
 		l.burst = l.interval
@@ -198,9 +235,26 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-// allow reports whether a response of identity id (see rrlIdentity) to src
-// may be sent at now and charges it when it may.
+// cost is what a response of size bytes is charged, in units: the larger
+// of 1/rate and size/bytes per second, and never more than the burst (so
+// that a response larger than the bucket's bytes can still be sent once
+// per window).
+func (l *limiter) cost(size int) uint64 {
+	c := l.interval
+	if l.perSec > 0 && size > 0 {
+		c = max(c, uint64(size)*units(time.Second)/l.perSec)
+	}
+	return min(c, l.burst)
+}
+
+// allow reports whether one response of identity id (see rrlIdentity) to
+// src may be sent at now and charges it (1/rate) when it may.
 func (l *limiter) allow(src netip.Addr, id uint64, now time.Time) bool {
+	return l.allowCost(src, id, now, l.interval)
+}
+
+// allowCost is allow for a response that costs cost units (see cost).
+func (l *limiter) allowCost(src netip.Addr, id uint64, now time.Time, cost uint64) bool {
 	t := units(now.Sub(l.epoch)) + 1 // never 0, so an empty slot is always in the past
 	h := mix(mix(l.prefixKey(src)^l.seed) ^ id)
 	tag := h >> rrlTimeBits
@@ -220,7 +274,7 @@ func (l *limiter) allow(src netip.Addr, id uint64, now time.Time) bool {
 		case w2&rrlTimeMask < w1&rrlTimeMask: // both busy: evict the one with less debt
 			slot, old = s2, w2
 		}
-		tat = max(tat, t) + l.interval
+		tat = max(tat, t) + cost
 		if tat-t > l.burst {
 			return false
 		}
@@ -230,15 +284,15 @@ func (l *limiter) allow(src netip.Addr, id uint64, now time.Time) bool {
 	}
 }
 
-// check decides about a response of identity id to src. slipCount is the
-// caller's counter of limited responses (one per reader goroutine, so no
-// shared state): every slip-th limited response is slipped. Exempt sources
-// are never limited (and not charged).
-func (l *limiter) check(src netip.Addr, id uint64, now time.Time, slipCount *uint32) rrlAction {
+// check decides about a response of identity id and size bytes to src.
+// slipCount is the caller's counter of limited responses (one per reader
+// goroutine, so no shared state): every slip-th limited response is
+// slipped. Exempt sources are never limited (and not charged).
+func (l *limiter) check(src netip.Addr, id uint64, size int, now time.Time, slipCount *uint32) rrlAction {
 	if l.exempt.Contains(src) {
 		return rrlExempt
 	}
-	if l.allow(src, id, now) {
+	if l.allowCost(src, id, now, l.cost(size)) {
 		return rrlSend
 	}
 	if l.slip == 0 {

@@ -2,7 +2,6 @@ package dnsserver
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -36,7 +35,7 @@ func newTestLimiter(cfg RRL) (*limiter, *fakeClock) {
 }
 
 // testID is the response identity the limiter tests charge.
-var testID = rrlIdentity(rrlAnswer, "app.example.test.", dns.TypeA)
+var testID = rrlIdentity(rrlByName, "app.example.test.")
 
 // send asks the limiter about n responses to src spread evenly over d and
 // returns how many were allowed.
@@ -141,10 +140,10 @@ func TestSlip(t *testing.T) {
 			l, clk := newTestLimiter(RRL{ResponsesPerSec: 1, Window: 1, Slip: tc.slip})
 			src := netip.MustParseAddr("192.0.2.1")
 			var slips uint32
-			require.Equal(t, rrlSend, l.check(src, testID, clk.t, &slips))
+			require.Equal(t, rrlSend, l.check(src, testID, 0, clk.t, &slips))
 			got := ""
 			for range 6 {
-				switch l.check(src, testID, clk.t, &slips) {
+				switch l.check(src, testID, 0, clk.t, &slips) {
 				case rrlDrop:
 					got += "d"
 				case rrlSlip:
@@ -377,7 +376,7 @@ func TestRRLOffByDefaultInTheLibrary(t *testing.T) {
 	assert.Nil(t, s.rrl)
 	assert.Equal(t, "off", s.rrlSummary())
 	s = New(Config{Listen: []string{"127.0.0.1:0"}, RRL: RRL{Enabled: true}}, newStore(t, 1))
-	assert.Equal(t, fmt.Sprintf("%d/s per /24 (IPv4) /56 (IPv6), window 15s, slip 0", 200), s.rrlSummary())
+	assert.Equal(t, "200/s and 102400 bytes/s per /24 (IPv4) /56 (IPv6) and response identity, window 15s, slip 0", s.rrlSummary())
 }
 
 // TestRRLConfig checks the server.dns.rrl and max_tcp_per_client settings
@@ -399,6 +398,7 @@ zones:
 		require.NotNil(t, r.Slip)
 		assert.True(t, *r.Enabled)
 		assert.Equal(t, 200, r.ResponsesPerSec)
+		assert.Equal(t, 200*512, r.BytesPerSec)
 		assert.Equal(t, 2, *r.Slip)
 		assert.Equal(t, 24, r.IPv4Prefix)
 		assert.Equal(t, 56, r.IPv6Prefix)
@@ -413,6 +413,14 @@ zones:
 		require.NoError(t, err)
 		assert.Empty(t, f.Server.DNS.RRL.Exempt)
 	})
+	t.Run("bytes_per_second follows responses_per_second unless set", func(t *testing.T) {
+		f, err := parse("    rrl: {responses_per_second: 5}\n")
+		require.NoError(t, err)
+		assert.Equal(t, 5*512, f.Server.DNS.RRL.BytesPerSec)
+		f, err = parse("    rrl: {responses_per_second: 5, bytes_per_second: 100000}\n")
+		require.NoError(t, err)
+		assert.Equal(t, 100000, f.Server.DNS.RRL.BytesPerSec)
+	})
 	t.Run("slip 0 and enabled false are kept, not defaulted", func(t *testing.T) {
 		f, err := parse("    rrl: {enabled: false, slip: 0}\n")
 		require.NoError(t, err)
@@ -424,6 +432,7 @@ zones:
 	}{
 		{"a negative rate is rejected with its range", "    rrl: {responses_per_second: -1}\n", "server.dns.rrl.responses_per_second: -1 is out of range (allowed 1..1000000"},
 		{"a rate above a million is rejected", "    rrl: {responses_per_second: 2000000}\n", "server.dns.rrl.responses_per_second: 2000000 is out of range"},
+		{"a byte budget under one 512-byte response per second is rejected", "    rrl: {bytes_per_second: 100}\n", "server.dns.rrl.bytes_per_second: 100 is out of range (allowed 512..1000000000"},
 		{"a slip above 10 is rejected", "    rrl: {slip: 11}\n", "server.dns.rrl.slip: 11 is out of range (allowed 0..10"},
 		{"an IPv4 prefix longer than 32 is rejected", "    rrl: {ipv4_prefix: 33}\n", "server.dns.rrl.ipv4_prefix: 33 is out of range (allowed 8..32"},
 		{"an IPv6 prefix longer than 64 is rejected", "    rrl: {ipv6_prefix: 128}\n", "server.dns.rrl.ipv6_prefix: 128 is out of range (allowed 16..64"},

@@ -111,6 +111,9 @@ func New(cfg Config, src Source) *Server {
 		if cfg.RRL.Window <= 0 {
 			cfg.RRL.Window = 15
 		}
+		if cfg.RRL.BytesPerSec <= 0 {
+			cfg.RRL.BytesPerSec = cfg.RRL.ResponsesPerSec * DefaultRRLBytesPerResponse
+		}
 		if cfg.RRL.IPv4Prefix <= 0 || cfg.RRL.IPv4Prefix > 32 {
 			cfg.RRL.IPv4Prefix = 24
 		}
@@ -356,7 +359,7 @@ func (s *Server) rrlSummary() string {
 	if !r.Enabled {
 		return "off"
 	}
-	return fmt.Sprintf("%d/s per /%d (IPv4) /%d (IPv6), window %ds, slip %d", r.ResponsesPerSec, r.IPv4Prefix, r.IPv6Prefix, r.Window, r.Slip)
+	return fmt.Sprintf("%d/s and %d bytes/s per /%d (IPv4) /%d (IPv6) and response identity, window %ds, slip %d", r.ResponsesPerSec, r.BytesPerSec, r.IPv4Prefix, r.IPv6Prefix, r.Window, r.Slip)
 }
 
 var workers = sync.Pool{}
@@ -389,7 +392,7 @@ func (s *Server) serveTCP(c net.Conn) {
 			return
 		}
 		if t := s.cfg.Transfers; t != nil {
-			if handled, err := t.ServeTCP(c, msg[:n], from); handled {
+			if handled, err := s.serveTransferTCP(t, c, msg[:n], from); handled {
 				if err != nil {
 					return
 				}

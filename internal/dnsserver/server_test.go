@@ -375,3 +375,43 @@ func freeUDPPort(t *testing.T) int {
 	defer u.Close()
 	return u.LocalAddr().(*net.UDPAddr).Port
 }
+
+// panickyTransfers is a Transfers whose AXFRs over TCP panic.
+type panickyTransfers struct{}
+
+func (panickyTransfers) Wants(req *dns.Msg) bool {
+	return len(req.Question) == 1 && req.Question[0].Qtype == dns.TypeAXFR
+}
+func (panickyTransfers) Answer(*dns.Msg, []byte, netip.Addr, bool) []byte { return nil }
+func (p panickyTransfers) ServeTCP(_ net.Conn, in []byte, _ netip.Addr) (bool, error) {
+	req := new(dns.Msg)
+	if req.Unpack(in) != nil || !p.Wants(req) {
+		return false, nil
+	}
+	panic("injected in a transfer")
+}
+
+func TestPanicInATransferClosesTheConnectionAndIsCounted(t *testing.T) {
+	checkLeaks(t)
+	metrics := NewMetrics(prometheus.NewRegistry())
+	s := New(Config{Listen: []string{"127.0.0.1:0"}, UDPSockets: 1, Metrics: metrics, TCPIdleTimeout: 2 * time.Second,
+		Transfers: panickyTransfers{}}, newStore(t, 1))
+	require.NoError(t, s.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, s.Shutdown(ctx))
+	})
+	addr := s.Addrs()[0].String()
+
+	axfr := new(dns.Msg)
+	axfr.SetAxfr("example.test.")
+	_, _, err := (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(axfr, addr)
+	require.Error(t, err, "the connection is closed without an answer")
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Panics))
+
+	q := new(dns.Msg)
+	q.SetQuestion("app.example.test.", dns.TypeA)
+	r := exchange(t, "tcp", addr, q)
+	assert.Len(t, r.Answer, 1, "the server lives on")
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/logthrottle"
 )
 
 // Source gives the current snapshot; *engine.Store implements it.
@@ -62,6 +63,10 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	m    *metrics
+	// logs bounds the WARN lines of refusals and failed TSIG checks, which
+	// anyone can cause with spoofed packets (every one is still counted in
+	// meridian_xfr_requests_total).
+	logs *logthrottle.Throttle
 
 	mu    sync.RWMutex
 	zones map[string]*zoneState
@@ -102,7 +107,7 @@ func New(src Source, opts Options) *Server {
 		opts.NotifyTimeout = 2 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{src: src, opts: opts, log: opts.Logger, m: newMetrics(opts.Registerer),
+	return &Server{src: src, opts: opts, log: opts.Logger, m: newMetrics(opts.Registerer), logs: logthrottle.New(0, 0, nil),
 		zones: map[string]*zoneState{}, ctx: ctx, cancel: cancel, ngen: map[string]uint64{}}
 }
 
@@ -360,7 +365,7 @@ func (s *Server) handle(req *dns.Msg, in []byte, src netip.Addr, tcp bool) *answ
 	refuse := func(reason string) *answer {
 		s.count(a.zone, a.kind, reason)
 		if isXfr {
-			s.log.Warn("zone transfer refused", "zone", name, "type", a.kind, "client", src.String(), "reason", reason)
+			s.warn("refused", "zone transfer refused", "zone", name, "type", a.kind, "client", src.String(), "reason", reason)
 		}
 		a.msgs = []*dns.Msg{reply(req, dns.RcodeRefused)}
 		return a
@@ -379,7 +384,7 @@ func (s *Server) handle(req *dns.Msg, in []byte, src netip.Addr, tcp bool) *answ
 		a.tsigName, a.tsigAlg = tsig.Hdr.Name, tsig.Algorithm
 		notauth := func(code uint16, reason string) *answer {
 			s.count(a.zone, a.kind, reason)
-			s.log.Warn("TSIG check failed: answered NOTAUTH", "zone", name, "type", a.kind, "client", src.String(),
+			s.warn("tsig", "TSIG check failed: answered NOTAUTH", "zone", name, "type", a.kind, "client", src.String(),
 				"key", tsig.Hdr.Name, "error", dns.RcodeToString[int(code)])
 			a.tsigErr = code
 			a.msgs = []*dns.Msg{reply(req, dns.RcodeNotAuth)}
@@ -497,6 +502,20 @@ func (s *Server) zoneFor(name string) *zoneState {
 		}
 	}
 	return nil
+}
+
+// warn writes a WARN line of kind unless the throttle holds it back; the
+// first line written after some were held back says how many
+// ("suppressed"). For lines that spoofed packets can cause.
+func (s *Server) warn(kind, msg string, args ...any) {
+	ok, suppressed := s.logs.Allow(kind)
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	s.log.Warn(msg, args...)
 }
 
 func (s *Server) count(zone, kind, result string) {

@@ -2,6 +2,7 @@ package xfr_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/dnsserver"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/logthrottle"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
 
@@ -457,4 +459,42 @@ func TestNotify(t *testing.T) {
 	retry := value(fx.reg, "meridian_xfr_notify_total", map[string]string{"result": "retry"})
 	assert.Equal(t, 1.0, ok)
 	assert.Equal(t, 1.0, retry)
+}
+
+// TestRefusalAndTSIGLogsAreThrottled sends 1 000 spoofed AXFR queries
+// without TSIG and 1 000 signed with an unknown key (issue 31: 1 000
+// spoofed packets wrote 513 WARN lines): each kind writes its burst of
+// lines, and every query is still counted.
+func TestRefusalAndTSIGLogsAreThrottled(t *testing.T) {
+	f, err := config.Parse("test.yaml", []byte(zoneConfig))
+	require.NoError(t, err)
+	st := &engine.Store{}
+	_, err = st.Publish(&f.Desired, engine.Options{})
+	require.NoError(t, err)
+	var logs strings.Builder
+	reg := prometheus.NewRegistry()
+	srv := xfr.New(st, xfr.Options{Registerer: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer srv.Close()
+	srv.Configure([]xfr.Zone{{Apex: "xfr.test.", Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Key: xfr.Key{Name: keyName, Secret: keySecret}}})
+
+	const n = 1000
+	for i := range n {
+		src := netip.AddrFrom4([4]byte{192, 0, 2, byte(i)})
+		signed := new(dns.Msg) // a refresh query signed with a key nobody configured
+		signed.SetQuestion("xfr.test.", dns.TypeSOA)
+		signed.SetTsig("other-key.", dns.HmacSHA256, 300, time.Now().Unix())
+		for _, q := range []*dns.Msg{xfrQuery(dns.TypeAXFR, 0, ""), signed} {
+			in, err := q.Pack()
+			require.NoError(t, err)
+			require.NoError(t, q.Unpack(in))
+			require.NotNil(t, srv.Answer(q, in, src, true))
+		}
+	}
+	refused := strings.Count(logs.String(), `msg="zone transfer refused"`)
+	tsig := strings.Count(logs.String(), `msg="TSIG check failed`)
+	t.Logf("%d refused AXFR and %d bad-TSIG queries: %d and %d WARN lines", n, n, refused, tsig)
+	assert.Equal(t, logthrottle.DefaultBurst, refused, "refusals: the burst of lines, no more")
+	assert.Equal(t, logthrottle.DefaultBurst, tsig, "failed TSIG checks: the burst of lines, no more")
+	assert.Equal(t, float64(n), value(reg, "meridian_xfr_requests_total", map[string]string{"zone": "xfr.test", "type": "axfr", "result": "refused_acl"}), "every refusal is counted")
+	assert.Equal(t, float64(n), value(reg, "meridian_xfr_requests_total", map[string]string{"zone": "xfr.test", "type": "query", "result": "badkey"}), "every failed TSIG check is counted")
 }
