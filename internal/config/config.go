@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -61,6 +62,15 @@ type DNS struct {
 	UDPPayloadSize    int           `yaml:"udp_payload_size"`    // our EDNS0 UDP payload size (default 1232)
 	RRL               RRL           `yaml:"rrl"`                 // response rate limiting (UDP)
 	MaxTCPPerClient   int           `yaml:"max_tcp_per_client"`  // concurrent TCP connections per client prefix (default 32)
+	// MaxTCPPerSite caps the TCP connections of one IPv6 site
+	// (tcp_site_ipv6_prefix), which holds many client prefixes; beyond it
+	// the site's oldest idle connection is closed for the new one (default 128).
+	MaxTCPPerSite     int `yaml:"max_tcp_per_site"`
+	TCPSiteIPv6Prefix int `yaml:"tcp_site_ipv6_prefix"` // default 48 (16..64, not longer than tcp_client_ipv6_prefix)
+	// TCPPressureIdleTimeout replaces tcp_idle_timeout while a listener
+	// holds more than half of max_tcp_connections (default 2s; not above
+	// tcp_idle_timeout).
+	TCPPressureIdleTimeout time.Duration `yaml:"tcp_pressure_idle_timeout"`
 	// Per client prefix: the prefixes that count as one client for
 	// max_tcp_per_client (one host may hold a whole IPv6 /64), and the
 	// signing limit.
@@ -109,6 +119,9 @@ const (
 	DefaultRRLWindow          = 15
 	MaxRRLExempt              = 10000 // networks in server.dns.rrl.exempt
 	DefaultMaxTCPPerClient    = 32
+	DefaultMaxTCPPerSite      = 128
+	DefaultTCPSiteIPv6Prefix  = 48
+	DefaultTCPPressureIdle    = 2 * time.Second
 )
 
 // Defaults of server.dns.tcp_client_ipv4_prefix / tcp_client_ipv6_prefix
@@ -367,6 +380,19 @@ func (s *Server) validate() []model.FieldError {
 	if p := s.DNS.TCPClientIPv6Prefix; p != 0 && (p < 16 || p > 64) {
 		add("server.dns.tcp_client_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPClientIPv6Prefix)
 	}
+	if s.DNS.MaxTCPPerSite < 0 {
+		add("server.dns.max_tcp_per_site", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPPerSite, DefaultMaxTCPPerSite)
+	}
+	if p := s.DNS.TCPSiteIPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		add("server.dns.tcp_site_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPSiteIPv6Prefix)
+	} else if c := cmp.Or(s.DNS.TCPClientIPv6Prefix, DefaultTCPClientIPv6Prefix); cmp.Or(p, DefaultTCPSiteIPv6Prefix) > c {
+		add("server.dns.tcp_site_ipv6_prefix", "/%d is longer than tcp_client_ipv6_prefix /%d (allowed: a site holds client prefixes, so /%d or shorter)", cmp.Or(p, DefaultTCPSiteIPv6Prefix), c, c)
+	}
+	if d := s.DNS.TCPPressureIdleTimeout; d < 0 {
+		add("server.dns.tcp_pressure_idle_timeout", "%s is negative (e.g. 2s)", d)
+	} else if idle := cmp.Or(s.DNS.TCPIdleTimeout, DefaultTCPIdleTimeout); d > idle {
+		add("server.dns.tcp_pressure_idle_timeout", "%s is longer than tcp_idle_timeout %s (allowed: up to tcp_idle_timeout; it shortens it under pressure)", d, idle)
+	}
 	sl := s.DNS.SignLimit
 	if r := sl.SignaturesPerSec; r < 0 || r > MaxSignaturesPerSecPerPrefix {
 		add("server.dns.sign_limit.signatures_per_second", "%d is out of range (allowed 1..%d; 0 = default %d)", r, MaxSignaturesPerSecPerPrefix, DefaultSignaturesPerSec)
@@ -448,6 +474,9 @@ func (s *Server) applyDefaults() {
 	defaultTo(&s.DNS.MaxTCPPerClient, DefaultMaxTCPPerClient)
 	defaultTo(&s.DNS.TCPClientIPv4Prefix, DefaultTCPClientIPv4Prefix)
 	defaultTo(&s.DNS.TCPClientIPv6Prefix, DefaultTCPClientIPv6Prefix)
+	defaultTo(&s.DNS.MaxTCPPerSite, DefaultMaxTCPPerSite)
+	defaultTo(&s.DNS.TCPSiteIPv6Prefix, min(DefaultTCPSiteIPv6Prefix, s.DNS.TCPClientIPv6Prefix))
+	defaultTo(&s.DNS.TCPPressureIdleTimeout, min(DefaultTCPPressureIdle, s.DNS.TCPIdleTimeout))
 	s.DNS.SignLimit.applyDefaults()
 	r := &s.DNS.RRL
 	if r.Enabled == nil {
