@@ -151,6 +151,16 @@ type HTTP struct {
 	// address (IPv6: one /64) on each listener, so that one client cannot
 	// take every slot from the probes and the others (default 64).
 	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// ProbeListen, when set, serves only GET /healthz and GET /readyz on
+	// its own address (plain HTTP, its own connection caps, the oldest
+	// connection shed when full), for the kubelet's probes: nothing a
+	// client does on the other listeners can starve them (default: off).
+	ProbeListen string `yaml:"probe_listen"`
+	// AllowedHosts are the names besides IP addresses and localhost that a
+	// request's Host may carry on listen and read_only_listen (exact,
+	// "*.example.com", or "*" for any); another Host gets 421, so a
+	// DNS-rebinding page cannot read the GET endpoints (default: none).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// MaxEventStreams caps the concurrent GET /v1/events streams of the
 	// status page; one more gets 503 and the page polls (default 64).
 	MaxEventStreams int `yaml:"max_event_streams"`
@@ -436,6 +446,21 @@ func (s *Server) validate() []model.FieldError {
 			add("server.http.listen", "%q is not an IP:port address or \"off\" (e.g. 127.0.0.1:8080)", l)
 		}
 	}
+	if l := s.HTTP.ProbeListen; l != "" {
+		if _, err := netip.ParseAddrPort(l); err != nil {
+			add("server.http.probe_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8081)", l)
+		} else if l == s.HTTP.Listen || l == s.HTTP.ReadOnlyListen {
+			add("server.http.probe_listen", "%q is also server.http.listen or read_only_listen (allowed: an address of its own)", l)
+		}
+	}
+	if n := len(s.HTTP.AllowedHosts); n > MaxAllowedHosts {
+		add("server.http.allowed_hosts", "lists %d names (allowed at most %d; \"*.example.com\" covers a domain)", n, MaxAllowedHosts)
+	}
+	for i, h := range s.HTTP.AllowedHosts {
+		if msg := allowedHostProblem(h); msg != "" {
+			add("server.http.allowed_hosts["+strconv.Itoa(i)+"]", "%q %s", h, msg)
+		}
+	}
 	if n := s.HTTP.MaxConnections; n < 0 || n > 1_000_000 {
 		add("server.http.max_connections", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxConns)
 	}
@@ -497,6 +522,32 @@ func (s *Server) applyDefaults() {
 	defaultTo(&s.HTTP.MaxEventStreams, DefaultHTTPMaxStreams)
 	defaultTo(&s.Log.Format, "text")
 	defaultTo(&s.Log.Level, "info")
+}
+
+// MaxAllowedHosts bounds server.http.allowed_hosts.
+const MaxAllowedHosts = 1000
+
+// allowedHostProblem says what is wrong with an entry of
+// server.http.allowed_hosts ("" when it is a name, "*.name" or "*").
+func allowedHostProblem(h string) string {
+	name := strings.TrimPrefix(strings.TrimSuffix(h, "."), "*.")
+	switch {
+	case h == "*":
+		return ""
+	case strings.TrimSpace(h) == "":
+		return "is empty (allowed: a host name such as status.example.com, *.example.com, or *)"
+	case strings.ContainsAny(name, ":/*@ "):
+		return "is not a host name (allowed: a name such as status.example.com without scheme or port, *.example.com, or *; IP addresses are always allowed)"
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return "is an IP address: addresses are always allowed, list names only"
+	}
+	for _, l := range strings.Split(name, ".") {
+		if l == "" || len(l) > 63 {
+			return "is not a host name (a label is empty or longer than 63 characters)"
+		}
+	}
+	return ""
 }
 
 // defaultTo sets *p to d when it holds the zero value (unset in the file).
