@@ -128,7 +128,7 @@ func (f *flood) events() {
 		return
 	}
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: flood\r\n\r\n")
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\n\r\n", f.addr)
 	r := bufio.NewReader(c)
 	status, err := r.ReadString('\n')
 	c.SetDeadline(time.Time{})

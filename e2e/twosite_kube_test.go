@@ -602,14 +602,14 @@ func (c *tsCluster) statefulSetStatus(t *testing.T, sts *appsv1.StatefulSet, rev
 	}
 }
 
-// ready is the readiness probe of the chart (GET /readyz on port http).
+// ready is the readiness probe of the chart (GET /readyz on port probes, 8081: server.http.probe_listen).
 func (p *tsPod) ready() bool {
 	select {
 	case <-p.proc.Exited():
 		return false
 	default:
 	}
-	code, _, err := netnsGet(p.host.NS, fmt.Sprintf("http://%s:8080/readyz", p.host.IP))
+	code, _, err := netnsGet(p.host.NS, fmt.Sprintf("http://%s:8081/readyz", p.host.IP))
 	return err == nil && code == http.StatusOK
 }
 

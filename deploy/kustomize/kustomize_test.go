@@ -114,11 +114,21 @@ type port struct {
 	Protocol      string `yaml:"protocol"`
 }
 
+// probe is the httpGet of a container's probe.
+type probe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+		Port string `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
 type container struct {
 	Name            string   `yaml:"name"`
 	Image           string   `yaml:"image"`
 	Args            []string `yaml:"args"`
 	Ports           []port   `yaml:"ports"`
+	ReadinessProbe  *probe   `yaml:"readinessProbe"`
+	LivenessProbe   *probe   `yaml:"livenessProbe"`
 	SecurityContext struct {
 		AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
 		ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
@@ -521,12 +531,17 @@ func TestTheStatefulSetServesWhatTheConfigNames(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, []string{"0.0.0.0:5353"}, f.Server.DNS.Listen)
 			assert.Equal(t, "0.0.0.0:8080", f.Server.HTTP.Listen)
+			assert.Equal(t, "0.0.0.0:8081", f.Server.HTTP.ProbeListen)
 			assert.Equal(t, "0.0.0.0:7946", f.Ring.Bind)
 			var ports []string
 			for _, p := range c.Ports {
 				ports = append(ports, p.Name+"="+p.Protocol+"/"+strconv.Itoa(p.ContainerPort))
 			}
-			assert.ElementsMatch(t, []string{"dns-udp=UDP/5353", "dns-tcp=TCP/5353", "http=TCP/8080", "gossip-udp=UDP/7946", "gossip-tcp=TCP/7946"}, ports)
+			assert.ElementsMatch(t, []string{"dns-udp=UDP/5353", "dns-tcp=TCP/5353", "http=TCP/8080", "probes=TCP/8081", "gossip-udp=UDP/7946", "gossip-tcp=TCP/7946"}, ports)
+			for name, p := range map[string]*probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+				require.NotNil(t, p, name)
+				assert.Equal(t, "probes", p.HTTPGet.Port, "the %s probe uses the probe listener (server.http.probe_listen), which nothing on 8080 can starve", name)
+			}
 
 			// Non-root, read-only, no capabilities.
 			assert.True(t, spec.SecurityContext.RunAsNonRoot)

@@ -7,6 +7,9 @@ type Metrics struct {
 	ChangesRefused      *prometheus.CounterVec // reason
 	Connections         *prometheus.GaugeVec   // listener
 	ConnectionsRejected *prometheus.CounterVec // listener, reason
+	ConnectionsShed     *prometheus.CounterVec // listener, reason
+	HostRefused         prometheus.Counter
+	Panics              prometheus.Counter
 	Streams             prometheus.Gauge
 	StreamsRejected     prometheus.Counter
 	StreamsDropped      prometheus.Counter
@@ -34,8 +37,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"listener"}),
 		ConnectionsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_http_connections_rejected_total",
-			Help: "HTTP connections closed at once, by listener and reason (total: server.http.max_connections open; per-client: server.http.max_connections_per_client open from that address).",
+			Help: "HTTP connections closed at once, by listener and reason (total: server.http.max_connections open; per-client: server.http.max_connections_per_client open from that client network, IPv4 /24 or IPv6 /64), every connection counted by that cap busy.",
 		}, []string{"listener", "reason"}),
+		ConnectionsShed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_http_connections_shed_total",
+			Help: "Idle HTTP connections (nothing sent yet, or keep-alive between requests) closed to make room for a new one, by listener and the cap that was full (total, per-client).",
+		}, []string{"listener", "reason"}),
+		HostRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_http_requests_refused_host_total",
+			Help: "HTTP requests answered 421 because their Host is not an IP address, localhost or a name of server.http.allowed_hosts (a DNS-rebinding page, or a name to add to the list).",
+		}),
+		Panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "meridian_http_panics_total",
+			Help: "Panics recovered in HTTP handlers; each was logged with its stack and answered 500.",
+		}),
 		Streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "meridian_http_event_streams",
 			Help: "Open GET /v1/events streams.",
@@ -61,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.Reloads.WithLabelValues(f, r)
 		}
 	}
-	reg.MustRegister(m.ChangesRefused, m.Connections, m.ConnectionsRejected, m.Streams, m.StreamsRejected, m.StreamsDropped, m.Reloads)
+	reg.MustRegister(m.ChangesRefused, m.Connections, m.ConnectionsRejected, m.ConnectionsShed, m.HostRefused, m.Panics, m.Streams, m.StreamsRejected, m.StreamsDropped, m.Reloads)
 	return m
 }
 

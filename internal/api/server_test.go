@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,43 +61,6 @@ func TestLoadTokensRefusesAFileOthersMayRead(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "mode 0644")
 	assert.Contains(t, err.Error(), "chmod 600 "+p)
-}
-
-func TestListenCapsConnections(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	m := NewMetrics(prometheus.NewRegistry())
-	ln := Listen(raw, Limits{Max: 2}, "main", nil, m)
-	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }), nil, nil)
-	go srv.Serve(ln)
-	defer srv.Close()
-
-	var idle []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", raw.Addr().String())
-		require.NoError(t, err)
-		defer c.Close()
-		idle = append(idle, c)
-	}
-	require.Eventually(t, func() bool { return testutil.ToFloat64(m.Connections.WithLabelValues("main")) == 2 }, 5*time.Second, 5*time.Millisecond)
-	resp, err := http.Get("http://" + raw.Addr().String())
-	if err == nil { // the 503 may be read before the close
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-		assert.Contains(t, string(body), "server.http.max_connections")
-	}
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.ConnectionsRejected.WithLabelValues("main", "total")))
-
-	idle[0].Close()
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + raw.Addr().String())
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == 200
-	}, 5*time.Second, 10*time.Millisecond, "a closed connection frees its slot")
 }
 
 func TestServerLimits(t *testing.T) {
@@ -156,7 +116,7 @@ func TestCertificateReloadServesNewConnections(t *testing.T) {
 	require.NoError(t, err)
 	conf := cert.TLSConfig()
 	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }), conf, nil)
-	go srv.Serve(Listen(raw, Limits{}, "main", conf, nil))
+	go srv.Serve(Listen(srv, raw, Limits{}, "main", nil))
 	defer srv.Close()
 	url := "https://" + raw.Addr().String() + "/"
 	client := func(pool *x509.CertPool) *http.Client {
@@ -184,41 +144,11 @@ func TestCertificateReloadServesNewConnections(t *testing.T) {
 	assert.ErrorContains(t, cert.Reload(), "chmod 600")
 }
 
-func TestListenCapsConnectionsPerClient(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	m := NewMetrics(prometheus.NewRegistry())
-	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }), nil, nil)
-	go srv.Serve(Listen(raw, Limits{Max: 100, PerClient: 2}, "main", nil, m))
-	defer srv.Close()
-	for range 2 { // one client holds its two slots
-		c, err := net.Dial("tcp", raw.Addr().String())
-		require.NoError(t, err)
-		defer c.Close()
-	}
-	require.Eventually(t, func() bool { return testutil.ToFloat64(m.Connections.WithLabelValues("main")) == 2 }, 5*time.Second, 5*time.Millisecond)
-	resp, err := http.Get("http://" + raw.Addr().String())
-	if err == nil {
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-		assert.Contains(t, string(body), "server.http.max_connections_per_client")
-	}
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.ConnectionsRejected.WithLabelValues("main", "per-client")))
-	// Another client (127.0.0.2 is another address on loopback) is served.
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
-	cl := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
-	resp, err = cl.Get("http://" + raw.Addr().String())
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "the cap is per client: others are not starved")
-}
-
 func TestClientKey(t *testing.T) {
 	tests := []struct{ name, addr, want string }{
-		{"an IPv4 client is its address", "192.0.2.7:4000", "192.0.2.7/32"},
+		{"an IPv4 client is its /24", "192.0.2.7:4000", "192.0.2.0/24"},
 		{"an IPv6 client is its /64", "[2001:db8:1:2:3:4:5:6]:4000", "2001:db8:1:2::/64"},
-		{"an IPv4-mapped IPv6 client is its IPv4 address", "[::ffff:192.0.2.7]:4000", "192.0.2.7/32"},
+		{"an IPv4-mapped IPv6 client is its IPv4 /24", "[::ffff:192.0.2.7]:4000", "192.0.2.0/24"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

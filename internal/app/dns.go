@@ -30,6 +30,10 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		TCPIdleTimeout:    c.TCPIdleTimeout,
 		UDPPayloadSize:    c.UDPPayloadSize,
 		MaxTCPPerClient:   c.MaxTCPPerClient,
+		MaxTCPPerSite:     c.MaxTCPPerSite,
+
+		TCPSiteIPv6Prefix:      c.TCPSiteIPv6Prefix,
+		TCPPressureIdleTimeout: c.TCPPressureIdleTimeout,
 
 		// Per client prefix: the TCP cap above and the signing limit.
 		TCPClientIPv4Prefix: c.TCPClientIPv4Prefix,

@@ -17,13 +17,13 @@ import (
 
 // httpServers are the running HTTP listeners.
 type httpServers struct {
-	main, readOnly *http.Server
-	addr           string // the main listener's address ("" when off)
+	main, readOnly, probe *http.Server
+	addr                  string // the main listener's address ("" when off)
 }
 
 // shutdown stops both listeners, waiting up to 5 s for requests in flight.
 func (s *httpServers) shutdown() {
-	for _, srv := range []*http.Server{s.main, s.readOnly} {
+	for _, srv := range []*http.Server{s.main, s.readOnly, s.probe} {
 		if srv == nil {
 			continue
 		}
@@ -72,7 +72,7 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 	if err != nil {
 		return err
 	}
-	handler := api.Handler(a.pipe.Store(), a.reg, a.ready, a.status, a.log, apiOpts)
+	handler := api.Protect(api.Handler(a.pipe.Store(), a.reg, a.ready, a.status, a.log, apiOpts), api.NewHosts(hc.AllowedHosts), metrics, a.log)
 	scheme := "http"
 	if tlsConf != nil {
 		scheme = "https"
@@ -83,8 +83,12 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 			return nil, "", err
 		}
 		srv := api.NewServer(h, tlsConf, a.log)
+		lim := api.Limits{Max: hc.MaxConnections, PerClient: hc.MaxConnectionsPerClient}
+		if name == "probe" {
+			srv, lim = api.NewProbeServer(a.ready, metrics, a.log), api.ProbeLimits
+		}
 		go func() {
-			if err := srv.Serve(api.Listen(ln, api.Limits{Max: hc.MaxConnections, PerClient: hc.MaxConnectionsPerClient}, name, tlsConf, metrics)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(api.Listen(srv, ln, lim, name, metrics)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				a.log.Error("http server", "listener", name, "err", err)
 			}
 		}()
@@ -95,7 +99,7 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 		return fmt.Errorf("http listen %s: %w", hc.Listen, err)
 	}
 	a.httpAddr = out.addr
-	a.log.Info("http listening", "addr", out.addr, "scheme", scheme, "paths", "/ /metrics /healthz /readyz /v1/...",
+	a.log.Info("http listening", "addr", out.addr, "scheme", scheme, "paths", "/ /metrics /healthz /readyz /v1/...", "allowed_hosts", hostsSummary(hc.AllowedHosts),
 		"max_connections", hc.MaxConnections, "max_connections_per_client", hc.MaxConnectionsPerClient, "max_event_streams", hc.MaxEventStreams)
 	if ro := hc.ReadOnlyListen; ro != "" {
 		var roAddr string
@@ -104,7 +108,22 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 		}
 		a.log.Info("read-only http listening: changes are refused there", "addr", roAddr, "scheme", scheme)
 	}
+	if pl := hc.ProbeListen; pl != "" {
+		var probeAddr string
+		if out.probe, probeAddr, err = serve(pl, "probe", nil); err != nil {
+			return fmt.Errorf("http probe_listen %s: %w", pl, err)
+		}
+		a.log.Info("probe http listening: /healthz and /readyz only", "addr", probeAddr, "scheme", "http", "max_connections", api.ProbeMaxConnections)
+	}
 	return nil
+}
+
+// hostsSummary describes the Host allow-list for the startup log.
+func hostsSummary(names []string) string {
+	if len(names) == 0 {
+		return "IP addresses and localhost"
+	}
+	return fmt.Sprintf("IP addresses, localhost and %d names of server.http.allowed_hosts", len(names))
 }
 
 // demoControl adapts the demo backends to api.DemoControl.

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -61,6 +62,15 @@ type DNS struct {
 	UDPPayloadSize    int           `yaml:"udp_payload_size"`    // our EDNS0 UDP payload size (default 1232)
 	RRL               RRL           `yaml:"rrl"`                 // response rate limiting (UDP)
 	MaxTCPPerClient   int           `yaml:"max_tcp_per_client"`  // concurrent TCP connections per client prefix (default 32)
+	// MaxTCPPerSite caps the TCP connections of one IPv6 site
+	// (tcp_site_ipv6_prefix), which holds many client prefixes; beyond it
+	// the site's oldest idle connection is closed for the new one (default 128).
+	MaxTCPPerSite     int `yaml:"max_tcp_per_site"`
+	TCPSiteIPv6Prefix int `yaml:"tcp_site_ipv6_prefix"` // default 48 (16..64, not longer than tcp_client_ipv6_prefix)
+	// TCPPressureIdleTimeout replaces tcp_idle_timeout while a listener
+	// holds more than half of max_tcp_connections (default 2s; not above
+	// tcp_idle_timeout).
+	TCPPressureIdleTimeout time.Duration `yaml:"tcp_pressure_idle_timeout"`
 	// Per client prefix: the prefixes that count as one client for
 	// max_tcp_per_client (one host may hold a whole IPv6 /64), and the
 	// signing limit.
@@ -113,6 +123,9 @@ const (
 	DefaultRRLBytesPerResponse = 512   // bytes_per_second defaults to responses_per_second × this
 	MaxRRLExempt               = 10000 // networks in server.dns.rrl.exempt
 	DefaultMaxTCPPerClient     = 32
+	DefaultMaxTCPPerSite       = 128
+	DefaultTCPSiteIPv6Prefix   = 48
+	DefaultTCPPressureIdle     = 2 * time.Second
 )
 
 // Defaults of server.dns.tcp_client_ipv4_prefix / tcp_client_ipv6_prefix
@@ -142,6 +155,16 @@ type HTTP struct {
 	// address (IPv6: one /64) on each listener, so that one client cannot
 	// take every slot from the probes and the others (default 64).
 	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// ProbeListen, when set, serves only GET /healthz and GET /readyz on
+	// its own address (plain HTTP, its own connection caps, the oldest
+	// connection shed when full), for the kubelet's probes: nothing a
+	// client does on the other listeners can starve them (default: off).
+	ProbeListen string `yaml:"probe_listen"`
+	// AllowedHosts are the names besides IP addresses and localhost that a
+	// request's Host may carry on listen and read_only_listen (exact,
+	// "*.example.com", or "*" for any); another Host gets 421, so a
+	// DNS-rebinding page cannot read the GET endpoints (default: none).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// MaxEventStreams caps the concurrent GET /v1/events streams of the
 	// status page; one more gets 503 and the page polls (default 64).
 	MaxEventStreams int `yaml:"max_event_streams"`
@@ -371,6 +394,19 @@ func (s *Server) validate() []model.FieldError {
 	if p := s.DNS.TCPClientIPv6Prefix; p != 0 && (p < 16 || p > 64) {
 		add("server.dns.tcp_client_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPClientIPv6Prefix)
 	}
+	if s.DNS.MaxTCPPerSite < 0 {
+		add("server.dns.max_tcp_per_site", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPPerSite, DefaultMaxTCPPerSite)
+	}
+	if p := s.DNS.TCPSiteIPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		add("server.dns.tcp_site_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPSiteIPv6Prefix)
+	} else if c := cmp.Or(s.DNS.TCPClientIPv6Prefix, DefaultTCPClientIPv6Prefix); cmp.Or(p, DefaultTCPSiteIPv6Prefix) > c {
+		add("server.dns.tcp_site_ipv6_prefix", "/%d is longer than tcp_client_ipv6_prefix /%d (allowed: a site holds client prefixes, so /%d or shorter)", cmp.Or(p, DefaultTCPSiteIPv6Prefix), c, c)
+	}
+	if d := s.DNS.TCPPressureIdleTimeout; d < 0 {
+		add("server.dns.tcp_pressure_idle_timeout", "%s is negative (e.g. 2s)", d)
+	} else if idle := cmp.Or(s.DNS.TCPIdleTimeout, DefaultTCPIdleTimeout); d > idle {
+		add("server.dns.tcp_pressure_idle_timeout", "%s is longer than tcp_idle_timeout %s (allowed: up to tcp_idle_timeout; it shortens it under pressure)", d, idle)
+	}
 	sl := s.DNS.SignLimit
 	if r := sl.SignaturesPerSec; r < 0 || r > MaxSignaturesPerSecPerPrefix {
 		add("server.dns.sign_limit.signatures_per_second", "%d is out of range (allowed 1..%d; 0 = default %d)", r, MaxSignaturesPerSecPerPrefix, DefaultSignaturesPerSec)
@@ -417,6 +453,21 @@ func (s *Server) validate() []model.FieldError {
 			add("server.http.listen", "%q is not an IP:port address or \"off\" (e.g. 127.0.0.1:8080)", l)
 		}
 	}
+	if l := s.HTTP.ProbeListen; l != "" {
+		if _, err := netip.ParseAddrPort(l); err != nil {
+			add("server.http.probe_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8081)", l)
+		} else if l == s.HTTP.Listen || l == s.HTTP.ReadOnlyListen {
+			add("server.http.probe_listen", "%q is also server.http.listen or read_only_listen (allowed: an address of its own)", l)
+		}
+	}
+	if n := len(s.HTTP.AllowedHosts); n > MaxAllowedHosts {
+		add("server.http.allowed_hosts", "lists %d names (allowed at most %d; \"*.example.com\" covers a domain)", n, MaxAllowedHosts)
+	}
+	for i, h := range s.HTTP.AllowedHosts {
+		if msg := allowedHostProblem(h); msg != "" {
+			add("server.http.allowed_hosts["+strconv.Itoa(i)+"]", "%q %s", h, msg)
+		}
+	}
 	if n := s.HTTP.MaxConnections; n < 0 || n > 1_000_000 {
 		add("server.http.max_connections", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxConns)
 	}
@@ -455,6 +506,9 @@ func (s *Server) applyDefaults() {
 	defaultTo(&s.DNS.MaxTCPPerClient, DefaultMaxTCPPerClient)
 	defaultTo(&s.DNS.TCPClientIPv4Prefix, DefaultTCPClientIPv4Prefix)
 	defaultTo(&s.DNS.TCPClientIPv6Prefix, DefaultTCPClientIPv6Prefix)
+	defaultTo(&s.DNS.MaxTCPPerSite, DefaultMaxTCPPerSite)
+	defaultTo(&s.DNS.TCPSiteIPv6Prefix, min(DefaultTCPSiteIPv6Prefix, s.DNS.TCPClientIPv6Prefix))
+	defaultTo(&s.DNS.TCPPressureIdleTimeout, min(DefaultTCPPressureIdle, s.DNS.TCPIdleTimeout))
 	s.DNS.SignLimit.applyDefaults()
 	r := &s.DNS.RRL
 	if r.Enabled == nil {
@@ -476,6 +530,32 @@ func (s *Server) applyDefaults() {
 	defaultTo(&s.HTTP.MaxEventStreams, DefaultHTTPMaxStreams)
 	defaultTo(&s.Log.Format, "text")
 	defaultTo(&s.Log.Level, "info")
+}
+
+// MaxAllowedHosts bounds server.http.allowed_hosts.
+const MaxAllowedHosts = 1000
+
+// allowedHostProblem says what is wrong with an entry of
+// server.http.allowed_hosts ("" when it is a name, "*.name" or "*").
+func allowedHostProblem(h string) string {
+	name := strings.TrimPrefix(strings.TrimSuffix(h, "."), "*.")
+	switch {
+	case h == "*":
+		return ""
+	case strings.TrimSpace(h) == "":
+		return "is empty (allowed: a host name such as status.example.com, *.example.com, or *)"
+	case strings.ContainsAny(name, ":/*@ "):
+		return "is not a host name (allowed: a name such as status.example.com without scheme or port, *.example.com, or *; IP addresses are always allowed)"
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return "is an IP address: addresses are always allowed, list names only"
+	}
+	for _, l := range strings.Split(name, ".") {
+		if l == "" || len(l) > 63 {
+			return "is not a host name (a label is empty or longer than 63 characters)"
+		}
+	}
+	return ""
 }
 
 // defaultTo sets *p to d when it holds the zero value (unset in the file).

@@ -224,12 +224,12 @@ func TestSignLimitDefaultsAndSummary(t *testing.T) {
 	s := New(Config{Listen: []string{"127.0.0.1:0"}}, newStore(t, 1))
 	assert.Nil(t, s.signUDP, "off in the library unless enabled")
 	assert.Equal(t, "off", s.signLimitSummary())
-	assert.Equal(t, "32 per /24 (IPv4) /56 (IPv6)", s.tcpPerClientSummary())
+	assert.Equal(t, "32 per /24 (IPv4) /56 (IPv6), 128 per IPv6 /48", s.tcpPerClientSummary())
 	s = New(Config{Listen: []string{"127.0.0.1:0"}, SignLimit: SignLimit{Enabled: true}, TCPClientIPv6Prefix: 64}, newStore(t, 1))
 	assert.NotNil(t, s.signUDP)
 	assert.NotNil(t, s.signTCP)
 	assert.Equal(t, "100 replies needing fresh signatures/s per /24 (IPv4) /56 (IPv6) and transport, window 10s", s.signLimitSummary())
-	assert.Equal(t, "32 per /24 (IPv4) /64 (IPv6)", s.tcpPerClientSummary())
+	assert.Equal(t, "32 per /24 (IPv4) /64 (IPv6), 128 per IPv6 /48", s.tcpPerClientSummary())
 }
 
 func TestSignGateBuckets(t *testing.T) {
@@ -300,6 +300,14 @@ zones:
 		assert.Equal(t, 56, sl.IPv6Prefix)
 		assert.Equal(t, 24, f.Server.DNS.TCPClientIPv4Prefix)
 		assert.Equal(t, 56, f.Server.DNS.TCPClientIPv6Prefix)
+		assert.Equal(t, 128, f.Server.DNS.MaxTCPPerSite)
+		assert.Equal(t, 48, f.Server.DNS.TCPSiteIPv6Prefix)
+		assert.Equal(t, 2*time.Second, f.Server.DNS.TCPPressureIdleTimeout)
+	})
+	t.Run("a short idle timeout caps the pressure timeout's default", func(t *testing.T) {
+		f, err := parse("    tcp_idle_timeout: 1s\n")
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, f.Server.DNS.TCPPressureIdleTimeout)
 	})
 	t.Run("enabled false is kept", func(t *testing.T) {
 		f, err := parse("    sign_limit: {enabled: false}\n")
@@ -316,6 +324,10 @@ zones:
 		{"a signing IPv6 prefix longer than 64 is rejected", "    sign_limit: {ipv6_prefix: 128}\n", "server.dns.sign_limit.ipv6_prefix: 128 is out of range (allowed 16..64"},
 		{"a TCP client IPv4 prefix shorter than 8 is rejected", "    tcp_client_ipv4_prefix: 4\n", "server.dns.tcp_client_ipv4_prefix: 4 is out of range (allowed 8..32"},
 		{"a TCP client IPv6 prefix of 128 is rejected", "    tcp_client_ipv6_prefix: 128\n", "server.dns.tcp_client_ipv6_prefix: 128 is out of range (allowed 16..64"},
+		{"a site IPv6 prefix longer than the client prefix is rejected", "    tcp_site_ipv6_prefix: 60\n", "server.dns.tcp_site_ipv6_prefix: /60 is longer than tcp_client_ipv6_prefix /56"},
+		{"a site IPv6 prefix of 8 is rejected", "    tcp_site_ipv6_prefix: 8\n", "server.dns.tcp_site_ipv6_prefix: 8 is out of range (allowed 16..64"},
+		{"a negative site cap is rejected", "    max_tcp_per_site: -1\n", "server.dns.max_tcp_per_site: -1 is out of range"},
+		{"a pressure idle timeout above the idle timeout is rejected", "    tcp_pressure_idle_timeout: 30s\n", "server.dns.tcp_pressure_idle_timeout: 30s is longer than tcp_idle_timeout 10s"},
 		{"an unknown sign_limit field lists the allowed ones", "    sign_limit: {rate: 5}\n", "allowed: enabled, signatures_per_second, window, ipv4_prefix, ipv6_prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

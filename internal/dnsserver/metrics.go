@@ -17,8 +17,10 @@ type Metrics struct {
 	TCPRejected prometheus.Counter       // meridian_dns_tcp_connections_rejected_total
 	// meridian_dns_tcp_connections_per_client_rejected_total
 	TCPClientRejected prometheus.Counter
-	RRLDropped        prometheus.Counter // meridian_dns_rrl_dropped_total
-	RRLSlipped        prometheus.Counter // meridian_dns_rrl_slipped_total
+	// meridian_dns_tcp_connections_evicted_total{reason}
+	TCPEvicted *prometheus.CounterVec
+	RRLDropped prometheus.Counter // meridian_dns_rrl_dropped_total
+	RRLSlipped prometheus.Counter // meridian_dns_rrl_slipped_total
 	// meridian_dns_rrl_limited_total{class}
 	RRLLimited *prometheus.CounterVec
 	RRLExempt  prometheus.Counter // meridian_dns_rrl_exempt_total
@@ -61,12 +63,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		TCPRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_tcp_connections_rejected_total",
-			Help: "TCP connections closed at once because max_tcp_connections was reached.",
+			Help: "TCP connections closed at once because max_tcp_connections was reached and none of the listener's connections was idle.",
 		}),
 		TCPClientRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_tcp_connections_per_client_rejected_total",
-			Help: "TCP connections closed at once because their client prefix (tcp_client_ipv4_prefix, tcp_client_ipv6_prefix) already had max_tcp_per_client open.",
+			Help: "TCP connections closed at once because their client prefix (tcp_client_ipv4_prefix, tcp_client_ipv6_prefix) already had max_tcp_per_client open, or their IPv6 site (tcp_site_ipv6_prefix) max_tcp_per_site, none of them idle.",
 		}),
+		TCPEvicted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "meridian_dns_tcp_connections_evicted_total",
+			Help: "Idle TCP connections closed to make room for a new one (RFC 7766 6.2.2), by the cap that was full: total (max_tcp_connections of the listener), site (max_tcp_per_site of an IPv6 site).",
+		}, []string{"reason"}),
 		RRLDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_dns_rrl_dropped_total",
 			Help: "UDP queries not answered because their client prefix was over the response rate limit.",
@@ -92,9 +98,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Queries whose EDNS Client Subnet option was ignored because their source is not in geo.ecs_trusted (answered by the source address, ECS scope 0).",
 		}),
 	}
+	for _, r := range []string{tcpReasonTotal, tcpReasonSite} {
+		m.TCPEvicted.WithLabelValues(r)
+	}
 	if reg != nil {
 		reg.MustRegister(m.Queries, m.Duration, m.Truncated, m.Malformed, m.Panics, m.FailOpen, m.TCPConns, m.TCPRejected,
-			m.TCPClientRejected, m.RRLDropped, m.RRLSlipped, m.RRLLimited, m.RRLExempt, m.SignLimited, m.ECSIgnored)
+			m.TCPClientRejected, m.TCPEvicted, m.RRLDropped, m.RRLSlipped, m.RRLLimited, m.RRLExempt, m.SignLimited, m.ECSIgnored)
 	}
 	return m
 }

@@ -35,14 +35,22 @@ type Source interface {
 type Config struct {
 	Listen            []string      // IP:port addresses, UDP and TCP on each (required)
 	UDPSockets        int           // SO_REUSEPORT UDP sockets (and reader goroutines) per address (default: number of CPUs)
-	MaxTCPConnections int           // concurrent TCP connections per address (default 1024)
+	MaxTCPConnections int           // concurrent TCP connections per address (default 1024); when full the oldest idle one is closed for a new one
 	MaxTCPPerClient   int           // concurrent TCP connections per client prefix, over all listen addresses (default 32)
 	TCPIdleTimeout    time.Duration // close a TCP connection idle this long (default 10s)
-	UDPPayloadSize    int           // our EDNS0 UDP payload size (default 1232)
-	RRL               RRL           // response rate limiting on UDP (zero value: off)
-	Logger            *slog.Logger  // default slog.Default()
-	Metrics           *Metrics      // default: unregistered metrics
-	Transfers         Transfers     // AXFR/IXFR and TSIG-signed queries (nil: transfers REFUSED)
+	// TCPPressureIdleTimeout replaces TCPIdleTimeout for idle connections
+	// while a listener holds more than half of MaxTCPConnections (default 2s).
+	TCPPressureIdleTimeout time.Duration
+	// MaxTCPPerSite caps the connections of one IPv6 site (TCPSiteIPv6Prefix)
+	// over all listen addresses, so that the 256 /56s of one /48 cannot
+	// take a listener (default 128).
+	MaxTCPPerSite     int
+	TCPSiteIPv6Prefix int          // default 48 (no site cap when not shorter than TCPClientIPv6Prefix)
+	UDPPayloadSize    int          // our EDNS0 UDP payload size (default 1232)
+	RRL               RRL          // response rate limiting on UDP (zero value: off)
+	Logger            *slog.Logger // default slog.Default()
+	Metrics           *Metrics     // default: unregistered metrics
+	Transfers         Transfers    // AXFR/IXFR and TSIG-signed queries (nil: transfers REFUSED)
 
 	// TCPClientIPv4Prefix and TCPClientIPv6Prefix are the prefix lengths
 	// that count as one client for MaxTCPPerClient: a host easily holds a
@@ -68,10 +76,15 @@ type Server struct {
 	// one bucket per transport (nil when the signing limit is off).
 	signUDP, signTCP engine.SignGate
 
-	mu        sync.Mutex
-	conns     map[net.Conn]struct{}
-	perClient map[netip.Prefix]int // open TCP connections by client prefix
+	tcpConns *connTable // open TCP connections by listener, client prefix and IPv6 site
 }
+
+// Defaults of the TCP connection table.
+const (
+	DefaultMaxTCPPerSite          = 128
+	DefaultTCPSiteIPv6Prefix      = 48
+	DefaultTCPPressureIdleTimeout = 2 * time.Second
+)
 
 // New returns a server that answers from src.
 func New(cfg Config, src Source) *Server {
@@ -93,6 +106,15 @@ func New(cfg Config, src Source) *Server {
 	if cfg.TCPIdleTimeout <= 0 {
 		cfg.TCPIdleTimeout = 10 * time.Second
 	}
+	if cfg.TCPPressureIdleTimeout <= 0 {
+		cfg.TCPPressureIdleTimeout = DefaultTCPPressureIdleTimeout
+	}
+	if cfg.MaxTCPPerSite <= 0 {
+		cfg.MaxTCPPerSite = DefaultMaxTCPPerSite
+	}
+	if cfg.TCPSiteIPv6Prefix <= 0 || cfg.TCPSiteIPv6Prefix > 128 {
+		cfg.TCPSiteIPv6Prefix = DefaultTCPSiteIPv6Prefix
+	}
 	if cfg.UDPPayloadSize <= 0 {
 		cfg.UDPPayloadSize = engine.DefaultUDPPayloadSize
 	}
@@ -103,7 +125,8 @@ func New(cfg Config, src Source) *Server {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	s := &Server{cfg: cfg, src: src, log: cfg.Logger, m: cfg.Metrics,
-		conns: map[net.Conn]struct{}{}, perClient: map[netip.Prefix]int{}}
+		tcpConns: newConnTable(tcpLimits{perListener: cfg.MaxTCPConnections, perClient: cfg.MaxTCPPerClient, perSite: cfg.MaxTCPPerSite,
+			v4: cfg.TCPClientIPv4Prefix, v6: cfg.TCPClientIPv6Prefix, site: cfg.TCPSiteIPv6Prefix}, cfg.TCPPressureIdleTimeout)}
 	if cfg.RRL.Enabled {
 		if cfg.RRL.ResponsesPerSec <= 0 {
 			cfg.RRL.ResponsesPerSec = 200
@@ -245,22 +268,16 @@ func (s *Server) closeAll() {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closed.Store(true)
 	s.closeAll()
-	s.mu.Lock()
-	for c := range s.conns {
+	s.tcpConns.each(func(c net.Conn) {
 		c.SetReadDeadline(time.Now()) // wake idle readers; a query in progress still gets its answer
-	}
-	s.mu.Unlock()
+	})
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.mu.Lock()
-		for c := range s.conns {
-			c.Close()
-		}
-		s.mu.Unlock()
+		s.tcpConns.each(func(c net.Conn) { c.Close() })
 		<-done
 		return ctx.Err()
 	}
@@ -290,9 +307,13 @@ func (s *Server) serveUDP(uc *net.UDPConn) {
 	}
 }
 
+// acceptTCP serves the connections of one listener, counted in the
+// connection table (tcpconns.go): a connection beyond a cap makes room by
+// closing the oldest idle one of that cap's group, or is closed at once
+// when none is idle.
 func (s *Server) acceptTCP(ln net.Listener) {
 	defer s.wg.Done()
-	var active atomic.Int64
+	group := s.tcpConns.newListener()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -303,36 +324,29 @@ func (s *Server) acceptTCP(ln net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if active.Load() >= int64(s.cfg.MaxTCPConnections) {
+		tc, evicted, reasons, refused := s.tcpConns.admit(group, c, tcpClient(c), time.Now())
+		for i, v := range evicted {
+			s.m.TCPEvicted.WithLabelValues(reasons[i]).Inc()
+			v.c.Close() // its goroutine ends on the read error; the table no longer counts it
+		}
+		switch refused {
+		case "":
+		case tcpReasonTotal:
 			s.m.TCPRejected.Inc()
 			c.Close()
 			continue
-		}
-		client := clientPrefix(tcpClient(c), s.cfg.TCPClientIPv4Prefix, s.cfg.TCPClientIPv6Prefix)
-		s.mu.Lock()
-		if s.perClient[client] >= s.cfg.MaxTCPPerClient {
-			s.mu.Unlock()
+		default:
 			s.m.TCPClientRejected.Inc()
 			c.Close()
 			continue
 		}
-		s.perClient[client]++
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		active.Add(1)
 		s.m.TCPConns.Inc()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveTCP(c)
-			s.mu.Lock()
-			delete(s.conns, c)
-			if s.perClient[client]--; s.perClient[client] <= 0 {
-				delete(s.perClient, client)
-			}
-			s.mu.Unlock()
+			s.serveTCP(tc)
+			s.tcpConns.release(tc)
 			c.Close()
-			active.Add(-1)
 			s.m.TCPConns.Dec()
 		}()
 	}
@@ -350,7 +364,11 @@ func tcpClient(c net.Conn) netip.Addr {
 // tcpPerClientSummary describes the TCP cap per client prefix for the
 // startup log.
 func (s *Server) tcpPerClientSummary() string {
-	return fmt.Sprintf("%d per /%d (IPv4) /%d (IPv6)", s.cfg.MaxTCPPerClient, s.cfg.TCPClientIPv4Prefix, s.cfg.TCPClientIPv6Prefix)
+	sum := fmt.Sprintf("%d per /%d (IPv4) /%d (IPv6)", s.cfg.MaxTCPPerClient, s.cfg.TCPClientIPv4Prefix, s.cfg.TCPClientIPv6Prefix)
+	if s.cfg.TCPSiteIPv6Prefix < s.cfg.TCPClientIPv6Prefix {
+		sum += fmt.Sprintf(", %d per IPv6 /%d", s.cfg.MaxTCPPerSite, s.cfg.TCPSiteIPv6Prefix)
+	}
+	return sum
 }
 
 // rrlSummary describes the RRL settings for the startup log.
@@ -368,11 +386,14 @@ var workers = sync.Pool{}
 const maxUDPQuery = dns.MaxMsgSize
 
 // serveTCP answers queries on one connection in order (RFC 7766 framing)
-// until the client closes it, it idles past the timeout, or we shut down.
-// Every read has a deadline (TCPIdleTimeout, for the length and again for
-// the message) and a message is at most 65535 bytes: the 2-byte length
-// prefix cannot say more, and msg holds that much.
-func (s *Server) serveTCP(c net.Conn) {
+// until the client closes it, it idles past the timeout, it is evicted for
+// a new connection while idle, or we shut down. Every read has a deadline
+// (TCPIdleTimeout, or TCPPressureIdleTimeout while the listener is more
+// than half full, for the length; TCPIdleTimeout for the message) and a
+// message is at most 65535 bytes: the 2-byte length prefix cannot say
+// more, and msg holds that much.
+func (s *Server) serveTCP(tc *tcpConn) {
+	c := tc.c
 	w, _ := workers.Get().(*worker)
 	if w == nil || w.s != s {
 		w = s.newWorker()
@@ -381,10 +402,17 @@ func (s *Server) serveTCP(c net.Conn) {
 	from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
 	var lenBuf [2]byte
 	msg := make([]byte, dns.MaxMsgSize)
-	for !s.closed.Load() {
-		c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))
+	for first := true; !s.closed.Load(); first = false {
+		now := time.Now()
+		if !first {
+			s.tcpConns.idle(tc, now) // admit marked it idle the first time
+		}
+		c.SetReadDeadline(now.Add(s.tcpConns.idleTimeout(tc, s.cfg.TCPIdleTimeout)))
 		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
 			return
+		}
+		if !s.tcpConns.busy(tc) {
+			return // evicted while idle
 		}
 		n := int(binary.BigEndian.Uint16(lenBuf[:]))
 		c.SetReadDeadline(time.Now().Add(s.cfg.TCPIdleTimeout))

@@ -16,7 +16,7 @@ the ring.advertise of one pod: gossip.expose NodePort).
 
 {{- $server := dict
   "dns" (dict "listen" (list "0.0.0.0:5353"))
-  "http" (dict "listen" "0.0.0.0:8080")
+  "http" (dict "listen" "0.0.0.0:8080" "probe_listen" "0.0.0.0:8081")
   "log" (dict "format" "json" "level" "info")
   "state_dir" "/var/lib/meridian" }}
 {{- if $v.admin.tokensSecret }}
