@@ -120,7 +120,9 @@ func (l *ledger) collectable(now time.Time, ws []string) []string {
 			}
 		}
 	}
-	slices.SortFunc(cs, func(a, b cand) int { return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id)) })
+	slices.SortFunc(cs, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.at, b.at), cmp.Compare(a.id, b.id))
+	})
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.id
