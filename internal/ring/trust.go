@@ -24,8 +24,9 @@ const (
 	ReasonFuture        = "future"         // a stamp or sequence beyond now + max_clock_skew
 	ReasonStale         = "stale"          // a one-shot request older than it may be (key change, confirmation)
 	ReasonUnknownTarget = "unknown-subject"
-	ReasonInvalid       = "invalid" // a field out of its allowed range
-	ReasonPanic         = "panic"   // handling it panicked (recovered)
+	ReasonInvalid       = "invalid"    // a field out of its allowed range
+	ReasonPanic         = "panic"      // handling it panicked (recovered)
+	ReasonCapability    = "capability" // admin state from a node without the admin capability (ring.peers[].admin, a credential's capability URI)
 
 	// Credentials (ADR 0016).
 	ReasonExpired   = ringca.ReasonExpired   // a credential outside its validity
@@ -36,7 +37,7 @@ const (
 
 // RejectReasons lists every reason, in documentation order.
 var RejectReasons = []string{ReasonMalformed, ReasonOversized, ReasonUnknownType, ReasonUnknownOrigin, ReasonUnadmitted, ReasonSignature,
-	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic,
+	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic, ReasonCapability,
 	ReasonExpired, ReasonRevoked, ReasonForeignCA, ReasonScope}
 
 // rejection is why a message was not accepted.
