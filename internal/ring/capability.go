@@ -38,22 +38,36 @@ func (r *Ring) SignEntry(msg []byte) []byte { return r.id().Sign(msg) }
 // when a renewed credential rotates the key.
 func (r *Ring) KeyID() string { return model.FormatPeerKey(r.id().Public()) }
 
-// VerifyEntry checks that node, a trusted prober with the admin
-// capability (this node included), signed msg: ErrNoCapability when it is
-// unknown, not a prober or has no capability, ErrBadSignature when sig is
-// not its.
-func (r *Ring) VerifyEntry(node string, msg, sig []byte) error {
-	t := r.trust.Load()
-	p, ok := t.lookup(node)
+// MayWrite is nil when node is a trusted prober with the admin
+// capability (this node included), else ErrNoCapability saying why. It is
+// cheap: no signature is checked.
+func (r *Ring) MayWrite(node string) error {
+	_, err := r.writer(node)
+	return err
+}
+
+func (r *Ring) writer(node string) (peer, error) {
+	p, ok := r.trust.Load().lookup(node)
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: %q is not in ring.peers and has no credential this node accepted", ErrNoCapability, node)
+		return p, fmt.Errorf("%w: %q is not in ring.peers and has no credential this node accepted", ErrNoCapability, node)
 	case p.Role != model.PeerProber || !p.Admin:
-		return fmt.Errorf("%w: %s %q may not change traffic (ring.peers[].admin, or a credential issued with --capability admin)", ErrNoCapability, p.Role, node)
-	case len(sig) > 0 && verifyRaw(p.key, msg, sig):
-		return nil
+		return p, fmt.Errorf("%w: %s %q may not change traffic (ring.peers[].admin, or a credential issued with --capability admin)", ErrNoCapability, p.Role, node)
 	}
-	return fmt.Errorf("%w: the override is not signed by %q's key", ErrBadSignature, node)
+	return p, nil
+}
+
+// VerifyEntry checks that node may write overrides (MayWrite) and signed
+// msg: ErrBadSignature when sig is not its.
+func (r *Ring) VerifyEntry(node string, msg, sig []byte) error {
+	p, err := r.writer(node)
+	if err != nil {
+		return err
+	}
+	if len(sig) == 0 || !verifyRaw(p.key, msg, sig) {
+		return fmt.Errorf("%w: the override is not signed by %q's key", ErrBadSignature, node)
+	}
+	return nil
 }
 
 func verifyRaw(k []byte, msg, sig []byte) bool {

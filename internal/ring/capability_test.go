@@ -52,6 +52,8 @@ func TestOnlyANodeWithTheAdminCapabilityChangesTraffic(t *testing.T) {
 		assert.ErrorIs(t, r.VerifyEntry("p2", msg, p2.Sign(msg)), ErrNoCapability, "a plain prober's own signature is not enough")
 		assert.ErrorIs(t, r.VerifyEntry("agent-c1", msg, agent.Sign(msg)), ErrNoCapability)
 		assert.ErrorIs(t, r.VerifyEntry("stranger", msg, ops.Sign(msg)), ErrNoCapability)
+		assert.NoError(t, r.MayWrite("ops"))
+		assert.ErrorIs(t, r.MayWrite("p2"), ErrNoCapability)
 	})
 	t.Run("this node may change traffic only with the capability", func(t *testing.T) {
 		err := r.MayChangeTraffic()

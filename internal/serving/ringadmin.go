@@ -22,6 +22,7 @@ type RingAdmin interface {
 	MayChangeTraffic() error
 	SignEntry(msg []byte) []byte
 	KeyID() string
+	MayWrite(node string) error // cheap: the writer is known and has the capability
 	VerifyEntry(node string, msg, sig []byte) error
 }
 
@@ -107,6 +108,8 @@ func (p *Pipeline) checkWriters(other admin.State) (admin.State, []admin.EntryEr
 		switch {
 		case r == nil:
 			err = fmt.Errorf("%w: this node has no ring to check writer %q against", ring.ErrNoCapability, e.Stamp.Node)
+		case r.MayWrite(e.Stamp.Node) != nil:
+			err = r.MayWrite(e.Stamp.Node)
 		case bad >= maxBadSignatures:
 			err = fmt.Errorf("%w: not checked, the state already had %d bad signatures", ring.ErrBadSignature, bad)
 		default:

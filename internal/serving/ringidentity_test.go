@@ -64,6 +64,15 @@ func (f *identityRing) MayChangeTraffic() error {
 func (f *identityRing) SignEntry(msg []byte) []byte { return ed25519.Sign(f.w.key(f.self), msg) }
 func (f *identityRing) KeyID() string               { return f.self }
 
+func (f *identityRing) MayWrite(node string) error {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	if _, ok := f.w.keys[node]; !ok || !f.w.admins[node] {
+		return fmt.Errorf("%w: %q", ring.ErrNoCapability, node)
+	}
+	return nil
+}
+
 func (f *identityRing) VerifyEntry(node string, msg, sig []byte) error {
 	f.w.mu.Lock()
 	k, ok := f.w.keys[node]
