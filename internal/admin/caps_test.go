@@ -82,15 +82,28 @@ func TestMergeCapped(t *testing.T) {
 			reason: "cap-*",
 		},
 		{
-			name: "expired entries and old removals of a writer go before its new entries are refused",
+			name: "expired entries of a writer go before its new entries are refused",
 			held: flood("w", MaxPerOrigin, now.Add(-2*time.Hour), func(e *Entry) {
-				if e.Stamp.At%2 == 0 {
-					e.Deleted = true
-				} else {
-					exp := now.Add(-time.Hour)
-					e.Override.Expires = &exp
-				}
+				exp := now.Add(-time.Hour)
+				e.Override.Expires = &exp
 			}),
+			in: []State{func() State {
+				st := flood("w", 10, now, nil)
+				for id, e := range st.Entries {
+					delete(st.Entries, id)
+					st.Entries["new-"+id] = e
+				}
+				return st
+			}()},
+			check: func(t *testing.T, st State, refused []EntryError) {
+				assert.Empty(t, refused)
+				assert.Equal(t, MaxPerOrigin, count(st, "w"))
+				assert.Len(t, st.Active(now), 10, "the new ones are in force")
+			},
+		},
+		{
+			name: "removals over an hour old of a writer go before its new entries are refused",
+			held: flood("w", MaxPerOrigin, now.Add(-2*time.Hour), func(e *Entry) { e.Deleted = true }),
 			in: []State{flood("w2", 0, now, nil), func() State {
 				st := flood("w", 10, now, nil)
 				for id, e := range st.Entries {
@@ -178,6 +191,7 @@ func TestCheckOrigin(t *testing.T) {
 		{"a later version by another node keeps its author", stepped, &created, true},
 		{"a later version not held yet is taken with its author", stepped, nil, true},
 		{"who without a node is refused", func() Entry { e := created; e.Override.Who = "alice-oncall"; return e }(), nil, false},
+		{"who without a node is refused in a later version too", func() Entry { e := stepped; e.Override.Who = "alice-oncall"; return e }(), nil, false},
 		{"who naming another node than the writer is refused", func() Entry { e := created; e.Override.Who = "alice@n2"; return e }(), nil, false},
 		{"who with an empty name is refused", func() Entry { e := created; e.Override.Who = "@n1"; return e }(), nil, false},
 		{"a later version that changes who is refused", func() Entry { e := stepped; e.Override.Who = "bob@n1"; return e }(), &created, false},

@@ -154,7 +154,7 @@ func TestACompromisedProberCannotLockOperatorsOut(t *testing.T) {
 			n.p.OnShared(data) // twice, as two merged states did
 		}
 		for _, n := range []*ringNode{a, b} {
-			assert.Empty(t, n.p.Overrides(), "%s: no override of the prober is in force", n.name)
+			assert.Equal(t, 0, len(n.p.Overrides()), "%s: no override of the prober is in force", n.name)
 			total := rejected(n.m, admin.RejectOrigin) + rejected(n.m, admin.RejectCapability) + rejected(n.m, admin.RejectSignature)
 			assert.Equal(t, 2*4200.0, total, "%s: every entry is refused and counted", n.name)
 			assert.Equal(t, 2*1050.0, rejected(n.m, admin.RejectCapability), n.name)
