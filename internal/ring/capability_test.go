@@ -2,6 +2,7 @@ package ring
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,4 +70,32 @@ func TestOnlyANodeWithTheAdminCapabilityChangesTraffic(t *testing.T) {
 		assert.NoError(t, r.MayChangeTraffic(), "a ring of one trusts nobody else")
 	})
 	assert.False(t, errors.Is(ErrNoCapability, ErrBadSignature))
+}
+
+func TestTheAdminCapabilityComesWithTheCredential(t *testing.T) {
+	noLeaks(t)
+	l := newCALab(t, "ca")
+	pool := l.pool(nil, "ca")
+	now := time.Now()
+	ops := prober("us-east", "east-*", 2)
+	require.NoError(t, ops.SetCapability("admin"))
+	east := l.issue("ca", ops, now, time.Hour)
+	plain := l.issue("ca", prober("eu-west", "west-*", 1), now, time.Hour)
+
+	var got atomic.Int32
+	cfg := l.config("east-0", "us-east", RoleProber, &east, pool)
+	cfg.OnShared, cfg.SharedState = func([]byte) { got.Add(1) }, func() []byte { return []byte(`{"entries":{}}`) }
+	e0 := l.start(cfg)
+	wcfg := l.config("west-0", "eu-west", RoleProber, &plain, pool, e0.LocalAddr())
+	wcfg.OnShared, wcfg.SharedState = func([]byte) {}, func() []byte { return []byte(`{"entries":{}}`) }
+	w0 := l.start(wcfg)
+	eventually(t, "both trust each other", func() bool { return len(trustedNames(e0)) == 2 && len(trustedNames(w0)) == 2 })
+
+	assert.NoError(t, e0.MayChangeTraffic(), "east's credential carries the capability")
+	assert.NoError(t, w0.MayWrite("east-0"), "and west sees it in east's credential")
+	assert.ErrorContains(t, w0.MayChangeTraffic(), "has no admin capability")
+	assert.ErrorIs(t, e0.MayWrite("west-0"), ErrNoCapability)
+	w0.BroadcastShared([]byte(`{"entries":{}}`)) // a plain prober sends none
+	time.Sleep(300 * time.Millisecond)
+	assert.Zero(t, got.Load(), "east hears no admin state from a plain prober")
 }
