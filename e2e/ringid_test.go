@@ -38,7 +38,8 @@ func newTestRing(t testing.TB, dir string, nodes ...string) *testRing {
 		require.NoError(t, err)
 		tr.files[name] = file
 		if prober {
-			tr.peers = append(tr.peers, fmt.Sprintf("{name: %s, role: prober, region: %s, public_key: %q}", name, region, model.FormatPeerKey(id.Public())))
+			// Listed serve nodes take operators' requests: they carry the admin capability.
+			tr.peers = append(tr.peers, fmt.Sprintf("{name: %s, role: prober, region: %s, admin: true, public_key: %q}", name, region, model.FormatPeerKey(id.Public())))
 		} else {
 			tr.peers = append(tr.peers, fmt.Sprintf("{name: %s, role: agent, cluster: %s, public_key: %q}", name, cluster, model.FormatPeerKey(id.Public())))
 		}

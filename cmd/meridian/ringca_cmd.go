@@ -93,6 +93,7 @@ func newRingCAIssue() *cobra.Command {
 	var caDir, out, secret, namespace string
 	var s ringca.Scope
 	var expires time.Duration
+	var caps []string
 	c := &cobra.Command{
 		Use:   "issue",
 		Short: "Issue a node (or site) credential: a certificate and its new key, as one PEM file or a Kubernetes Secret",
@@ -103,11 +104,16 @@ func newRingCAIssue() *cobra.Command {
 				return err
 			}
 			s.TrustDomain = a.TrustDomain()
+			for _, c := range caps {
+				if err := s.SetCapability(c); err != nil {
+					return fmt.Errorf("--capability: %w", err)
+				}
+			}
 			if s.TrustDomain == "" {
 				return fmt.Errorf("%s names no ring (no spiffe:// URI): make the CA with `meridian ring ca init`", filepath.Join(caDir, "ca.crt"))
 			}
 			if err := s.Validate(); err != nil {
-				return fmt.Errorf("credential: %w (flags --name, --role, --region, --cluster, --max-nodes)", err)
+				return fmt.Errorf("credential: %w (flags --name, --role, --region, --cluster, --max-nodes, --capability)", err)
 			}
 			pub, key, err := ed25519.GenerateKey(rand.Reader)
 			if err != nil {
@@ -149,6 +155,7 @@ func newRingCAIssue() *cobra.Command {
 	f.StringVar(&s.Region, "region", "", "a prober's region: it cannot vote as another")
 	f.StringVar(&s.Cluster, "cluster", "", "an agent's cluster: the only heartbeat it may send")
 	f.IntVar(&s.MaxNodes, "max-nodes", 0, "with a name ending in *: how many of its nodes may count at once (replicas + maxSurge)")
+	f.StringSliceVar(&caps, "capability", nil, "admin: the node may change traffic over the ring (its overrides are accepted by its peers; probers only). Default: none")
 	f.DurationVar(&expires, "expires", 8760*time.Hour, "validity of the credential")
 	f.StringVarP(&out, "out", "o", "", "write to this file (mode 0600, never overwritten) instead of stdout")
 	f.StringVar(&secret, "secret", "", "print a Kubernetes Secret of type kubernetes.io/tls with this name (tls.crt, tls.key, ca.crt: cert-manager's layout) instead of a PEM file")

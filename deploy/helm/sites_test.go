@@ -128,10 +128,16 @@ func TestTheWalkthroughSitesRenderConfigsMeridianAccepts(t *testing.T) {
 			require.NoError(t, issued.Validate())
 			cm := render(t, example(t, "common"), example(t, c.site), "ring: {certManager: {enabled: true, issuer: {create: true, caSecret: meridian-ring-ca}}}")
 			uris, _ := get(cm["Certificate/meridian-ring-credential"], "spec", "uris").([]any)
-			require.Len(t, uris, 1)
+			require.Len(t, uris, 2)
 			scope, err := ringca.ParseURI(uris[0].(string))
 			require.NoError(t, err)
 			assert.Equal(t, issued, scope, "the Certificate's URI is the scope the walkthrough issues")
+			withAdmin := issued
+			require.NoError(t, withAdmin.SetCapability(ringca.CapabilityAdmin))
+			assert.Equal(t, withAdmin.CapabilityURIs(), []string{uris[1].(string)}, "and the admin capability, as --capability admin issues it: drain works from every pod")
+			probeOnly := render(t, example(t, "common"), example(t, c.site), "ring: {admin: false, certManager: {enabled: true, issuer: {create: true, caSecret: meridian-ring-ca}}}")
+			uris, _ = get(probeOnly["Certificate/meridian-ring-credential"], "spec", "uris").([]any)
+			assert.Len(t, uris, 1, "a probe-only site's credential has no capability")
 			assert.Equal(t, c.region, f.Ring.Region)
 
 			// Every pod: its ring name, its own gossip Service.

@@ -184,7 +184,7 @@ func TestChartValues(t *testing.T) {
 			func(t *testing.T, objs map[string]map[string]any) {
 				cert := objs["Certificate/meridian-ring-credential"]
 				assert.Equal(t, "meridian-ring-credential", get(cert, "spec", "secretName"))
-				assert.Equal(t, []any{"spiffe://gslb.example.com/prober/us-east/east-*/max-nodes/2"}, get(cert, "spec", "uris"))
+				assert.Equal(t, []any{"spiffe://gslb.example.com/prober/us-east/east-*/max-nodes/2", "meridian://gslb.example.com/capability/admin"}, get(cert, "spec", "uris"), "the site's scope and the admin capability (ring.admin, default true)")
 				assert.Equal(t, map[string]any{"algorithm": "Ed25519", "encoding": "PKCS8", "rotationPolicy": "Always"}, get(cert, "spec", "privateKey"))
 				assert.Equal(t, map[string]any{"group": "cert-manager.io", "kind": "Issuer", "name": "meridian-ring-ca"}, get(cert, "spec", "issuerRef"))
 				assert.Equal(t, "meridian-ring-ca", get(objs["Issuer/meridian-ring-ca"], "spec", "ca", "secretName"))

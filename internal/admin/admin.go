@@ -6,6 +6,7 @@
 package admin
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
@@ -255,6 +256,10 @@ type Entry struct {
 	Override Override `json:"o"`
 	Deleted  bool     `json:"d,omitempty"`
 	Stamp    Stamp    `json:"s"`
+	// Sig is the Ed25519 signature of Stamp.Node's ring identity over
+	// SigInput (nil: written before entries were signed, or by a node
+	// without a ring; such entries stay local).
+	Sig []byte `json:"g,omitempty"`
 }
 
 // State is the set of overrides, mergeable across nodes.
@@ -266,19 +271,25 @@ type State struct {
 func (s State) Clone() State { return State{Entries: maps.Clone(s.Entries)} }
 
 // Merge takes every entry of other that is newer than ours and reports
-// whether s changed.
+// whether s changed (no caps: see Store.Merge).
 func (s *State) Merge(other State) bool {
 	if s.Entries == nil {
 		s.Entries = map[string]Entry{}
 	}
 	changed := false
 	for id, e := range other.Entries {
-		if cur, ok := s.Entries[id]; !ok || e.Stamp.after(cur.Stamp) {
+		if cur, ok := s.Entries[id]; !ok || e.Newer(cur) {
 			s.Entries[id] = e
 			changed = true
 		}
 	}
 	return changed
+}
+
+// Newer reports whether e replaces cur: a later stamp, or the same
+// version signed again (its writer's key was renewed).
+func (e Entry) Newer(cur Entry) bool {
+	return e.Stamp.after(cur.Stamp) || e.Stamp == cur.Stamp && len(e.Sig) > 0 && !bytes.Equal(e.Sig, cur.Sig)
 }
 
 // Active returns the overrides in force at now, oldest first.

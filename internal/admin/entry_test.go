@@ -102,10 +102,10 @@ func TestDescribeNeverPanicsOnAWeightWithoutValue(t *testing.T) {
 	assert.NotPanics(t, func() { _ = Override{Kind: KindWeight, Who: "x"}.Describe() })
 }
 
-func TestAddRefusesBeyondMaxEntries(t *testing.T) {
+func TestAddRefusesBeyondThisNodesOwnShare(t *testing.T) {
 	s, err := Open("", "n1", 0)
 	require.NoError(t, err)
-	for range MaxEntries {
+	for range MaxPerOrigin {
 		_, err := s.Add(Override{Kind: KindDrain, Cluster: "east", Reason: "x"}, "alice")
 		require.NoError(t, err)
 	}

@@ -147,7 +147,7 @@ func TestUpdateWritesANewerVersionOfAShift(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.True(t, got.Shift.Progress.Paused)
-	assert.Equal(t, "alice", got.Who)
+	assert.Equal(t, "alice@n1", got.Who)
 	assert.True(t, s.State().Entries[o.ID].Stamp.after(before))
 	_, err = s.Update("nope", func(cur Override) (Override, error) { return cur, nil })
 	assert.ErrorIs(t, err, ErrNotFound)

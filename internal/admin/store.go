@@ -14,7 +14,8 @@ import (
 // ErrNotFound is returned for an unknown or already removed override id.
 var ErrNotFound = errors.New("no such override")
 
-// ErrTooMany is returned by Add when the state holds MaxEntries entries.
+// ErrTooMany is returned by Add when this node's own overrides are at
+// their cap (Limits.PerOrigin, Limits.OriginBytes).
 var ErrTooMany = errors.New("too many overrides")
 
 // Store is this node's admin state, persisted in a file.
@@ -25,14 +26,18 @@ type Store struct {
 	st      State
 	now     func() time.Time
 	skipped []EntryError
+	lim     Limits
+	sign    func([]byte) []byte // this node's ring identity (nil: entries stay unsigned)
+	keyID   string              // the identity the own entries are signed with
 }
 
 // keepTombstones is how long removals (and expired entries) are remembered.
 const keepTombstones = 7 * 24 * time.Hour
 
 // MaxEntries bounds the state (overrides in force, expired and removed
-// ones kept for keepTombstones): beyond it Add refuses, so the state always
-// fits one ring message.
+// ones kept for keepTombstones), with Limits: entries from the ring beyond
+// the caps are refused, so the state always fits one ring message and
+// this node's operators always have their own share.
 const MaxEntries = 2000
 
 // Open loads the state file (a missing file is an empty state; a file that
@@ -44,7 +49,7 @@ func Open(path, node string, skew time.Duration) (*Store, error) {
 	if skew <= 0 {
 		skew = model.DefaultMaxClockSkew
 	}
-	s := &Store{path: path, node: node, st: State{Entries: map[string]Entry{}}, now: time.Now}
+	s := &Store{path: path, node: node, st: State{Entries: map[string]Entry{}}, now: time.Now, lim: DefaultLimits}
 	if path == "" {
 		return s, nil
 	}
@@ -69,17 +74,59 @@ func (s *Store) Skipped() []EntryError { return s.skipped }
 // Path is the state file ("" = memory only).
 func (s *Store) Path() string { return s.path }
 
-// Add records a new override from who and returns it with its id.
+// Node is the name this store stamps its changes with.
+func (s *Store) Node() string { return s.node }
+
+// SetLimits replaces the caps (tests; DefaultLimits otherwise).
+func (s *Store) SetLimits(l Limits) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lim = l
+}
+
+// Sign makes this node's changes signed with sign, this node's ring
+// identity called keyID (a fingerprint): every entry this node wrote is
+// signed again when keyID differs from the last one (a renewed credential
+// rotates the key). Cheap when nothing changed; call it before the state
+// goes out.
+func (s *Store) Sign(sign func([]byte) []byte, keyID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sign == nil || keyID == s.keyID && s.sign != nil {
+		return
+	}
+	s.sign, s.keyID = sign, keyID
+	next := s.st.Clone()
+	for id, e := range next.Entries {
+		if e.Stamp.Node == s.node {
+			next.Entries[id] = s.signed(id, e)
+		}
+	}
+	s.st = next // the file keeps the old signatures until the next change: they are made again at start
+}
+
+func (s *Store) signed(id string, e Entry) Entry {
+	if s.sign == nil {
+		return e
+	}
+	e.Sig = s.sign(SigInput(id, e))
+	return e
+}
+
+// Add records a new override from who, the name of the token that asked
+// (kept as who@node, this node's name), and returns it with its id.
 func (s *Store) Add(o Override, who string) (Override, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	if len(s.st.Entries) >= MaxEntries {
-		return Override{}, fmt.Errorf("%w: %d overrides are kept (in force, expired or removed within a week); remove some first", ErrTooMany, len(s.st.Entries))
-	}
-	o.ID, o.Who, o.At = NewID(), who, now.UTC()
+	o.ID, o.Who, o.At = NewID(), who+"@"+s.node, now.UTC()
+	e := Entry{Override: o, Stamp: Stamp{At: now.UnixNano(), Node: s.node}}
+	e = s.signed(o.ID, e)
 	next := s.st.Clone()
-	next.Entries[o.ID] = Entry{Override: o, Stamp: Stamp{At: now.UnixNano(), Node: s.node}}
+	if !next.fitOwn(s.node, now, s.lim, entrySize(o.ID, e)) {
+		return Override{}, fmt.Errorf("%w: this node keeps at most %d overrides (%d bytes) set on it, in force, expired or removed within a week; remove some first", ErrTooMany, s.lim.PerOrigin, s.lim.OriginBytes)
+	}
+	next.Entries[o.ID] = e
 	if err := s.saveLocked(next); err != nil {
 		return Override{}, err
 	}
@@ -97,7 +144,7 @@ func (s *Store) Remove(id string) (Override, error) {
 	now := s.now()
 	next := s.st.Clone()
 	e.Deleted, e.Stamp = true, Stamp{At: max(now.UnixNano(), e.Stamp.At+1), Node: s.node}
-	next.Entries[id] = e
+	next.Entries[id] = s.signed(id, e)
 	if err := s.saveLocked(next); err != nil {
 		return Override{}, err
 	}
@@ -118,15 +165,25 @@ func (s *Store) State() State {
 	return s.st.Clone()
 }
 
-// Merge takes another node's state and reports whether ours changed.
-func (s *Store) Merge(other State) (bool, error) {
+// Merge takes another node's state within the caps (State.MergeCapped)
+// and reports whether ours changed and which entries it refused.
+func (s *Store) Merge(other State) (bool, []EntryError, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := s.st.Clone()
-	if !next.Merge(other) {
-		return false, nil
+	changed, refused := next.MergeCapped(other, s.node, s.now(), s.lim)
+	if !changed {
+		return false, refused, nil
 	}
-	return true, s.saveLocked(next)
+	return true, refused, s.saveLocked(next)
+}
+
+// Get returns the version held of entry id.
+func (s *Store) Get(id string) (Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.st.Entries[id]
+	return e, ok
 }
 
 // saveLocked writes next atomically (temp file, fsync, rename) and only
@@ -183,7 +240,7 @@ func (s *Store) Update(id string, f func(Override) (Override, error)) (Override,
 		return Override{}, err
 	}
 	next := s.st.Clone()
-	next.Entries[id] = Entry{Override: o, Stamp: Stamp{At: max(now.UnixNano(), e.Stamp.At+1), Node: s.node}}
+	next.Entries[id] = s.signed(id, Entry{Override: o, Stamp: Stamp{At: max(now.UnixNano(), e.Stamp.At+1), Node: s.node}})
 	if err := s.saveLocked(next); err != nil {
 		return Override{}, err
 	}

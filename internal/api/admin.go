@@ -56,6 +56,8 @@ func registerAdmin(mux *router, a AdminControl) {
 			writeError(w, http.StatusConflict, "%v", err)
 		case errors.Is(err, admin.ErrTooMany):
 			writeError(w, http.StatusConflict, "%v", err)
+		case errors.Is(err, admin.ErrNoCapability):
+			writeError(w, http.StatusForbidden, "%v (nothing was changed)", err)
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, "%v (nothing was changed)", err)
 		default:
@@ -88,6 +90,8 @@ func registerAdmin(mux *router, a AdminControl) {
 				}
 				var fe admin.FieldError
 				switch {
+				case errors.Is(err, admin.ErrNoCapability):
+					writeError(w, http.StatusForbidden, "%v (nothing was changed)", err)
 				case errors.Is(err, admin.ErrNotFound) || errors.Is(err, ErrNoShift):
 					writeError(w, http.StatusNotFound, "%v", err)
 				case errors.As(err, &fe):
@@ -103,6 +107,8 @@ func registerAdmin(mux *router, a AdminControl) {
 	mux.change("DELETE /v1/admin/overrides/{id}", func(w http.ResponseWriter, r *http.Request, who string) {
 		o, err := a.Remove(r.PathValue("id"), who)
 		switch {
+		case errors.Is(err, admin.ErrNoCapability):
+			writeError(w, http.StatusForbidden, "%v (nothing was changed)", err)
 		case errors.Is(err, admin.ErrNotFound):
 			writeError(w, http.StatusNotFound, "%v", err)
 		case err != nil:

@@ -109,6 +109,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	sitesF := &serving.SitesFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
 	p.sites = sitesF
 	a.pipe.SetBroadcast(r.BroadcastShared)
+	a.pipe.SetRing(r)
 	a.probing.Store(p)
 	p.configure(d)
 	// The ring leaves after the prober and the follower have stopped (the
@@ -117,6 +118,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	// demo backends down.
 	a.defer_(func() {
 		a.pipe.SetBroadcast(nil)
+		a.pipe.SetRing(nil)
 		if err := r.Shutdown(); err != nil {
 			a.log.Warn("ring shutdown", "err", err)
 		}

@@ -168,6 +168,12 @@ type RingPeer struct {
 	// with a name ending in *, 1..256; e.g. replicas + maxSurge): whoever
 	// holds the shared key cannot invent more voters than the site has.
 	MaxNodes int `yaml:"max_nodes"`
+	// Admin is the capability to change traffic over the ring: overrides
+	// (drain, force, weight, shift) set on this node through its API, or
+	// removed or stepped by it, are accepted by its peers only with it
+	// (probers only; default false: a plain prober or agent changes
+	// nothing, ADR 0008).
+	Admin bool `yaml:"admin"`
 }
 
 // Memberlist exposes memberlist's main protocol knobs; zero keeps the WAN default.

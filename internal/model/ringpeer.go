@@ -116,6 +116,9 @@ func (v *validator) peers(p string, r Ring) {
 			if pe.Cluster == "" {
 				v.add(pp+".cluster", "is required for an agent (the one cluster whose heartbeat it may send)")
 			}
+			if pe.Admin {
+				v.add(pp+".admin", "only goes with role prober (an agent sends the heartbeat of its cluster, nothing else)")
+			}
 		}
 		if _, err := ParsePeerKey(pe.PublicKey); err != nil {
 			v.add(pp+".public_key", "%v", err)

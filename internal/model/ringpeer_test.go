@@ -24,6 +24,8 @@ func TestRingPeersValidation(t *testing.T) {
 		{"a prober without a region is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "p1", Role: PeerProber, PublicKey: testKey}}}, "ring.peers[0].region"},
 		{"an agent without a cluster is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "a1", Role: PeerAgent, PublicKey: testKey}}}, "ring.peers[0].cluster"},
 		{"a prober with a cluster is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "p1", Role: PeerProber, Region: "r1", Cluster: "c1", PublicKey: testKey}}}, "ring.peers[0].cluster"},
+		{"an agent with the admin capability is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "a1", Role: PeerAgent, Cluster: "c1", PublicKey: testKey, Admin: true}}}, "ring.peers[0].admin"},
+		{"a prober with the admin capability is valid", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "p1", Role: PeerProber, Region: "r1", PublicKey: testKey, Admin: true}}}, ""},
 		{"an unknown role is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "p1", Role: "boss", Region: "r1", PublicKey: testKey}}}, "ring.peers[0].role"},
 		{"a key that is not ed25519:BASE64 is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "p1", Role: PeerProber, Region: "r1", PublicKey: "ssh-ed25519 AAAA"}}}, "ring.peers[0].public_key"},
 		{"a key of the wrong length is refused", Ring{Enabled: true, Region: "r1", Peers: []RingPeer{{Name: "p1", Role: PeerProber, Region: "r1", PublicKey: "ed25519:AAAA"}}}, "ring.peers[0].public_key"},

@@ -98,7 +98,7 @@ func (s *credStore) get(name string) (peer, bool) {
 // credPeer is the listing a verified credential stands for.
 func credPeer(v ringca.Verified) peer {
 	sc := v.Scope
-	return peer{RingPeer: model.RingPeer{Name: sc.Name, Role: sc.Role, Region: sc.Region, Cluster: sc.Cluster, MaxNodes: sc.MaxNodes},
+	return peer{RingPeer: model.RingPeer{Name: sc.Name, Role: sc.Role, Region: sc.Region, Cluster: sc.Cluster, MaxNodes: sc.MaxNodes, Admin: sc.Admin},
 		key: v.Key, cred: credID(v.Hash), site: sc.Site(), expires: v.NotAfter, serial: v.Serial, fpr: v.Fingerprint, scope: sc.URI()}
 }
 

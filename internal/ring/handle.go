@@ -400,6 +400,9 @@ func (r *Ring) onShared(t *trust, e envelope, p peer, c clock) *rejection {
 	if r.cfg.OnShared == nil {
 		return nil
 	}
+	if !p.Admin {
+		return reject(ReasonCapability, "admin state of %q, which has no admin capability (ring.peers[].admin, or a credential issued with --capability admin)", e.origin)
+	}
 	var sm sharedMsg
 	if err := e.decodePayload(&sm); err != nil {
 		return reject(ReasonMalformed, "admin state: %v", err)
@@ -479,7 +482,7 @@ func (d *delegate) LocalState(join bool) []byte {
 	if oc := r.own.Load(); oc != nil {
 		st.Creds = append(st.Creds, oc.msg)
 	}
-	if r.cfg.SharedState != nil && r.cfg.Role == RoleProber {
+	if r.cfg.SharedState != nil && r.cfg.Role == RoleProber && r.trust.Load().self.Admin {
 		if data := r.cfg.SharedState(); len(data) > 0 {
 			st.Shared = seal(r.id(), msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
 		}

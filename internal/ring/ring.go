@@ -734,6 +734,7 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 		self.cred = credID(oc.v.Hash)
 		self.expires, self.serial, self.fpr, self.scope = oc.v.NotAfter, oc.v.Serial, oc.v.Fingerprint, oc.v.Scope.URI()
 		self.MaxNodes = oc.v.Scope.MaxNodes
+		self.Admin = oc.v.Scope.Admin
 		if pool == nil {
 			return errors.New("ring.credential needs ring.ca: the CA certificates every node checks credentials with")
 		}
@@ -742,6 +743,9 @@ func (r *Ring) SetTrust(peers []model.RingPeer, pool *ringca.Pool) error {
 		}
 	} else {
 		self.site = siteOf(r.cfg.NodeName)
+	}
+	if p, ok := model.LookupPeer(peers, self.Name); ok && p.Admin {
+		self.Admin = true // a pinned entry for this node gives it the capability as it gives it to its peers
 	}
 	t, err := newTrust(self, peers, pool, r.creds)
 	if err != nil {
@@ -924,6 +928,9 @@ func (r *Ring) changed() {
 // gossip queue: memberlist only piggybacks what fits in a UDP packet. Such
 // a state is sent directly over TCP to every live member instead.
 func (r *Ring) BroadcastShared(data []byte) {
+	if !r.trust.Load().self.Admin {
+		return // its peers refuse it (ReasonCapability); what it holds is spread by those that may
+	}
 	msg := seal(r.id(), msgShared, r.cfg.NodeName, sharedMsg{At: time.Now().UnixMilli(), State: data})
 	if len(msg) <= maxGossipShared {
 		r.queue(msgShared, "a/"+r.cfg.NodeName, msg)

@@ -109,7 +109,7 @@ func (l *lab) config(name, region, role, cluster string) Config {
 		region = ""
 	}
 	if role != RoleObserver {
-		l.peers[name] = model.RingPeer{Name: name, Role: pr, Region: region, Cluster: cluster, PublicKey: model.FormatPeerKey(id.Public())}
+		l.peers[name] = model.RingPeer{Name: name, Role: pr, Region: region, Cluster: cluster, PublicKey: model.FormatPeerKey(id.Public()), Admin: pr == model.PeerProber}
 	}
 	return Config{NodeName: name, Region: orDefault(region, "r9"), Role: role, Identity: id, Peers: l.list(), Label: "test", Bind: "127.0.0.1:0",
 		Memberlist: fast, Logger: slog.New(slog.DiscardHandler)}

@@ -24,9 +24,10 @@ const (
 	ReasonFuture        = "future"         // a stamp or sequence beyond now + max_clock_skew
 	ReasonStale         = "stale"          // a one-shot request older than it may be (key change, confirmation)
 	ReasonUnknownTarget = "unknown-subject"
-	ReasonInvalid       = "invalid" // a field out of its allowed range
-	ReasonPanic         = "panic"   // handling it panicked (recovered)
-	ReasonBudget        = "budget"  // not checked: too many bad signatures in its origin's name, or in all, lately (budget.go)
+	ReasonInvalid       = "invalid"    // a field out of its allowed range
+	ReasonPanic         = "panic"      // handling it panicked (recovered)
+	ReasonBudget        = "budget"     // not checked: too many bad signatures in its origin's name, or in all, lately (budget.go)
+	ReasonCapability    = "capability" // admin state from a node without the admin capability (ring.peers[].admin, a credential's capability URI)
 
 	// Credentials (ADR 0016).
 	ReasonExpired   = ringca.ReasonExpired   // a credential outside its validity
@@ -37,7 +38,7 @@ const (
 
 // RejectReasons lists every reason, in documentation order.
 var RejectReasons = []string{ReasonMalformed, ReasonOversized, ReasonUnknownType, ReasonUnknownOrigin, ReasonUnadmitted, ReasonSignature,
-	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic, ReasonBudget,
+	ReasonRole, ReasonImpersonation, ReasonRegion, ReasonCluster, ReasonFuture, ReasonStale, ReasonUnknownTarget, ReasonInvalid, ReasonPanic, ReasonBudget, ReasonCapability,
 	ReasonExpired, ReasonRevoked, ReasonForeignCA, ReasonScope}
 
 // rejection is why a message was not accepted.

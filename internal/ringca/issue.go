@@ -112,6 +112,14 @@ func (a Authority) Issue(s Scope, pub ed25519.PublicKey, validity time.Duration,
 	if err != nil {
 		return nil, err
 	}
+	uris := []*url.URL{u}
+	for _, raw := range s.CapabilityURIs() {
+		cu, err := url.Parse(raw)
+		if err != nil {
+			return nil, err
+		}
+		uris = append(uris, cu)
+	}
 	serial, err := newSerial()
 	if err != nil {
 		return nil, err
@@ -123,7 +131,7 @@ func (a Authority) Issue(s Scope, pub ed25519.PublicKey, validity time.Duration,
 		NotAfter:     now.Add(validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
-		URIs:         []*url.URL{u},
+		URIs:         uris,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, pub, a.Key)
 	if err != nil {

@@ -285,3 +285,51 @@ func TestCredentialKeyMustMatch(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "after the CA itself")
 }
+
+func TestTheAdminCapability(t *testing.T) {
+	a := mustCA(t, "gslb.example.com")
+	pool := mustPool(t, "gslb.example.com", nil, a)
+	site := Scope{TrustDomain: "gslb.example.com", Role: RoleProber, Region: "us-east", Name: "east-*", MaxNodes: 2}
+	withAdmin := site
+	require.NoError(t, withAdmin.SetCapability("admin"))
+	pub := func() ed25519.PublicKey { p, _, _ := ed25519.GenerateKey(rand.Reader); return p }
+	tests := []struct {
+		name   string
+		uris   []string
+		admin  bool
+		reason string // "" = accepted
+	}{
+		{"a plain prober's credential carries no capability", []string{site.URI()}, false, ""},
+		{"a second URI SAN gives the admin capability (within the CA's name constraints)", []string{site.URI(), "meridian://gslb.example.com/capability/admin"}, true, ""},
+		{"a capability of another ring is refused", []string{site.URI(), "meridian://other.example.com/capability/admin"}, false, ReasonScope},
+		{"a capability URI of another shape is refused", []string{site.URI(), "meridian://gslb.example.com/admin"}, false, ReasonScope},
+		{"an unknown capability (a later version's) is ignored", []string{site.URI(), "meridian://gslb.example.com/capability/audit"}, false, ""},
+		{"an agent with the admin capability is refused", []string{"spiffe://gslb.example.com/agent/c1/a1", "meridian://gslb.example.com/capability/admin"}, false, ReasonScope},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			der := rawLeaf(t, a, tt.uris, pub(), now.Add(-time.Minute), now.Add(time.Hour))
+			v, err := pool.Verify([][]byte{der}, now, 0)
+			if tt.reason != "" {
+				assert.Equal(t, tt.reason, Reason(err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.admin, v.Scope.Admin)
+		})
+	}
+	t.Run("issue writes the capability and describe shows it", func(t *testing.T) {
+		_, der := mustIssue(t, a, withAdmin, time.Hour, now)
+		v, err := pool.Verify([][]byte{der}, now, 0)
+		require.NoError(t, err)
+		assert.True(t, v.Scope.Admin)
+		assert.Equal(t, site.URI(), v.Scope.URI(), "the spiffe:// URI is the plain prober's: earlier versions read it as before")
+		in, err := Describe(der)
+		require.NoError(t, err)
+		assert.Equal(t, site.URI()+" +admin", in.Subject)
+	})
+	t.Run("an unknown capability is refused when issuing", func(t *testing.T) {
+		s := site
+		assert.ErrorContains(t, s.SetCapability("root"), `capability "root" is not known (allowed: admin)`)
+	})
+}

@@ -6,6 +6,15 @@
 //	spiffe://<trust domain>/prober/<region>/<prefix>*/max-nodes/<n>
 //	spiffe://<trust domain>/agent/<cluster>/<name>
 //
+// A prober credential may carry capabilities in a second URI SAN each,
+// beside the spiffe:// one (nodes of earlier versions, which read only the
+// spiffe:// URI, accept the credential as a plain prober's):
+//
+//	meridian://<trust domain>/capability/admin
+//
+// admin is the capability to change traffic over the ring: overrides
+// written by the node are accepted by its peers only with it.
+//
 // A name ending in * covers the replicas of one site sharing the
 // credential (at most n of them live at once count). The package is pure:
 // it parses, verifies and issues, and reads files only in LoadCredential
@@ -38,6 +47,41 @@ type Scope struct {
 	Cluster     string // an agent's one cluster: the only heartbeat it may send
 	Name        string // a node name, or a prefix ending in * ("east-*")
 	MaxNodes    int    // with a prefix: how many of its nodes may be live at once (1..256)
+	Admin       bool   // the admin capability (probers only): its overrides are accepted over the ring
+}
+
+// Capabilities a credential may carry (CapabilityURI).
+const (
+	CapabilityAdmin = "admin"
+	capScheme       = "meridian"
+	capPath         = "/capability/"
+)
+
+// Capabilities lists what the scope carries beyond its role.
+func (s Scope) Capabilities() []string {
+	if s.Admin {
+		return []string{CapabilityAdmin}
+	}
+	return nil
+}
+
+// CapabilityURIs are the URI SANs stating the scope's capabilities.
+func (s Scope) CapabilityURIs() []string {
+	var out []string
+	for _, c := range s.Capabilities() {
+		out = append(out, capScheme+"://"+s.TrustDomain+capPath+c)
+	}
+	return out
+}
+
+// SetCapability adds capability c (as `meridian ring ca issue
+// --capability` takes it); an error names the allowed ones.
+func (s *Scope) SetCapability(c string) error {
+	if c != CapabilityAdmin {
+		return fmt.Errorf("capability %q is not known (allowed: %s)", c, CapabilityAdmin)
+	}
+	s.Admin = true
+	return nil
 }
 
 // IsPrefix reports whether the scope names a prefix ("east-*").
@@ -84,8 +128,14 @@ func (s Scope) URI() string {
 	return u
 }
 
-// String is the URI.
-func (s Scope) String() string { return s.URI() }
+// String is the URI, with the capabilities after it ("... +admin").
+func (s Scope) String() string {
+	out := s.URI()
+	for _, c := range s.Capabilities() {
+		out += " +" + c
+	}
+	return out
+}
 
 var (
 	label   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -127,6 +177,9 @@ func (s Scope) Validate() error {
 		}
 		if s.Region != "" {
 			return fmt.Errorf("region %q: only a prober credential names a region", s.Region)
+		}
+		if s.Admin {
+			return fmt.Errorf("capability %s: only a prober credential carries it (an agent sends its cluster's heartbeat, nothing else)", CapabilityAdmin)
 		}
 	default:
 		return fmt.Errorf("role %q is not allowed (allowed: prober, agent)", s.Role)

@@ -8,7 +8,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -181,13 +183,18 @@ func (p *Pool) Verify(chain [][]byte, now time.Time, skew time.Duration) (Verifi
 	return v, nil
 }
 
-// LeafScope reads a certificate's scope from its one spiffe:// URI SAN,
-// without checking anything else (a cheap check before a chain's).
+// LeafScope reads a certificate's scope from its one spiffe:// URI SAN
+// and its capabilities from its meridian:// ones (an unknown capability is
+// ignored: a later version's), without checking anything else (a cheap
+// check before a chain's).
 func LeafScope(c *x509.Certificate) (Scope, error) {
-	var uris []string
+	var uris, caps []string
 	for _, u := range c.URIs {
-		if u.Scheme == "spiffe" {
+		switch u.Scheme {
+		case "spiffe":
 			uris = append(uris, u.String())
+		case capScheme:
+			caps = append(caps, u.String())
 		}
 	}
 	if len(uris) != 1 {
@@ -195,6 +202,22 @@ func LeafScope(c *x509.Certificate) (Scope, error) {
 	}
 	s, err := ParseURI(uris[0])
 	if err != nil {
+		return Scope{}, refuse(ReasonScope, "%v", err)
+	}
+	for _, raw := range caps {
+		u, err := url.Parse(raw)
+		name, ok := "", false
+		if err == nil {
+			name, ok = strings.CutPrefix(u.Path, capPath)
+		}
+		switch {
+		case !ok || u.Host != s.TrustDomain || name == "" || strings.Contains(name, "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			return Scope{}, refuse(ReasonScope, "capability URI %q: not %s://%s%s<capability>", raw, capScheme, s.TrustDomain, capPath)
+		case name == CapabilityAdmin:
+			s.Admin = true
+		}
+	}
+	if err := s.Validate(); err != nil {
 		return Scope{}, refuse(ReasonScope, "%v", err)
 	}
 	return s, nil
@@ -246,7 +269,7 @@ func ParseCertificates(b []byte) ([]*x509.Certificate, error) { return parseCert
 
 // Info is what a certificate says, for people (`meridian ring ca show`).
 type Info struct {
-	Subject     string // its spiffe:// URI, else its common name
+	Subject     string // its spiffe:// URI (and " +capability" for each it carries), else its common name
 	Serial      string // "serial:HEX", as ring.revoked takes it
 	Fingerprint string // "sha256:HEX" of its key, as ring.revoked takes it
 	NotBefore   time.Time
@@ -264,6 +287,9 @@ func Describe(der []byte) (Info, error) {
 		if u.Scheme == "spiffe" {
 			in.Subject = u.String()
 		}
+	}
+	if s, err := LeafScope(c); err == nil {
+		in.Subject = s.String()
 	}
 	if c.IsCA {
 		in.Subject += " (CA)"

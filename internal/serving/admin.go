@@ -2,7 +2,7 @@ package serving
 
 import (
 	"context"
-	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
@@ -36,6 +36,9 @@ func (p *Pipeline) SetBroadcast(f func([]byte)) {
 func (p *Pipeline) AddOverride(req admin.Request, who string) (admin.Override, error) {
 	if p.opts.Admin == nil {
 		return admin.Override{}, errNoAdmin
+	}
+	if err := p.mayChange(); err != nil {
+		return admin.Override{}, err
 	}
 	o, err := req.Validate(&p.State().Effective.Desired, time.Now())
 	if err != nil {
@@ -106,6 +109,9 @@ func (p *Pipeline) RemoveOverride(id, who string) (admin.Override, error) {
 	if p.opts.Admin == nil {
 		return admin.Override{}, errNoAdmin
 	}
+	if err := p.mayChange(); err != nil {
+		return admin.Override{}, err
+	}
 	o, err := p.opts.Admin.Remove(id)
 	if err != nil {
 		return o, err
@@ -122,6 +128,7 @@ func (p *Pipeline) adminChanged(spread bool) {
 		p.log.Error("republish after an admin change failed: previous snapshot keeps serving", "err", err)
 	}
 	if b := p.broadcast.Load(); spread && b != nil {
+		p.signEntries()
 		(*b)(p.opts.Admin.State().Marshal())
 	}
 }
@@ -131,12 +138,16 @@ func (p *Pipeline) SharedState() []byte {
 	if p.opts.Admin == nil {
 		return nil
 	}
+	p.signEntries()
 	return p.opts.Admin.State().Marshal()
 }
 
-// OnShared merges another node's admin state from the ring. Each entry
-// passes the same validation as POST /v1/admin/overrides before it is
-// merged, saved or passed on.
+// OnShared merges another node's admin state from the ring (the ring has
+// checked that the node that sent it has the admin capability). Each entry
+// passes the same validation as POST /v1/admin/overrides, then the checks
+// of its writer (signature, capability, who bound to it), the min_healthy
+// rule and the caps, before it is merged, saved or passed on; every
+// refusal is counted in meridian_admin_entries_rejected_total.
 func (p *Pipeline) OnShared(data []byte) {
 	if p.opts.Admin == nil {
 		return
@@ -147,20 +158,25 @@ func (p *Pipeline) OnShared(data []byte) {
 		p.log.Warn("ring: bad admin state from another node", "err", err)
 		return
 	}
-	cur := p.State().Effective
-	other, skipped := other.Sanitize(&cur.Desired, time.Now(), cur.Ring.MaxClockSkew.D())
-	for _, e := range skipped {
-		if e.Reason == admin.RejectUnknownTarget {
-			p.keepPending(data) // merged again once our config has the target
-		}
-		p.m.rejected.WithLabelValues("ring", e.Reason).Inc()
-		level := slog.LevelWarn
-		if e.Reason == admin.RejectUnknownTarget {
-			level = slog.LevelDebug // another node's config has a target ours lacks (a reload in flight)
-		}
-		p.log.Log(context.Background(), level, "ring: an override from another node is skipped", "id", e.ID, "reason", e.Reason, "err", e.Err)
+	if p.ring.Load() == nil && p.sawRing.Load() {
+		return // the ring stopped
 	}
-	changed, err := p.opts.Admin.Merge(other)
+	if p.ring.Load() == nil {
+		p.keepPending(data) // the ring started and delivered before SetRing: checked once it is set
+		return
+	}
+	cur := p.State().Effective
+	other, refused := other.Sanitize(&cur.Desired, time.Now(), cur.Ring.MaxClockSkew.D())
+	if slices.ContainsFunc(refused, func(e admin.EntryError) bool { return e.Reason == admin.RejectUnknownTarget }) {
+		p.keepPending(data) // merged again once our config has the target
+	}
+	other, bad := p.checkWriters(other)
+	refused = append(refused, bad...)
+	other, bad = p.guardRing(other)
+	refused = append(refused, bad...)
+	changed, bad, err := p.opts.Admin.Merge(other)
+	refused = append(refused, bad...)
+	p.logRefused(refused)
 	if err != nil {
 		p.log.Error("admin state from the ring not saved", "err", err)
 		return

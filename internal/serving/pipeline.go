@@ -98,6 +98,8 @@ type Pipeline struct {
 	pending   map[string][]byte // ring admin states with entries on targets we did not have yet
 
 	broadcast atomic.Pointer[func([]byte)] // spreads a local admin change on the ring
+	ring      atomic.Pointer[ringAdmin]    // who may change traffic, signatures of overrides (nil: no ring)
+	sawRing   atomic.Bool                  // SetRing was called once
 
 	sim simulations // GET /v1/simulate: one at a time, the last report kept (simulate.go)
 }

@@ -243,14 +243,16 @@ func TestPipelineOverrides(t *testing.T) {
 		require.ErrorIs(t, err, errNoAdmin)
 	})
 
+	w := newRingWorld()
 	t.Run("another node's overrides from the ring are applied; an observer does not pass them on", func(t *testing.T) {
-		other := memoryAdmin(t, "n2")
+		other := signedAdmin(t, w, "n2")
 		o, err := drain.Validate(&load(t, baseConfig).File.Desired, time.Now())
 		require.NoError(t, err)
 		_, err = other.Add(o, "bob")
 		require.NoError(t, err)
 		for _, relay := range []bool{true, false} {
 			p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "obs"), Relay: relay})
+			p.SetRing(w.node("obs", false))
 			var spread int
 			p.SetBroadcast(func([]byte) { spread++ })
 			p.OnShared(other.State().Marshal())
@@ -264,9 +266,10 @@ func TestPipelineOverrides(t *testing.T) {
 	t.Run("ring entries that fail validation are skipped and counted; the rest apply", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
 		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1"), Metrics: m})
+		p.SetRing(w.node("n1", true))
 		// The other node's config has an endpoint ours lacks.
 		wider := load(t, strings.Replace(baseConfig, "      - {address: 192.0.2.2, cluster: west}", "      - {address: 192.0.2.2, cluster: west}\n      - {address: 192.0.2.8, cluster: west}", 1))
-		other := memoryAdmin(t, "n2")
+		other := signedAdmin(t, w, "n2")
 		for _, ep := range []string{"192.0.2.8", "192.0.2.2"} {
 			r := drain
 			r.Endpoint = ep
@@ -284,7 +287,7 @@ func TestPipelineOverrides(t *testing.T) {
 
 	t.Run("a ring override on a target our config does not have yet applies after the reload that adds it", func(t *testing.T) {
 		wider := strings.Replace(baseConfig, "      - {address: 192.0.2.2, cluster: west}", "      - {address: 192.0.2.2, cluster: west}\n      - {address: 192.0.2.8, cluster: west}", 1)
-		other := memoryAdmin(t, "n2")
+		other := signedAdmin(t, w, "n2")
 		r := drain
 		r.Endpoint = "192.0.2.1"
 		o, err := r.Validate(&load(t, wider).File.Desired, time.Now())
@@ -297,7 +300,8 @@ func TestPipelineOverrides(t *testing.T) {
 		_, err = other.Add(o, "bob")
 		require.NoError(t, err)
 		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "obs")})
-		p.OnShared(other.State().Marshal()) // the ring passes a state on once
+		p.OnShared(other.State().Marshal()) // the ring passes a state on once (here before SetRing: kept for it)
+		p.SetRing(w.node("obs", false))
 		assert.Equal(t, map[string]bool{"192.0.2.2": true}, answers(t, p, "app.gslb.test."), "the known target's drain applies at once")
 		_, err = p.Reload(load(t, wider), nil)
 		require.NoError(t, err)

@@ -92,13 +92,13 @@ func newShiftMetrics(reg prometheus.Registerer) shiftMetrics {
 		}, []string{"result"}),
 		notSaved: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_shift_not_saved_total",
-			Help: "Shift steps decided but not saved, by reason (stale: the stored progress changed since the decision; error: the store refused it).",
+			Help: "Shift steps decided but not saved, by reason (stale: the stored progress changed since the decision; error: the store refused it; capability: this node may not change traffic over the ring).",
 		}, []string{"reason"}),
 	}
 	for _, r := range []string{"hold", "breach", "error"} {
 		m.guard.WithLabelValues(r)
 	}
-	for _, r := range []string{"stale", "error"} {
+	for _, r := range []string{"stale", "error", "capability"} {
 		m.notSaved.WithLabelValues(r)
 	}
 	reg.MustRegister(m.percent, m.rollbacks, m.steps, m.guard, m.notSaved)
@@ -236,6 +236,13 @@ func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, 
 	}
 	d := shift.Decide(o.Shift.Spec, o.Shift.Progress, obs)
 	if d.Action == shift.Hold && d.Progress.Failures == o.Shift.Progress.Failures {
+		return nil, false
+	}
+	if err := p.mayChange(); err != nil {
+		// Stepped here only, the other nodes would refuse the step and
+		// answer differently: the shift holds until a node that may writes.
+		p.m.shift.notSaved.WithLabelValues("capability").Inc()
+		p.log.Warn("shift: not stepped; this node is the writer but may not change traffic over the ring", "id", o.ID, "service", o.Service, "err", err)
 		return nil, false
 	}
 	from := o.Shift.Percent()
@@ -389,6 +396,9 @@ func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress
 	}
 	if len(who) > 128 {
 		return admin.Override{}, admin.FieldError{Field: "who", Msg: "is longer than 128 characters"}
+	}
+	if err := p.mayChange(); err != nil {
+		return admin.Override{}, err
 	}
 	svc := model.CanonicalName(service)
 	for _, o := range p.opts.Admin.Active() {

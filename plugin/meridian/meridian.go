@@ -212,6 +212,7 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 	}
 	m.ring = r
 	// ring.peers, ring.ca and ring.revoked follow reloads and the CA files.
+	m.pipe.SetRing(r) // overrides from the ring are checked against their writers
 	m.trust = &ring.Keeper{Ring: r, Logger: slogFor()}
 	m.trust.Started(d.DefaultTrustDomain(), observerTrust(d.Ring))
 	m.wg.Add(1)

@@ -116,6 +116,14 @@ never surges).
 {{- printf "spiffe://%s/prober/%s/%s-*/max-nodes/%d" (default (include "meridian.zone" .) .Values.ring.trustDomain) (required "site.region is required" .Values.site.region) (include "meridian.siteName" .) (int .Values.replicaCount) }}
 {{- end }}
 
+{{/*
+The URI SAN of the admin capability (ring.admin): the site's pods may
+change traffic over the ring.
+*/}}
+{{- define "meridian.capabilityURI" -}}
+{{- printf "meridian://%s/capability/admin" (default (include "meridian.zone" .) .Values.ring.trustDomain) }}
+{{- end }}
+
 {{/* "true" when a second CA bundle is mounted; fails when both sources are set. */}}
 {{- define "meridian.extraCA" -}}
 {{- $e := .Values.ring.extraCA }}
