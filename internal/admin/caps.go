@@ -19,6 +19,18 @@ type Limits struct {
 	PerOrigin   int // entries written by one node (default MaxPerOrigin)
 	Bytes       int // the state's encoded size (default MaxStateBytes)
 	OriginBytes int // the encoded size of one node's entries (default MaxOriginBytes)
+
+	// Origin names the identity behind a writer (nil: the writer's name).
+	// The per-writer caps hold per origin: names that sign with one key
+	// (a prefix entry's replicas, a shared credential) share one share.
+	Origin func(writer string) string
+}
+
+func (l Limits) origin(w string) string {
+	if l.Origin == nil {
+		return w
+	}
+	return l.Origin(w)
 }
 
 // Defaults of Limits. MaxStateBytes is what the ring may carry: base64 in
@@ -50,14 +62,15 @@ type usage struct{ n, bytes int }
 // ledger tracks the entries of a state by writer while it is trimmed: the
 // size of every entry is computed once.
 type ledger struct {
-	s     *State
-	size  map[string]int             // id -> encoded size of the version in s
-	by    map[string]map[string]bool // writer -> ids
-	usage map[string]usage           // writer -> what its entries take
+	s      *State
+	origin func(string) string        // writer -> the origin its caps are kept for
+	size   map[string]int             // id -> encoded size of the version in s
+	by     map[string]map[string]bool // origin -> ids
+	usage  map[string]usage           // origin -> what its entries take
 }
 
-func newLedger(s *State) *ledger {
-	l := &ledger{s: s, size: make(map[string]int, len(s.Entries)), by: map[string]map[string]bool{}, usage: map[string]usage{}}
+func newLedger(s *State, lim Limits) *ledger {
+	l := &ledger{s: s, origin: lim.origin, size: make(map[string]int, len(s.Entries)), by: map[string]map[string]bool{}, usage: map[string]usage{}}
 	for id, e := range s.Entries {
 		l.add(id, e)
 	}
@@ -67,7 +80,7 @@ func newLedger(s *State) *ledger {
 func (l *ledger) add(id string, e Entry) {
 	n := entrySize(id, e)
 	l.s.Entries[id], l.size[id] = e, n
-	w := e.Stamp.Node
+	w := l.origin(e.Stamp.Node)
 	if l.by[w] == nil {
 		l.by[w] = map[string]bool{}
 	}
@@ -81,7 +94,7 @@ func (l *ledger) drop(id string) {
 	if !ok {
 		return
 	}
-	w := e.Stamp.Node
+	w := l.origin(e.Stamp.Node)
 	u := l.usage[w]
 	l.usage[w] = usage{u.n - 1, u.bytes - l.size[id]}
 	delete(l.by[w], id)
@@ -157,7 +170,7 @@ func (l *ledger) fit(now time.Time, ws []string, n, b int, taken map[string]*Ent
 	}
 	var ids []string
 	for id := range taken {
-		if e, ok := l.s.Entries[id]; ok && in[e.Stamp.Node] {
+		if e, ok := l.s.Entries[id]; ok && in[l.origin(e.Stamp.Node)] {
 			ids = append(ids, id)
 		}
 	}
@@ -196,7 +209,7 @@ func (s *State) MergeCapped(other State, self string, now time.Time, lim Limits)
 	if s.Entries == nil {
 		s.Entries = map[string]Entry{}
 	}
-	l := newLedger(s)
+	l := newLedger(s, lim)
 	taken := map[string]*Entry{}
 	writers := map[string]bool{}
 	for id, e := range other.Entries {
@@ -210,7 +223,7 @@ func (s *State) MergeCapped(other State, self string, now time.Time, lim Limits)
 		} else {
 			taken[id] = nil
 		}
-		writers[e.Stamp.Node] = true
+		writers[l.origin(e.Stamp.Node)] = true
 		l.add(id, e)
 	}
 	if len(taken) == 0 {
@@ -223,8 +236,9 @@ func (s *State) MergeCapped(other State, self string, now time.Time, lim Limits)
 		collected, refused = collected || c, append(refused, r...)
 	}
 	var others []string
+	mine := l.origin(self)
 	for w := range l.by {
-		if w != self {
+		if w != mine {
 			others = append(others, w)
 		}
 	}
@@ -236,8 +250,8 @@ func (s *State) MergeCapped(other State, self string, now time.Time, lim Limits)
 // fitOwn makes room for one more entry of size extra written by self,
 // collecting self's expired entries and old removals first; false: no room.
 func (s *State) fitOwn(self string, now time.Time, lim Limits, extra int) bool {
-	l := newLedger(s)
-	ws := []string{self}
+	l := newLedger(s, lim)
+	ws := []string{l.origin(self)}
 	fits := func() bool { u := l.sum(ws); return u.n+1 <= lim.PerOrigin && u.bytes+extra <= lim.OriginBytes }
 	if fits() {
 		return true

@@ -77,10 +77,21 @@ func (s *Store) Path() string { return s.path }
 // Node is the name this store stamps its changes with.
 func (s *Store) Node() string { return s.node }
 
+// SetOrigin makes the caps per writer hold per origin (Limits.Origin): the
+// ring's WriterOrigin, once the ring is known.
+func (s *Store) SetOrigin(f func(writer string) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lim.Origin = f
+}
+
 // SetLimits replaces the caps (tests; DefaultLimits otherwise).
 func (s *Store) SetLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if l.Origin == nil {
+		l.Origin = s.lim.Origin
+	}
 	s.lim = l
 }
 

@@ -21,17 +21,31 @@ import (
 // envelope claims, and to the node as a whole:
 //
 //   - per claimed origin: sigPerName failures a second (burst sigPerNameBurst);
-//   - in all: sigGlobal failures a second (burst sigGlobalBurst).
+//   - in all: sigGlobal failures a second (burst sigGlobalBurst), for the
+//     names that are not known: a name a prefix entry covers but that is
+//     not one of its admitted live members, or a credential's sender not
+//     yet accepted. A known name (listed exactly, this node's own, or an
+//     admitted member) has only its own bucket, so forgeries in other
+//     names never refuse its messages; there are at most as many known
+//     names as the ring has members, which bounds their cost.
 //
-// While either bucket is empty, envelopes in that name are refused with
-// reason "budget" without a signature check. A flood in prober P's name
-// thus costs at most sigGlobal verifications a second, but it would also
-// keep P's real messages out; so a refusal asks P itself, over TCP at its
-// memberlist address, for its current votes and summary (or an agent's
+// While a bucket that applies is empty, envelopes in that name are refused
+// with reason "budget" without a signature check. A flood in prober P's
+// name thus costs at most sigPerName verifications a second, but it would
+// also keep P's real messages out; so a refusal asks P itself, over TCP at
+// its memberlist address, for its current votes and summary (or an agent's
 // last heartbeat) with a random challenge (a "pull", at most one per
 // pullGap per node). The reply must carry the challenge: a forged reply
 // costs no verification, the real one bypasses the budget, and P's votes
 // arrive one round trip after the flood began to refuse them.
+//
+// A pull request is signed and verified like any message, on a bucket of
+// its own per name (a flood of forged votes in P's name does not close
+// P's pulls), and is answered only to a known member: an unverified
+// request would let anyone spend the pullGap of a real requester with a
+// challenge of their own, or, with a plain memberlist node that borrows a
+// listed name and advertises somebody else's address, make every prober
+// send its votes over TCP to that address.
 //
 // A push/pull state is aborted after maxBadPerSync bad signatures.
 const (
@@ -76,15 +90,16 @@ func newSigBudget(off bool) *sigBudget {
 	return &sigBudget{off: off, names: map[string]*bucket{}}
 }
 
-// allow reports whether an envelope in name's name may be verified now.
-func (s *sigBudget) allow(name string, now time.Time) bool {
+// allow reports whether an envelope in name's name may be verified now;
+// known names (see above) are not held to the node's bucket.
+func (s *sigBudget) allow(name string, known bool, now time.Time) bool {
 	if s.off {
 		return true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.global.refill(now, sigGlobal, sigGlobalBurst)
-	if s.global.tokens < 1 {
+	if !known && s.global.tokens < 1 {
 		return false
 	}
 	b, ok := s.names[name]
@@ -95,15 +110,18 @@ func (s *sigBudget) allow(name string, now time.Time) bool {
 	return b.tokens >= 1
 }
 
-// failed charges a failed verification to name and to the node.
-func (s *sigBudget) failed(name string, now time.Time) {
+// failed charges a failed verification to name, and to the node unless
+// name is known.
+func (s *sigBudget) failed(name string, known bool, now time.Time) {
 	if s.off {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.global.refill(now, sigGlobal, sigGlobalBurst)
-	s.global.tokens = max(0, s.global.tokens-1)
+	if !known {
+		s.global.refill(now, sigGlobal, sigGlobalBurst)
+		s.global.tokens = max(0, s.global.tokens-1)
+	}
 	b, ok := s.names[name]
 	if !ok {
 		if len(s.names) >= maxBudgetNames {
@@ -133,20 +151,40 @@ func (s *sigBudget) failed(name string, now time.Time) {
 // its failures, charged when it fails. Envelopes of a pull reply whose
 // challenge matched (e.exempt) are always checked.
 func (r *Ring) checkSig(e envelope, key ed25519.PublicKey) *rejection {
+	return r.checkSigIn(e, key, e.origin)
+}
+
+// checkSigIn is checkSig with the failures charged to the bucket called
+// account (e.origin's, or its pull requests').
+func (r *Ring) checkSigIn(e envelope, key ed25519.PublicKey, account string) *rejection {
 	now := time.Now()
-	if !e.exempt && !r.budget.allow(e.origin, now) {
-		r.askPull(e.origin, now)
+	known := r.knownName(e.origin)
+	if !e.exempt && !r.budget.allow(account, known, now) {
+		if e.t != msgPull {
+			r.askPull(e.origin, now)
+		}
 		return reject(ReasonBudget, "%s message from %q not checked: too many bad signatures in its name or in all lately (asked %q directly)", typeName(e.t), e.origin, e.origin)
 	}
 	if e.verify(key) {
 		return nil
 	}
-	r.budget.failed(e.origin, now)
+	r.budget.failed(account, known, now)
 	return reject(ReasonSignature, "%s message from %q is not signed by its listed key", typeName(e.t), e.origin)
 }
 
-// pullReq asks a node for its own current messages (see askPull). It is
-// not verified by its receiver: it only makes the receiver send its own
+// knownName reports whether name is this node's, listed exactly (in ring.peers
+// or by an accepted credential), or an admitted member of a prefix entry:
+// the names whose failed checks have their own budget only.
+func (r *Ring) knownName(name string) bool {
+	if name == r.cfg.NodeName {
+		return true
+	}
+	p, ok := r.trust.Load().lookup(name)
+	return ok && (!p.IsPrefix() || r.view.Load().admitted[name])
+}
+
+// pullReq asks a node for its own current messages (see askPull). Its
+// receiver verifies it (on the bucket pullAccount) and sends its own
 // signed messages to the member of that name, at most once per pullGap.
 type pullReq struct {
 	From  string `json:"f"`
@@ -154,6 +192,9 @@ type pullReq struct {
 	Nonce []byte `json:"n"`
 	At    int64  `json:"a"`
 }
+
+// pullAccount is the budget bucket of name's pull requests.
+func pullAccount(name string) string { return "\x00pull " + name }
 
 // pullReply is a node's answer: its own envelopes, with the challenge.
 type pullReply struct {
@@ -226,13 +267,20 @@ func (r *Ring) onPull(t *trust, e envelope, c clock) *rejection {
 	case c.now.Sub(time.UnixMilli(pr.At)) > maxPullAge:
 		return reject(ReasonStale, "pull request of %q more than %s old", e.origin, maxPullAge)
 	}
-	if _, ok := t.lookup(e.origin); !ok {
+	p, ok := t.lookup(e.origin)
+	if !ok {
 		return reject(ReasonUnknownOrigin, "pull request from %q, which is not listed", e.origin)
+	}
+	if !r.knownName(e.origin) {
+		return reject(ReasonUnadmitted, "pull request from %q, which matches %q but is not one of its %d live members", e.origin, p.Name, p.MaxNodes)
+	}
+	if rj := r.checkSigIn(e, p.key, pullAccount(e.origin)); rj != nil {
+		return rj
 	}
 	r.mu.Lock()
 	n, live := r.nodes[e.origin]
 	last := r.answered[e.origin]
-	ok := live && c.now.Sub(last) >= pullGap
+	ok = live && c.now.Sub(last) >= pullGap
 	if ok {
 		if len(r.answered) > 4096 {
 			clear(r.answered)

@@ -20,18 +20,28 @@ func TestTheBudgetRefusesChecksInANameThatSpentItsFailures(t *testing.T) {
 	b := newSigBudget(false)
 	now := time.Now()
 	for range sigPerNameBurst {
-		require.True(t, b.allow("p2", now))
-		b.failed("p2", now)
+		require.True(t, b.allow("p2", false, now))
+		b.failed("p2", false, now)
 	}
-	assert.False(t, b.allow("p2", now), "p2 spent its burst of failures")
-	assert.True(t, b.allow("p3", now), "another name is still checked")
-	assert.True(t, b.allow("p2", now.Add(time.Second/sigPerName)), "a failure's worth of time later p2 is checked again")
+	assert.False(t, b.allow("p2", false, now), "p2 spent its burst of failures")
+	assert.True(t, b.allow("p3", false, now), "another name is still checked")
+	assert.True(t, b.allow("p2", false, now.Add(time.Second/sigPerName)), "a failure's worth of time later p2 is checked again")
 	for i := range sigGlobalBurst {
-		b.failed(fmt.Sprintf("n%d", i), now)
+		b.failed(fmt.Sprintf("n%d", i), false, now)
 	}
-	assert.False(t, b.allow("p3", now), "the node spent its failures in all: no name is checked")
-	assert.True(t, b.allow("p3", now.Add(time.Second)), "a second later it is")
-	assert.True(t, newSigBudget(true).allow("p2", now), "off: everything is checked")
+	assert.False(t, b.allow("p3", false, now), "the node spent its failures in all: no name is checked")
+	assert.True(t, b.allow("p3", false, now.Add(time.Second)), "a second later it is")
+	assert.True(t, b.allow("p4", true, now), "a known name is held to its own bucket only, not the node's")
+	for range sigPerNameBurst {
+		b.failed("p4", true, now)
+	}
+	assert.False(t, b.allow("p4", true, now), "a known name that spent its own failures is refused")
+	fresh := newSigBudget(false)
+	for range 2 * sigGlobalBurst {
+		fresh.failed("p4", true, now)
+	}
+	assert.True(t, fresh.allow("p3", false, now), "a known name's failures are not charged to the node")
+	assert.True(t, newSigBudget(true).allow("p2", false, now), "off: everything is checked")
 }
 
 // forger signs forgeries: well-formed signatures by a key nobody lists,

@@ -70,6 +70,19 @@ func (r *Ring) VerifyEntry(node string, msg, sig []byte) error {
 	return nil
 }
 
+// WriterOrigin names the identity behind writer node, for the caps on the
+// overrides one identity may keep in every node's state: its public key.
+// Every name a prefix entry (or a shared credential) covers signs with the
+// same key, so one compromised replica cannot multiply its share by
+// writing under invented names. An unknown writer is its own name.
+func (r *Ring) WriterOrigin(node string) string {
+	p, ok := r.trust.Load().lookup(node)
+	if !ok || len(p.key) == 0 {
+		return "name:" + node
+	}
+	return model.FormatPeerKey(p.key)
+}
+
 func verifyRaw(k []byte, msg, sig []byte) bool {
 	return len(k) == ed25519.PublicKeySize && ed25519.Verify(ed25519.PublicKey(k), msg, sig)
 }

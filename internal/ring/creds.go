@@ -284,7 +284,8 @@ func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
 	if rj := r.creds.refused(h, e.origin, now); rj != nil {
 		return rj // refused a moment ago: no second chain verification
 	}
-	if !r.budget.allow(e.origin, now) {
+	known := r.knownName(e.origin)
+	if !r.budget.allow(e.origin, known, now) {
 		return reject(ReasonBudget, "credential of %q not checked: too many failed checks in its name or in all lately", e.origin)
 	}
 	if sc, err := ringca.LeafScope(leaf); err == nil && !sc.Matches(e.origin) {
@@ -299,7 +300,7 @@ func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
 	if err != nil {
 		rj := reject(orMalformed(ringca.Reason(err)), "credential of %q: %v", e.origin, err)
 		r.creds.refuse(h, e.origin, rj, now)
-		r.budget.failed(e.origin, now) // a chain check costs like a signature check
+		r.budget.failed(e.origin, known, now) // a chain check costs like a signature check
 		return rj
 	}
 	if !r.creds.put(e.origin, heldCred{v: v, chain: cm.Chain, raw: b}) {

@@ -24,6 +24,7 @@ type RingAdmin interface {
 	KeyID() string
 	MayWrite(node string) error // cheap: the writer is known and has the capability
 	VerifyEntry(node string, msg, sig []byte) error
+	WriterOrigin(node string) string // the identity (key) behind a writer: the caps per writer hold per origin
 }
 
 var _ RingAdmin = (*ring.Ring)(nil)
@@ -41,6 +42,9 @@ func (p *Pipeline) SetRing(r RingAdmin) {
 		return
 	}
 	p.ring.Store(&ringAdmin{r})
+	if p.opts.Admin != nil {
+		p.opts.Admin.SetOrigin(r.WriterOrigin)
+	}
 	p.sawRing.Store(true)
 	p.signEntries()
 	p.retryPending()

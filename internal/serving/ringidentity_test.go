@@ -87,6 +87,16 @@ func (f *identityRing) VerifyEntry(node string, msg, sig []byte) error {
 	return nil
 }
 
+// WriterOrigin is the writer's public key, as in *ring.Ring.
+func (f *identityRing) WriterOrigin(node string) string {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	if k, ok := f.w.keys[node]; ok {
+		return fmt.Sprintf("%x", k.Public())
+	}
+	return "name:" + node
+}
+
 var _ RingAdmin = (*identityRing)(nil)
 
 // signedAdmin is node's admin store, its entries signed with node's key in w.
