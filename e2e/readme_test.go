@@ -153,7 +153,7 @@ func TestReadmeWalkthroughs(t *testing.T) {
 	t.Run("overrides", func(t *testing.T) {
 		out, err := w.run(readmeBlocks(t, "Overrides: drain, force, weight")[0])
 		require.NoError(t, err, "every override command succeeds with the demo token")
-		assert.Contains(t, out, "drained by demo: kernel upgrade")
+		assert.Contains(t, out, "drained by demo@demo: kernel upgrade", "who is the token's name at the node that took the change")
 		assert.Contains(t, out, "removed drain on cluster us-east")
 		list, err := cli(t, m, "overrides")
 		require.NoError(t, err)
