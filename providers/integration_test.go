@@ -27,8 +27,8 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"github.com/meridian-gslb/meridian/providers"
 	"github.com/meridian-gslb/meridian/providers/cloudflare/cffake"
 	"github.com/meridian-gslb/meridian/providers/plan"
@@ -47,16 +47,16 @@ func TestIntegrationFailoverReachesTheProviderInOneReconcile(t *testing.T) {
 	// Three probers in three regions; every one of them sees c1's
 	// endpoints go down.
 	probers := []failover.Prober{{Name: "p-east", Region: "us-east"}, {Name: "p-west", Region: "us-west"}, {Name: "p-eu", Region: "eu-west"}}
-	votes := func(at time.Time, seq uint64, c1Down bool) []health.Vote {
-		var out []health.Vote
+	votes := func(at time.Time, seq uint64, c1Down bool) []vote.Vote {
+		var out []vote.Vote
 		for _, s := range d.Services {
 			for _, e := range s.Endpoints {
-				st := health.Up
+				st := vote.Up
 				if c1Down && e.Cluster == "c1" {
-					st = health.Down
+					st = vote.Down
 				}
 				for _, p := range probers {
-					out = append(out, health.Vote{Subject: health.EndpointSubject(s.Name, e.Address), Prober: p.Name, Region: p.Region, Status: st, ObservedAt: at, Seq: seq})
+					out = append(out, vote.Vote{Subject: vote.EndpointSubject(s.Name, e.Address), Prober: p.Name, Region: p.Region, Status: st, ObservedAt: at, Seq: seq})
 				}
 			}
 		}

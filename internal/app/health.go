@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // probing is the health side of a serve node: the prober, the ring, the
@@ -203,7 +204,7 @@ func (p *probing) onResult(res health.Result) {
 
 // latencyRTTs gives the ring the smoothed RTTs to gossip: those of the
 // endpoints of latency services only.
-func (p *probing) latencyRTTs() map[health.Subject]health.RTT {
+func (p *probing) latencyRTTs() map[vote.Subject]health.RTT {
 	if !p.probes.AnyMeasured() {
 		return nil
 	}
@@ -224,7 +225,7 @@ func (p *probing) poke() {
 	}
 }
 
-func (p *probing) onConfirm(s health.Subject, from string) {
+func (p *probing) onConfirm(s vote.Subject, from string) {
 	if p.prober.ConfirmNow(s) {
 		p.a.log.Debug("confirming", "subject", s.String(), "asked_by", from)
 	}

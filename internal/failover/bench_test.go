@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // benchInput is 5 probers in 3 regions voting on 1000 endpoints (100
@@ -32,23 +32,23 @@ func benchInput(b *testing.B, down float64) Input {
 	n, err := model.Normalize(d)
 	require.NoError(b, err)
 	probers := []Prober{{"p0", "r0"}, {"p1", "r0"}, {"p2", "r1"}, {"p3", "r2"}, {"p4", "r2"}}
-	votes := func(now time.Time, down float64) []health.Vote {
-		var out []health.Vote
+	votes := func(now time.Time, down float64) []vote.Vote {
+		var out []vote.Vote
 		i := 0
 		for _, s := range n.Services {
 			for _, e := range s.Endpoints {
-				st := health.Up
+				st := vote.Up
 				if float64(i%100) < down*100 {
-					st = health.Down
+					st = vote.Down
 				}
 				i++
 				for _, p := range probers {
-					out = append(out, health.Vote{Subject: health.EndpointSubject(s.Name, e.Address), Prober: p.Name, Region: p.Region, Status: st, ObservedAt: now, Seq: 1})
+					out = append(out, vote.Vote{Subject: vote.EndpointSubject(s.Name, e.Address), Prober: p.Name, Region: p.Region, Status: st, ObservedAt: now, Seq: 1})
 				}
 			}
 		}
 		for _, p := range probers {
-			out = append(out, health.Vote{Subject: health.ClusterSubject("c3"), Prober: p.Name, Region: p.Region, Status: health.Up, ObservedAt: now, Seq: 1})
+			out = append(out, vote.Vote{Subject: vote.ClusterSubject("c3"), Prober: p.Name, Region: p.Region, Status: vote.Up, ObservedAt: now, Seq: 1})
 		}
 		return out
 	}

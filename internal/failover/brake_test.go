@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 const big = "big.example.test."
@@ -29,11 +29,11 @@ func bigService(weights ...int) model.Service {
 }
 
 // bigVotes is east-1, west-1 and eu-1 saying st about the endpoints numbered.
-func bigVotes(st health.Status, nums ...int) []health.Vote {
-	var out []health.Vote
+func bigVotes(st vote.Status, nums ...int) []vote.Vote {
+	var out []vote.Vote
 	for _, p := range []string{"east-1", "west-1", "eu-1"} {
 		for _, n := range nums {
-			out = append(out, health.Vote{Subject: health.EndpointSubject(big, fmt.Sprintf("198.51.100.%d", n)), Prober: p, Status: st, Seq: 1})
+			out = append(out, vote.Vote{Subject: vote.EndpointSubject(big, fmt.Sprintf("198.51.100.%d", n)), Prober: p, Status: st, Seq: 1})
 		}
 	}
 	return out
@@ -43,12 +43,12 @@ func bigVotes(st health.Status, nums ...int) []health.Vote {
 // "up", "down", "unknown", or "up+brake" / "unknown+brake" for held removals.
 type brakeStep struct {
 	at    time.Duration
-	votes []health.Vote
+	votes []vote.Vote
 	want  []string // endpoints .1 to .4
 }
 
 func TestBrake(t *testing.T) {
-	allUp := bigVotes(health.Up, 1, 2, 3, 4)
+	allUp := bigVotes(vote.Up, 1, 2, 3, 4)
 	cases := []struct {
 		name    string
 		service model.Service
@@ -60,7 +60,7 @@ func TestBrake(t *testing.T) {
 			service: bigService(),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2), want: []string{"down", "down", "up", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2), want: []string{"down", "down", "up", "up"}},
 			},
 		},
 		{
@@ -68,7 +68,7 @@ func TestBrake(t *testing.T) {
 			service: bigService(),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
 			},
 		},
 		{
@@ -76,8 +76,8 @@ func TestBrake(t *testing.T) {
 			service: bigService(),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
-				{at: s(10), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "down", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(10), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "down", "up"}},
 			},
 		},
 		{
@@ -85,8 +85,8 @@ func TestBrake(t *testing.T) {
 			service: bigService(),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
-				{at: s(9), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(9), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
 			},
 		},
 		{
@@ -94,8 +94,8 @@ func TestBrake(t *testing.T) {
 			service: bigService(),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
-				{at: s(10), votes: all(bigVotes(health.Down, 1, 2), bigVotes(health.Up, 3)), want: []string{"down", "down", "up", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(10), votes: all(bigVotes(vote.Down, 1, 2), bigVotes(vote.Up, 3)), want: []string{"down", "down", "up", "up"}},
 			},
 		},
 		{
@@ -103,25 +103,25 @@ func TestBrake(t *testing.T) {
 			service: bigService(),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
-				{at: s(8), votes: bigVotes(health.Down, 1, 2), want: []string{"down", "down", "up+brake", "up"}},
-				{at: s(10), votes: bigVotes(health.Down, 3), want: []string{"down", "down", "down", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(8), votes: bigVotes(vote.Down, 1, 2), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(10), votes: bigVotes(vote.Down, 3), want: []string{"down", "down", "down", "up"}},
 			},
 		},
 		{
 			name:    "the brake holds removals of endpoints never decided before",
 			service: bigService(),
 			steps: []brakeStep{
-				{at: s(0), votes: bigVotes(health.Down, 1, 2, 3, 4), want: []string{"down", "down", "unknown+brake", "unknown+brake"}},
+				{at: s(0), votes: bigVotes(vote.Down, 1, 2, 3, 4), want: []string{"down", "down", "unknown+brake", "unknown+brake"}},
 			},
 		},
 		{
 			name:    "the only endpoint of a service goes down one interval late",
 			service: model.Service{Name: big, Endpoints: []model.Endpoint{{Address: "198.51.100.1", Cluster: "east"}}},
 			steps: []brakeStep{
-				{at: s(0), votes: bigVotes(health.Up, 1), want: []string{"up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1), want: []string{"up+brake"}},
-				{at: s(10), votes: bigVotes(health.Down, 1), want: []string{"down"}},
+				{at: s(0), votes: bigVotes(vote.Up, 1), want: []string{"up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1), want: []string{"up+brake"}},
+				{at: s(10), votes: bigVotes(vote.Down, 1), want: []string{"down"}},
 			},
 		},
 		{
@@ -129,7 +129,7 @@ func TestBrake(t *testing.T) {
 			service: bigService(0, 0, 0, 0),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
 			},
 		},
 		{
@@ -137,7 +137,7 @@ func TestBrake(t *testing.T) {
 			service: bigService(100, 0, 100, 100),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"down", "down", "up+brake", "up"}},
 			},
 		},
 		{
@@ -145,7 +145,7 @@ func TestBrake(t *testing.T) {
 			service: bigService(600, 100, 100, 200),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3), want: []string{"up+brake", "down", "down", "up"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3), want: []string{"up+brake", "down", "down", "up"}},
 			},
 		},
 		{
@@ -157,7 +157,7 @@ func TestBrake(t *testing.T) {
 			}(),
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 4), want: []string{"down", "up+brake", "up", "down"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 4), want: []string{"down", "up+brake", "up", "down"}},
 			},
 		},
 		{
@@ -166,7 +166,7 @@ func TestBrake(t *testing.T) {
 			params:  func(p *Params) { p.Brake = 1 },
 			steps: []brakeStep{
 				{at: s(0), votes: allUp, want: []string{"up", "up", "up", "up"}},
-				{at: s(5), votes: bigVotes(health.Down, 1, 2, 3, 4), want: []string{"down", "down", "down", "down"}},
+				{at: s(5), votes: bigVotes(vote.Down, 1, 2, 3, 4), want: []string{"down", "down", "down", "down"}},
 			},
 		},
 	}
@@ -197,8 +197,8 @@ func TestBrake(t *testing.T) {
 
 func TestBrakeChanges(t *testing.T) {
 	w := newWorld(t, fixture(t, bigService()))
-	w.at(0, bigVotes(health.Up, 1, 2, 3, 4)...)
-	d := w.at(s(5), bigVotes(health.Down, 1, 2, 3)...)
+	w.at(0, bigVotes(vote.Up, 1, 2, 3, 4)...)
+	d := w.at(s(5), bigVotes(vote.Down, 1, 2, 3)...)
 	assert.Equal(t, []string{
 		"198.51.100.1 up->down confirmation",
 		"198.51.100.2 up->down confirmation",
@@ -209,7 +209,7 @@ func TestBrakeChanges(t *testing.T) {
 	assert.Equal(t, []string{"east-1", "eu-1", "west-1"}, e.Voters)
 	assert.Equal(t, t0, e.Since, "the brake does not change the state's since")
 
-	d = w.at(s(10), bigVotes(health.Down, 1, 2, 3)...)
+	d = w.at(s(10), bigVotes(vote.Down, 1, 2, 3)...)
 	assert.Equal(t, []string{"198.51.100.3 up->down brake"}, reasons(d))
 	assert.False(t, endpoint3(t, d).Braked())
 }
@@ -224,9 +224,9 @@ func TestBrakeLeavesFailedOverClustersOutOfTheServingWeight(t *testing.T) {
 	// eu has failed over, so big's .3 is already out of the answers: the
 	// serving weight is 300 and removing .1 and .3 costs only .1's 100.
 	w := newWorld(t, fixture(t, bigService()))
-	hbLost := []health.Vote{sees("east-1", "eu", health.Down), sees("west-1", "eu", health.Down)}
-	w.at(0, all(bigVotes(health.Up, 1, 2, 3, 4), hbLost)...)
-	d := w.at(s(5), all(bigVotes(health.Down, 1, 3), hbLost)...)
+	hbLost := []vote.Vote{sees("east-1", "eu", vote.Down), sees("west-1", "eu", vote.Down)}
+	w.at(0, all(bigVotes(vote.Up, 1, 2, 3, 4), hbLost)...)
+	d := w.at(s(5), all(bigVotes(vote.Down, 1, 3), hbLost)...)
 	require.Equal(t, FailedOver, cluster(t, d, "eu").State)
 	for _, n := range []int{1, 3} {
 		e, _ := d.LookupEndpoint(big, fmt.Sprintf("198.51.100.%d", n))

@@ -7,17 +7,17 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // hb is heartbeat votes about the eu cluster: probers that see it, probers that miss it.
-func hb(seen []string, missed ...string) []health.Vote {
-	var out []health.Vote
+func hb(seen []string, missed ...string) []vote.Vote {
+	var out []vote.Vote
 	for _, p := range seen {
-		out = append(out, sees(p, "eu", health.Up))
+		out = append(out, sees(p, "eu", vote.Up))
 	}
 	for _, p := range missed {
-		out = append(out, sees(p, "eu", health.Down))
+		out = append(out, sees(p, "eu", vote.Down))
 	}
 	return out
 }
@@ -25,7 +25,7 @@ func hb(seen []string, missed ...string) []health.Vote {
 func TestClusterHeartbeats(t *testing.T) {
 	type cstep struct {
 		at       time.Duration
-		votes    []health.Vote
+		votes    []vote.Vote
 		want     State
 		reason   string
 		engine   engine.State // Decision.Cluster("eu")
@@ -150,9 +150,9 @@ func TestClusterHoldDownIsAdaptiveToo(t *testing.T) {
 
 func TestClustersWithoutHeartbeatAreAlwaysReady(t *testing.T) {
 	w := newWorld(t, fixture(t))
-	var votes []health.Vote
+	var votes []vote.Vote
 	for _, p := range ring4 {
-		votes = append(votes, sees(p.Name, "east", health.Down))
+		votes = append(votes, sees(p.Name, "east", vote.Down))
 	}
 	d := w.at(0, votes...)
 	c := cluster(t, d, "east")
@@ -181,6 +181,6 @@ func TestHeartbeatLossChangeNamesTheConfirmingVoters(t *testing.T) {
 	d := w.at(0, hb([]string{"eu-1"}, "west-1", "east-2", "east-1")...)
 	if assert.Len(t, d.Changes, 1) {
 		c := d.Changes[0]
-		assert.Equal(t, Change{Subject: health.ClusterSubject("eu"), From: Ready, To: FailedOver, Reason: ReasonHeartbeatLost, Voters: []string{"east-1", "east-2", "west-1"}, At: t0}, c)
+		assert.Equal(t, Change{Subject: vote.ClusterSubject("eu"), From: Ready, To: FailedOver, Reason: ReasonHeartbeatLost, Voters: []string{"east-1", "east-2", "west-1"}, At: t0}, c)
 	}
 }

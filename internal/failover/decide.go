@@ -5,20 +5,20 @@ import (
 	"slices"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // Prober is a live member of the ring that probes.
 type Prober struct {
-	Name   string // node name, as in health.Vote.Prober
+	Name   string // node name, as in vote.Vote.Prober
 	Region string // its region; the ring's regions cap how many a Down verdict needs
 }
 
 // Input is everything one decision looks at. Decide does not modify it.
 type Input struct {
 	Desired *model.Desired // normalized (model.Normalize): weights and names filled in
-	Votes   []health.Vote  // the newest vote per prober and subject; endpoint and cluster subjects
+	Votes   []vote.Vote    // the newest vote per prober and subject; endpoint and cluster subjects
 	Probers []Prober       // live ring members; votes of other probers do not count
 	Prev    *Decision      // the previous result; nil on the first call
 	Now     time.Time      // the time of this decision (votes are aged against it)
@@ -63,12 +63,12 @@ type calc struct {
 	required int            // regions a verdict needs: min(MinRegions, regions), at least 1
 	index    map[string]int // prober name -> index
 
-	nEp      int                    // subjects 0..nEp-1 are endpoints (d.Endpoints order), then clusters
-	subject  map[health.Subject]int // subject -> index
-	eps      []epMeta               // per endpoint, parallel to d.Endpoints
-	cfg      []int                  // endpoints in config order: their d.Endpoints index
-	weight   []int                  // endpoints in config order: their weight
-	svcStart []int                  // service i's endpoints are cfg[svcStart[i]:svcStart[i+1]]
+	nEp      int                  // subjects 0..nEp-1 are endpoints (d.Endpoints order), then clusters
+	subject  map[vote.Subject]int // subject -> index
+	eps      []epMeta             // per endpoint, parallel to d.Endpoints
+	cfg      []int                // endpoints in config order: their d.Endpoints index
+	weight   []int                // endpoints in config order: their weight
+	svcStart []int                // service i's endpoints are cfg[svcStart[i]:svcStart[i+1]]
 
 	ballots    []ballot // counted votes grouped by subject, each group sorted by prober
 	start      []int    // subject i's ballots are ballots[start[i]:start[i+1]]
@@ -167,7 +167,7 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 	for i := range desired.Services {
 		n += len(desired.Services[i].Endpoints)
 	}
-	subjects := make([]health.Subject, 0, n)
+	subjects := make([]vote.Subject, 0, n)
 	meta := make([]epMeta, 0, n)
 	clusters := make([]string, 0, n)
 	c.weight = make([]int, 0, n)
@@ -190,7 +190,7 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 				m.cluster = ci
 				m.adminOut = m.adminOut || adminOut[ci]
 			}
-			subjects = append(subjects, health.EndpointSubject(s.Name, target))
+			subjects = append(subjects, vote.EndpointSubject(s.Name, target))
 			meta = append(meta, m)
 			clusters = append(clusters, e.Cluster)
 			c.weight = append(c.weight, w)
@@ -205,7 +205,7 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 	c.nEp = n
 	c.cfg = make([]int, n)
 	c.eps = make([]epMeta, n)
-	c.subject = make(map[health.Subject]int, n+len(d.Clusters))
+	c.subject = make(map[vote.Subject]int, n+len(d.Clusters))
 	d.Endpoints = make([]EndpointState, n)
 	var prev []EndpointState
 	if c.prev != nil {
@@ -228,13 +228,13 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 		d.Endpoints[k] = e
 	}
 	for i := range d.Clusters {
-		c.subject[health.ClusterSubject(d.Clusters[i].Name)] = c.nEp + i
+		c.subject[vote.ClusterSubject(d.Clusters[i].Name)] = c.nEp + i
 	}
 }
 
 // collect keeps the fresh Up/Down votes of live probers about known subjects,
 // one per prober and subject, grouped by subject and sorted by prober.
-func (c *calc) collect(votes []health.Vote) {
+func (c *calc) collect(votes []vote.Vote) {
 	n := len(c.subject)
 	window := c.p.freshness()
 	// First pass: filter and count per subject; second pass: place.
@@ -244,7 +244,7 @@ func (c *calc) collect(votes []health.Vote) {
 	for i := range votes {
 		v := &votes[i]
 		subject[i] = -1
-		if v.Status != health.Up && v.Status != health.Down {
+		if v.Status != vote.Up && v.Status != vote.Down {
 			continue
 		}
 		if c.now.Sub(v.ObservedAt) > window {
@@ -272,7 +272,7 @@ func (c *calc) collect(votes []health.Vote) {
 			continue
 		}
 		v := &votes[i]
-		grouped[next[si]] = ballot{prober: int(prober[i]), down: v.Status == health.Down, seq: v.Seq, at: v.ObservedAt}
+		grouped[next[si]] = ballot{prober: int(prober[i]), down: v.Status == vote.Down, seq: v.Seq, at: v.ObservedAt}
 		next[si]++
 	}
 	// Sort each group by prober (groups are small: one vote per prober),
@@ -430,14 +430,14 @@ func (c *calc) voters(i int, down bool) []string {
 }
 
 // move changes the state of a subject and records the change.
-func (c *calc) move(s health.Subject, state *State, tl *Timeline, to State, reason string, voters []string) {
+func (c *calc) move(s vote.Subject, state *State, tl *Timeline, to State, reason string, voters []string) {
 	c.changes = append(c.changes, Change{Subject: s, From: *state, To: to, Reason: reason, Voters: voters, At: c.now})
 	*state = to
 	tl.Since, tl.Reason, tl.Voters = c.now, reason, voters
 }
 
 // event records a hold event: the state stays.
-func (c *calc) event(s health.Subject, state State, tl *Timeline, reason string, voters []string) {
+func (c *calc) event(s vote.Subject, state State, tl *Timeline, reason string, voters []string) {
 	c.changes = append(c.changes, Change{Subject: s, From: state, To: state, Reason: reason, Voters: voters, At: c.now})
 	tl.Reason, tl.Voters = reason, voters
 }
@@ -456,7 +456,7 @@ func (c *calc) forget(tl *Timeline) {
 // freeze keeps the hold's clock (probers coming back one by one pass through
 // ties; cancelling on each would restart the hold-down), but only an Up
 // verdict releases it.
-func (c *calc) holdDown(s health.Subject, state *State, tl *Timeline, up State, i int, t tally, v verdict) {
+func (c *calc) holdDown(s vote.Subject, state *State, tl *Timeline, up State, i int, t tally, v verdict) {
 	switch v {
 	case verdictUp:
 		started := false

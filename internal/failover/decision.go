@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // State is a decided state. Endpoints are Unknown, Up or Down; clusters are
@@ -76,10 +76,10 @@ func (t Timeline) Held() bool { return !t.HeldUntil.IsZero() }
 
 // EndpointState is the decided state of one endpoint of one service.
 type EndpointState struct {
-	Subject    health.Subject // service and target (canonical address or CNAME target)
-	Cluster    string         // cluster that hosts the endpoint
-	State      State          // Unknown, Up or Down
-	BrakeSince time.Time      // non-zero while the brake holds a wanted removal (State stays as it was)
+	Subject    vote.Subject // service and target (canonical address or CNAME target)
+	Cluster    string       // cluster that hosts the endpoint
+	State      State        // Unknown, Up or Down
+	BrakeSince time.Time    // non-zero while the brake holds a wanted removal (State stays as it was)
 	Timeline
 }
 
@@ -109,7 +109,7 @@ type Outlier struct {
 // starting, a failure during hold-down, the brake holding a removal, and
 // outliers ignored.
 type Change struct {
-	Subject health.Subject
+	Subject vote.Subject
 	From    State
 	To      State
 	Reason  string   // Reason* constant
@@ -126,7 +126,7 @@ var _ engine.Health = (*Decision)(nil)
 // its cluster has failed over, Up if decided Up, else Unknown (which the
 // engine treats as up). A nil Decision reports Unknown.
 func (d *Decision) Endpoint(service, target string) engine.State {
-	i, ok := d.endpointIndex(health.EndpointSubject(service, target))
+	i, ok := d.endpointIndex(vote.EndpointSubject(service, target))
 	if !ok {
 		return engine.Unknown
 	}
@@ -146,7 +146,7 @@ func (d *Decision) Cluster(name string) engine.State {
 
 // LookupEndpoint returns the decided state of an endpoint.
 func (d *Decision) LookupEndpoint(service, target string) (EndpointState, bool) {
-	i, ok := d.endpointIndex(health.EndpointSubject(service, target))
+	i, ok := d.endpointIndex(vote.EndpointSubject(service, target))
 	if !ok {
 		return EndpointState{}, false
 	}
@@ -223,11 +223,11 @@ func (c *ClusterState) engineState() engine.State {
 	return engine.Unknown
 }
 
-func (d *Decision) endpointIndex(s health.Subject) (int, bool) {
+func (d *Decision) endpointIndex(s vote.Subject) (int, bool) {
 	if d == nil {
 		return 0, false
 	}
-	return slices.BinarySearchFunc(d.Endpoints, s, func(e EndpointState, s health.Subject) int {
+	return slices.BinarySearchFunc(d.Endpoints, s, func(e EndpointState, s vote.Subject) int {
 		return compareSubjects(e.Subject, s)
 	})
 }
@@ -241,7 +241,7 @@ func (d *Decision) clusterIndex(name string) (int, bool) {
 	})
 }
 
-func compareSubjects(a, b health.Subject) int {
+func compareSubjects(a, b vote.Subject) int {
 	if c := cmp.Compare(a.Service, b.Service); c != 0 {
 		return c
 	}

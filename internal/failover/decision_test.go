@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func TestParamsFrom(t *testing.T) {
@@ -71,11 +71,11 @@ func TestEngineHealth(t *testing.T) {
 	w := newWorld(t, fixture(t))
 	d := w.at(0, all(
 		everyoneUp()[3:], // east-2, west-1, eu-1 say up about everything
-		says("east-1", health.Up, ipWest, ipEU),
-		says("east-1", health.Down, ipEast),
-		[]health.Vote{
-			{Subject: health.EndpointSubject(app, ipEast), Prober: "east-2", Status: health.Down, Seq: 2},
-			{Subject: health.EndpointSubject(app, ipEast), Prober: "west-1", Status: health.Down, Seq: 2},
+		says("east-1", vote.Up, ipWest, ipEU),
+		says("east-1", vote.Down, ipEast),
+		[]vote.Vote{
+			{Subject: vote.EndpointSubject(app, ipEast), Prober: "east-2", Status: vote.Down, Seq: 2},
+			{Subject: vote.EndpointSubject(app, ipEast), Prober: "west-1", Status: vote.Down, Seq: 2},
 		},
 	)...)
 	cases := []struct {
@@ -131,7 +131,7 @@ func TestStatesChanged(t *testing.T) {
 	d = w.at(s(20), all(eastUp, hb(nil, "east-1", "west-1"))...)
 	assert.True(t, d.StatesChanged, "a cluster failed over")
 
-	d = w.at(s(25), all(eastUp, hb(nil, "east-1", "west-1"), says("east-1", health.Down, ipEU), says("west-1", health.Down, ipEU))...)
+	d = w.at(s(25), all(eastUp, hb(nil, "east-1", "west-1"), says("east-1", vote.Down, ipEU), says("west-1", vote.Down, ipEU))...)
 	assert.Equal(t, Down, endpoint(t, d, ipEU).State)
 	assert.False(t, d.StatesChanged, "an endpoint of a failed-over cluster going down changes nothing for the engine")
 
@@ -150,21 +150,21 @@ func TestStatesChanged(t *testing.T) {
 func scenario(t testing.TB) Input {
 	w := newWorld(t, fixture(t, bigService(100, 0, 300, 100)))
 	w.probers = append(slices.Clone(ring4), Prober{Name: "ap-1", Region: "ap-south"}, Prober{Name: "ap-1", Region: "ap-south"})
-	w.at(0, all(everyoneUp(), bigVotes(health.Up, 1, 2, 3, 4))...)
+	w.at(0, all(everyoneUp(), bigVotes(vote.Up, 1, 2, 3, 4))...)
 	now := t0.Add(s(5))
 	votes := all(
 		eastDown,
-		says("west-1", health.Up, ipWest, ipEU),
-		says("eu-1", health.Up, ipWest, ipEU),
-		says("ap-1", health.Down, ipWest, ipEU, ipEast), // an outlier
-		bigVotes(health.Down, 1, 2, 3),
-		bigVotes(health.Up, 4),
+		says("west-1", vote.Up, ipWest, ipEU),
+		says("eu-1", vote.Up, ipWest, ipEU),
+		says("ap-1", vote.Down, ipWest, ipEU, ipEast), // an outlier
+		bigVotes(vote.Down, 1, 2, 3),
+		bigVotes(vote.Up, 4),
 		hb([]string{"eu-1"}, "east-1", "west-1", "ap-1"),
-		[]health.Vote{
+		[]vote.Vote{
 			// a duplicate of east-1's vote with a higher Seq and the other status
-			{Subject: health.EndpointSubject(app, ipWest), Prober: "east-1", Status: health.Down, Seq: 7},
-			{Subject: health.EndpointSubject(app, ipWest), Prober: "east-1", Status: health.Up, Seq: 7},
-			{Subject: health.EndpointSubject(big, "198.51.100.4"), Prober: "ap-1", Status: health.Down, Seq: 1},
+			{Subject: vote.EndpointSubject(app, ipWest), Prober: "east-1", Status: vote.Down, Seq: 7},
+			{Subject: vote.EndpointSubject(app, ipWest), Prober: "east-1", Status: vote.Up, Seq: 7},
+			{Subject: vote.EndpointSubject(big, "198.51.100.4"), Prober: "ap-1", Status: vote.Down, Seq: 1},
 		},
 	)
 	for i := range votes {

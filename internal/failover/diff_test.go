@@ -6,12 +6,12 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func TestChangedSince(t *testing.T) {
 	ep := func(svc, target, cluster string, s State) EndpointState {
-		return EndpointState{Subject: health.EndpointSubject(svc, target), Cluster: cluster, State: s}
+		return EndpointState{Subject: vote.EndpointSubject(svc, target), Cluster: cluster, State: s}
 	}
 	base := &Decision{
 		Endpoints: []EndpointState{ep("a.", "192.0.2.1", "east", Up), ep("a.", "192.0.2.2", "west", Up), ep("b.", "192.0.2.3", "east", Up)},

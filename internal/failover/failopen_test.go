@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func TestFailOpenIsLeftToTheEngine(t *testing.T) {
@@ -28,9 +28,9 @@ func TestFailOpenIsLeftToTheEngine(t *testing.T) {
 			desired.Services[0].WhenAllDown = tc.whenAllDown
 			w := newWorld(t, desired)
 			w.params.Brake = 1 // let all three go in one call
-			var votes []health.Vote
+			var votes []vote.Vote
 			for _, p := range ring4 {
-				votes = append(votes, says(p.Name, health.Down, ipEast, ipWest, ipEU)...)
+				votes = append(votes, says(p.Name, vote.Down, ipEast, ipWest, ipEU)...)
 			}
 			d := w.at(0, votes...)
 			for _, ip := range []string{ipEast, ipWest, ipEU} {

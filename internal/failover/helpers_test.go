@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 const app = "app.example.test."
@@ -73,9 +73,9 @@ func newWorld(t testing.TB, d *model.Desired) *world {
 
 // at decides at t0+offset. Votes without ObservedAt are observed at that time,
 // votes without Region get their prober's region from the ring.
-func (w *world) at(offset time.Duration, votes ...health.Vote) *Decision {
+func (w *world) at(offset time.Duration, votes ...vote.Vote) *Decision {
 	now := t0.Add(offset)
-	vs := make([]health.Vote, len(votes))
+	vs := make([]vote.Vote, len(votes))
 	for i, v := range votes {
 		if v.ObservedAt.IsZero() {
 			v.ObservedAt = now
@@ -94,22 +94,22 @@ func (w *world) at(offset time.Duration, votes ...health.Vote) *Decision {
 }
 
 // says is prober's vote about the app endpoints given.
-func says(prober string, st health.Status, targets ...string) []health.Vote {
-	out := make([]health.Vote, len(targets))
+func says(prober string, st vote.Status, targets ...string) []vote.Vote {
+	out := make([]vote.Vote, len(targets))
 	for i, t := range targets {
-		out[i] = health.Vote{Subject: health.EndpointSubject(app, t), Prober: prober, Status: st, Seq: 1}
+		out[i] = vote.Vote{Subject: vote.EndpointSubject(app, t), Prober: prober, Status: st, Seq: 1}
 	}
 	return out
 }
 
 // sees is prober's heartbeat vote about cluster (Up: seen, Down: missing).
-func sees(prober, cluster string, st health.Status) health.Vote {
-	return health.Vote{Subject: health.ClusterSubject(cluster), Prober: prober, Status: st, Seq: 1}
+func sees(prober, cluster string, st vote.Status) vote.Vote {
+	return vote.Vote{Subject: vote.ClusterSubject(cluster), Prober: prober, Status: st, Seq: 1}
 }
 
 // all joins vote lists.
-func all(lists ...[]health.Vote) []health.Vote {
-	var out []health.Vote
+func all(lists ...[]vote.Vote) []vote.Vote {
+	var out []vote.Vote
 	for _, l := range lists {
 		out = append(out, l...)
 	}
@@ -117,10 +117,10 @@ func all(lists ...[]health.Vote) []health.Vote {
 }
 
 // everyoneUp is every prober of ring4 saying Up about every app endpoint.
-func everyoneUp() []health.Vote {
-	var out []health.Vote
+func everyoneUp() []vote.Vote {
+	var out []vote.Vote
 	for _, p := range ring4 {
-		out = append(out, says(p.Name, health.Up, ipEast, ipWest, ipEU)...)
+		out = append(out, says(p.Name, vote.Up, ipEast, ipWest, ipEU)...)
 	}
 	return out
 }

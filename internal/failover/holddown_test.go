@@ -7,20 +7,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // Verdicts about the east endpoint from two regions.
 var (
-	eastUp   = all(says("east-1", health.Up, ipEast), says("west-1", health.Up, ipEast), says("eu-1", health.Up, ipEast))
-	eastDown = all(says("east-1", health.Down, ipEast), says("west-1", health.Down, ipEast), says("eu-1", health.Down, ipEast))
-	eastTie  = all(says("east-1", health.Up, ipEast), says("west-1", health.Down, ipEast))
+	eastUp   = all(says("east-1", vote.Up, ipEast), says("west-1", vote.Up, ipEast), says("eu-1", vote.Up, ipEast))
+	eastDown = all(says("east-1", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Down, ipEast))
+	eastTie  = all(says("east-1", vote.Up, ipEast), says("west-1", vote.Down, ipEast))
 )
 
 // step is one Decide call at t0+at and what the east endpoint should be after it.
 type step struct {
 	at       time.Duration
-	votes    []health.Vote
+	votes    []vote.Vote
 	want     State
 	held     time.Duration // HeldUntil - t0; 0 = not held
 	failures int

@@ -7,22 +7,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func TestOutliers(t *testing.T) {
 	// east-1 says down on all three endpoints. On east the others are split
 	// (west-1 down, eu-1 up); on west and eu the others say up.
 	rogue := all(
-		says("east-1", health.Down, ipEast, ipWest, ipEU),
-		says("west-1", health.Down, ipEast),
-		says("west-1", health.Up, ipWest, ipEU),
-		says("eu-1", health.Up, ipEast, ipWest, ipEU),
+		says("east-1", vote.Down, ipEast, ipWest, ipEU),
+		says("west-1", vote.Down, ipEast),
+		says("west-1", vote.Up, ipWest, ipEU),
+		says("eu-1", vote.Up, ipEast, ipWest, ipEU),
 	)
 	cases := []struct {
 		name     string
 		outliers bool
-		votes    []health.Vote
+		votes    []vote.Vote
 		ignored  []string // outliers reported
 		east     State    // decided state of the east endpoint
 	}{
@@ -43,8 +43,8 @@ func TestOutliers(t *testing.T) {
 			name:     "a prober that says down on half of its endpoints or fewer is not an outlier",
 			outliers: true,
 			votes: all(
-				says("east-1", health.Down, ipEast), says("east-1", health.Up, ipWest),
-				says("west-1", health.Up, ipEast, ipWest), says("eu-1", health.Up, ipEast, ipWest),
+				says("east-1", vote.Down, ipEast), says("east-1", vote.Up, ipWest),
+				says("west-1", vote.Up, ipEast, ipWest), says("eu-1", vote.Up, ipEast, ipWest),
 			),
 			east: Up,
 		},
@@ -52,8 +52,8 @@ func TestOutliers(t *testing.T) {
 			name:     "a prober compared with others on fewer than two endpoints is not an outlier",
 			outliers: true,
 			votes: all(
-				says("east-1", health.Down, ipEast, ipWest, ipEU),
-				says("west-1", health.Up, ipEast), says("eu-1", health.Up, ipEast),
+				says("east-1", vote.Down, ipEast, ipWest, ipEU),
+				says("west-1", vote.Up, ipEast), says("eu-1", vote.Up, ipEast),
 			),
 			east: Up,
 		},
@@ -61,9 +61,9 @@ func TestOutliers(t *testing.T) {
 			name:     "a prober that agrees with a down majority is not an outlier",
 			outliers: true,
 			votes: all(
-				says("east-1", health.Down, ipEast, ipWest, ipEU),
-				says("west-1", health.Down, ipEast, ipWest, ipEU),
-				says("eu-1", health.Up, ipEast, ipWest, ipEU),
+				says("east-1", vote.Down, ipEast, ipWest, ipEU),
+				says("west-1", vote.Down, ipEast, ipWest, ipEU),
+				says("eu-1", vote.Up, ipEast, ipWest, ipEU),
 			),
 			east: Down,
 		},
@@ -71,9 +71,9 @@ func TestOutliers(t *testing.T) {
 			name:     "a prober whose down votes the others only tie is not an outlier",
 			outliers: true,
 			votes: all(
-				says("east-1", health.Down, ipEast, ipWest),
-				says("west-1", health.Down, ipEast, ipWest),
-				says("eu-1", health.Up, ipEast, ipWest),
+				says("east-1", vote.Down, ipEast, ipWest),
+				says("west-1", vote.Down, ipEast, ipWest),
+				says("eu-1", vote.Up, ipEast, ipWest),
 			),
 			east: Down,
 		},
@@ -81,10 +81,10 @@ func TestOutliers(t *testing.T) {
 			name:     "in an even split each down prober faces an up majority of the others and both are ignored",
 			outliers: true,
 			votes: all(
-				says("east-1", health.Down, ipEast, ipWest),
-				says("west-1", health.Down, ipEast, ipWest),
-				says("eu-1", health.Up, ipEast, ipWest),
-				says("east-2", health.Up, ipEast, ipWest),
+				says("east-1", vote.Down, ipEast, ipWest),
+				says("west-1", vote.Down, ipEast, ipWest),
+				says("eu-1", vote.Up, ipEast, ipWest),
+				says("east-2", vote.Up, ipEast, ipWest),
 			),
 			ignored: []string{"east-1", "west-1"},
 			east:    Up,
@@ -93,12 +93,12 @@ func TestOutliers(t *testing.T) {
 			name:     "two probers that agree against a larger majority are both ignored",
 			outliers: true,
 			votes: all(
-				says("east-1", health.Down, ipEast, ipWest, ipEU),
-				says("east-2", health.Down, ipEast, ipWest, ipEU),
-				says("west-1", health.Up, ipEast, ipWest, ipEU),
-				says("eu-1", health.Up, ipEast, ipWest, ipEU),
-				[]health.Vote{{Subject: health.EndpointSubject(app, ipEast), Prober: "ap-1", Status: health.Up, Seq: 1}},
-				[]health.Vote{{Subject: health.EndpointSubject(app, ipWest), Prober: "ap-1", Status: health.Up, Seq: 1}},
+				says("east-1", vote.Down, ipEast, ipWest, ipEU),
+				says("east-2", vote.Down, ipEast, ipWest, ipEU),
+				says("west-1", vote.Up, ipEast, ipWest, ipEU),
+				says("eu-1", vote.Up, ipEast, ipWest, ipEU),
+				[]vote.Vote{{Subject: vote.EndpointSubject(app, ipEast), Prober: "ap-1", Status: vote.Up, Seq: 1}},
+				[]vote.Vote{{Subject: vote.EndpointSubject(app, ipWest), Prober: "ap-1", Status: vote.Up, Seq: 1}},
 			),
 			ignored: []string{"east-1", "east-2"},
 			east:    Up,
@@ -125,10 +125,10 @@ func TestOutlierIsReportedAndReturnsWhenItAgreesAgain(t *testing.T) {
 	w := newWorld(t, fixture(t))
 	w.at(0, everyoneUp()...)
 	rogue := all(
-		says("east-1", health.Down, ipEast, ipWest, ipEU),
-		says("east-2", health.Up, ipEast, ipWest, ipEU),
-		says("west-1", health.Up, ipEast, ipWest, ipEU),
-		says("eu-1", health.Up, ipEast, ipWest, ipEU),
+		says("east-1", vote.Down, ipEast, ipWest, ipEU),
+		says("east-2", vote.Up, ipEast, ipWest, ipEU),
+		says("west-1", vote.Up, ipEast, ipWest, ipEU),
+		says("eu-1", vote.Up, ipEast, ipWest, ipEU),
 	)
 	d := w.at(5*time.Second, rogue...)
 	require.Len(t, d.Outliers, 1)

@@ -3,7 +3,7 @@ package failover
 import (
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // removal is an endpoint this call wants to take out of the answers.
@@ -128,7 +128,7 @@ func (c *calc) remove(e *EndpointState, k int, reason string) {
 func (c *calc) decideClusters(d *Decision) {
 	for ci := range d.Clusters {
 		cs := &d.Clusters[ci]
-		s := health.ClusterSubject(cs.Name)
+		s := vote.ClusterSubject(cs.Name)
 		if !cs.Monitored {
 			cs.HeldUntil = time.Time{}
 			if cs.State != Ready {

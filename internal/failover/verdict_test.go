@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // verdictCase decides twice: `before` at t0 (everyone up when nil), then
@@ -15,8 +15,8 @@ type verdictCase struct {
 	name    string
 	probers []Prober      // default ring4
 	params  func(*Params) // tweaks DefaultParams
-	before  []health.Vote // votes of the first call (default: everyone says up)
-	votes   []health.Vote // votes of the second call
+	before  []vote.Vote   // votes of the first call (default: everyone says up)
+	votes   []vote.Vote   // votes of the second call
 	want    State         // state of the east endpoint after the second call
 	reason  string        // its reason
 	voters  []string      // its voters (nil: not checked)
@@ -49,8 +49,8 @@ func runVerdicts(t *testing.T, cases []verdictCase) {
 	}
 }
 
-func aged(vs []health.Vote, age time.Duration) []health.Vote {
-	out := make([]health.Vote, len(vs))
+func aged(vs []vote.Vote, age time.Duration) []vote.Vote {
+	out := make([]vote.Vote, len(vs))
 	for i, v := range vs {
 		v.ObservedAt = t0.Add(5*time.Second - age)
 		out[i] = v
@@ -59,7 +59,7 @@ func aged(vs []health.Vote, age time.Duration) []health.Vote {
 }
 
 func TestFreshness(t *testing.T) {
-	downEverywhere := all(says("east-1", health.Down, ipEast), says("west-1", health.Down, ipEast), says("eu-1", health.Down, ipEast))
+	downEverywhere := all(says("east-1", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Down, ipEast))
 	runVerdicts(t, []verdictCase{
 		{
 			name:  "votes up to fresh_votes intervals old count",
@@ -80,52 +80,52 @@ func TestFreshness(t *testing.T) {
 		{
 			name:    "votes of probers that left the ring do not count",
 			probers: ring4[:2],
-			votes:   all(says("east-1", health.Down, ipEast), says("east-2", health.Down, ipEast), says("west-1", health.Down, ipEast)),
+			votes:   all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast), says("west-1", vote.Down, ipEast)),
 			want:    Down, reason: ReasonThreshold, voters: []string{"east-1", "east-2"},
 		},
 		{
 			name: "votes of live probers are placed in the ring's region, not the vote's",
-			votes: all(says("east-1", health.Down, ipEast), []health.Vote{
-				{Subject: health.EndpointSubject(app, ipEast), Prober: "east-2", Region: "mars", Status: health.Down, Seq: 1},
+			votes: all(says("east-1", vote.Down, ipEast), []vote.Vote{
+				{Subject: vote.EndpointSubject(app, ipEast), Prober: "east-2", Region: "mars", Status: vote.Down, Seq: 1},
 			}),
 			want: Up, reason: ReasonThreshold,
 		},
 		{
 			name: "unknown votes do not count",
-			votes: all(says("east-1", health.Down, ipEast), says("west-1", health.Down, ipEast),
-				says("east-2", health.Unknown, ipEast), says("eu-1", health.Unknown, ipEast)),
+			votes: all(says("east-1", vote.Down, ipEast), says("west-1", vote.Down, ipEast),
+				says("east-2", vote.Unknown, ipEast), says("eu-1", vote.Unknown, ipEast)),
 			want: Down, reason: ReasonConfirmation, voters: []string{"east-1", "west-1"},
 		},
 		{
 			name:  "votes about subjects outside the config are ignored",
-			votes: all(says("east-1", health.Down, "198.51.100.1"), says("west-1", health.Down, "198.51.100.1")),
+			votes: all(says("east-1", vote.Down, "198.51.100.1"), says("west-1", vote.Down, "198.51.100.1")),
 			want:  Up, reason: ReasonThreshold,
 		},
 	})
 }
 
 func TestQuorum(t *testing.T) {
-	allDown := all(says("east-1", health.Down, ipEast), says("east-2", health.Down, ipEast), says("west-1", health.Down, ipEast), says("eu-1", health.Down, ipEast))
+	allDown := all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Down, ipEast))
 	runVerdicts(t, []verdictCase{
 		{
 			name:  "a strict majority of down votes from two regions takes the endpoint down",
-			votes: all(says("east-1", health.Down, ipEast), says("west-1", health.Down, ipEast), says("eu-1", health.Up, ipEast)),
+			votes: all(says("east-1", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Up, ipEast)),
 			want:  Down, reason: ReasonConfirmation, voters: []string{"east-1", "west-1"},
 		},
 		{
 			name:  "endpoint down in one region only stays up",
-			votes: all(says("east-1", health.Down, ipEast), says("east-2", health.Down, ipEast), says("west-1", health.Up, ipEast)),
+			votes: all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast), says("west-1", vote.Up, ipEast)),
 			want:  Up, reason: ReasonThreshold,
 		},
 		{
 			name:  "a tie holds an up endpoint up",
-			votes: all(says("east-1", health.Down, ipEast), says("west-1", health.Down, ipEast), says("east-2", health.Up, ipEast), says("eu-1", health.Up, ipEast)),
+			votes: all(says("east-1", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("east-2", vote.Up, ipEast), says("eu-1", vote.Up, ipEast)),
 			want:  Up, reason: ReasonThreshold,
 		},
 		{
 			name:   "a tie holds a down endpoint down",
 			before: allDown,
-			votes:  all(says("east-1", health.Down, ipEast), says("west-1", health.Down, ipEast), says("east-2", health.Up, ipEast), says("eu-1", health.Up, ipEast)),
+			votes:  all(says("east-1", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("east-2", vote.Up, ipEast), says("eu-1", vote.Up, ipEast)),
 			want:   Down, reason: ReasonConfirmation,
 		},
 		{
@@ -136,25 +136,25 @@ func TestQuorum(t *testing.T) {
 		},
 		{
 			name:  "fresh votes from one region freeze the decision even when they all say down",
-			votes: all(says("east-1", health.Down, ipEast), says("east-2", health.Down, ipEast)),
+			votes: all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast)),
 			want:  Up, reason: ReasonThreshold,
 		},
 		{
 			name:   "fresh votes from one region freeze a down endpoint even when they all say up",
 			before: allDown,
-			votes:  all(says("east-1", health.Up, ipEast), says("east-2", health.Up, ipEast)),
+			votes:  all(says("east-1", vote.Up, ipEast), says("east-2", vote.Up, ipEast)),
 			want:   Down, reason: ReasonConfirmation,
 		},
 		{
 			name:    "min_regions is capped at the regions of the ring",
 			probers: ring4[:2],
-			votes:   all(says("east-1", health.Down, ipEast), says("east-2", health.Down, ipEast)),
+			votes:   all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast)),
 			want:    Down, reason: ReasonThreshold, voters: []string{"east-1", "east-2"},
 		},
 		{
 			name:   "min_regions of three needs down votes from three regions",
 			params: func(p *Params) { p.MinRegions = 3 },
-			votes:  all(says("east-1", health.Down, ipEast), says("east-2", health.Down, ipEast), says("west-1", health.Down, ipEast), says("eu-1", health.Up, ipEast)),
+			votes:  all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Up, ipEast)),
 			want:   Up, reason: ReasonThreshold,
 		},
 		{
@@ -166,25 +166,25 @@ func TestQuorum(t *testing.T) {
 		{
 			name:   "min_regions of one lets a single region decide",
 			params: func(p *Params) { p.MinRegions = 1 },
-			votes:  all(says("east-1", health.Down, ipEast), says("east-2", health.Down, ipEast)),
+			votes:  all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast)),
 			want:   Down, reason: ReasonThreshold, voters: []string{"east-1", "east-2"},
 		},
 		{
 			name:   "a strict majority of up votes brings a new endpoint up",
-			before: []health.Vote{},
-			votes:  all(says("east-1", health.Up, ipEast), says("west-1", health.Up, ipEast)),
+			before: []vote.Vote{},
+			votes:  all(says("east-1", vote.Up, ipEast), says("west-1", vote.Up, ipEast)),
 			want:   Up, reason: ReasonThreshold, voters: []string{"east-1", "west-1"},
 		},
 		{
 			name:   "a new endpoint without votes stays unknown",
-			before: []health.Vote{},
+			before: []vote.Vote{},
 			votes:  nil,
 			want:   Unknown, reason: ReasonNew,
 		},
 		{
 			name:   "a new endpoint with a tie stays unknown",
-			before: []health.Vote{},
-			votes:  all(says("east-1", health.Up, ipEast), says("west-1", health.Down, ipEast)),
+			before: []vote.Vote{},
+			votes:  all(says("east-1", vote.Up, ipEast), says("west-1", vote.Down, ipEast)),
 			want:   Unknown, reason: ReasonNew,
 		},
 	})

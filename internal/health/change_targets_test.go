@@ -1,6 +1,7 @@
 package health
 
 import (
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"maps"
 	"net/netip"
 	"slices"
@@ -19,27 +20,27 @@ func TestChangeTargetsIsSetTargetsOfTheChangedList(t *testing.T) {
 	tcp := &model.Check{Kind: model.CheckTCP, Port: 80}
 	http := &model.Check{Kind: model.CheckHTTP, Port: 80}
 	target := func(svc, addr string, c *model.Check) Target {
-		return Target{Subject: EndpointSubject(svc, addr), Addr: netip.MustParseAddr(addr), Check: c}
+		return Target{Subject: vote.EndpointSubject(svc, addr), Addr: netip.MustParseAddr(addr), Check: c}
 	}
 	base := []Target{target("a.test", "192.0.2.1", tcp), target("a.test", "192.0.2.2", tcp), target("b.test", "192.0.2.3", http)}
 	tests := []struct {
 		name   string
-		remove []Subject
+		remove []vote.Subject
 		set    []Target
 	}{
 		{"nothing changes", nil, nil},
-		{"a target is removed", []Subject{base[1].Subject}, nil},
-		{"a subject without a target is removed", []Subject{EndpointSubject("c.test", "192.0.2.9")}, nil},
+		{"a target is removed", []vote.Subject{base[1].Subject}, nil},
+		{"a subject without a target is removed", []vote.Subject{vote.EndpointSubject("c.test", "192.0.2.9")}, nil},
 		{"a target is added", nil, []Target{target("c.test", "192.0.2.4", tcp)}},
 		{"a target gets another check", nil, []Target{target("a.test", "192.0.2.1", http)}},
 		{"a target is set again with an equal check", nil, []Target{target("b.test", "192.0.2.3", &model.Check{Kind: model.CheckHTTP, Port: 80})}},
 		{"a target of kind none takes its subject out", nil, []Target{target("b.test", "192.0.2.3", &model.Check{Kind: model.CheckNone})}},
-		{"one removed, one added, one changed", []Subject{base[0].Subject}, []Target{target("d.test", "192.0.2.5", http), target("a.test", "192.0.2.2", http)}},
+		{"one removed, one added, one changed", []vote.Subject{base[0].Subject}, []Target{target("d.test", "192.0.2.5", http), target("a.test", "192.0.2.2", http)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The whole list with the changes applied.
-			want := map[Subject]Target{}
+			want := map[vote.Subject]Target{}
 			for _, x := range base {
 				want[x.Subject] = x
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"io"
 	"maps"
 	"net/http"
@@ -130,19 +131,19 @@ func (b *beat) poll(ctx context.Context) error {
 // failures turn the cluster Down only once no poll has succeeded for longer
 // than the grace (counted from the start of polling for a cluster never
 // seen up); before that the status stays what it was.
-func (b *beat) observe(ok bool, at time.Time) (s Status, changed bool) {
-	prev := Status(b.status.Load())
+func (b *beat) observe(ok bool, at time.Time) (s vote.Status, changed bool) {
+	prev := vote.Status(b.status.Load())
 	s = prev
 	if ok {
 		b.lastOK = at
-		s = Up
+		s = vote.Up
 	} else {
 		ref := b.lastOK
 		if ref.IsZero() {
 			ref = b.since
 		}
 		if at.Sub(ref) > b.grace() {
-			s = Down
+			s = vote.Down
 		}
 	}
 	b.status.Store(uint32(s))
@@ -242,6 +243,6 @@ func (p *Prober) pollBeat(b *beat) {
 		p.log.Debug("health: heartbeat poll failed", "cluster", b.cluster, "status", s, "err", err)
 	}
 	if p.onResult != nil {
-		p.onResult(Result{Subject: ClusterSubject(b.cluster), Status: s, Changed: changed, At: at, Err: err, Duration: d, Kind: KindHeartbeat})
+		p.onResult(Result{Subject: vote.ClusterSubject(b.cluster), Status: s, Changed: changed, At: at, Err: err, Duration: d, Kind: KindHeartbeat})
 	}
 }

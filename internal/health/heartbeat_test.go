@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"io"
 	"log"
 	"net/http"
@@ -40,20 +41,20 @@ func TestHeartbeatPollTakesGraceBeforeDown(t *testing.T) {
 		{Cluster: "c1", HB: hb},
 		{Cluster: "agent-only", HB: &model.Heartbeat{Agent: true}},
 	})
-	_, ok := p.Status(ClusterSubject("agent-only"))
+	_, ok := p.Status(vote.ClusterSubject("agent-only"))
 	assert.False(t, ok, "agent heartbeats are not polled")
 	run(t, p)
-	s := ClusterSubject("c1")
+	s := vote.ClusterSubject("c1")
 
 	rs := rec.waitFor(t, s, "up", func(rs []Result) bool { return len(rs) > 0 })
-	assert.Equal(t, Up, rs[0].Status, "one successful poll is up")
+	assert.Equal(t, vote.Up, rs[0].Status, "one successful poll is up")
 	assert.True(t, rs[0].Changed)
 	assert.Equal(t, KindHeartbeat, rs[0].Kind)
 
 	failing.Store(true)
 	from := len(rs)
-	rs = rec.waitFor(t, s, "down", func(rs []Result) bool { _, ok := changedTo(rs, from, Down); return ok })
-	down, _ := changedTo(rs, from, Down)
+	rs = rec.waitFor(t, s, "down", func(rs []Result) bool { _, ok := changedTo(rs, from, vote.Down); return ok })
+	down, _ := changedTo(rs, from, vote.Down)
 	lastOK := from - 1
 	for i := from; i < down; i++ {
 		if rs[i].Err == nil {
@@ -62,17 +63,17 @@ func TestHeartbeatPollTakesGraceBeforeDown(t *testing.T) {
 	}
 	require.Greater(t, down-lastOK, 1, "one failed poll does not make the cluster down")
 	for _, r := range rs[lastOK+1 : down] {
-		assert.Equal(t, Up, r.Status, "within the grace the cluster stays up")
+		assert.Equal(t, vote.Up, r.Status, "within the grace the cluster stays up")
 		assert.ErrorContains(t, r.Err, "heartbeat c1 GET "+srv.URL+"/readyz: status 503, want 2xx")
 	}
 	assert.Greater(t, rs[down].At.Sub(rs[lastOK].At), grace, "down only after the grace")
 	st, _ := p.Status(s)
-	assert.Equal(t, Down, st)
+	assert.Equal(t, vote.Down, st)
 
 	failing.Store(false)
 	from = len(rs)
-	rs = rec.waitFor(t, s, "up again", func(rs []Result) bool { _, ok := changedTo(rs, from, Up); return ok })
-	back, _ := changedTo(rs, from, Up)
+	rs = rec.waitFor(t, s, "up again", func(rs []Result) bool { _, ok := changedTo(rs, from, vote.Up); return ok })
+	back, _ := changedTo(rs, from, vote.Up)
 	assert.NoError(t, rs[back].Err)
 	for _, r := range rs[down+1 : back] {
 		assert.Error(t, r.Err, "the first successful poll is up again")
@@ -90,11 +91,11 @@ func TestHeartbeatNeverUpGoesDownAfterGrace(t *testing.T) {
 	hb := &model.Heartbeat{URL: fmt.Sprintf("http://127.0.0.1:%d/readyz", closedPort(t)), Interval: model.Duration(20 * time.Millisecond), Grace: model.Duration(grace)}
 	p.SetHeartbeats([]HeartbeatTarget{{Cluster: "c2", HB: hb}})
 	run(t, p)
-	rs := rec.waitFor(t, ClusterSubject("c2"), "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
-	down, _ := changedTo(rs, 0, Down)
+	rs := rec.waitFor(t, vote.ClusterSubject("c2"), "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
+	down, _ := changedTo(rs, 0, vote.Down)
 	assert.Greater(t, time.Since(start), grace)
 	for _, r := range rs[:down] {
-		assert.Equal(t, Unknown, r.Status, "a cluster never seen up is unknown within the grace")
+		assert.Equal(t, vote.Unknown, r.Status, "a cluster never seen up is unknown within the grace")
 		assert.ErrorContains(t, r.Err, "connection refused")
 	}
 }
@@ -107,23 +108,23 @@ func TestSetHeartbeatsKeepsUnchangedClusters(t *testing.T) {
 	hb := model.Heartbeat{URL: srv.URL, Interval: model.Duration(30 * time.Millisecond), Grace: model.Duration(time.Second)}
 	p.SetHeartbeats([]HeartbeatTarget{{Cluster: "c1", HB: &hb}, {Cluster: "c2", HB: &hb}})
 	run(t, p)
-	rec.waitFor(t, ClusterSubject("c1"), "up", func(rs []Result) bool { return len(rs) > 0 })
-	rec.waitFor(t, ClusterSubject("c2"), "up", func(rs []Result) bool { return len(rs) > 0 })
+	rec.waitFor(t, vote.ClusterSubject("c1"), "up", func(rs []Result) bool { return len(rs) > 0 })
+	rec.waitFor(t, vote.ClusterSubject("c2"), "up", func(rs []Result) bool { return len(rs) > 0 })
 
 	same := hb
 	p.SetHeartbeats([]HeartbeatTarget{{Cluster: "c1", HB: &same}})
-	n2 := len(rec.of(ClusterSubject("c2")))
-	st, ok := p.Status(ClusterSubject("c1"))
+	n2 := len(rec.of(vote.ClusterSubject("c2")))
+	st, ok := p.Status(vote.ClusterSubject("c1"))
 	assert.True(t, ok)
-	assert.Equal(t, Up, st)
-	_, ok = p.Status(ClusterSubject("c2"))
+	assert.Equal(t, vote.Up, st)
+	_, ok = p.Status(vote.ClusterSubject("c2"))
 	assert.False(t, ok)
-	from := len(rec.of(ClusterSubject("c1")))
-	rs := rec.waitFor(t, ClusterSubject("c1"), "2 more polls", func(rs []Result) bool { return len(rs) >= from+2 })
+	from := len(rec.of(vote.ClusterSubject("c1")))
+	rs := rec.waitFor(t, vote.ClusterSubject("c1"), "2 more polls", func(rs []Result) bool { return len(rs) >= from+2 })
 	for _, r := range rs[from:] {
 		assert.False(t, r.Changed, "the state was kept")
 	}
-	assert.Len(t, rec.of(ClusterSubject("c2")), n2, "no poll of a removed cluster is reported")
+	assert.Len(t, rec.of(vote.ClusterSubject("c2")), n2, "no poll of a removed cluster is reported")
 }
 
 func TestHeartbeatPoll(t *testing.T) {
@@ -178,7 +179,7 @@ func TestHeartbeatObserve(t *testing.T) {
 	type poll struct {
 		at      int // seconds after polling started
 		ok      bool
-		status  Status
+		status  vote.Status
 		changed bool
 	}
 	tests := []struct {
@@ -187,23 +188,23 @@ func TestHeartbeatObserve(t *testing.T) {
 	}{
 		{
 			name:  "a successful poll is up at once",
-			polls: []poll{{1, true, Up, true}, {11, true, Up, false}},
+			polls: []poll{{1, true, vote.Up, true}, {11, true, vote.Up, false}},
 		},
 		{
 			name:  "failed polls within the grace after a success stay up",
-			polls: []poll{{1, true, Up, true}, {11, false, Up, false}, {41, false, Up, false}},
+			polls: []poll{{1, true, vote.Up, true}, {11, false, vote.Up, false}, {41, false, vote.Up, false}},
 		},
 		{
 			name:  "no success for longer than the grace is down",
-			polls: []poll{{1, true, Up, true}, {11, false, Up, false}, {42, false, Down, true}, {52, false, Down, false}},
+			polls: []poll{{1, true, vote.Up, true}, {11, false, vote.Up, false}, {42, false, vote.Down, true}, {52, false, vote.Down, false}},
 		},
 		{
 			name:  "a cluster never seen up is unknown within the grace then down",
-			polls: []poll{{1, false, Unknown, false}, {40, false, Unknown, false}, {41, false, Down, true}},
+			polls: []poll{{1, false, vote.Unknown, false}, {40, false, vote.Unknown, false}, {41, false, vote.Down, true}},
 		},
 		{
 			name:  "one success after down is up again",
-			polls: []poll{{41, false, Down, true}, {51, true, Up, true}},
+			polls: []poll{{41, false, vote.Down, true}, {51, true, vote.Up, true}},
 		},
 	}
 	for _, tt := range tests {
@@ -233,9 +234,9 @@ func TestACustomHeartbeatPollReplacesTheURL(t *testing.T) {
 	}
 	p.SetHeartbeats([]HeartbeatTarget{{Cluster: "k1", HB: hb, Poll: poll, PollID: "kube k1"}})
 	run(t, p)
-	rec.waitFor(t, ClusterSubject("k1"), "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
+	rec.waitFor(t, vote.ClusterSubject("k1"), "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
 	fail.Store(true)
-	rs := rec.waitFor(t, ClusterSubject("k1"), "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
-	i, _ := changedTo(rs, 0, Down)
+	rs := rec.waitFor(t, vote.ClusterSubject("k1"), "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
+	i, _ := changedTo(rs, 0, vote.Down)
 	assert.ErrorContains(t, rs[i].Err, "connection refused")
 }

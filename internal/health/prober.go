@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -19,7 +20,7 @@ import (
 
 // Target is one endpoint this prober is responsible for.
 type Target struct {
-	Subject Subject      // EndpointSubject(service, address)
+	Subject vote.Subject // EndpointSubject(service, address)
 	Addr    netip.Addr   // address to probe
 	Check   *model.Check // the service's check, normalised (interval, timeout, fall, rise)
 	Checker Checker      // nil = built from Check by SetTargets
@@ -27,8 +28,8 @@ type Target struct {
 
 // Result is the outcome of one probe or heartbeat poll, after thresholds.
 type Result struct {
-	Subject  Subject
-	Status   Status        // the subject's status after this probe
+	Subject  vote.Subject
+	Status   vote.Status   // the subject's status after this probe
 	Changed  bool          // Status differs from the status before this probe
 	At       time.Time     // when the probe started (ProberOptions.Now)
 	Err      error         // why the probe failed; nil when it passed
@@ -75,7 +76,7 @@ type ProberOptions struct {
 	// overlapping re-probe starts: the endpoint may hang. At most once per
 	// regular probe; it must not block. A voter asks the other regions to
 	// confirm at once, a timeout earlier than the first failure would.
-	OnSuspect func(Subject)
+	OnSuspect func(vote.Subject)
 }
 
 // Prober probes every target on its interval and every cluster heartbeat
@@ -99,7 +100,7 @@ type Prober struct {
 	sem      chan struct{} // probes in flight
 	reprobes chan struct{} // re-probes in flight
 
-	onSuspect func(Subject)
+	onSuspect func(vote.Subject)
 
 	setMu sync.Mutex // serialises SetTargets, and SetHeartbeats, end to end
 
@@ -107,7 +108,7 @@ type Prober struct {
 	runCtx  context.Context // non-nil while Run runs
 	ran     bool
 	wg      sync.WaitGroup // every goroutine started while running
-	targets map[Subject]*target
+	targets map[vote.Subject]*target
 	beats   map[string]*beat
 }
 
@@ -119,7 +120,7 @@ func NewProber(opts ProberOptions) *Prober {
 		metrics:  opts.Metrics,
 		now:      opts.Now,
 		rnd:      opts.Rand,
-		targets:  map[Subject]*target{},
+		targets:  map[vote.Subject]*target{},
 		beats:    map[string]*beat{},
 	}
 	p.onSuspect = opts.OnSuspect
@@ -251,7 +252,7 @@ func (p *Prober) SetTargets(ts []Target) {
 	cur := maps.Clone(p.targets) // only SetTargets and ChangeTargets write p.targets, under setMu
 	p.mu.RUnlock()
 
-	next := make(map[Subject]*target, len(ts))
+	next := make(map[vote.Subject]*target, len(ts))
 	started := p.nextTargets(ts, cur, next)
 	swapRunners(&p.mu, func() { p.targets = next }, cur, next, started, p.startLocked)
 	p.metrics.setTargets(len(next))
@@ -262,10 +263,10 @@ func (p *Prober) SetTargets(ts []Target) {
 // of set added or put in place of the current ones of their subjects (a
 // Target of kind none takes its subject out), at the cost of the changes,
 // not of the whole list (a config change touches a few of maybe 300 000).
-func (p *Prober) ChangeTargets(remove []Subject, set []Target) {
+func (p *Prober) ChangeTargets(remove []vote.Subject, set []Target) {
 	p.setMu.Lock()
 	defer p.setMu.Unlock()
-	cur := make(map[Subject]*target, len(remove)+len(set)) // the current targets of the subjects touched
+	cur := make(map[vote.Subject]*target, len(remove)+len(set)) // the current targets of the subjects touched
 	p.mu.RLock()
 	for _, s := range remove {
 		if t, ok := p.targets[s]; ok {
@@ -279,7 +280,7 @@ func (p *Prober) ChangeTargets(remove []Subject, set []Target) {
 	}
 	p.mu.RUnlock()
 
-	next := make(map[Subject]*target, len(set))
+	next := make(map[vote.Subject]*target, len(set))
 	started := p.nextTargets(set, cur, next)
 	n := 0
 	swapRunners(&p.mu, func() {
@@ -294,7 +295,7 @@ func (p *Prober) ChangeTargets(remove []Subject, set []Target) {
 
 // nextTargets puts in next the targets of ts: those of cur that probe
 // the same are kept, the others are made (and returned, to be started).
-func (p *Prober) nextTargets(ts []Target, cur, next map[Subject]*target) (started []*target) {
+func (p *Prober) nextTargets(ts []Target, cur, next map[vote.Subject]*target) (started []*target) {
 	for _, nt := range ts {
 		if nt.Check == nil || nt.Check.Kind == "" || nt.Check.Kind == model.CheckNone {
 			continue
@@ -421,7 +422,7 @@ func (p *Prober) startDue(t *target) time.Duration {
 			t.mu.Unlock()
 			return wait
 		}
-		suspect := kind == kindSlow && t.sched.fastRun == 0 && st == Up // a regular probe of an up endpoint hangs
+		suspect := kind == kindSlow && t.sched.fastRun == 0 && st == vote.Up // a regular probe of an up endpoint hangs
 		seq := t.sched.start(now, kind, gap, fastGap)
 		t.mu.Unlock()
 		if kind.reprobe() {
@@ -488,7 +489,7 @@ func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
 	}
 	was := t.th.Status()
 	s, changed := t.th.Observe(err == nil)
-	if changed && was == Down && s == Up {
+	if changed && was == vote.Down && s == vote.Up {
 		t.sched.recovered(time.Now())
 	}
 	t.status.Store(uint32(s))
@@ -516,7 +517,7 @@ func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
 // until fall (rise) is reached or the run breaks. It returns at once;
 // false when s is not an endpoint target of a running prober. A request
 // while an earlier one waits is absorbed by it. Safe to call from OnResult.
-func (p *Prober) ConfirmNow(s Subject) bool {
+func (p *Prober) ConfirmNow(s vote.Subject) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	t := p.targets[s]
@@ -530,19 +531,19 @@ func (p *Prober) ConfirmNow(s Subject) bool {
 
 // Status returns the current status of an endpoint target or of a cluster
 // heartbeat; false when s is neither.
-func (p *Prober) Status(s Subject) (Status, bool) {
+func (p *Prober) Status(s vote.Subject) (vote.Status, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if s.IsCluster() {
 		if b := p.beats[s.Target]; b != nil {
-			return Status(b.status.Load()), true
+			return vote.Status(b.status.Load()), true
 		}
-		return Unknown, false
+		return vote.Unknown, false
 	}
 	if t := p.targets[s]; t != nil {
-		return Status(t.status.Load()), true
+		return vote.Status(t.status.Load()), true
 	}
-	return Unknown, false
+	return vote.Unknown, false
 }
 
 func (p *Prober) random() float64 {

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -40,7 +41,7 @@ func (r *recorder) snapshot() []Result {
 }
 
 // of returns the results about s.
-func (r *recorder) of(s Subject) []Result {
+func (r *recorder) of(s vote.Subject) []Result {
 	var out []Result
 	for _, res := range r.snapshot() {
 		if res.Subject == s {
@@ -52,7 +53,7 @@ func (r *recorder) of(s Subject) []Result {
 
 // waitFor waits (at most 5s) until cond holds for the results about s
 // and returns them.
-func (r *recorder) waitFor(t *testing.T, s Subject, what string, cond func([]Result) bool) []Result {
+func (r *recorder) waitFor(t *testing.T, s vote.Subject, what string, cond func([]Result) bool) []Result {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -69,7 +70,7 @@ func (r *recorder) waitFor(t *testing.T, s Subject, what string, cond func([]Res
 
 // changedTo reports whether the results after from contain a change to st,
 // and returns the index of the first one.
-func changedTo(rs []Result, from int, st Status) (int, bool) {
+func changedTo(rs []Result, from int, st vote.Status) (int, bool) {
 	for i := from; i < len(rs); i++ {
 		if rs[i].Changed && rs[i].Status == st {
 			return i, true
@@ -117,7 +118,7 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { 
 
 func httpTarget(service string, addr netip.Addr, port int, interval time.Duration, fall, rise int) Target {
 	return Target{
-		Subject: EndpointSubject(service, addr.String()),
+		Subject: vote.EndpointSubject(service, addr.String()),
 		Addr:    addr,
 		Check: &model.Check{
 			Kind: model.CheckHTTP, Port: port, Method: "GET", Path: "/", Host: service,
@@ -141,17 +142,17 @@ func TestProberStoppedServerGoesDownAfterFallAndComesBackAfterRise(t *testing.T)
 	run(t, p)
 	s := tg.Subject
 
-	rs := rec.waitFor(t, s, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
-	up, _ := changedTo(rs, 0, Up)
+	rs := rec.waitFor(t, s, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
+	up, _ := changedTo(rs, 0, vote.Up)
 	assert.Equal(t, rise-1, up, "the first up comes after rise probes")
 	st, ok := p.Status(s)
 	assert.True(t, ok)
-	assert.Equal(t, Up, st)
+	assert.Equal(t, vote.Up, st)
 
 	srv.Close()
 	from := len(rs)
-	rs = rec.waitFor(t, s, "down", func(rs []Result) bool { _, ok := changedTo(rs, from, Down); return ok })
-	down, _ := changedTo(rs, from, Down)
+	rs = rec.waitFor(t, s, "down", func(rs []Result) bool { _, ok := changedTo(rs, from, vote.Down); return ok })
+	down, _ := changedTo(rs, from, vote.Down)
 	lastOK := up
 	for i := up; i < down; i++ {
 		if rs[i].Err == nil {
@@ -160,7 +161,7 @@ func TestProberStoppedServerGoesDownAfterFallAndComesBackAfterRise(t *testing.T)
 	}
 	assert.Equal(t, fall, down-lastOK, "down after exactly fall failures in a row")
 	for _, r := range rs[lastOK+1 : down] {
-		assert.Equal(t, Up, r.Status, "fewer than fall failures stay up")
+		assert.Equal(t, vote.Up, r.Status, "fewer than fall failures stay up")
 		assert.False(t, r.Changed)
 		assert.ErrorContains(t, r.Err, "http "+hostport+" GET /: ")
 	}
@@ -168,8 +169,8 @@ func TestProberStoppedServerGoesDownAfterFallAndComesBackAfterRise(t *testing.T)
 
 	serveAt(t, hostport, okHandler) // the same address again
 	from = len(rs)
-	rs = rec.waitFor(t, s, "up again", func(rs []Result) bool { _, ok := changedTo(rs, from, Up); return ok })
-	back, _ := changedTo(rs, from, Up)
+	rs = rec.waitFor(t, s, "up again", func(rs []Result) bool { _, ok := changedTo(rs, from, vote.Up); return ok })
+	back, _ := changedTo(rs, from, vote.Up)
 	lastFail := down
 	for i := down; i < back; i++ {
 		if rs[i].Err != nil {
@@ -253,7 +254,7 @@ func TestProberSetTargets(t *testing.T) {
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.targets))
 	run(t, p)
 	for _, tg := range []Target{a, b} {
-		rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
+		rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
 	}
 
 	t.Run("an unchanged target keeps its state and a removed one stops", func(t *testing.T) {
@@ -266,7 +267,7 @@ func TestProberSetTargets(t *testing.T) {
 		afterB := len(rec.of(b.Subject))
 		st, ok := p.Status(a.Subject)
 		assert.True(t, ok)
-		assert.Equal(t, Up, st, "no reset to unknown")
+		assert.Equal(t, vote.Up, st, "no reset to unknown")
 		_, ok = p.Status(b.Subject)
 		assert.False(t, ok, "b is gone")
 		assert.False(t, p.ConfirmNow(b.Subject))
@@ -276,10 +277,10 @@ func TestProberSetTargets(t *testing.T) {
 		hits := hitsB.Load()
 		rs := rec.waitFor(t, a.Subject, "3 more probes", func(rs []Result) bool { return len(rs) >= before+3 })
 		for _, r := range rs[before:] {
-			assert.Equal(t, Up, r.Status)
+			assert.Equal(t, vote.Up, r.Status)
 			assert.False(t, r.Changed, "the state was kept, so nothing changes")
 		}
-		rec.waitFor(t, c.Subject, "c up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
+		rec.waitFor(t, c.Subject, "c up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
 		assert.Len(t, rec.of(b.Subject), afterB, "no result of b after SetTargets returned")
 		assert.Equal(t, hits, hitsB.Load(), "b is not probed any more")
 	})
@@ -293,9 +294,9 @@ func TestProberSetTargets(t *testing.T) {
 		p.SetTargets([]Target{a3, c})
 		st, ok := p.Status(a.Subject)
 		assert.True(t, ok)
-		assert.Equal(t, Unknown, st)
-		rs := rec.waitFor(t, a.Subject, "up again", func(rs []Result) bool { _, ok := changedTo(rs, before, Up); return ok })
-		assert.Equal(t, Unknown, rs[before].Status, "the first probe of the new check is below rise")
+		assert.Equal(t, vote.Unknown, st)
+		rs := rec.waitFor(t, a.Subject, "up again", func(rs []Result) bool { _, ok := changedTo(rs, before, vote.Up); return ok })
+		assert.Equal(t, vote.Unknown, rs[before].Status, "the first probe of the new check is below rise")
 	})
 
 	assert.Positive(t, testutil.ToFloat64(m.results.WithLabelValues(model.CheckHTTP, "ok")))
@@ -345,25 +346,25 @@ func TestProberConfirmNow(t *testing.T) {
 	run(t, p)
 
 	t.Run("an unknown subject is not confirmed", func(t *testing.T) {
-		assert.False(t, p.ConfirmNow(EndpointSubject("nope.example.com.", "192.0.2.1")))
-		assert.False(t, p.ConfirmNow(ClusterSubject("c1")))
+		assert.False(t, p.ConfirmNow(vote.EndpointSubject("nope.example.com.", "192.0.2.1")))
+		assert.False(t, p.ConfirmNow(vote.ClusterSubject("c1")))
 	})
 
 	t.Run("a dead endpoint goes down within fall quick probes", func(t *testing.T) {
 		start := time.Now()
 		require.True(t, p.ConfirmNow(dead.Subject))
-		rs := rec.waitFor(t, dead.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
+		rs := rec.waitFor(t, dead.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 		assert.Less(t, time.Since(start), 2*time.Second)
 		require.Len(t, rs, 3)
 		for i, r := range rs {
 			assert.ErrorContains(t, r.Err, "connection refused")
 			assert.Equal(t, i == 2, r.Changed)
 		}
-		assert.Equal(t, Down, rs[2].Status)
+		assert.Equal(t, vote.Down, rs[2].Status)
 
 		require.True(t, p.ConfirmNow(dead.Subject))
 		rs = rec.waitFor(t, dead.Subject, "one more", func(rs []Result) bool { return len(rs) == 4 })
-		assert.Equal(t, Down, rs[3].Status, "confirming a down endpoint takes one probe")
+		assert.Equal(t, vote.Down, rs[3].Status, "confirming a down endpoint takes one probe")
 	})
 
 	t.Run("a healthy endpoint stops at the first success", func(t *testing.T) {
@@ -373,7 +374,7 @@ func TestProberConfirmNow(t *testing.T) {
 		rs := rec.of(alive.Subject)
 		require.Len(t, rs, 1)
 		assert.NoError(t, rs[0].Err)
-		assert.Equal(t, Unknown, rs[0].Status, "one success is below rise 2")
+		assert.Equal(t, vote.Unknown, rs[0].Status, "one success is below rise 2")
 	})
 
 	t.Run("confirmations of one subject do not overlap", func(t *testing.T) {
@@ -382,7 +383,7 @@ func TestProberConfirmNow(t *testing.T) {
 			wg.Go(func() { assert.True(t, p.ConfirmNow(slow.Subject)) })
 		}
 		wg.Wait()
-		rs := rec.waitFor(t, slow.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
+		rs := rec.waitFor(t, slow.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 		time.Sleep(150 * time.Millisecond)
 		assert.Len(t, rec.of(slow.Subject), len(rs), "one confirmation of fall 2 probes")
 		assert.Len(t, rs, 2)
@@ -398,12 +399,12 @@ func TestProberTargetWithBrokenCheckFailsEveryProbe(t *testing.T) {
 	tg := httpTarget("tls.example.com.", localhost, 443, 50*time.Millisecond, 1, 1)
 	tg.Check.Kind = model.CheckHTTPS
 	tg.Check.CAFile = "/nonexistent/ca.pem"
-	none := Target{Subject: EndpointSubject("none.example.com.", "127.0.0.1"), Addr: localhost, Check: &model.Check{Kind: model.CheckNone}}
+	none := Target{Subject: vote.EndpointSubject("none.example.com.", "127.0.0.1"), Addr: localhost, Check: &model.Check{Kind: model.CheckNone}}
 	p.SetTargets([]Target{tg, none})
 	_, ok := p.Status(none.Subject)
 	assert.False(t, ok, "kind none is not probed")
 	run(t, p)
-	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
+	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 	assert.ErrorContains(t, rs[0].Err, "https check: ca_file: open /nonexistent/ca.pem")
 }
 

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -22,7 +23,7 @@ import (
 // test (1h): every probe after the first is a re-probe or a confirmation.
 func fastTarget(service string, c Checker, timeout time.Duration, fall, rise int) Target {
 	return Target{
-		Subject: EndpointSubject(service, "192.0.2.1"),
+		Subject: vote.EndpointSubject(service, "192.0.2.1"),
 		Addr:    netip.MustParseAddr("192.0.2.1"),
 		Check: &model.Check{Kind: model.CheckTCP, Port: 80, Interval: model.Duration(time.Hour), Timeout: model.Duration(timeout),
 			ReprobeInterval: model.Duration(20 * time.Millisecond), Fall: fall, Rise: rise},
@@ -62,7 +63,7 @@ func TestProberReprobesARunAtTheFastCadence(t *testing.T) {
 	p.SetTargets([]Target{tg})
 	run(t, p)
 
-	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
+	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 	require.Len(t, rs, 3, "down after fall results, without waiting for the regular cycle (1h)")
 	assert.Equal(t, []string{"", "fall", "fall"}, reprobes(rs), "the first probe is regular, the rest re-probes")
 	assert.True(t, rs[0].Turned, "the first failure turns the endpoint toward down")
@@ -72,11 +73,11 @@ func TestProberReprobesARunAtTheFastCadence(t *testing.T) {
 	t.Run("a down endpoint that answers again rises at the fast cadence after a confirmation", func(t *testing.T) {
 		c.down.Store(false)
 		require.True(t, p.ConfirmNow(tg.Subject))
-		rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 3, Up); return ok })
+		rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 3, vote.Up); return ok })
 		require.GreaterOrEqual(t, len(rs), 5) // watch probes may follow
 		assert.Equal(t, []string{"confirm", "rise"}, reprobes(rs[3:5]))
 		assert.True(t, rs[3].Turned, "the first success turns the endpoint toward up")
-		assert.Equal(t, Up, rs[4].Status)
+		assert.Equal(t, vote.Up, rs[4].Status)
 	})
 }
 
@@ -104,7 +105,7 @@ func TestProberOverlapsReprobesOfAnEndpointThatDoesNotAnswer(t *testing.T) {
 	p.SetTargets([]Target{tg})
 	run(t, p)
 
-	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
+	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 	require.Len(t, rs, 3, "down at the third timeout")
 	assert.Equal(t, []string{"", "slow", "slow"}, reprobes(rs), "probes started while the first one hung")
 	for _, r := range rs {
@@ -140,7 +141,7 @@ func TestProberDropsAResultSupersededByALaterProbe(t *testing.T) {
 	p.SetTargets([]Target{tg})
 	run(t, p)
 
-	rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
+	rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
 	assert.Equal(t, []string{"slow", "rise"}, reprobes(rs), "two probes started after the hanging one answered")
 	close(f.release)
 	<-f.returned
@@ -154,7 +155,7 @@ func TestProberDropsAResultSupersededByALaterProbe(t *testing.T) {
 	assert.Zero(t, inFlight)
 	assert.Len(t, rec.of(tg.Subject), 2, "the late failure is not reported")
 	st, _ := p.Status(tg.Subject)
-	assert.Equal(t, Up, st, "nor observed")
+	assert.Equal(t, vote.Up, st, "nor observed")
 }
 
 func TestProberBoundsReprobesInFlight(t *testing.T) {
@@ -162,7 +163,7 @@ func TestProberBoundsReprobesInFlight(t *testing.T) {
 	h := &hangingChecker{}
 	a := fastTarget("a.example.com.", h, 300*time.Millisecond, 3, 2)
 	b := fastTarget("b.example.com.", h, 300*time.Millisecond, 3, 2)
-	b.Subject = EndpointSubject("b.example.com.", "192.0.2.2")
+	b.Subject = vote.EndpointSubject("b.example.com.", "192.0.2.2")
 	// A target denied a re-probe waits for its regular cycle: keep it short.
 	a.Check.Interval, b.Check.Interval = model.Duration(400*time.Millisecond), model.Duration(400*time.Millisecond)
 	var rec recorder
@@ -250,17 +251,17 @@ func TestProberSuspectsAnUpEndpointWhoseProbeHangs(t *testing.T) {
 	tg.Check.Interval = model.Duration(200 * time.Millisecond)
 	var rec recorder
 	var suspects atomic.Int32
-	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow(), OnSuspect: func(s Subject) {
+	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow(), OnSuspect: func(s vote.Subject) {
 		assert.Equal(t, tg.Subject, s)
 		suspects.Add(1)
 	}})
 	p.SetTargets([]Target{tg})
 	run(t, p)
-	rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, Up); return ok })
+	rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
 	assert.Zero(t, suspects.Load(), "probes that answer are not suspect")
 	h.hang.Store(true)
 	from := len(rs)
-	rs = rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, from, Down); return ok })
+	rs = rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, from, vote.Down); return ok })
 	rec.waitFor(t, tg.Subject, "two more regular probes of the down endpoint", func(rs2 []Result) bool {
 		n := 0
 		for _, r := range rs2[len(rs):] {
@@ -291,7 +292,7 @@ func TestProberDoesNotReprobeAnEndpointThatIsAlwaysSlow(t *testing.T) {
 	tg.Check.Interval = model.Duration(150 * time.Millisecond)
 	var rec recorder
 	var suspects atomic.Int32
-	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow(), OnSuspect: func(Subject) { suspects.Add(1) }})
+	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow(), OnSuspect: func(vote.Subject) { suspects.Add(1) }})
 	p.SetTargets([]Target{tg})
 	run(t, p)
 	rs := rec.waitFor(t, tg.Subject, "20 results", func(rs []Result) bool { return len(rs) >= 20 })
@@ -310,15 +311,15 @@ func TestProberWatchesAnEndpointThatCameBack(t *testing.T) {
 	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow()})
 	p.SetTargets([]Target{tg})
 	run(t, p)
-	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, Down); return ok })
+	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 	c.down.Store(false)
 	require.True(t, p.ConfirmNow(tg.Subject))
 	from := len(rs)
 	rs = rec.waitFor(t, tg.Subject, "up and three more probes", func(rs []Result) bool {
-		i, ok := changedTo(rs, from, Up)
+		i, ok := changedTo(rs, from, vote.Up)
 		return ok && len(rs) >= i+4
 	})
-	up, _ := changedTo(rs, from, Up)
+	up, _ := changedTo(rs, from, vote.Up)
 	for _, r := range rs[up+1 : up+4] {
 		assert.Equal(t, "watch", r.Reprobe, "probed at the shortened cycle after coming back, not after the regular hour")
 	}

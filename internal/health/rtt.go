@@ -1,6 +1,7 @@
 package health
 
 import (
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"sync"
 	"time"
 )
@@ -39,7 +40,7 @@ func Smooth(prev RTT, x time.Duration, at time.Time) RTT {
 // poll. Safe for concurrent use.
 type RTTs struct {
 	mu sync.Mutex
-	m  map[Subject]RTT
+	m  map[vote.Subject]RTT
 }
 
 // Observe takes one probe result (call it from ProberOptions.OnResult).
@@ -50,16 +51,16 @@ func (r *RTTs) Observe(res Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[Subject]RTT{}
+		r.m = map[vote.Subject]RTT{}
 	}
 	r.m[res.Subject] = Smooth(r.m[res.Subject], res.Duration, res.At)
 }
 
 // Snapshot returns a copy of every smoothed RTT.
-func (r *RTTs) Snapshot() map[Subject]RTT {
+func (r *RTTs) Snapshot() map[vote.Subject]RTT {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[Subject]RTT, len(r.m))
+	out := make(map[vote.Subject]RTT, len(r.m))
 	for s, v := range r.m {
 		out[s] = v
 	}
@@ -67,7 +68,7 @@ func (r *RTTs) Snapshot() map[Subject]RTT {
 }
 
 // Forget drops the RTTs of subjects keep rejects (removed endpoints).
-func (r *RTTs) Forget(keep func(Subject) bool) {
+func (r *RTTs) Forget(keep func(vote.Subject) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for s := range r.m {

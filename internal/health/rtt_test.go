@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestSmooth(t *testing.T) {
 }
 
 func TestRTTsTakeOnlySuccessfulEndpointProbes(t *testing.T) {
-	s := EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	at := time.Unix(1000, 0)
 	for _, tc := range []struct {
 		name string
@@ -44,7 +45,7 @@ func TestRTTsTakeOnlySuccessfulEndpointProbes(t *testing.T) {
 	}{
 		{"a successful probe is a sample", Result{Subject: s, Duration: 5 * time.Millisecond, At: at, Kind: "tcp"}, true},
 		{"a failed probe changes nothing (a timeout is no round trip)", Result{Subject: s, Duration: 3 * time.Second, At: at, Kind: "tcp", Err: errors.New("timeout")}, false},
-		{"a heartbeat poll is no endpoint RTT", Result{Subject: ClusterSubject("east"), Duration: time.Millisecond, At: at, Kind: KindHeartbeat}, false},
+		{"a heartbeat poll is no endpoint RTT", Result{Subject: vote.ClusterSubject("east"), Duration: time.Millisecond, At: at, Kind: KindHeartbeat}, false},
 		{"a result without a duration (an agent heartbeat vote) is no sample", Result{Subject: s, At: at, Kind: "agent"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,11 +58,11 @@ func TestRTTsTakeOnlySuccessfulEndpointProbes(t *testing.T) {
 }
 
 func TestRTTsForgetRemovedEndpoints(t *testing.T) {
-	a, b := EndpointSubject("app.", "192.0.2.1"), EndpointSubject("app.", "192.0.2.2")
+	a, b := vote.EndpointSubject("app.", "192.0.2.1"), vote.EndpointSubject("app.", "192.0.2.2")
 	var r RTTs
 	r.Observe(Result{Subject: a, Duration: time.Millisecond, Kind: "tcp"})
 	r.Observe(Result{Subject: b, Duration: time.Millisecond, Kind: "tcp"})
-	r.Forget(func(s Subject) bool { return s == a })
+	r.Forget(func(s vote.Subject) bool { return s == a })
 	assert.Len(t, r.Snapshot(), 1)
 	assert.Contains(t, r.Snapshot(), a)
 }

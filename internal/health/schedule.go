@@ -1,6 +1,10 @@
 package health
 
-import "time"
+import (
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/vote"
+)
 
 // probeKind says why a probe runs.
 type probeKind uint8
@@ -97,7 +101,7 @@ type flight struct {
 // requests plan again at once, so a full target waits for them. With
 // allowFast false (the prober's re-probe budget is spent) only regular
 // probes start.
-func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (probeKind, time.Duration) {
+func (s *schedule) plan(now time.Time, status, heading vote.Status, allowFast bool) (probeKind, time.Duration) {
 	regularDue := s.first
 	if !s.regular.IsZero() {
 		regularDue = s.regular.Add(s.gap)
@@ -127,14 +131,14 @@ func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (
 	if fast != kindNone && allowFast {
 		wait = min(wait, fastDue.Sub(now))
 	}
-	if fast == kindNone && allowFast && status == Up && now.Before(s.watch) && !s.started.IsZero() {
+	if fast == kindNone && allowFast && status == vote.Up && now.Before(s.watch) && !s.started.IsZero() {
 		watchDue := s.started.Add(max(2*s.fastGap, minWatchGap))
 		if !watchDue.After(now) {
 			return kindWatch, 0
 		}
 		wait = min(wait, watchDue.Sub(now))
 	}
-	if status != Down && len(s.inFlight) > 0 {
+	if status != vote.Down && len(s.inFlight) > 0 {
 		// When the oldest probe turns slow, plan again (not when it is
 		// slow already and the run's re-probes are used up: no spinning).
 		if slowAt := s.inFlight[0].start.Add(s.slowAfter()); slowAt.After(now) {
@@ -146,15 +150,15 @@ func (s *schedule) plan(now time.Time, status, heading Status, allowFast bool) (
 
 // fastReason is why the next probe should come at the fast cadence, or
 // kindNone.
-func (s *schedule) fastReason(now time.Time, status, heading Status) probeKind {
+func (s *schedule) fastReason(now time.Time, status, heading vote.Status) probeKind {
 	switch {
 	case s.confirm:
 		return kindConfirm
-	case heading == Down:
+	case heading == vote.Down:
 		return kindFall
-	case heading == Up:
+	case heading == vote.Up:
 		return kindRise
-	case status != Down && len(s.inFlight) > 0 && now.Sub(s.inFlight[0].start) >= s.slowAfter():
+	case status != vote.Down && len(s.inFlight) > 0 && now.Sub(s.inFlight[0].start) >= s.slowAfter():
 		return kindSlow
 	}
 	return kindNone

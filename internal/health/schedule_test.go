@@ -1,6 +1,7 @@
 package health
 
 import (
+	"github.com/meridian-gslb/meridian/internal/vote"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ func TestSchedulePlan(t *testing.T) {
 		name     string
 		sched    func(s *schedule)
 		now      time.Duration
-		status   Status
-		heading  Status
+		status   vote.Status
+		heading  vote.Status
 		noBudget bool
 		wantKind probeKind
 		wantWait time.Duration
@@ -44,69 +45,69 @@ func TestSchedulePlan(t *testing.T) {
 			},
 			wantKind: kindConfirm},
 		{name: "an up target without a run waits for the regular gap",
-			now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(4400)},
+			now: ms(600), status: vote.Up, wantKind: kindNone, wantWait: ms(4400)},
 		{name: "an up target probes again after the regular gap",
-			now: 5 * time.Second, status: Up, wantKind: kindRegular},
+			now: 5 * time.Second, status: vote.Up, wantKind: kindRegular},
 		{name: "re-probes do not move the regular cycle",
-			sched: func(s *schedule) { s.started = at(ms(1100)) }, now: 5 * time.Second, status: Down, wantKind: kindRegular},
+			sched: func(s *schedule) { s.started = at(ms(1100)) }, now: 5 * time.Second, status: vote.Down, wantKind: kindRegular},
 		{name: "a regular probe waits the fast cadence after a re-probe",
-			sched: func(s *schedule) { s.started = at(ms(4800)) }, now: 5 * time.Second, status: Down, wantKind: kindNone, wantWait: ms(350)},
+			sched: func(s *schedule) { s.started = at(ms(4800)) }, now: 5 * time.Second, status: vote.Down, wantKind: kindNone, wantWait: ms(350)},
 		{name: "a run of failures re-probes at the fast cadence",
-			now: ms(550), status: Up, heading: Down, wantKind: kindFall},
+			now: ms(550), status: vote.Up, heading: vote.Down, wantKind: kindFall},
 		{name: "a run of failures never re-probes sooner than the cadence after the last start",
-			now: ms(300), status: Up, heading: Down, wantKind: kindNone, wantWait: ms(250)},
+			now: ms(300), status: vote.Up, heading: vote.Down, wantKind: kindNone, wantWait: ms(250)},
 		{name: "a run of successes of a down target re-probes at the fast cadence",
-			now: ms(600), status: Down, heading: Up, wantKind: kindRise},
+			now: ms(600), status: vote.Down, heading: vote.Up, wantKind: kindRise},
 		{name: "a confirmation waits for the cadence after the last start",
-			sched: func(s *schedule) { s.confirm = true }, now: ms(100), status: Up, wantKind: kindNone, wantWait: ms(450)},
+			sched: func(s *schedule) { s.confirm = true }, now: ms(100), status: vote.Up, wantKind: kindNone, wantWait: ms(450)},
 		{name: "a confirmation probes once the cadence allows",
-			sched: func(s *schedule) { s.confirm = true }, now: ms(700), status: Up, wantKind: kindConfirm},
+			sched: func(s *schedule) { s.confirm = true }, now: ms(700), status: vote.Up, wantKind: kindConfirm},
 		{name: "a probe unanswered for the cadence gets an overlapping re-probe",
 			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
-			now:   ms(600), status: Up, wantKind: kindSlow},
+			now:   ms(600), status: vote.Up, wantKind: kindSlow},
 		{name: "a probe answered within the cadence gets no re-probe: the planner looks again when it would turn slow",
 			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
-			now:   ms(200), status: Up, wantKind: kindNone, wantWait: ms(300)},
+			now:   ms(200), status: vote.Up, wantKind: kindNone, wantWait: ms(300)},
 		{name: "a probe of an endpoint that usually answers in 400ms is not slow at 600ms",
 			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2; s.srtt = ms(400) },
-			now:   ms(600), status: Up, wantKind: kindNone, wantWait: ms(200)},
+			now:   ms(600), status: vote.Up, wantKind: kindNone, wantWait: ms(200)},
 		{name: "a probe of an endpoint that usually answers in 400ms is slow at twice that",
 			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2; s.srtt = ms(400) },
-			now:   ms(800), status: Up, wantKind: kindSlow},
+			now:   ms(800), status: vote.Up, wantKind: kindSlow},
 		{name: "a slow probe of a down target waits for the regular cycle",
 			sched: func(s *schedule) { s.inFlight = []flight{{seq: 2, start: t0}}; s.nextSeq = 2 },
-			now:   ms(600), status: Down, wantKind: kindNone, wantWait: ms(4400)},
+			now:   ms(600), status: vote.Down, wantKind: kindNone, wantWait: ms(4400)},
 		{name: "a target with as many probes in flight as allowed waits for a completion",
 			sched: func(s *schedule) {
 				s.inFlight = []flight{{2, t0}, {3, at(ms(550))}, {4, at(ms(1100))}}
 				s.started, s.nextSeq = at(ms(1100)), 4
 			},
-			now: 6 * time.Second, status: Up, heading: Down, wantKind: kindNone, wantWait: 5 * time.Second},
+			now: 6 * time.Second, status: vote.Up, heading: vote.Down, wantKind: kindNone, wantWait: 5 * time.Second},
 		{name: "after twice max in flight re-probes a run waits for the regular cycle",
-			sched: func(s *schedule) { s.fastRun = 6 }, now: ms(600), status: Unknown, heading: Up, wantKind: kindNone, wantWait: ms(4400)},
+			sched: func(s *schedule) { s.fastRun = 6 }, now: ms(600), status: vote.Unknown, heading: vote.Up, wantKind: kindNone, wantWait: ms(4400)},
 		{name: "a confirmation is not held by that bound",
-			sched: func(s *schedule) { s.fastRun = 6; s.confirm = true }, now: ms(600), status: Down, wantKind: kindConfirm},
+			sched: func(s *schedule) { s.fastRun = 6; s.confirm = true }, now: ms(600), status: vote.Down, wantKind: kindConfirm},
 		{name: "a slow probe after the run's re-probes are used up waits for the regular cycle, without spinning",
 			sched: func(s *schedule) { s.fastRun = 6; s.inFlight = []flight{{seq: 2, start: at(ms(100))}}; s.nextSeq = 2 },
-			now:   ms(900), status: Up, wantKind: kindNone, wantWait: ms(4100)},
+			now:   ms(900), status: vote.Up, wantKind: kindNone, wantWait: ms(4100)},
 		{name: "below that bound a run keeps the fast cadence",
-			sched: func(s *schedule) { s.fastRun = 5 }, now: ms(600), status: Unknown, heading: Up, wantKind: kindRise},
+			sched: func(s *schedule) { s.fastRun = 5 }, now: ms(600), status: vote.Unknown, heading: vote.Up, wantKind: kindRise},
 		{name: "an endpoint that came back up is watched at twice the fast cadence",
-			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: Up, wantKind: kindWatch},
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: vote.Up, wantKind: kindWatch},
 		{name: "a watched endpoint waits twice the fast cadence after its last probe",
-			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(500)},
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: ms(600), status: vote.Up, wantKind: kindNone, wantWait: ms(500)},
 		{name: "at a 250ms cadence a watched endpoint is still probed at most once a second",
-			sched: func(s *schedule) { s.watch = at(time.Minute); s.reprobe, s.fastGap = ms(250), ms(275) }, now: ms(600), status: Up, wantKind: kindNone, wantWait: ms(400)},
+			sched: func(s *schedule) { s.watch = at(time.Minute); s.reprobe, s.fastGap = ms(250), ms(275) }, now: ms(600), status: vote.Up, wantKind: kindNone, wantWait: ms(400)},
 		{name: "once the watch is over the regular cycle is back",
-			sched: func(s *schedule) { s.watch = at(ms(1000)) }, now: 1100 * time.Millisecond, status: Up, wantKind: kindNone, wantWait: ms(3900)},
+			sched: func(s *schedule) { s.watch = at(ms(1000)) }, now: 1100 * time.Millisecond, status: vote.Up, wantKind: kindNone, wantWait: ms(3900)},
 		{name: "a watched endpoint that is down again is not watched",
-			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: Down, wantKind: kindNone, wantWait: ms(3900)},
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: vote.Down, wantKind: kindNone, wantWait: ms(3900)},
 		{name: "without re-probe budget a watched endpoint waits for the regular cycle",
-			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: Up, noBudget: true, wantKind: kindNone, wantWait: ms(3900)},
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: vote.Up, noBudget: true, wantKind: kindNone, wantWait: ms(3900)},
 		{name: "without re-probe budget a run of failures waits for the regular cycle",
-			now: ms(600), status: Up, heading: Down, noBudget: true, wantKind: kindNone, wantWait: ms(4400)},
+			now: ms(600), status: vote.Up, heading: vote.Down, noBudget: true, wantKind: kindNone, wantWait: ms(4400)},
 		{name: "without re-probe budget the regular probe still runs",
-			now: 5 * time.Second, status: Up, heading: Down, noBudget: true, wantKind: kindRegular},
+			now: 5 * time.Second, status: vote.Up, heading: vote.Down, noBudget: true, wantKind: kindRegular},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,7 +142,7 @@ func TestScheduleStartTakesAConfirmation(t *testing.T) {
 	s := schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3, confirm: true}
 	s.start(t0, kindRegular, 5*time.Second, ms(500))
 	assert.False(t, s.confirm, "any probe that starts answers the request")
-	kind, wait := s.plan(t0.Add(ms(400)), Up, Unknown, true)
+	kind, wait := s.plan(t0.Add(ms(400)), vote.Up, vote.Unknown, true)
 	assert.Equal(t, kindNone, kind)
 	assert.Equal(t, ms(100), wait, "the probe in flight turns slow at the cadence")
 }
@@ -186,7 +187,7 @@ func TestScheduleKeepsTheRegularPhaseThroughReprobes(t *testing.T) {
 	}
 	assert.Equal(t, t0, s.regular, "re-probes leave the regular start")
 	assert.Equal(t, 5*time.Second, s.gap, "and the gap drawn for it")
-	kind, wait := s.plan(t0.Add(ms(1500)), Down, Unknown, true)
+	kind, wait := s.plan(t0.Add(ms(1500)), vote.Down, vote.Unknown, true)
 	assert.Equal(t, kindNone, kind)
 	assert.Equal(t, ms(3500), wait, "the next regular probe is one gap after the last regular one")
 }

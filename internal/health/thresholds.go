@@ -1,5 +1,7 @@
 package health
 
+import "github.com/meridian-gslb/meridian/internal/vote"
+
 // Thresholds turns a run of probe outcomes into a Status: Fall consecutive
 // failures make a subject Down, Rise consecutive successes make it Up.
 //
@@ -13,7 +15,7 @@ type Thresholds struct {
 	Fall int // consecutive failures to go Down (default 1 when < 1)
 	Rise int // consecutive successes to go Up (default 1 when < 1)
 
-	status Status
+	status vote.Status
 	fails  int  // current run of failures
 	oks    int  // current run of successes
 	turned bool // the last outcome began a run toward a status the subject did not have
@@ -21,28 +23,28 @@ type Thresholds struct {
 
 // Observe records one probe outcome and returns the status after it and
 // whether that status differs from the one before.
-func (t *Thresholds) Observe(ok bool) (s Status, changed bool) {
+func (t *Thresholds) Observe(ok bool) (s vote.Status, changed bool) {
 	prev := t.status
 	if ok {
 		t.fails = 0
 		t.oks++
-		t.turned = t.oks == 1 && prev != Up
+		t.turned = t.oks == 1 && prev != vote.Up
 		if t.oks >= max(t.Rise, 1) {
-			t.status = Up
+			t.status = vote.Up
 		}
 	} else {
 		t.oks = 0
 		t.fails++
-		t.turned = t.fails == 1 && prev != Down
+		t.turned = t.fails == 1 && prev != vote.Down
 		if t.fails >= max(t.Fall, 1) {
-			t.status = Down
+			t.status = vote.Down
 		}
 	}
 	return t.status, t.status != prev
 }
 
 // Status returns the current status without observing anything.
-func (t *Thresholds) Status() Status { return t.status }
+func (t *Thresholds) Status() vote.Status { return t.status }
 
 // Heading returns the status the current run of outcomes leads to while it
 // has not reached its threshold: Down during a run of failures shorter than
@@ -50,14 +52,14 @@ func (t *Thresholds) Status() Status { return t.status }
 // than Rise of a subject that is not Up, and Unknown otherwise (no run, or
 // the run's status is reached). The prober re-probes fast while it is not
 // Unknown.
-func (t *Thresholds) Heading() Status {
+func (t *Thresholds) Heading() vote.Status {
 	switch {
-	case t.fails > 0 && t.status != Down:
-		return Down
-	case t.oks > 0 && t.status != Up:
-		return Up
+	case t.fails > 0 && t.status != vote.Down:
+		return vote.Down
+	case t.oks > 0 && t.status != vote.Up:
+		return vote.Up
 	}
-	return Unknown
+	return vote.Unknown
 }
 
 // Turned reports whether the last outcome was the first of a run toward a

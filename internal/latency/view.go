@@ -7,7 +7,7 @@ import (
 )
 
 // Key names an endpoint of a service (canonical service name and address),
-// as health.Subject does.
+// as vote.Subject does.
 type Key struct {
 	Service string
 	Target  string

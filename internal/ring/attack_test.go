@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // Attacks found by an attacker's review of the issue 31 defences of the
@@ -63,7 +63,7 @@ func TestForgedPullRequestsInTheRequestersNameDoNotKeepTheRealProberSilenced(t *
 	p2 := l.start(t, pcfg)
 	eventually(t, "p2 counts", func() bool { return len(v.Members()) == 2 })
 
-	subjects := []health.Subject{health.EndpointSubject("app.example.test.", "192.0.2.201"), health.EndpointSubject("app.example.test.", "192.0.2.202")}
+	subjects := []vote.Subject{vote.EndpointSubject("app.example.test.", "192.0.2.201"), vote.EndpointSubject("app.example.test.", "192.0.2.202")}
 	base := uint64(time.Now().UnixNano())
 	toV, err := net.Dial("udp", v.LocalAddr())
 	require.NoError(t, err)
@@ -99,11 +99,11 @@ func TestForgedPullRequestsInTheRequestersNameDoNotKeepTheRealProberSilenced(t *
 	eventually(t, "forgeries are refused unchecked", func() bool {
 		return testutil.ToFloat64(v.m.Rejected.WithLabelValues("vote", ReasonBudget)) > 0
 	})
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	p2.Publish(s, health.Down, time.Now())
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	p2.Publish(s, vote.Down, time.Now())
 	applied := false
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end) && !applied; time.Sleep(20 * time.Millisecond) {
-		applied = hasVote(v, "p2", s, health.Down)
+		applied = hasVote(v, "p2", s, vote.Down)
 	}
 	time.Sleep(time.Second) // let a few more pulls go by
 	t.Logf("p2's vote applied on v within 4 s: %v (when it is, it slipped in on a budget token, not by a pull); %d forged packets sent; v: pulls requested %.0f, applied %.0f, pull replies refused %.0f; p2: pulls answered %.0f",
@@ -151,7 +151,7 @@ func TestAPullRequestDoesNotReflectAProbersVotesToAnAddressOfTheRequestersChoice
 	l.config("p3", "r3", RoleProber, "") // listed, never started: the name the attacker borrows
 	p2 := l.start(t, l.config("p2", "r2", RoleProber, ""))
 	for i := range 200 { // the prober's own votes (a modest deployment)
-		p2.Publish(health.EndpointSubject("app.example.test.", fmt.Sprintf("192.0.2.%d", i)), health.Down, time.Now())
+		p2.Publish(vote.EndpointSubject("app.example.test.", fmt.Sprintf("192.0.2.%d", i)), vote.Down, time.Now())
 	}
 
 	// The third party: any TCP service.

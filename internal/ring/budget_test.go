@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func TestTheBudgetRefusesChecksInANameThatSpentItsFailures(t *testing.T) {
@@ -50,14 +50,14 @@ func TestTheBudgetRefusesChecksInANameThatSpentItsFailures(t *testing.T) {
 var forger = NewIdentity()
 
 // forgedVote is a vote in prober's name signed by the forger.
-func forgedVote(prober, region string, s health.Subject, seq uint64) []byte {
+func forgedVote(prober, region string, s vote.Subject, seq uint64) []byte {
 	return seal(forger, msgVote, prober, wireVote{Service: s.Service, Target: s.Target, Prober: prober, Region: region, Down: true, At: int64(seq / 1e6), Seq: seq})
 }
 
 func TestAPushPullStateIsAbortedAfterSixteenBadSignatures(t *testing.T) {
 	p2, agent := NewIdentity(), NewIdentity()
 	r := detached(t, p2, agent)
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	now := uint64(time.Now().UnixNano())
 	st := fullState{}
 	for i := range 100 {
@@ -80,9 +80,9 @@ func TestAPushPullStateIsAbortedAfterSixteenBadSignatures(t *testing.T) {
 func TestAPullReplyIsTakenOnlyWithOurChallengeAndItsSendersSignature(t *testing.T) {
 	p2, agent := NewIdentity(), NewIdentity()
 	r := detached(t, p2, agent)
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	seq := uint64(time.Now().UnixNano())
-	vote := seal(p2, msgVote, "p2", wireVote{Service: s.Service, Target: s.Target, Prober: "p2", Region: "r2", Down: true, At: int64(seq / 1e6), Seq: seq})
+	signed := seal(p2, msgVote, "p2", wireVote{Service: s.Service, Target: s.Target, Prober: "p2", Region: "r2", Down: true, At: int64(seq / 1e6), Seq: seq})
 	nonce := []byte("0123456789abcdef")
 	r.pulls["p2"] = pending{nonce: nonce, at: time.Now()}
 	reply := func(id Identity, nonce []byte, msgs ...[]byte) []byte {
@@ -94,10 +94,10 @@ func TestAPullReplyIsTakenOnlyWithOurChallengeAndItsSendersSignature(t *testing.
 		reason string
 		taken  bool
 	}{
-		{"a reply with another challenge is refused without a signature check", reply(p2, []byte("fedcba9876543210"), vote), ReasonStale, false},
-		{"a reply with our challenge signed by another key is refused", reply(NewIdentity(), nonce, vote), ReasonSignature, false},
-		{"a reply with our challenge and p2's signature is taken", reply(p2, nonce, vote), "", true},
-		{"a second reply to the same challenge is refused", reply(p2, nonce, vote), ReasonStale, true},
+		{"a reply with another challenge is refused without a signature check", reply(p2, []byte("fedcba9876543210"), signed), ReasonStale, false},
+		{"a reply with our challenge signed by another key is refused", reply(NewIdentity(), nonce, signed), ReasonSignature, false},
+		{"a reply with our challenge and p2's signature is taken", reply(p2, nonce, signed), "", true},
+		{"a second reply to the same challenge is refused", reply(p2, nonce, signed), ReasonStale, true},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestAPullReplyIsTakenOnlyWithOurChallengeAndItsSendersSignature(t *testing.
 				require.NotNil(t, rj)
 				assert.Equal(t, tc.reason, rj.reason)
 			}
-			assert.Equal(t, tc.taken, hasVote(r, "p2", s, health.Down))
+			assert.Equal(t, tc.taken, hasVote(r, "p2", s, vote.Down))
 		})
 	}
 }
@@ -127,7 +127,7 @@ func TestAPullReplyIsTakenOnlyWithOurChallengeAndItsSendersSignature(t *testing.
 // each stays newer than what the receiver holds). It returns how many it sent.
 func flood(t *testing.T, addr, prober, region string, rate int, d time.Duration, stop <-chan struct{}) int {
 	t.Helper()
-	subjects := []health.Subject{health.EndpointSubject("app.example.test.", "192.0.2.201"), health.EndpointSubject("app.example.test.", "192.0.2.202")}
+	subjects := []vote.Subject{vote.EndpointSubject("app.example.test.", "192.0.2.201"), vote.EndpointSubject("app.example.test.", "192.0.2.202")}
 	base := uint64(time.Now().UnixNano())
 	forged := make([][]byte, 4096)
 	for i := range forged {
@@ -194,9 +194,9 @@ func TestAFloodOfForgedVotesCostsBoundedChecksAndTheRealVoteStillArrives(t *test
 	eventually(t, "forgeries are refused unchecked", func() bool {
 		return testutil.ToFloat64(v.m.Rejected.WithLabelValues("vote", ReasonBudget)) > 0
 	})
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	p2.Publish(s, health.Down, time.Now())
-	eventually(t, "p2's real vote is applied", func() bool { return hasVote(v, "p2", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	p2.Publish(s, vote.Down, time.Now())
+	eventually(t, "p2's real vote is applied", func() bool { return hasVote(v, "p2", s, vote.Down) })
 	assert.True(t, flooding.Load(), "the vote was applied while the flood went on")
 	close(stop)
 	sent := <-done

@@ -24,9 +24,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ringca"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 const testDomain = "gslb.example.test"
@@ -122,9 +122,9 @@ func TestNodesTrustEachOtherByCredentialsAlone(t *testing.T) {
 	for _, r := range []*Ring{e0, e1, w0} {
 		eventually(t, r.Name()+" trusts all three by their credentials", func() bool { return assert.ObjectsAreEqual(want, trustedNames(r)) })
 	}
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	w0.Publish(s, health.Down, time.Now())
-	eventually(t, "west's vote counts in east", func() bool { return hasVote(e1, "west-0", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	w0.Publish(s, vote.Down, time.Now())
+	eventually(t, "west's vote counts in east", func() bool { return hasVote(e1, "west-0", s, vote.Down) })
 
 	// A third east replica is one more than the credential's max_nodes: it
 	// joins but does not count.
@@ -175,8 +175,8 @@ func TestRefusedCredentialsAreCountedByReason(t *testing.T) {
 	expired := l.issue("ca", prober("us-east", "old-*", 1), now.Add(-3*time.Hour), time.Hour)
 	foreign := l.issue("other", prober("us-east", "east-*", 2), now, time.Hour)
 	narrow := l.issue("ca", prober("us-east", "east-9", 0), now, time.Hour)
-	known := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	vote := func(prober, region string) wireVote {
+	known := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	mkVote := func(prober, region string) wireVote {
 		return wireVote{Service: known.Service, Target: known.Target, Prober: prober, Region: region, Down: true, At: time.Now().UnixMilli(), Seq: uint64(time.Now().UnixNano())}
 	}
 	credOf := func(name string, c ringca.Credential) []byte {
@@ -191,8 +191,8 @@ func TestRefusedCredentialsAreCountedByReason(t *testing.T) {
 		kind   string
 		reason string
 	}{
-		{"an east credential voting as eu-west is refused", [][]byte{seal(eastID, msgVote, "east-0", vote("east-0", "eu-west"))}, "vote", ReasonRegion},
-		{"an agent credential voting is refused", [][]byte{seal(agentID, msgVote, "agent-east", vote("agent-east", ""))}, "vote", ReasonRole},
+		{"an east credential voting as eu-west is refused", [][]byte{seal(eastID, msgVote, "east-0", mkVote("east-0", "eu-west"))}, "vote", ReasonRegion},
+		{"an agent credential voting is refused", [][]byte{seal(agentID, msgVote, "agent-east", mkVote("agent-east", ""))}, "vote", ReasonRole},
 		{"an expired credential is refused", [][]byte{credOf("old-1", expired)}, "credential", ReasonExpired},
 		{"a revoked credential is refused", [][]byte{credOf("rev-1", revoked)}, "credential", ReasonRevoked},
 		{"a credential from a foreign CA is refused", [][]byte{credOf("east-5", foreign)}, "credential", ReasonForeignCA},
@@ -217,7 +217,7 @@ func TestRefusedCredentialsAreCountedByReason(t *testing.T) {
 		})
 	}
 	for _, v := range victim.Votes() {
-		assert.NotEqual(t, health.Down, v.Status, "no refused vote was taken: %+v", v)
+		assert.NotEqual(t, vote.Down, v.Status, "no refused vote was taken: %+v", v)
 	}
 	assert.Equal(t, map[string]string{"v": "v", "east-0": "east", "agent-east": "agent-east"}, trustedNames(victim))
 	for _, n := range []string{"agent-east", "old-1", "rev-1", "east-5", "east-7", "east-9", "west-0"} {
@@ -239,19 +239,19 @@ func TestRevokingOnReloadDropsTheNodeAndItsVotes(t *testing.T) {
 	west := l.issue("ca", prober("eu-west", "west-*", 1), now, time.Hour)
 	e0 := l.start(l.config("east-0", "us-east", RoleProber, &east, pool))
 	w0 := l.start(l.config("west-0", "eu-west", RoleProber, &west, pool, e0.LocalAddr()))
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	w0.Publish(s, health.Down, time.Now())
-	eventually(t, "west's vote counts in east", func() bool { return hasVote(e0, "west-0", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	w0.Publish(s, vote.Down, time.Now())
+	eventually(t, "west's vote counts in east", func() bool { return hasVote(e0, "west-0", s, vote.Down) })
 
 	leaf, err := x509.ParseCertificate(west.Chain[0])
 	require.NoError(t, err)
 	require.NoError(t, e0.SetTrust(nil, l.pool([]string{ringca.Fingerprint(leaf)}, "ca")))
 	assert.Equal(t, map[string]string{"east-0": "east"}, trustedNames(e0), "west is no longer trusted")
-	assert.False(t, hasVote(e0, "west-0", s, health.Down), "its votes are gone")
+	assert.False(t, hasVote(e0, "west-0", s, vote.Down), "its votes are gone")
 	assert.Equal(t, 1.0, testutil.ToFloat64(e0.m.Rejected.WithLabelValues("credential", ReasonRevoked)))
-	w0.Publish(s, health.Up, time.Now())
+	w0.Publish(s, vote.Up, time.Now())
 	time.Sleep(300 * time.Millisecond)
-	assert.False(t, hasVote(e0, "west-0", s, health.Up), "nor are its new ones taken")
+	assert.False(t, hasVote(e0, "west-0", s, vote.Up), "nor are its new ones taken")
 }
 
 func TestCARotationWithTwoCAsInOverlapKeepsTheRingWhole(t *testing.T) {
@@ -290,9 +290,9 @@ func TestCARotationWithTwoCAsInOverlapKeepsTheRingWhole(t *testing.T) {
 		require.NoError(t, r.SetTrust(nil, l.pool(nil, "new")))
 	}
 	whole("new CA alone")
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	w0.Publish(s, health.Down, time.Now())
-	eventually(t, "votes still count", func() bool { return hasVote(e1, "west-0", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	w0.Publish(s, vote.Down, time.Now())
+	eventually(t, "votes still count", func() bool { return hasVote(e1, "west-0", s, vote.Down) })
 
 	// A node still on the old CA's credential is refused once the old CA is gone.
 	stale := l.issue("old", prober("us-east", "east-*", 2), time.Now(), time.Hour)
@@ -387,17 +387,17 @@ func TestAKeeperTakesACredentialRenewedOnDiskWithoutARestart(t *testing.T) {
 	leaf, err := x509.ParseCertificate(renewed.Chain[0])
 	require.NoError(t, err)
 	eventually(t, "east signs with the renewed credential", func() bool { return strings.HasSuffix(e0.Credential(), leaf.SerialNumber.Text(16)) })
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	e0.Publish(s, health.Down, time.Now())
-	eventually(t, "west takes east's votes signed with the new key", func() bool { return hasVote(w0, "east-0", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	e0.Publish(s, vote.Down, time.Now())
+	eventually(t, "west takes east's votes signed with the new key", func() bool { return hasVote(w0, "east-0", s, vote.Down) })
 	eventually(t, "west still trusts east", func() bool { return len(w0.Members()) == 2 })
 
 	// A broken file (half-written, or a wrong key) is refused: the credential in use stays.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.key"), []byte("not a key"), 0o600))
 	eventually(t, "the bad file is counted", func() bool { return testutil.ToFloat64(e0.m.TrustReloads.WithLabelValues("error")) >= 1 })
 	assert.True(t, strings.HasSuffix(e0.Credential(), leaf.SerialNumber.Text(16)))
-	e0.Publish(s, health.Up, time.Now())
-	eventually(t, "east keeps working", func() bool { return hasVote(w0, "east-0", s, health.Up) })
+	e0.Publish(s, vote.Up, time.Now())
+	eventually(t, "east keeps working", func() bool { return hasVote(w0, "east-0", s, vote.Up) })
 }
 
 // TestSeedNamesAreResolvedAgainUntilJoined starts a node whose one seed is

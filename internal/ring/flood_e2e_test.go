@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func cpuTime(t *testing.T) time.Duration {
@@ -34,7 +34,7 @@ func cpuTime(t *testing.T) time.Duration {
 //	go test -tags e2e -count=1 -run TestForgedVoteFloodFigures -v ./internal/ring/
 func TestForgedVoteFloodFigures(t *testing.T) {
 	const rate, length = 20000, 10 * time.Second
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	cpu := map[bool]time.Duration{}
 	worst := map[bool]time.Duration{}
 	for _, off := range []bool{false, true} {
@@ -54,7 +54,7 @@ func TestForgedVoteFloodFigures(t *testing.T) {
 			done := make(chan int)
 			go func() { done <- flood(t, v.LocalAddr(), "p2", "r2", rate, length, nil) }()
 			var delays []time.Duration
-			st := health.Down
+			st := vote.Down
 			for i := 1; ; i += 2 {
 				at := start.Add(time.Duration(i) * time.Second)
 				if at.After(start.Add(length - time.Second)) {
@@ -72,7 +72,7 @@ func TestForgedVoteFloodFigures(t *testing.T) {
 					d = -1 // not applied
 				}
 				delays = append(delays, d)
-				st = map[health.Status]health.Status{health.Down: health.Up, health.Up: health.Down}[st]
+				st = map[vote.Status]vote.Status{vote.Down: vote.Up, vote.Up: vote.Down}[st]
 			}
 			sent := <-done
 			elapsed := time.Since(start)

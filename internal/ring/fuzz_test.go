@@ -7,16 +7,16 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // detached is a ring node without a network: what a peer's bytes meet
 // first (handle, mergeState), with the same trust table as a real node.
 func detached(tb testing.TB, p2, agent Identity) *Ring {
 	r, err := newRing(Config{NodeName: "v", Region: "r1", Role: RoleProber, MaxClockSkew: 10 * time.Second, SummaryInterval: time.Second,
-		OnShared: func([]byte) {}, OnHeartbeat: func(string, string, time.Time) {}, OnConfirm: func(health.Subject, string) {},
-		Known:  func(s health.Subject) bool { return s.Target == "192.0.2.1" || s.Target == "c1" },
+		OnShared: func([]byte) {}, OnHeartbeat: func(string, string, time.Time) {}, OnConfirm: func(vote.Subject, string) {},
+		Known:  func(s vote.Subject) bool { return s.Target == "192.0.2.1" || s.Target == "c1" },
 		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(nil)})
 	if err != nil {
 		tb.Fatal(err)
@@ -38,7 +38,7 @@ func detached(tb testing.TB, p2, agent Identity) *Ring {
 func FuzzRingMessage(f *testing.F) {
 	p2, agent := NewIdentity(), NewIdentity()
 	now := time.Now()
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	v := wireVote{Service: s.Service, Target: s.Target, Prober: "p2", Region: "r2", Down: true, At: now.UnixMilli(), Seq: uint64(now.UnixNano())}
 	for _, b := range [][]byte{
 		seal(p2, msgVote, "p2", v),
@@ -70,7 +70,7 @@ func FuzzRingMessage(f *testing.F) {
 func BenchmarkHandleVote(b *testing.B) {
 	p2, agent := NewIdentity(), NewIdentity()
 	r := detached(b, p2, agent)
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	now := time.Now()
 	msg := func(id Identity, seq uint64) []byte {
 		return seal(id, msgVote, "p2", wireVote{Service: s.Service, Target: s.Target, Prober: "p2", Region: "r2", At: now.UnixMilli(), Seq: seq})

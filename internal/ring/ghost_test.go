@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ringca"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // ghost is a plain memberlist node without any Meridian key: it announces
@@ -78,7 +78,7 @@ func (f *refusals) of(origin string) []string {
 // summary, so they take no place: the live replicas count, their votes are
 // taken, and none of their messages is refused as unadmitted.
 func TestReplayedGhostsOfDepartedReplicasDoNotSilenceASite(t *testing.T) {
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	type site struct {
 		victim   *Ring
 		replica  func(name string) Config
@@ -172,10 +172,10 @@ func TestReplayedGhostsOfDepartedReplicasDoNotSilenceASite(t *testing.T) {
 			})
 			assert.Len(t, v.AllMembers(), 5, "the ghosts are still connected")
 			for _, r := range live {
-				r.Publish(s, health.Down, time.Now())
+				r.Publish(s, vote.Down, time.Now())
 			}
 			eventually(t, "both live replicas' votes are counted", func() bool {
-				return hasVote(v, "east-c", s, health.Down) && hasVote(v, "east-d", s, health.Down)
+				return hasVote(v, "east-c", s, vote.Down) && hasVote(v, "east-d", s, vote.Down)
 			})
 			for _, name := range []string{"east-c", "east-d"} {
 				assert.NotContains(t, st.refusals.of(name), ReasonUnadmitted, "%s: a live replica is never refused as unadmitted", name)

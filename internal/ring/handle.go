@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // How old a one-shot request may be when it arrives.
@@ -141,7 +141,7 @@ func (r *Ring) admitIfWaiting(name string) bool {
 	return r.view.Load().admitted[name]
 }
 
-func (r *Ring) known(s health.Subject) bool {
+func (r *Ring) known(s vote.Subject) bool {
 	return r.cfg.Known == nil || r.cfg.Known(s)
 }
 
@@ -250,7 +250,7 @@ func (r *Ring) onConfirm(t *trust, e envelope, p peer, c clock, b []byte, relay 
 	if rj := checkSubject(cr.Service, cr.Target); rj != nil {
 		return rj
 	}
-	s := health.Subject{Service: cr.Service, Target: cr.Target}
+	s := vote.Subject{Service: cr.Service, Target: cr.Target}
 	if !r.known(s) {
 		return reject(ReasonUnknownTarget, "confirmation of %q on %s", e.origin, s)
 	}

@@ -3,7 +3,7 @@ package ring
 import (
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // Message types on the wire: the first byte of a signed envelope (see envelope.go).
@@ -21,7 +21,7 @@ const (
 	msgPullReply byte = 11 // the answer: the sender's own envelopes and the challenge, over TCP
 )
 
-// wireVote is health.Vote with short JSON keys.
+// wireVote is vote.Vote with short JSON keys.
 type wireVote struct {
 	Service string `json:"s,omitempty"`
 	Target  string `json:"t"`
@@ -32,17 +32,17 @@ type wireVote struct {
 	Seq     uint64 `json:"q"`
 }
 
-func toWire(v health.Vote) wireVote {
+func toWire(v vote.Vote) wireVote {
 	return wireVote{Service: v.Subject.Service, Target: v.Subject.Target, Prober: v.Prober, Region: v.Region,
-		Down: v.Status == health.Down, At: v.ObservedAt.UnixMilli(), Seq: v.Seq}
+		Down: v.Status == vote.Down, At: v.ObservedAt.UnixMilli(), Seq: v.Seq}
 }
 
-func (w wireVote) vote() health.Vote {
-	st := health.Up
+func (w wireVote) vote() vote.Vote {
+	st := vote.Up
 	if w.Down {
-		st = health.Down
+		st = vote.Down
 	}
-	return health.Vote{Subject: health.Subject{Service: w.Service, Target: w.Target}, Prober: w.Prober, Region: w.Region,
+	return vote.Vote{Subject: vote.Subject{Service: w.Service, Target: w.Target}, Prober: w.Prober, Region: w.Region,
 		Status: st, ObservedAt: time.UnixMilli(w.At), Seq: w.Seq}
 }
 

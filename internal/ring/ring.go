@@ -40,6 +40,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ringca"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // Roles of ring members.
@@ -91,10 +92,10 @@ type Config struct {
 	// Known tells whether a vote's subject is in the desired state; votes
 	// and confirmations about anything else are rejected (nil: all known).
 	// Called from ring goroutines: it must be fast and must not block.
-	Known func(health.Subject) bool
+	Known func(vote.Subject) bool
 
 	// Callbacks, called from ring goroutines; they must not block.
-	OnConfirm   func(s health.Subject, from string)      // a prober in another region asks us to confirm s
+	OnConfirm   func(s vote.Subject, from string)        // a prober in another region asks us to confirm s
 	OnHeartbeat func(cluster, from string, at time.Time) // an agent's heartbeat for cluster
 	OnChange    func()                                   // new votes or membership
 	// OnShared receives another node's shared (admin) state, from a
@@ -104,7 +105,7 @@ type Config struct {
 	// RTTs gives this prober's smoothed RTT per endpoint
 	// (health.RTTs.Snapshot), gossiped as bounded summaries (rtt.go); nil:
 	// none sent. Called from the ring's own goroutine once per round.
-	RTTs func() map[health.Subject]health.RTT
+	RTTs func() map[vote.Subject]health.RTT
 	// OnRTT is called after new RTT summaries were taken (received, or
 	// this prober's own sent); it must not block.
 	OnRTT func()
@@ -804,13 +805,13 @@ func (r *Ring) PublicKey() string { return model.FormatPeerKey(r.id().Public()) 
 
 // Votes returns every known vote (ours included), with ObservedAt moved
 // forward by each prober's latest summary, sorted by subject and prober.
-func (r *Ring) Votes() []health.Vote { return r.store.effective() }
+func (r *Ring) Votes() []vote.Vote { return r.store.effective() }
 
 // Publish records this node's vote on s and broadcasts it. Call it when the
 // local status changes (or first becomes known); unchanged statuses are kept
 // fresh by the periodic summary.
-func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.Vote {
-	v := health.Vote{Subject: s, Prober: r.cfg.NodeName, Region: r.cfg.Region, Status: st, ObservedAt: at, Seq: next(&r.seq)}
+func (r *Ring) Publish(s vote.Subject, st vote.Status, at time.Time) vote.Vote {
+	v := vote.Vote{Subject: s, Prober: r.cfg.NodeName, Region: r.cfg.Region, Status: st, ObservedAt: at, Seq: next(&r.seq)}
 	raw := seal(r.id(), msgVote, r.cfg.NodeName, toWire(v))
 	r.store.put(v, raw)
 	if r.q.NumQueued() < maxQueued {
@@ -825,7 +826,7 @@ func (r *Ring) Publish(s health.Subject, st health.Status, at time.Time) health.
 
 // Confirm asks probers in other regions to probe s at once. The request
 // goes straight to every live member as well as by gossip.
-func (r *Ring) Confirm(s health.Subject) {
+func (r *Ring) Confirm(s vote.Subject) {
 	msg := seal(r.id(), msgConfirm, r.cfg.NodeName, confirmReq{Service: s.Service, Target: s.Target, From: r.cfg.NodeName, Region: r.cfg.Region, At: time.Now().UnixMilli()})
 	r.sendNow(msg)
 	r.queue(msgConfirm, "c/"+r.cfg.NodeName+"/"+s.Service+"/"+s.Target, msg)
@@ -906,7 +907,7 @@ func (r *Ring) LeaderVotes() []LeaderVote {
 
 // Prune forgets votes on subjects keep rejects and votes of probers silent
 // for longer than maxAge.
-func (r *Ring) Prune(keep func(health.Subject) bool, maxAge time.Duration) int {
+func (r *Ring) Prune(keep func(vote.Subject) bool, maxAge time.Duration) int {
 	r.rtt.drop(nil, keep, time.Now().Add(-maxAge).UnixMilli())
 	return r.store.prune(keep, time.Now(), maxAge)
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // fast makes memberlist converge in test time.
@@ -31,11 +31,11 @@ var fast = model.Memberlist{
 
 type recorder struct {
 	mu         sync.Mutex
-	confirms   []health.Subject
+	confirms   []vote.Subject
 	heartbeats map[string]time.Time
 }
 
-func (r *recorder) onConfirm(s health.Subject, _ string) {
+func (r *recorder) onConfirm(s vote.Subject, _ string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.confirms = append(r.confirms, s)
@@ -164,7 +164,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	require.Eventually(t, cond, 10*time.Second, 20*time.Millisecond, what)
 }
 
-func hasVote(r *Ring, prober string, s health.Subject, st health.Status) bool {
+func hasVote(r *Ring, prober string, s vote.Subject, st vote.Status) bool {
 	for _, v := range r.Votes() {
 		if v.Prober == prober && v.Subject == s && v.Status == st {
 			return true
@@ -182,11 +182,11 @@ func TestVotesSpreadAndNewerReplacesOlder(t *testing.T) {
 	eventually(t, "three members everywhere", func() bool { return len(a.Members()) == 3 && len(c.Members()) == 3 })
 	assert.Equal(t, []string{"r1", "r2", "r3"}, []string{a.Members()[0].Region, a.Members()[1].Region, a.Members()[2].Region})
 
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	a.Publish(s, health.Down, time.Now())
-	eventually(t, "the down vote reaches c", func() bool { return hasVote(c, "a", s, health.Down) })
-	a.Publish(s, health.Up, time.Now())
-	eventually(t, "the newer up vote replaces it", func() bool { return hasVote(c, "a", s, health.Up) && !hasVote(c, "a", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	a.Publish(s, vote.Down, time.Now())
+	eventually(t, "the down vote reaches c", func() bool { return hasVote(c, "a", s, vote.Down) })
+	a.Publish(s, vote.Up, time.Now())
+	eventually(t, "the newer up vote replaces it", func() bool { return hasVote(c, "a", s, vote.Up) && !hasVote(c, "a", s, vote.Down) })
 	for _, n := range []*Ring{a, b, c} {
 		n.Shutdown()
 	}
@@ -195,10 +195,10 @@ func TestVotesSpreadAndNewerReplacesOlder(t *testing.T) {
 func TestSummaryKeepsUnchangedVotesFresh(t *testing.T) {
 	a := startNode(t, "a", "r1", nil, "", nil)
 	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, "", nil)
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	old := time.Now().Add(-time.Hour)
-	a.Publish(s, health.Up, old)
-	eventually(t, "vote arrives", func() bool { return hasVote(b, "a", s, health.Up) })
+	a.Publish(s, vote.Up, old)
+	eventually(t, "vote arrives", func() bool { return hasVote(b, "a", s, vote.Up) })
 	eventually(t, "a's summary moves the observation time forward on b", func() bool {
 		for _, v := range b.Votes() {
 			if v.Prober == "a" && time.Since(v.ObservedAt) < time.Second {
@@ -211,15 +211,15 @@ func TestSummaryKeepsUnchangedVotesFresh(t *testing.T) {
 
 func TestSummaryDoesNotRefreshVotesWhenOneWasMissed(t *testing.T) {
 	st := newStore()
-	s1 := health.EndpointSubject("x.", "192.0.2.1")
+	s1 := vote.EndpointSubject("x.", "192.0.2.1")
 	old := time.Now().Add(-time.Hour)
-	st.put(health.Vote{Subject: s1, Prober: "p", Status: health.Up, ObservedAt: old, Seq: 1}, nil)
+	st.put(vote.Vote{Subject: s1, Prober: "p", Status: vote.Up, ObservedAt: old, Seq: 1}, nil)
 	// The prober has two votes (seq 1 and 2); we only hold seq 1.
 	st.putSummary(summary{Prober: "p", At: time.Now().UnixMilli(), Count: 2, SeqSum: 3}, nil)
 	v := st.effective()
 	require.Len(t, v, 1)
 	assert.Equal(t, old.UnixMilli(), v[0].ObservedAt.UnixMilli(), "stale vote is not extended")
-	st.put(health.Vote{Subject: health.EndpointSubject("x.", "192.0.2.2"), Prober: "p", Status: health.Down, ObservedAt: old, Seq: 2}, nil)
+	st.put(vote.Vote{Subject: vote.EndpointSubject("x.", "192.0.2.2"), Prober: "p", Status: vote.Down, ObservedAt: old, Seq: 2}, nil)
 	for _, v := range st.effective() {
 		assert.WithinDuration(t, time.Now(), v.ObservedAt, time.Second, "both extended once the set matches")
 	}
@@ -227,11 +227,11 @@ func TestSummaryDoesNotRefreshVotesWhenOneWasMissed(t *testing.T) {
 
 func TestLateJoinerConvergesThroughPushPull(t *testing.T) {
 	a := startNode(t, "a", "r1", nil, "", nil)
-	s := health.EndpointSubject("app.example.test.", "192.0.2.9")
-	a.Publish(s, health.Down, time.Now())
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.9")
+	a.Publish(s, vote.Down, time.Now())
 	time.Sleep(300 * time.Millisecond) // the broadcast has nobody to go to and is spent
 	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, "", nil)
-	eventually(t, "b learns a's vote from the join/push-pull state", func() bool { return hasVote(b, "a", s, health.Down) })
+	eventually(t, "b learns a's vote from the join/push-pull state", func() bool { return hasVote(b, "a", s, vote.Down) })
 }
 
 func TestConfirmationGoesToOtherRegionsOnly(t *testing.T) {
@@ -240,7 +240,7 @@ func TestConfirmationGoesToOtherRegionsOnly(t *testing.T) {
 	b := startNode(t, "b", "r2", []string{a.LocalAddr()}, "", rb)
 	c := startNode(t, "c", "r1", []string{a.LocalAddr()}, "", rc)
 	eventually(t, "three members", func() bool { return len(a.Members()) == 3 && len(b.Members()) == 3 && len(c.Members()) == 3 })
-	a.Confirm(health.EndpointSubject("app.example.test.", "192.0.2.1"))
+	a.Confirm(vote.EndpointSubject("app.example.test.", "192.0.2.1"))
 	eventually(t, "b (other region) is asked", func() bool { return rb.confirmCount() == 1 })
 	time.Sleep(300 * time.Millisecond)
 	assert.Equal(t, 0, rc.confirmCount(), "c is in a's region")
@@ -289,9 +289,9 @@ func TestKeyRotationAcrossTheRing(t *testing.T) {
 		return err == nil && len(keys) == 1 && string(keys[0]) == string(key2)
 	})
 	// And the ring still carries votes.
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	a.Publish(s, health.Down, time.Now())
-	eventually(t, "vote after rotation", func() bool { return hasVote(b, "a", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	a.Publish(s, vote.Down, time.Now())
+	eventually(t, "vote after rotation", func() bool { return hasVote(b, "a", s, vote.Down) })
 	assert.Error(t, a.KeyOp(KeyRemove, key2), "the primary key cannot be removed")
 }
 
@@ -352,7 +352,7 @@ func TestABurstOfVotesBeyondTheQueueArrivesThroughStateSync(t *testing.T) {
 	const n = 2000
 	now := time.Now()
 	for i := range n {
-		a.Publish(health.EndpointSubject(fmt.Sprintf("s%d.example.test.", i/10), fmt.Sprintf("192.0.2.%d", i%10)), health.Up, now)
+		a.Publish(vote.EndpointSubject(fmt.Sprintf("s%d.example.test.", i/10), fmt.Sprintf("192.0.2.%d", i%10)), vote.Up, now)
 	}
 	// Every vote is a signed envelope checked on arrival: under -race on a
 	// busy 2-core machine that takes seconds, not the usual 10s budget.
@@ -373,21 +373,21 @@ func TestARestartedProberReplacesItsOldVotes(t *testing.T) {
 	addr := a.LocalAddr()
 	b := startNode(t, "b", "r2", []string{addr}, "", nil)
 	eventually(t, "joined", func() bool { return len(b.Members()) == 2 })
-	s1 := health.EndpointSubject("x.example.test.", "192.0.2.1")
-	s2 := health.EndpointSubject("x.example.test.", "192.0.2.2")
+	s1 := vote.EndpointSubject("x.example.test.", "192.0.2.1")
+	s2 := vote.EndpointSubject("x.example.test.", "192.0.2.2")
 	for range 5 { // several votes: the old incarnation's sequence is ahead of a naive restart
-		a.Publish(s1, health.Down, time.Now())
-		a.Publish(s1, health.Up, time.Now())
+		a.Publish(s1, vote.Down, time.Now())
+		a.Publish(s1, vote.Up, time.Now())
 	}
-	a.Publish(s2, health.Up, time.Now())
-	eventually(t, "b has a's votes", func() bool { return hasVote(b, "a", s1, health.Up) && hasVote(b, "a", s2, health.Up) })
+	a.Publish(s2, vote.Up, time.Now())
+	eventually(t, "b has a's votes", func() bool { return hasVote(b, "a", s1, vote.Up) && hasVote(b, "a", s2, vote.Up) })
 	require.NoError(t, a.halt())
 	cfg := labFor(t).config("a", "r1", RoleProber, "")
 	cfg.Bind, cfg.Seeds, cfg.SummaryInterval = addr, []string{b.LocalAddr()}, 100*time.Millisecond
 	a2 := labFor(t).start(t, cfg)
-	a2.Publish(s1, health.Down, time.Now())
+	a2.Publish(s1, vote.Down, time.Now())
 	eventually(t, "the new incarnation's vote wins and the old s2 vote is dropped", func() bool {
-		return hasVote(b, "a", s1, health.Down) && !hasVote(b, "a", s2, health.Up)
+		return hasVote(b, "a", s1, vote.Down) && !hasVote(b, "a", s2, vote.Up)
 	})
 	eventually(t, "and b keeps it fresh", func() bool {
 		for _, v := range b.Votes() {
@@ -414,9 +414,9 @@ func TestVotesAndConfirmationsGoStraightToEveryMember(t *testing.T) {
 	b := l.start(t, cb)
 	eventually(t, "two members", func() bool { return len(a.AllMembers()) == 2 && len(b.AllMembers()) == 2 })
 
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	a.Publish(s, health.Down, time.Now())
-	eventually(t, "b has a's vote at once", func() bool { return hasVote(b, "a", s, health.Down) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	a.Publish(s, vote.Down, time.Now())
+	eventually(t, "b has a's vote at once", func() bool { return hasVote(b, "a", s, vote.Down) })
 	a.Confirm(s)
 	eventually(t, "b is asked at once", func() bool { return rb.confirmCount() == 1 })
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // RTT summaries: each prober gossips its smoothed RTT per endpoint
@@ -76,7 +76,7 @@ func quantise(d time.Duration) int64 {
 type RTTReport struct {
 	Prober  string
 	Region  string
-	Subject health.Subject
+	Subject vote.Subject
 	RTT     time.Duration
 	Samples uint32
 	At      time.Time // the newest sample behind it
@@ -84,7 +84,7 @@ type RTTReport struct {
 
 type rttKey struct {
 	prober  string
-	subject health.Subject
+	subject vote.Subject
 }
 
 type rttVal struct {
@@ -108,7 +108,7 @@ func (s *rttStore) init() {
 
 // newer reports whether a message of prober stamped at would replace any
 // entry we hold for subjects (a cheap check before the signature).
-func (s *rttStore) newer(prober string, at int64, subjects []health.Subject) bool {
+func (s *rttStore) newer(prober string, at int64, subjects []vote.Subject) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sub := range subjects {
@@ -127,7 +127,7 @@ func (s *rttStore) put(m rttMsg, entries []rttEntry, raw []byte) int {
 	s.init()
 	n := 0
 	for _, e := range entries {
-		k := rttKey{m.Prober, health.EndpointSubject(e.Service, e.Target)}
+		k := rttKey{m.Prober, vote.EndpointSubject(e.Service, e.Target)}
 		if old, ok := s.m[k]; ok && m.At <= old.msgAt {
 			continue
 		}
@@ -171,7 +171,7 @@ func (s *rttStore) envelopes() [][]byte {
 // drop forgets the entries of probers gone reports true for, of subjects
 // keep rejects (nil: all kept), and those whose message is older than
 // before (Unix ms).
-func (s *rttStore) drop(gone func(string) bool, keep func(health.Subject) bool, before int64) {
+func (s *rttStore) drop(gone func(string) bool, keep func(vote.Subject) bool, before int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range s.m {
@@ -200,12 +200,12 @@ func checkRTT(m rttMsg, origin string, p peer, c clock) *rejection {
 	case len(m.Entries) == 0 || len(m.Entries) > maxRTTEntries:
 		return reject(ReasonInvalid, "RTT summary of %q with %d entries (allowed 1..%d)", origin, len(m.Entries), maxRTTEntries)
 	}
-	seen := make(map[health.Subject]bool, len(m.Entries))
+	seen := make(map[vote.Subject]bool, len(m.Entries))
 	for i, e := range m.Entries {
 		if rj := checkSubject(e.Service, e.Target); rj != nil {
 			return rj
 		}
-		s := health.EndpointSubject(e.Service, e.Target)
+		s := vote.EndpointSubject(e.Service, e.Target)
 		switch {
 		case e.Service == "":
 			return reject(ReasonInvalid, "RTT summary of %q, entry %d: %q is a cluster, not an endpoint", origin, i, e.Target)
@@ -234,9 +234,9 @@ func (r *Ring) onRTT(t *trust, e envelope, p peer, c clock, b []byte, relay bool
 		return rj
 	}
 	known := make([]rttEntry, 0, len(m.Entries))
-	subjects := make([]health.Subject, 0, len(m.Entries))
+	subjects := make([]vote.Subject, 0, len(m.Entries))
 	for _, en := range m.Entries {
-		s := health.EndpointSubject(en.Service, en.Target)
+		s := vote.EndpointSubject(en.Service, en.Target)
 		if !r.known(s) {
 			r.m.RTTEntries.WithLabelValues("unknown-subject").Inc()
 			continue
@@ -292,7 +292,7 @@ func (r *Ring) rttLoop() {
 	defer r.wg.Done()
 	t := time.NewTicker(r.rttRound())
 	defer t.Stop()
-	sent := map[health.Subject]rttSent{}
+	sent := map[vote.Subject]rttSent{}
 	var last time.Time
 	for {
 		select {
@@ -325,13 +325,13 @@ func (r *Ring) rttReceived() {
 // sendRTTs runs one round: it queues the summaries of the due entries
 // (see the bounds above) and records them in sent and in the store. It
 // returns how many entries it sent.
-func (r *Ring) sendRTTs(now time.Time, sent map[health.Subject]rttSent) int {
+func (r *Ring) sendRTTs(now time.Time, sent map[vote.Subject]rttSent) int {
 	if r.cfg.RTTs == nil || r.q.NumQueued() >= maxQueued {
 		return 0
 	}
 	refresh := rttRefresh * r.cfg.SummaryInterval
 	type due struct {
-		s    health.Subject
+		s    vote.Subject
 		e    rttEntry
 		prio float64
 	}

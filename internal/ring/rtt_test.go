@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func TestQuantise(t *testing.T) {
@@ -82,7 +83,7 @@ func TestRTTSummaryValidation(t *testing.T) {
 			if tc.reason == "" {
 				require.Nil(t, rj)
 				require.Len(t, got, 1)
-				assert.Equal(t, RTTReport{Prober: "p2", Region: "r2", Subject: health.EndpointSubject(ok.Service, ok.Target), RTT: 12300 * time.Microsecond, Samples: 4, At: time.UnixMilli(ok.At)}, got[0])
+				assert.Equal(t, RTTReport{Prober: "p2", Region: "r2", Subject: vote.EndpointSubject(ok.Service, ok.Target), RTT: 12300 * time.Microsecond, Samples: 4, At: time.UnixMilli(ok.At)}, got[0])
 				return
 			}
 			require.NotNil(t, rj)
@@ -125,7 +126,7 @@ func TestAnOlderRTTSummaryNeverReplacesANewerOne(t *testing.T) {
 func TestAPanicWhileCheckingAnRTTSummaryIsRecoveredAndCounted(t *testing.T) {
 	p2, agent := NewIdentity(), NewIdentity()
 	r := detached(t, p2, agent)
-	r.cfg.Known = func(health.Subject) bool { panic("boom") }
+	r.cfg.Known = func(vote.Subject) bool { panic("boom") }
 	ms := time.Now().UnixMilli()
 	m := rttMsg{Prober: "p2", Region: "r2", At: ms, Entries: []rttEntry{{Service: "app.example.test.", Target: "192.0.2.1", RTT: 100, Samples: 1, At: ms}}}
 	(*delegate)(r).NotifyMsg(seal(p2, msgRTT, "p2", m))
@@ -137,17 +138,17 @@ func TestAPanicWhileCheckingAnRTTSummaryIsRecoveredAndCounted(t *testing.T) {
 type sender struct {
 	*Ring
 	mu   sync.Mutex
-	rtts map[health.Subject]health.RTT
-	sent map[health.Subject]rttSent
+	rtts map[vote.Subject]health.RTT
+	sent map[vote.Subject]rttSent
 }
 
 func newSender(t *testing.T) *sender {
-	s := &sender{rtts: map[health.Subject]health.RTT{}, sent: map[health.Subject]rttSent{}}
+	s := &sender{rtts: map[vote.Subject]health.RTT{}, sent: map[vote.Subject]rttSent{}}
 	r, err := newRing(Config{NodeName: "v", Region: "r1", Role: RoleProber, MaxClockSkew: 10 * time.Second, SummaryInterval: time.Second,
-		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(nil), RTTs: func() map[health.Subject]health.RTT {
+		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(nil), RTTs: func() map[vote.Subject]health.RTT {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			out := map[health.Subject]health.RTT{}
+			out := map[vote.Subject]health.RTT{}
 			for k, v := range s.rtts {
 				out[k] = v
 			}
@@ -162,7 +163,7 @@ func newSender(t *testing.T) *sender {
 func (s *sender) set(target string, rtt time.Duration, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rtts[health.EndpointSubject("app.example.test.", target)] = health.RTT{RTT: rtt, Samples: 3, At: at}
+	s.rtts[vote.EndpointSubject("app.example.test.", target)] = health.RTT{RTT: rtt, Samples: 3, At: at}
 }
 
 // drain returns the queued messages (taking them off the queue).
@@ -253,9 +254,9 @@ func TestRTTSummariesAreBoundedInSizeAndRate(t *testing.T) {
 
 func TestRTTSummariesSpreadAndReachALateJoiner(t *testing.T) {
 	l := labFor(t)
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	rtts := func() map[health.Subject]health.RTT {
-		return map[health.Subject]health.RTT{s: {RTT: 7 * time.Millisecond, Samples: 2, At: time.Now()}}
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	rtts := func() map[vote.Subject]health.RTT {
+		return map[vote.Subject]health.RTT{s: {RTT: 7 * time.Millisecond, Samples: 2, At: time.Now()}}
 	}
 	t.Run("summaries spread by gossip", func(t *testing.T) {
 		acfg := l.config("a", "r1", RoleProber, "")
@@ -270,7 +271,7 @@ func TestRTTSummariesSpreadAndReachALateJoiner(t *testing.T) {
 		ccfg := l.config("c", "r1", RoleProber, "")
 		ccfg.SummaryInterval, ccfg.RTTs = time.Minute, rtts // no round of its own during the test
 		c := l.start(t, ccfg)
-		require.Equal(t, 1, c.sendRTTs(time.Now(), map[health.Subject]rttSent{}))
+		require.Equal(t, 1, c.sendRTTs(time.Now(), map[vote.Subject]rttSent{}))
 		c.q.Reset() // the broadcast is spent: only the state carries it
 		dcfg := l.config("d", "r2", RoleProber, "")
 		dcfg.Seeds = []string{c.LocalAddr()}
@@ -279,7 +280,7 @@ func TestRTTSummariesSpreadAndReachALateJoiner(t *testing.T) {
 	})
 }
 
-func holds(r *Ring, prober, region string, s health.Subject, rtt time.Duration) bool {
+func holds(r *Ring, prober, region string, s vote.Subject, rtt time.Duration) bool {
 	for _, x := range r.RTTs() {
 		if x.Prober == prober && x.Region == region && x.Subject == s && x.RTT == rtt {
 			return true

@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/health"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 type voteKey struct {
 	prober  string
-	subject health.Subject
+	subject vote.Subject
 }
 
 // store holds every vote and summary this node knows, its own included,
@@ -19,19 +19,19 @@ type voteKey struct {
 // All methods are safe for concurrent use.
 type store struct {
 	mu        sync.Mutex
-	votes     map[voteKey]health.Vote
+	votes     map[voteKey]vote.Vote
 	raw       map[voteKey][]byte
 	summaries map[string]summary
 	rawSum    map[string][]byte
 }
 
 func newStore() *store {
-	return &store{votes: map[voteKey]health.Vote{}, raw: map[voteKey][]byte{}, summaries: map[string]summary{}, rawSum: map[string][]byte{}}
+	return &store{votes: map[voteKey]vote.Vote{}, raw: map[voteKey][]byte{}, summaries: map[string]summary{}, rawSum: map[string][]byte{}}
 }
 
 // newer reports whether v would replace what we hold (a cheap check made
 // before a signature is verified).
-func (s *store) newer(v health.Vote) bool {
+func (s *store) newer(v vote.Vote) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.votes[voteKey{v.Prober, v.Subject}]
@@ -40,7 +40,7 @@ func (s *store) newer(v health.Vote) bool {
 
 // put stores v (and its envelope raw) if it is newer than what we have; it
 // reports whether it was.
-func (s *store) put(v health.Vote, raw []byte) bool {
+func (s *store) put(v vote.Vote, raw []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := voteKey{v.Prober, v.Subject}
@@ -106,7 +106,7 @@ func (s *store) digestLocked(prober string) (n int, sum uint64) {
 // effective returns every vote with its ObservedAt moved forward to the
 // prober's latest summary when that summary describes exactly the votes we
 // hold for it.
-func (s *store) effective() []health.Vote {
+func (s *store) effective() []vote.Vote {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	type dg struct {
@@ -120,7 +120,7 @@ func (s *store) effective() []health.Vote {
 		d.sum += v.Seq
 		digests[k.prober] = d
 	}
-	out := make([]health.Vote, 0, len(s.votes))
+	out := make([]vote.Vote, 0, len(s.votes))
 	for k, v := range s.votes {
 		if sm, ok := s.summaries[k.prober]; ok {
 			d := digests[k.prober]
@@ -131,7 +131,7 @@ func (s *store) effective() []health.Vote {
 		}
 		out = append(out, v)
 	}
-	slices.SortFunc(out, func(a, b health.Vote) int {
+	slices.SortFunc(out, func(a, b vote.Vote) int {
 		if c := compareSubject(a.Subject, b.Subject); c != 0 {
 			return c
 		}
@@ -156,7 +156,7 @@ func (s *store) full() fullState {
 
 // prune drops votes of subjects keep rejects, and votes and summaries of
 // probers whose latest word is older than maxAge.
-func (s *store) prune(keep func(health.Subject) bool, now time.Time, maxAge time.Duration) int {
+func (s *store) prune(keep func(vote.Subject) bool, now time.Time, maxAge time.Duration) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -244,7 +244,7 @@ func (s *store) dropProbers(gone func(string) bool) {
 	}
 }
 
-func compareSubject(a, b health.Subject) int {
+func compareSubject(a, b vote.Subject) int {
 	if c := cmpString(a.Service, b.Service); c != 0 {
 		return c
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // sendRaw delivers msg from node from to node to over memberlist's
@@ -63,14 +63,14 @@ func mustJSON(v any) []byte {
 // counted under its reason, and the ring keeps working.
 func TestEveryForgedOrMalformedMessageIsRejectedAndCounted(t *testing.T) {
 	l := labFor(t)
-	known := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	known := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	var heartbeats, shared, confirms atomic.Int32
 	vcfg := l.config("v", "r1", RoleProber, "")
 	vcfg.SummaryInterval = 100 * time.Millisecond
-	vcfg.Known = func(s health.Subject) bool { return s == known || s == health.ClusterSubject("c1") }
+	vcfg.Known = func(s vote.Subject) bool { return s == known || s == vote.ClusterSubject("c1") }
 	vcfg.OnHeartbeat = func(string, string, time.Time) { heartbeats.Add(1) }
 	vcfg.OnShared = func([]byte) { shared.Add(1) }
-	vcfg.OnConfirm = func(health.Subject, string) { confirms.Add(1) }
+	vcfg.OnConfirm = func(vote.Subject, string) { confirms.Add(1) }
 	victim := l.start(t, vcfg)
 
 	pcfg := l.config("p2", "r2", RoleProber, "")
@@ -85,10 +85,10 @@ func TestEveryForgedOrMalformedMessageIsRejectedAndCounted(t *testing.T) {
 
 	now := time.Now()
 	futureMs := now.Add(time.Hour).UnixMilli()
-	vote := func(prober, region string, at int64, seq uint64, s health.Subject) wireVote {
+	mkVote := func(prober, region string, at int64, seq uint64, s vote.Subject) wireVote {
 		return wireVote{Service: s.Service, Target: s.Target, Prober: prober, Region: region, Down: true, At: at, Seq: seq}
 	}
-	okVote := vote("p2", "r2", now.UnixMilli(), uint64(now.UnixNano()), known)
+	okVote := mkVote("p2", "r2", now.UnixMilli(), uint64(now.UnixNano()), known)
 	p2ID, agentID := l.ids["p2"], l.ids["agent-c1"]
 	big := okVote
 	big.Target = strings.Repeat("x", 20<<10)
@@ -104,16 +104,16 @@ func TestEveryForgedOrMalformedMessageIsRejectedAndCounted(t *testing.T) {
 		{"a signed vote that is not JSON is malformed", seal(p2ID, msgVote, "p2", json.RawMessage(`"x"`)), "vote", ReasonMalformed},
 		{"a vote larger than 16 KiB is oversized", seal(p2ID, msgVote, "p2", big), "vote", ReasonOversized},
 		{"an unknown message type is refused", seal(p2ID, 99, "p2", okVote), "unknown", ReasonUnknownType},
-		{"a vote from a node not in ring.peers is refused", seal(ghost, msgVote, "ghost", vote("ghost", "r2", now.UnixMilli(), 1, known)), "vote", ReasonUnknownOrigin},
+		{"a vote from a node not in ring.peers is refused", seal(ghost, msgVote, "ghost", mkVote("ghost", "r2", now.UnixMilli(), 1, known)), "vote", ReasonUnknownOrigin},
 		{"a vote in p2's name signed by another key is refused", seal(ghost, msgVote, "p2", okVote), "vote", ReasonSignature},
-		{"a vote in the victim's own name from anyone else is refused", seal(ghost, msgVote, "v", vote("v", "r1", now.UnixMilli(), uint64(now.UnixNano()), known)), "vote", ReasonSignature},
+		{"a vote in the victim's own name from anyone else is refused", seal(ghost, msgVote, "v", mkVote("v", "r1", now.UnixMilli(), uint64(now.UnixNano()), known)), "vote", ReasonSignature},
 		{"a vote with a random signature is refused", rawEnvelope(msgVote, "p2", make([]byte, 64), mustJSON(okVote)), "vote", ReasonSignature},
-		{"p2 voting in v's name is impersonation", seal(p2ID, msgVote, "p2", vote("v", "r1", now.UnixMilli(), uint64(now.UnixNano()), known)), "vote", ReasonImpersonation},
-		{"p2 voting for another region than its listed one is refused", seal(p2ID, msgVote, "p2", vote("p2", "r1", now.UnixMilli(), uint64(now.UnixNano()), known)), "vote", ReasonRegion},
-		{"a vote observed an hour from now is refused", seal(p2ID, msgVote, "p2", vote("p2", "r2", futureMs, uint64(now.UnixNano()), known)), "vote", ReasonFuture},
-		{"a vote with sequence MaxUint64 is refused", seal(p2ID, msgVote, "p2", vote("p2", "r2", now.UnixMilli(), math.MaxUint64, known)), "vote", ReasonFuture},
-		{"a vote on a subject the config does not have is refused", seal(p2ID, msgVote, "p2", vote("p2", "r2", now.UnixMilli(), uint64(now.UnixNano()), health.EndpointSubject("evil.example.test.", "192.0.2.66"))), "vote", ReasonUnknownTarget},
-		{"an agent may not vote", seal(agentID, msgVote, "agent-c1", vote("agent-c1", "", now.UnixMilli(), 1, known)), "vote", ReasonRole},
+		{"p2 voting in v's name is impersonation", seal(p2ID, msgVote, "p2", mkVote("v", "r1", now.UnixMilli(), uint64(now.UnixNano()), known)), "vote", ReasonImpersonation},
+		{"p2 voting for another region than its listed one is refused", seal(p2ID, msgVote, "p2", mkVote("p2", "r1", now.UnixMilli(), uint64(now.UnixNano()), known)), "vote", ReasonRegion},
+		{"a vote observed an hour from now is refused", seal(p2ID, msgVote, "p2", mkVote("p2", "r2", futureMs, uint64(now.UnixNano()), known)), "vote", ReasonFuture},
+		{"a vote with sequence MaxUint64 is refused", seal(p2ID, msgVote, "p2", mkVote("p2", "r2", now.UnixMilli(), math.MaxUint64, known)), "vote", ReasonFuture},
+		{"a vote on a subject the config does not have is refused", seal(p2ID, msgVote, "p2", mkVote("p2", "r2", now.UnixMilli(), uint64(now.UnixNano()), vote.EndpointSubject("evil.example.test.", "192.0.2.66"))), "vote", ReasonUnknownTarget},
+		{"an agent may not vote", seal(agentID, msgVote, "agent-c1", mkVote("agent-c1", "", now.UnixMilli(), 1, known)), "vote", ReasonRole},
 		{"a summary in the future is refused", seal(p2ID, msgSummary, "p2", summary{Prober: "p2", Region: "r2", At: futureMs}), "summary", ReasonFuture},
 		{"a summary from incarnation MaxUint64 is refused", seal(p2ID, msgSummary, "p2", summary{Prober: "p2", Region: "r2", At: now.UnixMilli(), Inc: math.MaxUint64}), "summary", ReasonFuture},
 		{"a summary in v's name is impersonation", seal(p2ID, msgSummary, "p2", summary{Prober: "v", Region: "r1", At: now.UnixMilli()}), "summary", ReasonImpersonation},
@@ -157,15 +157,15 @@ func TestEveryForgedOrMalformedMessageIsRejectedAndCounted(t *testing.T) {
 	})
 
 	for _, v := range victim.Votes() {
-		assert.NotEqual(t, health.Down, v.Status, "no forged down vote was taken: %+v", v)
+		assert.NotEqual(t, vote.Down, v.Status, "no forged down vote was taken: %+v", v)
 	}
 	assert.Zero(t, heartbeats.Load(), "no forged heartbeat was taken")
 	assert.Zero(t, shared.Load(), "no forged admin state was passed on")
 	assert.Zero(t, confirms.Load(), "no forged confirmation ran a probe")
 
 	// The ring still works: p2's real vote and the agent's real heartbeat arrive.
-	p2.Publish(known, health.Down, time.Now())
-	eventually(t, "p2's real vote arrives", func() bool { return hasVote(victim, "p2", known, health.Down) })
+	p2.Publish(known, vote.Down, time.Now())
+	eventually(t, "p2's real vote arrives", func() bool { return hasVote(victim, "p2", known, vote.Down) })
 	agent.SendHeartbeat("c1", time.Now())
 	eventually(t, "the agent's real heartbeat arrives", func() bool { return heartbeats.Load() == 1 })
 }
@@ -183,9 +183,9 @@ func TestAPanicInACallbackIsRecoveredAndCounted(t *testing.T) {
 	eventually(t, "the panic is counted", func() bool {
 		return testutil.ToFloat64(victim.m.Rejected.WithLabelValues("message", ReasonPanic)) >= 1
 	})
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	p2.Publish(s, health.Up, time.Now())
-	eventually(t, "and the node goes on", func() bool { return hasVote(victim, "p2", s, health.Up) })
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	p2.Publish(s, vote.Up, time.Now())
+	eventually(t, "and the node goes on", func() bool { return hasVote(victim, "p2", s, vote.Up) })
 }
 
 func TestAMemberNotInPeersOrWithoutItsKeyCountsForNothing(t *testing.T) {
@@ -205,7 +205,7 @@ func TestAMemberNotInPeersOrWithoutItsKeyCountsForNothing(t *testing.T) {
 	// A listed name whose metadata is not signed by the listed key.
 	require.NoError(t, a.SetPeers(append(l.list(), model.RingPeer{Name: "rogue", Role: model.PeerProber, Region: "r2", PublicKey: model.FormatPeerKey(NewIdentity().Public())})))
 	assert.Len(t, a.Members(), 1, "listed, but its metadata is not signed by the listed key")
-	rogue.Publish(health.EndpointSubject("app.example.test.", "192.0.2.1"), health.Down, time.Now())
+	rogue.Publish(vote.EndpointSubject("app.example.test.", "192.0.2.1"), vote.Down, time.Now())
 	time.Sleep(300 * time.Millisecond)
 	assert.Empty(t, a.Votes(), "its vote is refused")
 	assert.Positive(t, testutil.ToFloat64(a.m.Rejected.WithLabelValues("vote", ReasonSignature)))
@@ -248,14 +248,14 @@ func TestAPrefixEntryCoversAtMostMaxNodes(t *testing.T) {
 		}
 		return slices.Equal(names, []string{"east-a", "east-b", "v"})
 	})
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
-	replicas[2].Publish(s, health.Down, time.Now())
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
+	replicas[2].Publish(s, vote.Down, time.Now())
 	eventually(t, "the third replica's vote is refused", func() bool {
 		return testutil.ToFloat64(victim.m.Rejected.WithLabelValues("vote", ReasonUnadmitted)) >= 1
 	})
-	assert.False(t, hasVote(victim, "east-c", s, health.Down))
-	replicas[0].Publish(s, health.Down, time.Now())
-	eventually(t, "an admitted replica's vote is taken", func() bool { return hasVote(victim, "east-a", s, health.Down) })
+	assert.False(t, hasVote(victim, "east-c", s, vote.Down))
+	replicas[0].Publish(s, vote.Down, time.Now())
+	eventually(t, "an admitted replica's vote is taken", func() bool { return hasVote(victim, "east-a", s, vote.Down) })
 }
 
 // replayMeta is a memberlist delegate that announces captured metadata.
@@ -322,8 +322,8 @@ func TestConfirmationRequestsAreDeduplicatedByStamp(t *testing.T) {
 	p2, agent := NewIdentity(), NewIdentity()
 	r := detached(t, p2, agent)
 	var asked atomic.Int32
-	r.cfg.OnConfirm = func(health.Subject, string) { asked.Add(1) }
-	s := health.EndpointSubject("app.example.test.", "192.0.2.1")
+	r.cfg.OnConfirm = func(vote.Subject, string) { asked.Add(1) }
+	s := vote.EndpointSubject("app.example.test.", "192.0.2.1")
 	req := func(at time.Time) []byte {
 		return seal(p2, msgConfirm, "p2", confirmReq{Service: s.Service, Target: s.Target, From: "p2", Region: "r2", At: at.UnixMilli()})
 	}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/failover"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // MaxTimeline is how many decided changes a Follower keeps for /v1/health.
@@ -25,7 +25,7 @@ type Ring interface {
 	PublicKey() string
 	Members() []ring.Member    // trusted live members
 	AllMembers() []ring.Member // every live member, trusted or not
-	Votes() []health.Vote
+	Votes() []vote.Vote
 }
 
 // Notifier receives notification events (*notify.Notifier). Notify must
@@ -47,7 +47,7 @@ type Follower struct {
 	Before func(d *model.Desired, now time.Time)
 	// FirstFail gives this node's first failed probe of a subject in the
 	// current failure run, for meridian_failover_detection_seconds.
-	FirstFail func(health.Subject) (time.Time, bool)
+	FirstFail func(vote.Subject) (time.Time, bool)
 	// Probers, when set, is told how many probers counted in each round.
 	Probers func(n int)
 	// Notifier, when set, is given every decided change worth a
@@ -191,7 +191,7 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 }
 
 // heldUntil is the end of the hold-down of subject s in d (zero: not held).
-func heldUntil(d *failover.Decision, s health.Subject) time.Time {
+func heldUntil(d *failover.Decision, s vote.Subject) time.Time {
 	if s.IsCluster() {
 		c, _ := d.LookupCluster(s.Target)
 		return c.HeldUntil
@@ -226,7 +226,7 @@ func (f *Follower) Report() api.HealthReport {
 			rep.Untrusted = append(rep.Untrusted, api.UntrustedMember{Name: m.Name, Addr: m.Addr, Role: m.Role})
 		}
 	}
-	votes := map[health.Subject][]api.VoteInfo{}
+	votes := map[vote.Subject][]api.VoteInfo{}
 	lastVote := map[string]time.Time{}
 	for _, v := range r.Votes() {
 		age := now.Sub(v.ObservedAt)
@@ -254,7 +254,7 @@ func (f *Follower) Report() api.HealthReport {
 		}
 		for _, c := range d.Clusters {
 			ch := api.ClusterHealth{Name: c.Name, State: c.State.String(), Monitored: c.Monitored, Since: c.Since, Reason: c.Reason,
-				Voters: c.Voters, Votes: votes[health.ClusterSubject(c.Name)]}
+				Voters: c.Voters, Votes: votes[vote.ClusterSubject(c.Name)]}
 			if c.Held() {
 				t := c.HeldUntil
 				ch.HeldUntil = &t
@@ -296,12 +296,12 @@ func ConfigReport(st *State) api.HealthReport {
 
 // AdminStates returns the config's own verdicts: endpoints set down or
 // drained, directly or through their cluster.
-func AdminStates(d *model.Desired) map[health.Subject]string {
+func AdminStates(d *model.Desired) map[vote.Subject]string {
 	clusters := map[string]model.Cluster{}
 	for _, c := range d.Clusters {
 		clusters[c.Name] = c
 	}
-	out := map[health.Subject]string{}
+	out := map[vote.Subject]string{}
 	for _, s := range d.Services {
 		for _, e := range s.Endpoints {
 			target := e.Address
@@ -311,9 +311,9 @@ func AdminStates(d *model.Desired) map[health.Subject]string {
 			c := clusters[e.Cluster]
 			switch {
 			case e.State == model.StateDown || c.State == model.StateDown:
-				out[health.EndpointSubject(s.Name, target)] = "down"
+				out[vote.EndpointSubject(s.Name, target)] = "down"
 			case e.Drain || c.Drain:
-				out[health.EndpointSubject(s.Name, target)] = "drained"
+				out[vote.EndpointSubject(s.Name, target)] = "drained"
 			}
 		}
 	}

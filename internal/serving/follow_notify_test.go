@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // recordingNotifier keeps the events a Follower sends.
@@ -32,14 +32,14 @@ func TestFollowerNotifiesAFailoverAndItsRecoveryButNotTheFirstVerdicts(t *testin
 	f.Notifier = n
 	for _, p := range r.members {
 		for _, a := range []string{"192.0.2.1", "192.0.2.2"} {
-			r.vote(p.Name, p.Region, a, health.Up, start)
+			r.vote(p.Name, p.Region, a, vote.Up, start)
 		}
 	}
 	f.Decide(start)
 	require.Empty(t, n.events, "first verdicts up are not notified")
 
-	r.vote("east-1", "us-east", "192.0.2.2", health.Down, start.Add(time.Second))
-	r.vote("west-1", "us-west", "192.0.2.2", health.Down, start.Add(time.Second))
+	r.vote("east-1", "us-east", "192.0.2.2", vote.Down, start.Add(time.Second))
+	r.vote("west-1", "us-west", "192.0.2.2", vote.Down, start.Add(time.Second))
 	f.Decide(start.Add(2 * time.Second))
 	require.Len(t, n.events, 1)
 	e := n.events[0]
@@ -49,12 +49,12 @@ func TestFollowerNotifiesAFailoverAndItsRecoveryButNotTheFirstVerdicts(t *testin
 	assert.Equal(t, notify.ActionTrigger, e.Action)
 	assert.Equal(t, []string{"east-1", "west-1"}, e.Voters)
 
-	r.vote("east-1", "us-east", "192.0.2.2", health.Up, start.Add(3*time.Second))
-	r.vote("west-1", "us-west", "192.0.2.2", health.Up, start.Add(3*time.Second))
+	r.vote("east-1", "us-east", "192.0.2.2", vote.Up, start.Add(3*time.Second))
+	r.vote("west-1", "us-west", "192.0.2.2", vote.Up, start.Add(3*time.Second))
 	f.Decide(start.Add(3 * time.Second)) // held down: no state change
 	require.Len(t, n.events, 1, "a hold-down starting is not notified")
-	r.vote("east-1", "us-east", "192.0.2.2", health.Up, start.Add(8*time.Second)) // fresh votes when the hold-down ends
-	r.vote("west-1", "us-west", "192.0.2.2", health.Up, start.Add(8*time.Second))
+	r.vote("east-1", "us-east", "192.0.2.2", vote.Up, start.Add(8*time.Second)) // fresh votes when the hold-down ends
+	r.vote("west-1", "us-west", "192.0.2.2", vote.Up, start.Add(8*time.Second))
 	f.Decide(start.Add(9 * time.Second))
 	require.Len(t, n.events, 2)
 	assert.Equal(t, notify.EventDecided, n.events[1].Kind)

@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // fakeRing is the part of the ring a follower and a voter use, in memory.
@@ -24,8 +25,8 @@ type fakeRing struct {
 	mu        sync.Mutex
 	members   []ring.Member
 	untrusted []ring.Member
-	votes     []health.Vote
-	confirms  []health.Subject
+	votes     []vote.Vote
+	confirms  []vote.Subject
 }
 
 func (r *fakeRing) Name() string      { return "n1" }
@@ -37,36 +38,36 @@ func (r *fakeRing) Members() []ring.Member {
 	return append([]ring.Member{}, r.members...)
 }
 func (r *fakeRing) AllMembers() []ring.Member { return append(r.Members(), r.untrusted...) }
-func (r *fakeRing) Votes() []health.Vote {
+func (r *fakeRing) Votes() []vote.Vote {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]health.Vote{}, r.votes...)
+	return append([]vote.Vote{}, r.votes...)
 }
-func (r *fakeRing) Publish(s health.Subject, st health.Status, at time.Time) health.Vote {
+func (r *fakeRing) Publish(s vote.Subject, st vote.Status, at time.Time) vote.Vote {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v := health.Vote{Subject: s, Prober: "n1", Region: "us-east", Status: st, ObservedAt: at, Seq: uint64(len(r.votes) + 1)}
+	v := vote.Vote{Subject: s, Prober: "n1", Region: "us-east", Status: st, ObservedAt: at, Seq: uint64(len(r.votes) + 1)}
 	r.votes = append(r.votes, v)
 	return v
 }
-func (r *fakeRing) Confirm(s health.Subject) {
+func (r *fakeRing) Confirm(s vote.Subject) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.confirms = append(r.confirms, s)
 }
 
 // vote sets prober's vote on the endpoint addr of app.gslb.test.
-func (r *fakeRing) vote(prober, region, addr string, st health.Status, at time.Time) {
+func (r *fakeRing) vote(prober, region, addr string, st vote.Status, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := health.EndpointSubject("app.gslb.test.", addr)
+	s := vote.EndpointSubject("app.gslb.test.", addr)
 	for i, v := range r.votes {
 		if v.Prober == prober && v.Subject == s {
 			r.votes[i].Status, r.votes[i].ObservedAt, r.votes[i].Seq = st, at, v.Seq+1
 			return
 		}
 	}
-	r.votes = append(r.votes, health.Vote{Subject: s, Prober: prober, Region: region, Status: st, ObservedAt: at, Seq: 1})
+	r.votes = append(r.votes, vote.Vote{Subject: s, Prober: prober, Region: region, Status: st, ObservedAt: at, Seq: 1})
 }
 
 const ringConfig = baseConfig + `
@@ -94,7 +95,7 @@ func TestFollowerDecides(t *testing.T) {
 	allUp := func(r *fakeRing, at time.Time) {
 		for _, p := range r.members {
 			for _, a := range []string{"192.0.2.1", "192.0.2.2"} {
-				r.vote(p.Name, p.Region, a, health.Up, at)
+				r.vote(p.Name, p.Region, a, vote.Up, at)
 			}
 		}
 	}
@@ -104,8 +105,8 @@ func TestFollowerDecides(t *testing.T) {
 		f, m := newFollower(t, r)
 		allUp(r, start)
 		f.Decide(start)
-		r.vote("east-1", "us-east", "192.0.2.2", health.Down, start.Add(time.Second))
-		r.vote("west-1", "us-west", "192.0.2.2", health.Down, start.Add(time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", vote.Down, start.Add(time.Second))
+		r.vote("west-1", "us-west", "192.0.2.2", vote.Down, start.Add(time.Second))
 		d := f.Decide(start.Add(2 * time.Second))
 		e, ok := d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
 		require.True(t, ok)
@@ -124,11 +125,11 @@ func TestFollowerDecides(t *testing.T) {
 		allUp(r, start)
 		f.Decide(start)
 		assert.Equal(t, 5.0, testutil.ToFloat64(m.holdDown.WithLabelValues("app.gslb.test.", "192.0.2.2", "west")), "a first failure would be held 5s")
-		r.vote("east-1", "us-east", "192.0.2.2", health.Down, start.Add(time.Second))
-		r.vote("west-1", "us-west", "192.0.2.2", health.Down, start.Add(time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", vote.Down, start.Add(time.Second))
+		r.vote("west-1", "us-west", "192.0.2.2", vote.Down, start.Add(time.Second))
 		f.Decide(start.Add(2 * time.Second))
-		r.vote("east-1", "us-east", "192.0.2.2", health.Up, start.Add(3*time.Second))
-		r.vote("west-1", "us-west", "192.0.2.2", health.Up, start.Add(3*time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", vote.Up, start.Add(3*time.Second))
+		r.vote("west-1", "us-west", "192.0.2.2", vote.Up, start.Add(3*time.Second))
 		d := f.Decide(start.Add(3 * time.Second))
 		e, _ := d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
 		require.True(t, e.Held())
@@ -140,8 +141,8 @@ func TestFollowerDecides(t *testing.T) {
 				assert.Equal(t, 5.0, eh.HoldDownSeconds)
 			}
 		}
-		r.vote("east-1", "us-east", "192.0.2.2", health.Up, start.Add(8*time.Second)) // fresh votes (3 × 1s)
-		r.vote("west-1", "us-west", "192.0.2.2", health.Up, start.Add(8*time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", vote.Up, start.Add(8*time.Second)) // fresh votes (3 × 1s)
+		r.vote("west-1", "us-west", "192.0.2.2", vote.Up, start.Add(8*time.Second))
 		d = f.Decide(start.Add(8 * time.Second))
 		e, _ = d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
 		assert.Equal(t, failover.Up, e.State, "released when the hold-down ends")
@@ -154,7 +155,7 @@ func TestFollowerDecides(t *testing.T) {
 		f, _ := newFollower(t, r)
 		allUp(r, start)
 		f.Decide(start)
-		r.vote("east-1", "us-east", "192.0.2.2", health.Down, start.Add(time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", vote.Down, start.Add(time.Second))
 		d := f.Decide(start.Add(2 * time.Second))
 		e, _ := d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
 		assert.NotEqual(t, failover.Down, e.State)
@@ -187,11 +188,11 @@ func TestFollowerDecides(t *testing.T) {
 	t.Run("the detection time is measured from this node's first failed probe", func(t *testing.T) {
 		r := &fakeRing{members: twoRegions()}
 		f, m := newFollower(t, r)
-		f.FirstFail = func(s health.Subject) (time.Time, bool) { return start, s.Target == "192.0.2.2" }
+		f.FirstFail = func(s vote.Subject) (time.Time, bool) { return start, s.Target == "192.0.2.2" }
 		allUp(r, start)
 		f.Decide(start)
-		r.vote("east-1", "us-east", "192.0.2.2", health.Down, start.Add(time.Second))
-		r.vote("west-1", "us-west", "192.0.2.2", health.Down, start.Add(time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", vote.Down, start.Add(time.Second))
+		r.vote("west-1", "us-west", "192.0.2.2", vote.Down, start.Add(time.Second))
 		f.Decide(start.Add(3 * time.Second))
 		assert.Equal(t, 1, testutil.CollectAndCount(m.detection))
 	})
@@ -200,7 +201,7 @@ func TestFollowerDecides(t *testing.T) {
 		r := &fakeRing{members: twoRegions()}
 		f, _ := newFollower(t, r)
 		for i := range MaxTimeline + 10 {
-			f.record(&failover.Decision{Changes: []failover.Change{{Subject: health.ClusterSubject("east"), Reason: "test", At: start.Add(time.Duration(i))}}}, start, failover.DefaultParams())
+			f.record(&failover.Decision{Changes: []failover.Change{{Subject: vote.ClusterSubject("east"), Reason: "test", At: start.Add(time.Duration(i))}}}, start, failover.DefaultParams())
 		}
 		tl := f.Timeline()
 		require.Len(t, tl, MaxTimeline)
@@ -209,15 +210,15 @@ func TestFollowerDecides(t *testing.T) {
 }
 
 func TestVoter(t *testing.T) {
-	s := health.EndpointSubject("app.gslb.test.", "192.0.2.2")
+	s := vote.EndpointSubject("app.gslb.test.", "192.0.2.2")
 	now := time.Now()
 
 	t.Run("a result is voted only when this node's view changes", func(t *testing.T) {
 		r := &fakeRing{}
 		pokes := 0
 		v := &Voter{Ring: r, Logger: discard(), Poke: func() { pokes++ }}
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now.Add(time.Second)})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now.Add(time.Second)})
 		assert.Len(t, r.Votes(), 1)
 		assert.Equal(t, 1, pokes)
 	})
@@ -225,9 +226,9 @@ func TestVoter(t *testing.T) {
 	t.Run("a fresh local down is voted and the other regions are asked to confirm", func(t *testing.T) {
 		r := &fakeRing{}
 		v := &Voter{Ring: r, Logger: discard()}
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
-		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now.Add(time.Second), Err: errors.New("refused")})
-		assert.Equal(t, []health.Subject{s}, r.confirms)
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: vote.Down, At: now.Add(time.Second), Err: errors.New("refused")})
+		assert.Equal(t, []vote.Subject{s}, r.confirms)
 		ff, ok := v.FirstFail(s)
 		require.True(t, ok)
 		assert.Equal(t, now.Add(time.Second), ff)
@@ -235,20 +236,20 @@ func TestVoter(t *testing.T) {
 
 	turnCases := []struct {
 		name    string
-		vote    health.Status // this node's standing vote
+		vote    vote.Status // this node's standing vote
 		res     health.Result
 		confirm bool
 	}{
-		{"the first failure of an endpoint voted up asks the other regions at once", health.Up,
-			health.Result{Subject: s, Status: health.Up, Err: errors.New("refused"), Turned: true}, true},
-		{"the first success of an endpoint voted down asks the other regions at once", health.Down,
-			health.Result{Subject: s, Status: health.Down, Turned: true}, true},
-		{"a first success with rise 1 votes up and asks the other regions", health.Down,
-			health.Result{Subject: s, Status: health.Up, Turned: true}, true},
-		{"a result that does not turn asks nothing", health.Up,
-			health.Result{Subject: s, Status: health.Up, Err: errors.New("refused")}, false},
-		{"a first failure found for another region's request does not ask again", health.Up,
-			health.Result{Subject: s, Status: health.Up, Err: errors.New("refused"), Turned: true, Reprobe: "confirm"}, false},
+		{"the first failure of an endpoint voted up asks the other regions at once", vote.Up,
+			health.Result{Subject: s, Status: vote.Up, Err: errors.New("refused"), Turned: true}, true},
+		{"the first success of an endpoint voted down asks the other regions at once", vote.Down,
+			health.Result{Subject: s, Status: vote.Down, Turned: true}, true},
+		{"a first success with rise 1 votes up and asks the other regions", vote.Down,
+			health.Result{Subject: s, Status: vote.Up, Turned: true}, true},
+		{"a result that does not turn asks nothing", vote.Up,
+			health.Result{Subject: s, Status: vote.Up, Err: errors.New("refused")}, false},
+		{"a first failure found for another region's request does not ask again", vote.Up,
+			health.Result{Subject: s, Status: vote.Up, Err: errors.New("refused"), Turned: true, Reprobe: "confirm"}, false},
 	}
 	for _, tc := range turnCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -259,7 +260,7 @@ func TestVoter(t *testing.T) {
 			tc.res.At = now.Add(time.Second)
 			v.OnResult(tc.res)
 			if tc.confirm {
-				assert.Equal(t, []health.Subject{s}, r.confirms)
+				assert.Equal(t, []vote.Subject{s}, r.confirms)
 			} else {
 				assert.Empty(t, r.confirms)
 			}
@@ -269,16 +270,16 @@ func TestVoter(t *testing.T) {
 	t.Run("the other regions are asked once per failure run", func(t *testing.T) {
 		r := &fakeRing{}
 		v := &Voter{Ring: r, Logger: discard()}
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
 		v.OnSuspect(s)
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now, Err: errors.New("timeout"), Turned: true})
-		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("timeout")})
-		assert.Equal(t, []health.Subject{s}, r.confirms, "asked when the probe hung, not again at the failure or the local down")
-		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Turned: true})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now, Err: errors.New("timeout"), Turned: true})
+		v.OnResult(health.Result{Subject: s, Status: vote.Down, At: now, Err: errors.New("timeout")})
+		assert.Equal(t, []vote.Subject{s}, r.confirms, "asked when the probe hung, not again at the failure or the local down")
+		v.OnResult(health.Result{Subject: s, Status: vote.Down, At: now, Turned: true})
 		assert.Len(t, r.confirms, 2, "the first pass of the down endpoint asks")
-		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("refused")})
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now, Err: errors.New("refused"), Turned: true})
+		v.OnResult(health.Result{Subject: s, Status: vote.Down, At: now, Err: errors.New("refused")})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now, Err: errors.New("refused"), Turned: true})
 		assert.Len(t, r.confirms, 3, "a pass ended the run: the next failure asks again")
 	})
 
@@ -287,10 +288,10 @@ func TestVoter(t *testing.T) {
 		v := &Voter{Ring: r, Logger: discard()}
 		v.OnSuspect(s)
 		assert.Empty(t, r.confirms, "no vote yet")
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
 		v.OnSuspect(s)
-		assert.Equal(t, []health.Subject{s}, r.confirms)
-		v.OnResult(health.Result{Subject: s, Status: health.Down, At: now, Err: errors.New("timeout")})
+		assert.Equal(t, []vote.Subject{s}, r.confirms)
+		v.OnResult(health.Result{Subject: s, Status: vote.Down, At: now, Err: errors.New("timeout")})
 		r.confirms = nil
 		v.OnSuspect(s)
 		assert.Empty(t, r.confirms)
@@ -299,11 +300,11 @@ func TestVoter(t *testing.T) {
 	t.Run("an unknown status is not voted, but a failure still starts the detection clock", func(t *testing.T) {
 		r := &fakeRing{}
 		v := &Voter{Ring: r, Logger: discard()}
-		v.OnResult(health.Result{Subject: s, Status: health.Unknown, At: now, Err: errors.New("timeout")})
+		v.OnResult(health.Result{Subject: s, Status: vote.Unknown, At: now, Err: errors.New("timeout")})
 		assert.Empty(t, r.Votes())
 		_, ok := v.FirstFail(s)
 		assert.True(t, ok)
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
 		_, ok = v.FirstFail(s)
 		assert.False(t, ok, "a pass ends the failure run")
 	})
@@ -315,11 +316,11 @@ func TestVoter(t *testing.T) {
 		name     string
 		sinceUp  time.Duration // how long this node has run
 		lastBeat time.Duration // age of the last heartbeat (0: none)
-		want     []health.Status
+		want     []vote.Status
 	}{
-		{"an agent's heartbeat within the grace votes its cluster up", time.Minute, 5 * time.Second, []health.Status{health.Up}},
-		{"an agent silent past the grace votes its cluster down", time.Minute, 30 * time.Second, []health.Status{health.Down}},
-		{"an agent never heard from is down once this node has been up a grace", time.Minute, 0, []health.Status{health.Down}},
+		{"an agent's heartbeat within the grace votes its cluster up", time.Minute, 5 * time.Second, []vote.Status{vote.Up}},
+		{"an agent silent past the grace votes its cluster down", time.Minute, 30 * time.Second, []vote.Status{vote.Down}},
+		{"an agent never heard from is down once this node has been up a grace", time.Minute, 0, []vote.Status{vote.Down}},
 		{"an agent never heard from is not judged before this node has been up a grace", 5 * time.Second, 0, nil},
 	}
 	for _, tc := range cases {
@@ -330,7 +331,7 @@ func TestVoter(t *testing.T) {
 				v.OnHeartbeat("edge", "agent-1", now.Add(-tc.lastBeat))
 			}
 			v.AgentHeartbeats(agentDesired(), now)
-			var got []health.Status
+			var got []vote.Status
 			for _, vt := range r.Votes() {
 				got = append(got, vt.Status)
 			}
@@ -341,9 +342,9 @@ func TestVoter(t *testing.T) {
 	t.Run("Forget drops what is known of subjects no longer configured", func(t *testing.T) {
 		r := &fakeRing{}
 		v := &Voter{Ring: r, Logger: discard()}
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
-		v.Forget(func(health.Subject) bool { return false })
-		v.OnResult(health.Result{Subject: s, Status: health.Up, At: now})
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
+		v.Forget(func(vote.Subject) bool { return false })
+		v.OnResult(health.Result{Subject: s, Status: vote.Up, At: now})
 		assert.Len(t, r.Votes(), 2, "voted again: the voter forgot its last vote")
 	})
 }
@@ -361,14 +362,14 @@ func TestTargetsAndSubjects(t *testing.T) {
 	t.Run("only address endpoints of checked services are probed", func(t *testing.T) {
 		targets, hbs := Targets(d, nil)
 		require.Len(t, targets, 1, "app has no health_check; alias is a CNAME")
-		assert.Equal(t, health.EndpointSubject("checked.gslb.test.", "192.0.2.5"), targets[0].Subject)
+		assert.Equal(t, vote.EndpointSubject("checked.gslb.test.", "192.0.2.5"), targets[0].Subject)
 		assert.Empty(t, hbs)
 	})
 	t.Run("votes may be about every address endpoint and every cluster", func(t *testing.T) {
 		keep := Subjects(d)
-		assert.True(t, keep[health.EndpointSubject("app.gslb.test.", "192.0.2.1")])
-		assert.True(t, keep[health.ClusterSubject("west")])
-		assert.False(t, keep[health.EndpointSubject("alias.gslb.test.", "other.example.net.")], "a CNAME is not probed")
+		assert.True(t, keep[vote.EndpointSubject("app.gslb.test.", "192.0.2.1")])
+		assert.True(t, keep[vote.ClusterSubject("west")])
+		assert.False(t, keep[vote.EndpointSubject("alias.gslb.test.", "other.example.net.")], "a CNAME is not probed")
 	})
 }
 

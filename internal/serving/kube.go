@@ -12,10 +12,10 @@ import (
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/kube/claims"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // Kube is the Kubernetes stage of the pipeline: the member clusters' objects
@@ -349,7 +349,7 @@ func WithSecretClusters(d *model.Desired, secrets []kube.SecretMember) (clusters
 func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.ObjectRef][]string) {
 	objs, res := k.Last()
 	snap := st.Snapshot
-	timeline := map[health.Subject]failover.Timeline{}
+	timeline := map[vote.Subject]failover.Timeline{}
 	clusters := map[string]failover.ClusterState{}
 	if d := st.Decision; d != nil {
 		for _, e := range d.Endpoints {
@@ -386,13 +386,13 @@ func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.Obj
 // serviceView is the decided state of the served service s: its
 // endpoints with the decided timeline (timeline by endpoint, clusters by
 // name) and the failover order.
-func serviceView(s engine.ServiceStatus, order []string, timeline map[health.Subject]failover.Timeline, clusters map[string]failover.ClusterState) kube.ServiceView {
+func serviceView(s engine.ServiceStatus, order []string, timeline map[vote.Subject]failover.Timeline, clusters map[string]failover.ClusterState) kube.ServiceView {
 	v := kube.ServiceView{Strategy: s.Strategy, Order: order}
 	for _, e := range s.Endpoints {
 		// The draw weight: a capacity-aware service's share follows its effective weights.
 		ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
 			Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
-		if tl, ok := timeline[health.EndpointSubject(s.Name, e.Target)]; ok {
+		if tl, ok := timeline[vote.EndpointSubject(s.Name, e.Target)]; ok {
 			ev.Since, ev.Reason = tl.Since, tl.Reason
 		}
 		if c, ok := clusters[e.Cluster]; ok && c.Since.After(ev.Since) && c.State != failover.Unknown {

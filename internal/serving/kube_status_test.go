@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/failover"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // everyServiceStatuses is Kube.Statuses as it was before it looked only
@@ -18,7 +18,7 @@ import (
 // timeline of every endpoint and the order of every failover service.
 func everyServiceStatuses(k *Kube, st *State) map[kube.ObjectRef]kube.Status {
 	objs, res := k.Last()
-	timeline := map[health.Subject]failover.Timeline{}
+	timeline := map[vote.Subject]failover.Timeline{}
 	clusters := map[string]failover.ClusterState{}
 	for _, e := range st.Decision.Endpoints {
 		timeline[e.Subject] = e.Timeline
@@ -64,7 +64,7 @@ func TestKubeStatusesLookOnlyAtTheObjectsServicesAndSayWhatAViewOfEveryServiceSa
 	for i := range d.Endpoints {
 		e := &d.Endpoints[i]
 		e.Since, e.Reason = created.Add(time.Duration(i)*time.Minute), "reason "+e.Subject.Target
-		if e.Subject == health.EndpointSubject("api.gslb.test.", "192.0.2.111") || e.Subject == health.EndpointSubject("fo.gslb.test.", "192.0.2.22") {
+		if e.Subject == vote.EndpointSubject("api.gslb.test.", "192.0.2.111") || e.Subject == vote.EndpointSubject("fo.gslb.test.", "192.0.2.22") {
 			e.State = failover.Down
 		}
 	}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/latency"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // RTTRing is where a LatencyFollower reads the probers' RTT summaries
@@ -93,8 +93,8 @@ func (f *LatencyFollower) Update(now time.Time) (bool, error) {
 
 // LatencySubjects lists the endpoints of the latency services of d: the
 // only ones whose RTTs are gossiped and ranked.
-func LatencySubjects(d *model.Desired) map[health.Subject]bool {
-	out := map[health.Subject]bool{}
+func LatencySubjects(d *model.Desired) map[vote.Subject]bool {
+	out := map[vote.Subject]bool{}
 	for i := range d.Services {
 		s := &d.Services[i]
 		if s.Strategy != model.StrategyLatency {
@@ -102,7 +102,7 @@ func LatencySubjects(d *model.Desired) map[health.Subject]bool {
 		}
 		for _, e := range s.Endpoints {
 			if e.Address != "" {
-				out[health.EndpointSubject(s.Name, e.Address)] = true
+				out[vote.EndpointSubject(s.Name, e.Address)] = true
 			}
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 const latencyConfig = `
@@ -62,7 +62,7 @@ func (f *fakeRTTRing) set(at time.Time, rows ...ring.RTTReport) {
 }
 
 func rtt(prober, region, service, target string, ms float64) ring.RTTReport {
-	return ring.RTTReport{Prober: prober, Region: region, Subject: health.EndpointSubject(service, target), RTT: time.Duration(ms * float64(time.Millisecond))}
+	return ring.RTTReport{Prober: prober, Region: region, Subject: vote.EndpointSubject(service, target), RTT: time.Duration(ms * float64(time.Millisecond))}
 }
 
 func nearFrom(t *testing.T, p *Pipeline, client string) map[string]bool {

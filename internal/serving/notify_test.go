@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meridian-gslb/meridian/internal/failover"
-	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 func TestChangeEvent(t *testing.T) {
 	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
-	ep := health.EndpointSubject("app", "10.0.0.1")
-	cl := health.ClusterSubject("us-east")
+	ep := vote.EndpointSubject("app", "10.0.0.1")
+	cl := vote.ClusterSubject("us-east")
 	cases := []struct {
 		name   string
 		change failover.Change
@@ -51,7 +51,7 @@ func TestChangeEvent(t *testing.T) {
 }
 
 func TestChangeEventSummaryNamesSubjectStatesReasonAndVoters(t *testing.T) {
-	e, ok := ChangeEvent(failover.Change{Subject: health.EndpointSubject("app", "10.0.0.1"), From: failover.Up, To: failover.Down,
+	e, ok := ChangeEvent(failover.Change{Subject: vote.EndpointSubject("app", "10.0.0.1"), From: failover.Up, To: failover.Down,
 		Reason: failover.ReasonConfirmation, Voters: []string{"p1", "p2"}})
 	assert.True(t, ok)
 	assert.Equal(t, "endpoint 10.0.0.1 of app decided down (was up; reason confirmation; voters p1,p2)", e.Summary)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // Probes is the probing view of the effective desired state: what
@@ -32,9 +33,9 @@ type Probes struct {
 	clusters []string
 
 	mu       sync.RWMutex
-	known    map[health.Subject]bool          // Subjects
-	measured map[health.Subject]bool          // LatencySubjects
-	targets  map[health.Subject]health.Target // the endpoint part of Targets
+	known    map[vote.Subject]bool          // Subjects
+	measured map[vote.Subject]bool          // LatencySubjects
+	targets  map[vote.Subject]health.Target // the endpoint part of Targets
 }
 
 // probeKey is what Probes keeps of a service: the parts its subjects and
@@ -62,14 +63,14 @@ func (k probeKey) probed() bool { return k.check != nil && k.check.Kind != model
 type ProbeChange struct {
 	// Removed are the subjects known before and not after: votes, RTTs and
 	// results about them are to be forgotten.
-	Removed []health.Subject
+	Removed []vote.Subject
 	// TargetsChanged is true when Targets differs from the last Update's
 	// (a target added, removed, or with another address or check).
 	TargetsChanged bool
 	// Untargeted are the subjects that had a target and have none now;
 	// Retargeted are the targets that are new or differ from the last
 	// Update's (health.Prober.ChangeTargets takes both).
-	Untargeted []health.Subject
+	Untargeted []vote.Subject
 	Retargeted []health.Target
 	// Services is how many services were looked at again (added, removed
 	// or changed).
@@ -90,18 +91,18 @@ func (p *Probes) Update(d *model.Desired) ProbeChange {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.known == nil {
-		p.known, p.measured, p.targets = map[health.Subject]bool{}, map[health.Subject]bool{}, map[health.Subject]health.Target{}
+		p.known, p.measured, p.targets = map[vote.Subject]bool{}, map[vote.Subject]bool{}, map[vote.Subject]health.Target{}
 	}
 	var ch ProbeChange
 	ch.Services = max(len(gone), len(came))
-	touched := map[health.Subject]health.Target{} // the touched subjects' targets before
-	var candidates []health.Subject
+	touched := map[vote.Subject]health.Target{} // the touched subjects' targets before
+	var candidates []vote.Subject
 	for _, k := range gone {
 		for _, e := range k.eps {
 			if e.Address == "" {
 				continue
 			}
-			s := health.EndpointSubject(k.name, e.Address)
+			s := vote.EndpointSubject(k.name, e.Address)
 			if t, ok := p.targets[s]; ok {
 				touched[s] = t
 			} else if _, seen := touched[s]; !seen {
@@ -117,12 +118,12 @@ func (p *Probes) Update(d *model.Desired) ProbeChange {
 	}
 	if !sameClusters {
 		for _, c := range p.clusters {
-			s := health.ClusterSubject(c)
+			s := vote.ClusterSubject(c)
 			candidates = append(candidates, s)
 			delete(p.known, s)
 		}
 		for _, c := range clusters {
-			p.known[health.ClusterSubject(c)] = true
+			p.known[vote.ClusterSubject(c)] = true
 		}
 		p.clusters = clusters
 	}
@@ -131,7 +132,7 @@ func (p *Probes) Update(d *model.Desired) ProbeChange {
 			if e.Address == "" {
 				continue
 			}
-			s := health.EndpointSubject(k.name, e.Address)
+			s := vote.EndpointSubject(k.name, e.Address)
 			if _, seen := touched[s]; !seen {
 				touched[s] = health.Target{}
 			}
@@ -222,7 +223,7 @@ func (p *Probes) diff(d *model.Desired) (gone, came []probeKey) {
 }
 
 // Known reports whether s is a subject of the view (Subjects).
-func (p *Probes) Known(s health.Subject) bool {
+func (p *Probes) Known(s vote.Subject) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.known[s]
@@ -230,7 +231,7 @@ func (p *Probes) Known(s health.Subject) bool {
 
 // Measured reports whether s is an endpoint of a latency service
 // (LatencySubjects).
-func (p *Probes) Measured(s health.Subject) bool {
+func (p *Probes) Measured(s vote.Subject) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.measured[s]

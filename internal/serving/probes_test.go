@@ -12,6 +12,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // probeService is a service of the probes tests: name, strategy, a health
@@ -89,7 +90,7 @@ func requireFromScratch(t *testing.T, p *Probes, prev, d *model.Desired, ch Prob
 	if prev == nil {
 		return
 	}
-	var removed []health.Subject
+	var removed []vote.Subject
 	for s := range Subjects(prev) {
 		if !known[s] {
 			removed = append(removed, s)
@@ -101,7 +102,7 @@ func requireFromScratch(t *testing.T, p *Probes, prev, d *model.Desired, ch Prob
 	assert.Equal(t, !slices.Equal(sortedTargets(before), sortedTargets(targets)), ch.TargetsChanged, "targets changed")
 	// The previous targets with the changes applied (as the prober's
 	// ChangeTargets applies them) are the new ones.
-	applied := map[health.Subject]health.Target{}
+	applied := map[vote.Subject]health.Target{}
 	for _, x := range sortedTargets(before) {
 		applied[x.Subject] = x
 	}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // VoteRing is where a Voter publishes (*ring.Ring).
 type VoteRing interface {
-	Publish(s health.Subject, st health.Status, at time.Time) health.Vote
-	Confirm(s health.Subject)
+	Publish(s vote.Subject, st vote.Status, at time.Time) vote.Vote
+	Confirm(s vote.Subject)
 }
 
 // Voter turns this node's probe results into votes on the ring: a vote
@@ -32,22 +33,22 @@ type Voter struct {
 	Start  time.Time
 
 	mu        sync.Mutex
-	published map[health.Subject]health.Status // our last vote per subject
-	firstFail map[health.Subject]time.Time     // first failed probe of the current failure run
-	hbSeen    map[string]time.Time             // agent heartbeats per cluster
-	asked     map[health.Subject]bool          // the other regions were asked about the current failure run
+	published map[vote.Subject]vote.Status // our last vote per subject
+	firstFail map[vote.Subject]time.Time   // first failed probe of the current failure run
+	hbSeen    map[string]time.Time         // agent heartbeats per cluster
+	asked     map[vote.Subject]bool        // the other regions were asked about the current failure run
 }
 
 func (v *Voter) initLocked() {
 	if v.published == nil {
-		v.published, v.firstFail, v.hbSeen = map[health.Subject]health.Status{}, map[health.Subject]time.Time{}, map[string]time.Time{}
-		v.asked = map[health.Subject]bool{}
+		v.published, v.firstFail, v.hbSeen = map[vote.Subject]vote.Status{}, map[vote.Subject]time.Time{}, map[string]time.Time{}
+		v.asked = map[vote.Subject]bool{}
 	}
 }
 
 // askDownLocked reports whether to ask the other regions about a failing
 // endpoint: once per failure run (a pass ends the run).
-func (v *Voter) askDownLocked(s health.Subject) bool {
+func (v *Voter) askDownLocked(s vote.Subject) bool {
 	if s.IsCluster() || v.asked[s] {
 		return false
 	}
@@ -67,7 +68,7 @@ func (v *Voter) OnResult(res health.Result) {
 		delete(v.firstFail, res.Subject)
 		delete(v.asked, res.Subject)
 	}
-	if res.Status == health.Unknown {
+	if res.Status == vote.Unknown {
 		v.mu.Unlock()
 		return
 	}
@@ -78,7 +79,7 @@ func (v *Voter) OnResult(res health.Result) {
 	}
 	turning := v.turning(res, prev, had)
 	ask := turning && res.Err == nil // a down endpoint answers again
-	if (turning && res.Err != nil) || (changed && res.Status == health.Down) {
+	if (turning && res.Err != nil) || (changed && res.Status == vote.Down) {
 		ask = v.askDownLocked(res.Subject) // the first failure, or the local down if that did not ask
 	}
 	v.mu.Unlock()
@@ -90,7 +91,7 @@ func (v *Voter) OnResult(res health.Result) {
 		return
 	}
 	v.Ring.Publish(res.Subject, res.Status, res.At)
-	if res.Status == health.Down && !res.Subject.IsCluster() {
+	if res.Status == vote.Down && !res.Subject.IsCluster() {
 		v.Logger.Info("local probe says down; the other regions were asked to confirm", "service", res.Subject.Service, "endpoint", res.Subject.Target, "err", res.Err)
 	}
 	if v.Poke != nil {
@@ -103,20 +104,20 @@ func (v *Voter) OnResult(res health.Result) {
 // changes later, at fall) or a success of one voted down (the vote may
 // change at once, with rise 1). Results of probes made for another
 // region's request do not ask again.
-func (v *Voter) turning(res health.Result, prev health.Status, had bool) bool {
+func (v *Voter) turning(res health.Result, prev vote.Status, had bool) bool {
 	if !res.Turned || !had || res.Subject.IsCluster() || res.Reprobe == "confirm" {
 		return false
 	}
-	return (res.Err != nil && prev == health.Up) || (res.Err == nil && prev == health.Down)
+	return (res.Err != nil && prev == vote.Up) || (res.Err == nil && prev == vote.Down)
 }
 
 // OnSuspect is health.ProberOptions.OnSuspect: a probe of an endpoint
 // this node votes up hangs. The other regions are asked to confirm at
 // once, a probe timeout before the first failure would ask.
-func (v *Voter) OnSuspect(s health.Subject) {
+func (v *Voter) OnSuspect(s vote.Subject) {
 	v.mu.Lock()
 	v.initLocked()
-	ask := v.published[s] == health.Up && v.askDownLocked(s)
+	ask := v.published[s] == vote.Up && v.askDownLocked(s)
 	v.mu.Unlock()
 	if !ask {
 		return
@@ -127,7 +128,7 @@ func (v *Voter) OnSuspect(s health.Subject) {
 
 // FirstFail is this node's first failed probe of s in its current
 // failure run.
-func (v *Voter) FirstFail(s health.Subject) (time.Time, bool) {
+func (v *Voter) FirstFail(s vote.Subject) (time.Time, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	t, ok := v.firstFail[s]
@@ -156,20 +157,20 @@ func (v *Voter) AgentHeartbeats(d *model.Desired, now time.Time) {
 		v.mu.Lock()
 		seen := v.hbSeen[c.Name]
 		v.mu.Unlock()
-		st := health.Up
+		st := vote.Up
 		switch {
 		case !seen.IsZero() && now.Sub(seen) <= grace:
 		case now.Sub(v.Start) <= grace:
 			continue // not long enough up to call it missing
 		default:
-			st = health.Down
+			st = vote.Down
 		}
-		v.OnResult(health.Result{Subject: health.ClusterSubject(c.Name), Status: st, At: now, Kind: "agent"})
+		v.OnResult(health.Result{Subject: vote.ClusterSubject(c.Name), Status: st, At: now, Kind: "agent"})
 	}
 }
 
 // Forget drops what the voter remembers of subjects keep does not keep.
-func (v *Voter) Forget(keep func(health.Subject) bool) {
+func (v *Voter) Forget(keep func(vote.Subject) bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for s := range v.published {
@@ -183,17 +184,17 @@ func (v *Voter) Forget(keep func(health.Subject) bool) {
 
 // Subjects lists what votes may be about: every address endpoint of
 // every service, and every cluster.
-func Subjects(d *model.Desired) map[health.Subject]bool {
-	keep := map[health.Subject]bool{}
+func Subjects(d *model.Desired) map[vote.Subject]bool {
+	keep := map[vote.Subject]bool{}
 	for i := range d.Services {
 		for _, e := range d.Services[i].Endpoints {
 			if e.Address != "" {
-				keep[health.EndpointSubject(d.Services[i].Name, e.Address)] = true
+				keep[vote.EndpointSubject(d.Services[i].Name, e.Address)] = true
 			}
 		}
 	}
 	for _, c := range d.Clusters {
-		keep[health.ClusterSubject(c.Name)] = true
+		keep[vote.ClusterSubject(c.Name)] = true
 	}
 	return keep
 }
@@ -217,7 +218,7 @@ func Targets(d *model.Desired, poll Poller) ([]health.Target, []health.Heartbeat
 			if e.Address == "" {
 				continue
 			}
-			targets = append(targets, health.Target{Subject: health.EndpointSubject(s.Name, e.Address), Addr: netip.MustParseAddr(e.Address), Check: s.HealthCheck})
+			targets = append(targets, health.Target{Subject: vote.EndpointSubject(s.Name, e.Address), Addr: netip.MustParseAddr(e.Address), Check: s.HealthCheck})
 		}
 	}
 	return targets, Heartbeats(d, poll)

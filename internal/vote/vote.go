@@ -1,8 +1,8 @@
-// Package health probes endpoints and cluster heartbeats and turns the
-// results into votes: each prober applies fall/rise thresholds locally and
-// publishes its view, which internal/ring gossips and internal/failover
-// decides on.
-package health
+// Package vote holds what probers say about what they probe: a Subject
+// (an endpoint of a service, or a cluster), a Status and a Vote. It is pure
+// (no I/O, no metrics): internal/health produces votes, internal/ring
+// carries them and internal/failover decides on them.
+package vote
 
 import (
 	"fmt"
