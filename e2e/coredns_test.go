@@ -490,3 +490,42 @@ ring.test:%[1]d {
 	t.Logf("FIGURE coredns ring observer: the killed endpoint left the answers of serve and coredns-meridian within %s", time.Since(start).Round(100*time.Millisecond))
 	assert.Regexp(t, `health decision changed reason=\S+ from=(up|unknown) to=down .*service=app\.ring\.test\. endpoint=127\.0\.0\.81`, c.log())
 }
+
+// TestCoreDNSIsReadyOnceTheObserverMetTheRing: CoreDNS's ready plugin
+// asks the meridian plugin; with ring it is not ready while the prober its
+// seed names is not there (its answers would come from the config alone),
+// and ready once it met it.
+func TestCoreDNSIsReadyOnceTheObserverMetTheRing(t *testing.T) {
+	port := freePort(t)
+	startBackend(t, fmt.Sprintf("127.0.0.81:%d", port))
+	startBackend(t, fmt.Sprintf("127.0.0.82:%d", port))
+	proberPort, observerPort, readyPort := freePort(t), freePort(t), freePort(t)
+	tr := newTestRing(t, t.TempDir(), "prober@r1")
+	// The prober on 127.0.0.2: a seed on this node's own address would
+	// count as "no other node" and settle the observer alone.
+	c := startCoreDNS(t, `
+ring.test:%[1]d {
+    ready 127.0.0.1:`+fmt.Sprint(readyPort)+`
+    meridian {
+        config %[2]s
+        ring
+    }
+}
+`, fmt.Sprintf(ringFollowConfig, "observer", observerPort, fmt.Sprintf(`"127.0.0.2:%d"`, proberPort), port, "rejoin_interval: 1s, peers: "+tr.Peers()))
+	ready := func() (string, string) {
+		out := runNoFail("curl", "-s", "-w", " %{http_code}", fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort))
+		i := strings.LastIndex(out, " ")
+		return out[i+1:], out[:i]
+	}
+	for range 15 { // 3 s: the observer's seed rounds (every 1 s) find nobody
+		code, body := ready()
+		require.Equal(t, "503", code, "not ready before it met the ring: %s", body)
+		assert.Contains(t, body, "meridian", "the ready plugin names meridian as the plugin not ready")
+		time.Sleep(200 * time.Millisecond)
+	}
+	prober := strings.Replace(fmt.Sprintf(ringFollowConfig, "prober", proberPort, "", port, tr.Ring("prober")), `bind: "127.0.0.1:`, `bind: "127.0.0.2:`, 1)
+	startMeridian(t, prober)
+	start := time.Now()
+	require.Eventually(t, func() bool { code, _ := ready(); return code == "200" }, 20*time.Second, 100*time.Millisecond, "ready once it met the prober:\n%s", c.log())
+	t.Logf("FIGURE coredns ready: 200 %s after the prober started", time.Since(start).Round(100*time.Millisecond))
+}

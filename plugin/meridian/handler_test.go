@@ -137,6 +137,19 @@ func TestABadConfigStopsStartupWithItsLine(t *testing.T) {
 	assert.Contains(t, err.Error(), `unknown field "bogus"`)
 }
 
+func TestThePluginIsReadyWhileItServesItsConfig(t *testing.T) {
+	assert.False(t, (&Meridian{}).Ready(), "not ready before Start")
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("zones: []\nbogus: 1\n"), 0o644))
+	bad := &Meridian{Zones: []string{"."}, ConfigPath: p}
+	require.Error(t, bad.Start())
+	assert.False(t, bad.Ready(), "not ready after a failed Start")
+	m := newPlugin(t)
+	assert.True(t, m.Ready(), "ready once the config serves (without ring)")
+	require.NoError(t, m.Stop())
+	assert.False(t, m.Ready(), "not ready after Stop")
+}
+
 func TestAnInvalidReloadKeepsServing(t *testing.T) {
 	m := newPlugin(t)
 	require.NoError(t, os.WriteFile(m.ConfigPath, []byte("zones: [ broken"), 0o644))

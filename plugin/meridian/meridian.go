@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
@@ -44,6 +45,7 @@ type Meridian struct {
 	queries queryCounters
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	started atomic.Bool // Start finished (set after every field below)
 
 	pipe     *serving.Pipeline
 	ring     *ring.Ring        // nil without ring
@@ -103,11 +105,28 @@ func (m *Meridian) Start() error {
 		log.Infof("providers and zone delegations: not pushed from the plugin; the serve nodes' elected writer pushes them")
 	}
 	log.Infof("serving %d services from %s", len(l.File.Services), m.ConfigPath)
+	m.started.Store(true)
 	return nil
+}
+
+// Ready is what CoreDNS's ready plugin asks: the config is loaded and, with
+// ring, this observer has met the ring (ring.Ring.Settled: it met a
+// trusted node, or its seeds name no other node), so it answers from the
+// probers' decisions rather than from the config alone. Once ready it
+// stays ready, as CoreDNS's kubernetes plugin does after its first sync: a
+// ring lost later shows in the log and in coredns_meridian_ring_probers,
+// and Kubernetes does not take every CoreDNS pod out of its Service for
+// it.
+func (m *Meridian) Ready() bool {
+	if !m.started.Load() {
+		return false
+	}
+	return m.ring == nil || m.ring.Settled()
 }
 
 // Stop ends the watcher and leaves the ring.
 func (m *Meridian) Stop() error {
+	m.started.Store(false)
 	if m.cancel != nil {
 		m.cancel()
 	}
