@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/layers"
 )
 
 // tableKeys returns the code spans of the first cell of every table row of
@@ -288,6 +289,23 @@ func TestMetricsDocumentsEveryMetric(t *testing.T) {
 		if strings.HasPrefix(name, "meridian_") || strings.HasPrefix(name, "coredns_meridian_") {
 			_, ok := declared[name]
 			assert.True(t, ok, "docs/metrics.md lists %s, which no package declares", name)
+		}
+	}
+}
+
+// TestArchitectureListsEveryPackage: every package of the layer table
+// (internal/layers) has its row in architecture.md, with its layer.
+func TestArchitectureListsEveryPackage(t *testing.T) {
+	b, err := os.ReadFile("architecture.md")
+	require.NoError(t, err)
+	page := string(b)
+	for _, l := range layers.Layers {
+		for _, p := range l.Packages {
+			if strings.HasSuffix(p, "/...") || l.Name == "outside" || strings.HasPrefix(p, "deploy/") {
+				continue
+			}
+			assert.Regexp(t, regexp.MustCompile("(?m)^\\| `"+regexp.QuoteMeta(p)+"`[^|]*\\| "+regexp.QuoteMeta(l.Name)+" \\|"), page,
+				"architecture.md has no row for %s in layer %q (| `%s` | %s | what it does |)", p, l.Name, p, l.Name)
 		}
 	}
 }
