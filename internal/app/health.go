@@ -55,7 +55,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	if err != nil {
 		return err
 	}
-	pool, err := ring.LoadTrust(d.DefaultTrustDomain(), d.Ring)
+	cfg, err := ring.FromConfig(d, a.node, ring.RoleProber)
 	if err != nil {
 		return err
 	}
@@ -71,25 +71,19 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.probes.Update(d)
 	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
 	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, OnSuspect: p.voter.OnSuspect, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
-	r, err := ring.Start(ring.Config{
-		NodeName: a.node, Region: d.Ring.Region, Role: ring.RoleProber,
-		Bind: d.Ring.Bind, Advertise: advertise, Seeds: d.Ring.Seeds,
-		KeyFile: d.Ring.KeyFile, Label: d.Ring.Label,
-		RequireEncryption: d.Ring.RequireEncryption || a.opts.RequireEncryption,
-		RejoinInterval:    d.Ring.RejoinInterval.D(), SummaryInterval: d.Health.Interval.D(),
-		Memberlist: d.Ring.Memberlist, Logger: a.log, Metrics: ring.NewMetrics(a.reg),
-		OnConfirm:   p.onConfirm,
-		OnHeartbeat: p.voter.OnHeartbeat,
-		OnChange:    func() { p.poke(); poke(p.sitesWake) },
-		OnShared:    a.pipe.OnShared,
-		SharedState: a.pipe.SharedState,
-		Identity:    id, Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
-		Credential: cred, Trust: pool,
-		KeyringState: filepath.Join(a.state, "ring-keyring"),
-		Known:        p.probes.Known,
-		RTTs:         p.latencyRTTs,
-		OnRTT:        func() { poke(p.latWake) },
-	})
+	cfg.Advertise = advertise
+	cfg.RequireEncryption = cfg.RequireEncryption || a.opts.RequireEncryption
+	cfg.Logger, cfg.Metrics = a.log, ring.NewMetrics(a.reg)
+	cfg.OnConfirm = p.onConfirm
+	cfg.OnHeartbeat = p.voter.OnHeartbeat
+	cfg.OnChange = func() { p.poke(); poke(p.sitesWake) }
+	cfg.OnShared, cfg.SharedState = a.pipe.OnShared, a.pipe.SharedState
+	cfg.Identity, cfg.Credential = id, cred
+	cfg.KeyringState = filepath.Join(a.state, "ring-keyring")
+	cfg.Known = p.probes.Known
+	cfg.RTTs = p.latencyRTTs
+	cfg.OnRTT = func() { poke(p.latWake) }
+	r, err := ring.Start(cfg)
 	if err != nil {
 		return err
 	}

@@ -157,3 +157,25 @@ func filesSum(cfg model.Ring) ([32]byte, bool) {
 	h.Sum(out[:0])
 	return out, true
 }
+
+// FromConfig is the ring configuration the config file's ring section
+// gives, the same for every front end (meridian serve's prober, the CoreDNS
+// plugin's observer): node name, role, region, gossip addresses, key and
+// encryption, peers, the CA's trust, clock skew, intervals. The caller adds
+// what is its own: its identity and credential, the callbacks, metrics, a
+// computed advertise address.
+func FromConfig(d *model.Desired, node, role string) (Config, error) {
+	pool, err := LoadTrust(d.DefaultTrustDomain(), d.Ring)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{
+		NodeName: node, Role: role, Region: d.Ring.Region,
+		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds,
+		KeyFile: d.Ring.KeyFile, Label: d.Ring.Label, RequireEncryption: d.Ring.RequireEncryption,
+		RejoinInterval: d.Ring.RejoinInterval.D(), Memberlist: d.Ring.Memberlist,
+		Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(), Trust: pool,
+		// The probers' summary period: how long a prober counts as live.
+		SummaryInterval: d.Health.Interval.D(),
+	}, nil
+}

@@ -202,30 +202,23 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 			}
 		}
 	}
-	pool, err := ring.LoadTrust(d.DefaultTrustDomain(), d.Ring)
+	cfg, err := ring.FromConfig(d, m.nodeName(l), ring.RoleObserver)
 	if err != nil {
 		return fmt.Errorf("meridian: %w", err)
 	}
-	r, err := ring.Start(ring.Config{
-		NodeName: m.nodeName(l), Region: d.Ring.Region, Role: ring.RoleObserver, Trust: pool,
-		Bind: d.Ring.Bind, Advertise: d.Ring.Advertise, Seeds: d.Ring.Seeds, KeyFile: d.Ring.KeyFile,
-		Label: d.Ring.Label, RequireEncryption: d.Ring.RequireEncryption,
-		RejoinInterval: d.Ring.RejoinInterval.D(), Memberlist: d.Ring.Memberlist,
-		Logger: slogFor(), OnChange: poke,
-		// Overrides set on any serve node: validated like the admin API's,
-		// then applied (an observer never passes them on).
-		OnShared: m.pipe.OnShared,
-		// An observer originates nothing, so its own key is a fresh one; it
-		// checks every vote against the probers listed in ring.peers.
-		Peers: d.Ring.Peers, MaxClockSkew: d.Ring.MaxClockSkew.D(),
-		SummaryInterval: d.Health.Interval.D(), // the probers' summary period: how long one counts as live
-		OnRTT: func() {
-			select {
-			case latWake <- struct{}{}:
-			default:
-			}
-		},
-	})
+	cfg.Logger, cfg.OnChange = slogFor(), poke
+	// Overrides set on any serve node: validated like the admin API's, then
+	// applied (an observer never passes them on). An observer originates
+	// nothing, so its own key is a fresh one; it checks every vote against
+	// the probers listed in ring.peers or by credential.
+	cfg.OnShared = m.pipe.OnShared
+	cfg.OnRTT = func() {
+		select {
+		case latWake <- struct{}{}:
+		default:
+		}
+	}
+	r, err := ring.Start(cfg)
 	if err != nil {
 		return fmt.Errorf("meridian: ring: %w", err)
 	}
