@@ -518,3 +518,17 @@ func TestANodeSettlesOnlyWhenItMetTheRingOrIsItsFirst(t *testing.T) {
 	joined.RejoinInterval = time.Hour
 	eventually(t, "a node that met the ring is settled", l.start(joined).Settled)
 }
+
+func TestFromConfigCarriesTheRingSectionForEveryFrontEnd(t *testing.T) {
+	d := &model.Desired{}
+	d.Ring = model.Ring{Region: "r1", Bind: "127.0.0.1:7946", Advertise: "192.0.2.1:7946", Seeds: []string{"ring.example.test:7946"},
+		KeyFile: "/k", Label: "prod", RequireEncryption: true, RejoinInterval: model.Duration(5 * time.Second),
+		MaxClockSkew: model.Duration(3 * time.Second), Peers: []model.RingPeer{{Name: "p2", Role: model.PeerProber, Region: "r2"}}}
+	d.Health.Interval = model.Duration(2 * time.Second)
+	c, err := FromConfig(d, "n1", RoleObserver)
+	require.NoError(t, err)
+	assert.Equal(t, Config{NodeName: "n1", Role: RoleObserver, Region: "r1", Bind: "127.0.0.1:7946", Advertise: "192.0.2.1:7946",
+		Seeds: []string{"ring.example.test:7946"}, KeyFile: "/k", Label: "prod", RequireEncryption: true,
+		RejoinInterval: 5 * time.Second, MaxClockSkew: 3 * time.Second, SummaryInterval: 2 * time.Second,
+		Peers: d.Ring.Peers}, c)
+}
