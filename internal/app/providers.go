@@ -8,9 +8,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/engine"
-	"github.com/meridian-gslb/meridian/internal/leader"
 	"github.com/meridian-gslb/meridian/internal/model"
-	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers"
 	"github.com/meridian-gslb/meridian/providers/apicall"
@@ -18,29 +16,6 @@ import (
 	"github.com/meridian-gslb/meridian/providers/rfc2136"
 	"github.com/meridian-gslb/meridian/providers/route53"
 )
-
-// ringTransport adapts the ring to leader.Transport.
-type ringTransport struct{ r *ring.Ring }
-
-func (t ringTransport) Name() string { return t.r.Name() }
-
-func (t ringTransport) Alive() map[string]bool {
-	m := map[string]bool{}
-	for _, mem := range t.r.Members() {
-		m[mem.Name] = true
-	}
-	return m
-}
-
-func (t ringTransport) Votes() []leader.Vote {
-	var out []leader.Vote
-	for _, v := range t.r.LeaderVotes() {
-		out = append(out, leader.Vote{Voter: v.Voter, Candidate: v.Candidate, Received: v.Received})
-	}
-	return out
-}
-
-func (t ringTransport) Send(c string) { t.r.SendLeaderVote(c) }
 
 // startProviders runs the writer election and the reconciler for the
 // configured provider zones (nothing when there are none). Building the

@@ -93,7 +93,7 @@ func (a *App) startWriter(*serving.Loaded) error {
 		// Candidates from the credentials (ADR 0016): every prober the ring
 		// lists by its credential, remembered (and saved) by a roster.
 		ro := a.newRoster(h.ring, cands)
-		el := &leader.Elector{Transport: ringTransport{h.ring}, CandidatesFunc: ro.candidates, Logger: a.log, OnChange: a.writer.changed}
+		el := &leader.Elector{Transport: ring.Election{Ring: h.ring}, CandidatesFunc: ro.candidates, Logger: a.log, OnChange: a.writer.changed}
 		a.writer.el.Store(el)
 		a.writer.changed(false)
 		a.goBackground(el.Run)
@@ -106,7 +106,7 @@ func (a *App) startWriter(*serving.Loaded) error {
 	case !slices.Contains(cands, h.ring.Name()):
 		a.log.Info("ring writer: this node is not a candidate (providers.writers): another node sends notifications and steps shifts", "candidates", cands)
 	}
-	el := &leader.Elector{Transport: ringTransport{h.ring}, Candidates: cands, Logger: a.log, OnChange: a.writer.changed}
+	el := &leader.Elector{Transport: ring.Election{Ring: h.ring}, Candidates: cands, Logger: a.log, OnChange: a.writer.changed}
 	a.writer.el.Store(el)
 	a.writer.changed(false)
 	a.goBackground(el.Run)

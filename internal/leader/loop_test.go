@@ -19,26 +19,6 @@ import (
 	"github.com/meridian-gslb/meridian/internal/ringca"
 )
 
-// ringTransport adapts a ring node to leader.Transport.
-type ringTransport struct{ r *ring.Ring }
-
-func (t ringTransport) Name() string { return t.r.Name() }
-func (t ringTransport) Alive() map[string]bool {
-	m := map[string]bool{}
-	for _, mem := range t.r.Members() {
-		m[mem.Name] = true
-	}
-	return m
-}
-func (t ringTransport) Votes() []leader.Vote {
-	var out []leader.Vote
-	for _, v := range t.r.LeaderVotes() {
-		out = append(out, leader.Vote{Voter: v.Voter, Candidate: v.Candidate, Received: v.Received})
-	}
-	return out
-}
-func (t ringTransport) Send(c string) { t.r.SendLeaderVote(c) }
-
 var fast = model.Memberlist{
 	GossipInterval:   model.Duration(20 * time.Millisecond),
 	ProbeInterval:    model.Duration(100 * time.Millisecond),
@@ -89,7 +69,7 @@ func TestTwoWritersNeverPushConcurrently(t *testing.T) {
 		if seed == "" {
 			seed = r.LocalAddr()
 		}
-		e := &leader.Elector{Transport: ringTransport{r}, Candidates: names, Tick: 100 * time.Millisecond,
+		e := &leader.Elector{Transport: ring.Election{Ring: r}, Candidates: names, Tick: 100 * time.Millisecond,
 			Lease: 1500 * time.Millisecond, Fresh: 700 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 		ctx, cancel := context.WithCancel(context.Background())
 		n := &node{r: r, e: e, cancel: cancel, done: make(chan struct{})}
@@ -226,7 +206,7 @@ func TestOneWriterAmongProbersListedByCredentials(t *testing.T) {
 			ro.Prune(time.Now(), r.Revoked)
 			return append(ro.Names(), self)
 		}
-		e := &leader.Elector{Transport: ringTransport{r}, CandidatesFunc: cands, Tick: 100 * time.Millisecond,
+		e := &leader.Elector{Transport: ring.Election{Ring: r}, CandidatesFunc: cands, Tick: 100 * time.Millisecond,
 			Lease: 1500 * time.Millisecond, Fresh: 700 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 		ctx, cancel := context.WithCancel(context.Background())
 		go e.Run(ctx)
