@@ -119,12 +119,7 @@ func (o *Override) validateShift(d *model.Desired) error {
 // 100 % the others are weight 0, answered only when the target is down;
 // at 0 % the target is.
 func applyShift(eps []model.Endpoint, to string, pct int) {
-	base := func(e model.Endpoint) int {
-		if e.Weight == nil {
-			return model.DefaultWeight
-		}
-		return *e.Weight
-	}
+	base := model.Endpoint.WeightOr
 	var sumIn, sumOut, nIn, nOut int
 	for _, e := range eps {
 		if e.Cluster == to {

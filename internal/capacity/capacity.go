@@ -64,15 +64,7 @@ func Services(d *model.Desired) []Service {
 		svc := Service{Name: s.Name, Source: c.Source, Step: c.Step, Hysteresis: c.HysteresisOr(),
 			MinChangeInterval: c.MinChangeInterval.D(), StaleAfter: c.StaleAfter.D()}
 		for _, e := range s.Endpoints {
-			target := e.Address
-			if e.CNAME != "" {
-				target = e.CNAME
-			}
-			w := model.DefaultWeight
-			if e.Weight != nil {
-				w = *e.Weight
-			}
-			svc.Endpoints = append(svc.Endpoints, Endpoint{Target: target, Cluster: e.Cluster, Weight: w})
+			svc.Endpoints = append(svc.Endpoints, Endpoint{Target: e.Target(), Cluster: e.Cluster, Weight: e.WeightOr()})
 		}
 		out = append(out, svc.withDefaults())
 	}

@@ -132,10 +132,7 @@ func sameStatus(a, b EndpointStatus) bool {
 // endpointStatus is the effective state of endpoint e of service ms.
 func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*model.Cluster, h Health, capa Capacity) EndpointStatus {
 	c := clusters[e.Cluster]
-	target := e.Address
-	if e.CNAME != "" {
-		target = e.CNAME
-	}
+	target := e.Target()
 	state := h.Endpoint(ms.Name, target)
 	if e.State == model.StateDown || c.State == model.StateDown || h.Cluster(c.Name) == Down {
 		state = Down

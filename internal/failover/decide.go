@@ -176,14 +176,7 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 		s := &desired.Services[si]
 		c.svcStart = append(c.svcStart, len(subjects))
 		for _, e := range s.Endpoints {
-			target := e.Address
-			if e.CNAME != "" {
-				target = e.CNAME
-			}
-			w := model.DefaultWeight
-			if e.Weight != nil {
-				w = *e.Weight
-			}
+			target, w := e.Target(), e.WeightOr()
 			ci, ok := clusterIdx[e.Cluster]
 			m := epMeta{cluster: -1, adminOut: e.State == model.StateDown || e.Drain}
 			if ok {

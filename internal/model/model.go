@@ -294,6 +294,24 @@ type Endpoint struct {
 	Drain    bool   `yaml:"drain"`    // true takes the endpoint out of answers (default false)
 }
 
+// Target is what the endpoint answers with, and what its health, votes and
+// overrides name: its CNAME target, else its address.
+func (e Endpoint) Target() string {
+	if e.CNAME != "" {
+		return e.CNAME
+	}
+	return e.Address
+}
+
+// WeightOr is the endpoint's weight, DefaultWeight when unset (the
+// normalized config always sets it).
+func (e Endpoint) WeightOr() int {
+	if e.Weight == nil {
+		return DefaultWeight
+	}
+	return *e.Weight
+}
+
 // FailoverPolicy orders the clusters of a failover service.
 type FailoverPolicy struct {
 	Order []string `yaml:"order"` // cluster names, primary first

@@ -146,3 +146,22 @@ func TestValidateNamesThePathOfEveryServiceProblem(t *testing.T) {
 		"services[3].geo.default[1]",
 	}, paths)
 }
+
+func TestAnEndpointsTargetAndWeight(t *testing.T) {
+	w := 0
+	for _, tc := range []struct {
+		name   string
+		e      Endpoint
+		target string
+		weight int
+	}{
+		{"an address endpoint answers with its address", Endpoint{Address: "192.0.2.1"}, "192.0.2.1", DefaultWeight},
+		{"a CNAME endpoint answers with its CNAME", Endpoint{CNAME: "a.example.test."}, "a.example.test.", DefaultWeight},
+		{"a weight of 0 is kept, not defaulted", Endpoint{Address: "192.0.2.1", Weight: &w}, "192.0.2.1", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.target, tc.e.Target())
+			assert.Equal(t, tc.weight, tc.e.WeightOr())
+		})
+	}
+}

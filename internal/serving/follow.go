@@ -304,10 +304,7 @@ func AdminStates(d *model.Desired) map[vote.Subject]string {
 	out := map[vote.Subject]string{}
 	for _, s := range d.Services {
 		for _, e := range s.Endpoints {
-			target := e.Address
-			if e.CNAME != "" {
-				target = e.CNAME
-			}
+			target := e.Target()
 			c := clusters[e.Cluster]
 			switch {
 			case e.State == model.StateDown || c.State == model.StateDown:

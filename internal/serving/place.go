@@ -38,11 +38,7 @@ func TrafficWeights(d *model.Desired, hostname string) map[string]int {
 		}
 		out := map[string]int{}
 		for _, ep := range s.Endpoints {
-			w := model.DefaultWeight
-			if ep.Weight != nil {
-				w = *ep.Weight
-			}
-			out[ep.Cluster] += w
+			out[ep.Cluster] += ep.WeightOr()
 		}
 		return out
 	}
