@@ -41,9 +41,12 @@ type State struct {
 // KubeSource merges the Kubernetes-sourced services into a file's desired
 // state (internal/app's member clusters). A service that does not validate
 // is left out and reported on its objects; when the merged whole fails the
-// file alone comes back with the error.
+// file alone comes back with the error. PrepareNext is called after every
+// publish: the source may make its next merge's work ahead, off the path
+// of the next change (a no-op is fine).
 type KubeSource interface {
 	Merge(l *Loaded) (*config.File, error)
+	PrepareNext()
 }
 
 // Options of a Pipeline.
@@ -228,13 +231,9 @@ func (p *Pipeline) Remerge() error {
 	return nil
 }
 
-// nextPreparer is a KubeSource that makes its next merge's work ahead,
-// after a publish (Kube.PrepareNext): off the path of the next change.
-type nextPreparer interface{ PrepareNext() }
-
 func (p *Pipeline) prepareNext() {
-	if np, ok := p.opts.Kube.(nextPreparer); ok {
-		np.PrepareNext()
+	if p.opts.Kube != nil {
+		p.opts.Kube.PrepareNext()
 	}
 }
 

@@ -326,6 +326,8 @@ type fakeKube struct {
 	err error
 }
 
+func (k *fakeKube) PrepareNext() {}
+
 func (k *fakeKube) Merge(l *Loaded) (*config.File, error) {
 	if k.err != nil {
 		return nil, k.err
