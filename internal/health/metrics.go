@@ -1,10 +1,11 @@
 package health
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/promreg"
 )
 
 // Metrics are the prober's Prometheus metrics; docs/metrics.md lists them. A nil
@@ -56,29 +57,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		m.reprobes = register(reg, m.reprobes)
-		m.reprobesSkipped = register(reg, m.reprobesSkipped)
-		m.reprobesRunning = register(reg, m.reprobesRunning)
-		m.results = register(reg, m.results)
-		m.duration = register(reg, m.duration)
-		m.targets = register(reg, m.targets)
-		m.polls = register(reg, m.polls)
+		m.reprobes = promreg.Reuse(reg, m.reprobes)
+		m.reprobesSkipped = promreg.Reuse(reg, m.reprobesSkipped)
+		m.reprobesRunning = promreg.Reuse(reg, m.reprobesRunning)
+		m.results = promreg.Reuse(reg, m.results)
+		m.duration = promreg.Reuse(reg, m.duration)
+		m.targets = promreg.Reuse(reg, m.targets)
+		m.polls = promreg.Reuse(reg, m.polls)
 	}
 	return m
-}
-
-// register registers c, or returns the equal collector already registered.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // a conflicting definition is a programming error
-	}
-	return c
 }
 
 func resultLabel(err error) string {

@@ -21,7 +21,7 @@ var Layers = []Layer{
 		Packages: []string{
 			"internal/model", "internal/vote", "internal/geo", "internal/latency", "internal/leader",
 			"internal/placement", "internal/coalesce", "internal/shift", "internal/secretfile",
-			"internal/logthrottle", "internal/srcdir", "internal/kube/grants", "providers/plan",
+			"internal/logthrottle", "internal/srcdir", "internal/promreg", "internal/kube/grants", "providers/plan",
 			"deploy/examples", // the embedded demo config
 		},
 	},

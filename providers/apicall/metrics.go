@@ -1,9 +1,9 @@
 package apicall
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/promreg"
 )
 
 // Metrics are the provider API metrics, one set for every adapter, told
@@ -21,41 +21,22 @@ type Metrics struct {
 // and count into the same families.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return &Metrics{
-		APICalls: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		APICalls: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_api_calls_total",
 			Help: "Provider API requests by operation and result (ok, throttled, retryable, error).",
 		}, []string{"provider", "operation", "result"})),
-		Throttles: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Throttles: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_throttles_total",
 			Help: "Provider API requests refused for the rate limit.",
 		}, []string{"provider"})),
-		Retries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Retries: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_retries_total",
 			Help: "Provider API requests repeated after a throttle, a server error or a timeout.",
 		}, []string{"provider"})),
-		Propagation: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Propagation: promreg.Reuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "meridian_provider_propagation_seconds",
 			Help:    "Time from a change's submission to the provider reporting it live (Route 53 INSYNC).",
 			Buckets: []float64{1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300},
 		}, []string{"provider"})),
 	}
-}
-
-// register registers c with reg, or returns the collector already there.
-// Any other registration error (same name, other labels) is a programming
-// error and panics, as MustRegister does.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

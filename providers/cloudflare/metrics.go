@@ -1,10 +1,9 @@
 package cloudflare
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/meridian-gslb/meridian/internal/promreg"
 	"github.com/meridian-gslb/meridian/providers/apicall"
 )
 
@@ -24,17 +23,5 @@ func newLBGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 		Name: "meridian_provider_load_balancing",
 		Help: "Cloudflare zones with load_balancing required or preferred: 1 while load balancers are in use, 0 while the account has no Load Balancing (plain records with preferred, failing syncs with required).",
 	}, []string{"zone"})
-	if reg == nil {
-		return g
-	}
-	if err := reg.Register(g); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
-				return existing
-			}
-		}
-		panic(err) // the same name with other labels: a programming error
-	}
-	return g
+	return promreg.Reuse(reg, g)
 }

@@ -1,9 +1,9 @@
 package rfc2136
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/meridian-gslb/meridian/internal/promreg"
 )
 
 // providerLabel is the provider label of every metric of the package.
@@ -24,31 +24,13 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
-		responses: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		responses: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_rfc2136_responses_total",
 			Help: "Answers of RFC 2136 primaries by operation (transfer, update) and rcode (NOERROR, REFUSED, NXRRSET, YXRRSET, NOTAUTH, SERVFAIL...; BADSIG when the answer's TSIG did not verify, UNSIGNED when it had none).",
 		}, []string{"zone", "operation", "rcode"})),
-		records: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		records: promreg.Reuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meridian_provider_rfc2136_zone_records",
 			Help: "Records of the parent zone in the last transfer from its primary (its signatures and NSEC records left out).",
 		}, []string{"zone"})),
 	}
-}
-
-// register registers c with reg, or returns the collector of the same name
-// a Provider of another zone registered there before (nil reg: nowhere).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // the same name with other labels: a programming error
-	}
-	return c
 }
