@@ -65,10 +65,29 @@ func (p *Pipeline) guard(o *admin.Override, force bool) error {
 	if o.Kind != admin.KindDrain && o.Kind != admin.KindForceDown {
 		return nil
 	}
-	s := p.State()
-	after, err := p.whatIf(s, []admin.Override{*o})
+	short, err := p.shortOf(p.State(), []admin.Override{*o})
 	if err != nil {
 		return err
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	gerr := &admin.GuardError{Shortfalls: short}
+	if !force {
+		p.m.guard.WithLabelValues("refused").Inc()
+		return gerr
+	}
+	p.m.guard.WithLabelValues("forced").Inc()
+	o.Forced = gerr.Rule()
+	return nil
+}
+
+// shortOf is admin.Guard of the state s against s with extra in force:
+// the services extra would leave below their min_healthy.
+func (p *Pipeline) shortOf(s *State, extra []admin.Override) ([]admin.Shortfall, error) {
+	after, err := p.whatIf(s, extra)
+	if err != nil {
+		return nil, err
 	}
 	// after follows the current snapshot: the services it shares have the
 	// same state in both, so only those it compiled can fall short.
@@ -87,21 +106,10 @@ func (p *Pipeline) guard(o *admin.Override, force bool) error {
 			byName[d.Services[i].Name] = &d.Services[i]
 		}
 	}
-	short := admin.Guard(before, changed, func(name string) admin.MinHealthy {
+	return admin.Guard(before, changed, func(name string) admin.MinHealthy {
 		n, from := d.MinHealthyRule(byName[name])
 		return admin.MinHealthy{N: n, From: from}
-	})
-	if len(short) == 0 {
-		return nil
-	}
-	gerr := &admin.GuardError{Shortfalls: short}
-	if !force {
-		p.m.guard.WithLabelValues("refused").Inc()
-		return gerr
-	}
-	p.m.guard.WithLabelValues("forced").Inc()
-	o.Forced = gerr.Rule()
-	return nil
+	}), nil
 }
 
 // RemoveOverride ends an override, republishes and spreads the change.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
-	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
 )
@@ -194,30 +193,12 @@ func (p *Pipeline) guardRing(other admin.State) (admin.State, []admin.EntryError
 // shortfalls compiles the current inputs with extra and returns the
 // services it would leave below their min_healthy, by name.
 func (p *Pipeline) shortfalls(s *State, extra []admin.Override) (map[string]admin.Shortfall, error) {
-	after, err := p.whatIf(s, extra)
+	short, err := p.shortOf(s, extra)
 	if err != nil {
 		return nil, err
 	}
-	changed := after.Recompiled()
-	before := make([]engine.ServiceStatus, 0, len(changed))
-	byName := make(map[string]*model.Service, len(changed))
-	for _, st := range changed {
-		if b, ok := s.Snapshot.Service(st.Name); ok {
-			before = append(before, b)
-		}
-		byName[st.Name] = nil
-	}
-	d := &s.Effective.Desired
-	for i := range d.Services {
-		if _, ok := byName[d.Services[i].Name]; ok {
-			byName[d.Services[i].Name] = &d.Services[i]
-		}
-	}
 	out := map[string]admin.Shortfall{}
-	for _, sf := range admin.Guard(before, changed, func(name string) admin.MinHealthy {
-		n, from := d.MinHealthyRule(byName[name])
-		return admin.MinHealthy{N: n, From: from}
-	}) {
+	for _, sf := range short {
 		out[sf.Service] = sf
 	}
 	return out, nil
