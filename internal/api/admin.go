@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/report"
 )
 
 // AdminControl is the admin state behind /v1/admin.
@@ -121,7 +122,7 @@ func registerAdmin(mux *router, a AdminControl) {
 
 // ErrNoShift is wrapped by a ShiftControl when the service has no shift
 // in force (404).
-var ErrNoShift = errors.New("no shift in force")
+var ErrNoShift = report.ErrNoShift
 
 type httpError struct {
 	code int

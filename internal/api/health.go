@@ -1,90 +1,15 @@
 package api
 
-import "time"
+import "github.com/meridian-gslb/meridian/internal/report"
 
-// HealthReport is the body of GET /v1/health: the decided state of every
-// endpoint and cluster, the votes behind it, and the ring's probers.
-type HealthReport struct {
-	Node      string           `json:"node"`
-	Region    string           `json:"region"`
-	Probing   bool             `json:"probing"` // false: health comes from the config only
-	DecidedAt time.Time        `json:"decided_at"`
-	Endpoints []EndpointHealth `json:"endpoints"`
-	Clusters  []ClusterHealth  `json:"clusters"`
-	Probers   []ProberHealth   `json:"probers"`
-	Changes   []ChangeEvent    `json:"changes"` // most recent first
-	// PublicKey is this node's ring identity, as ring.peers lists it.
-	PublicKey string `json:"public_key,omitempty"`
-	// Untrusted are live ring members that count for nothing: not in
-	// ring.peers, metadata not signed by the listed key, beyond a prefix
-	// entry's max_nodes, or a prober without recent signed summaries.
-	Untrusted []UntrustedMember `json:"untrusted,omitempty"`
-}
-
-// UntrustedMember is a live ring member that counts for nothing.
-type UntrustedMember struct {
-	Name string `json:"name"`
-	Addr string `json:"addr"`
-	Role string `json:"role"` // as it claims
-}
-
-// EndpointHealth is one endpoint of one service.
-type EndpointHealth struct {
-	Service   string     `json:"service"`
-	Target    string     `json:"target"`
-	Cluster   string     `json:"cluster"`
-	State     string     `json:"state"`           // decided from votes: up, down, unknown
-	Admin     string     `json:"admin,omitempty"` // set in the config: "down" or "drained" (out of answers whatever the votes say)
-	Since     time.Time  `json:"since"`
-	Reason    string     `json:"reason"`
-	Voters    []string   `json:"voters,omitempty"`
-	HeldUntil *time.Time `json:"held_until,omitempty"`
-	Failures  int        `json:"failures,omitempty"`
-	Braked    bool       `json:"braked,omitempty"`
-	Votes     []VoteInfo `json:"votes"`
-	// HoldDownSeconds is the hold-down the endpoint's next recovery waits:
-	// the current one while it is down, the one a failure now would bring
-	// while it is up (the adaptive ladder of decision.hold_down_min).
-	HoldDownSeconds float64 `json:"hold_down_seconds,omitempty"`
-}
-
-// ClusterHealth is one cluster.
-type ClusterHealth struct {
-	Name      string     `json:"name"`
-	State     string     `json:"state"` // ready, unreachable, failed-over
-	Monitored bool       `json:"monitored"`
-	Since     time.Time  `json:"since"`
-	Reason    string     `json:"reason"`
-	Voters    []string   `json:"voters,omitempty"`
-	HeldUntil *time.Time `json:"held_until,omitempty"`
-	Votes     []VoteInfo `json:"votes"`
-}
-
-// VoteInfo is one prober's latest vote on a subject.
-type VoteInfo struct {
-	Prober     string  `json:"prober"`
-	Region     string  `json:"region"`
-	Status     string  `json:"status"`
-	AgeSeconds float64 `json:"age_seconds"`
-	Fresh      bool    `json:"fresh"`
-}
-
-// ProberHealth is one member of the ring.
-type ProberHealth struct {
-	Name              string   `json:"name"`
-	Region            string   `json:"region"`
-	Role              string   `json:"role"`
-	Addr              string   `json:"addr"`
-	LastVoteAgeSecond *float64 `json:"last_vote_age_seconds,omitempty"`
-	Outlier           bool     `json:"outlier,omitempty"`
-}
-
-// ChangeEvent is one decided change (the failover timeline).
-type ChangeEvent struct {
-	At      time.Time `json:"at"`
-	Subject string    `json:"subject"` // "service target" or "cluster name"
-	From    string    `json:"from"`
-	To      string    `json:"to"`
-	Reason  string    `json:"reason"`
-	Voters  []string  `json:"voters,omitempty"`
-}
+// The bodies of GET /v1/health and of the timeline are internal/report's
+// types: the pipeline's followers produce them without importing the API.
+type (
+	HealthReport    = report.HealthReport
+	UntrustedMember = report.UntrustedMember
+	EndpointHealth  = report.EndpointHealth
+	ClusterHealth   = report.ClusterHealth
+	VoteInfo        = report.VoteInfo
+	ProberHealth    = report.ProberHealth
+	ChangeEvent     = report.ChangeEvent
+)

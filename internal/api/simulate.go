@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/whatif"
 )
 
@@ -21,7 +22,7 @@ type Simulator interface {
 
 // ErrSimulationBusy is returned by a Simulator while another simulation
 // runs: GET /v1/simulate answers 429 with Retry-After.
-var ErrSimulationBusy = errors.New("a simulation is already running on this node")
+var ErrSimulationBusy = report.ErrSimulationBusy
 
 // SimulateRetryAfter is the Retry-After of a 429 from GET /v1/simulate.
 const SimulateRetryAfter = 2 * time.Second

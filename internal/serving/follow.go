@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/notify"
+	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
@@ -55,8 +55,8 @@ type Follower struct {
 	Notifier Notifier
 
 	mu       sync.Mutex
-	timeline []api.ChangeEvent // newest last
-	due      time.Time         // when time alone changes the last decision (a hold-down ends, a brake's interval passes)
+	timeline []report.ChangeEvent // newest last
+	due      time.Time            // when time alone changes the last decision (a hold-down ends, a brake's interval passes)
 }
 
 // Run decides after each wake, at least every interval, and when a
@@ -163,7 +163,7 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 			f.Notifier.Notify(e)
 		}
 		f.mu.Lock()
-		f.timeline = append(f.timeline, api.ChangeEvent{At: c.At, Subject: c.Subject.String(), From: c.From.String(), To: c.To.String(), Reason: c.Reason, Voters: c.Voters})
+		f.timeline = append(f.timeline, report.ChangeEvent{At: c.At, Subject: c.Subject.String(), From: c.From.String(), To: c.To.String(), Reason: c.Reason, Voters: c.Voters})
 		if len(f.timeline) > MaxTimeline {
 			f.timeline = slices.Delete(f.timeline, 0, len(f.timeline)-MaxTimeline)
 		}
@@ -201,10 +201,10 @@ func heldUntil(d *failover.Decision, s vote.Subject) time.Time {
 }
 
 // Timeline returns the decided changes kept, newest first.
-func (f *Follower) Timeline() []api.ChangeEvent {
+func (f *Follower) Timeline() []report.ChangeEvent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]api.ChangeEvent, 0, len(f.timeline))
+	out := make([]report.ChangeEvent, 0, len(f.timeline))
 	for i := len(f.timeline) - 1; i >= 0; i-- {
 		out = append(out, f.timeline[i])
 	}
@@ -213,24 +213,24 @@ func (f *Follower) Timeline() []api.ChangeEvent {
 
 // Report is GET /v1/health: the decision with the votes behind it, the
 // probers and the timeline.
-func (f *Follower) Report() api.HealthReport {
+func (f *Follower) Report() report.HealthReport {
 	st := f.Pipeline.State()
 	cur := st.Effective
 	now := time.Now()
 	fresh := time.Duration(cur.Desired.Decision.FreshVotes) * cur.Desired.Health.Interval.D()
 	params := failover.ParamsFrom(&cur.Desired)
 	r := f.Ring
-	rep := api.HealthReport{Node: r.Name(), Region: r.Region(), Probing: true, PublicKey: r.PublicKey()}
+	rep := report.HealthReport{Node: r.Name(), Region: r.Region(), Probing: true, PublicKey: r.PublicKey()}
 	for _, m := range r.AllMembers() {
 		if !m.Trusted {
-			rep.Untrusted = append(rep.Untrusted, api.UntrustedMember{Name: m.Name, Addr: m.Addr, Role: m.Role})
+			rep.Untrusted = append(rep.Untrusted, report.UntrustedMember{Name: m.Name, Addr: m.Addr, Role: m.Role})
 		}
 	}
-	votes := map[vote.Subject][]api.VoteInfo{}
+	votes := map[vote.Subject][]report.VoteInfo{}
 	lastVote := map[string]time.Time{}
 	for _, v := range r.Votes() {
 		age := now.Sub(v.ObservedAt)
-		votes[v.Subject] = append(votes[v.Subject], api.VoteInfo{Prober: v.Prober, Region: v.Region, Status: v.Status.String(), AgeSeconds: age.Seconds(), Fresh: age <= fresh})
+		votes[v.Subject] = append(votes[v.Subject], report.VoteInfo{Prober: v.Prober, Region: v.Region, Status: v.Status.String(), AgeSeconds: age.Seconds(), Fresh: age <= fresh})
 		if v.ObservedAt.After(lastVote[v.Prober]) {
 			lastVote[v.Prober] = v.ObservedAt
 		}
@@ -243,7 +243,7 @@ func (f *Follower) Report() api.HealthReport {
 			outliers[o.Prober] = true
 		}
 		for _, e := range d.Endpoints {
-			eh := api.EndpointHealth{Service: e.Subject.Service, Target: e.Subject.Target, Cluster: e.Cluster, State: e.State.String(),
+			eh := report.EndpointHealth{Service: e.Subject.Service, Target: e.Subject.Target, Cluster: e.Cluster, State: e.State.String(),
 				Admin: adminSt[e.Subject], Since: e.Since, Reason: e.Reason, Voters: e.Voters, Failures: e.Failures, Braked: e.Braked(), Votes: votes[e.Subject],
 				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds()}
 			if e.Held() {
@@ -253,7 +253,7 @@ func (f *Follower) Report() api.HealthReport {
 			rep.Endpoints = append(rep.Endpoints, eh)
 		}
 		for _, c := range d.Clusters {
-			ch := api.ClusterHealth{Name: c.Name, State: c.State.String(), Monitored: c.Monitored, Since: c.Since, Reason: c.Reason,
+			ch := report.ClusterHealth{Name: c.Name, State: c.State.String(), Monitored: c.Monitored, Since: c.Since, Reason: c.Reason,
 				Voters: c.Voters, Votes: votes[vote.ClusterSubject(c.Name)]}
 			if c.Held() {
 				t := c.HeldUntil
@@ -263,7 +263,7 @@ func (f *Follower) Report() api.HealthReport {
 		}
 	}
 	for _, m := range r.Members() {
-		ph := api.ProberHealth{Name: m.Name, Region: m.Region, Role: m.Role, Addr: m.Addr, Outlier: outliers[m.Name]}
+		ph := report.ProberHealth{Name: m.Name, Region: m.Region, Role: m.Role, Addr: m.Addr, Outlier: outliers[m.Name]}
 		if t, ok := lastVote[m.Name]; ok {
 			age := now.Sub(t).Seconds()
 			ph.LastVoteAgeSecond = &age
@@ -275,8 +275,8 @@ func (f *Follower) Report() api.HealthReport {
 }
 
 // ConfigReport is GET /v1/health without a ring: the config's own states.
-func ConfigReport(st *State) api.HealthReport {
-	rep := api.HealthReport{Probing: false}
+func ConfigReport(st *State) report.HealthReport {
+	rep := report.HealthReport{Probing: false}
 	snap := st.Snapshot
 	if snap == nil {
 		return rep
@@ -288,7 +288,7 @@ func ConfigReport(st *State) api.HealthReport {
 			if e.Drained {
 				reason = "drained"
 			}
-			rep.Endpoints = append(rep.Endpoints, api.EndpointHealth{Service: s.Name, Target: e.Target, Cluster: e.Cluster, State: e.State.String(), Reason: reason, Since: snap.Built()})
+			rep.Endpoints = append(rep.Endpoints, report.EndpointHealth{Service: s.Name, Target: e.Target, Cluster: e.Cluster, State: e.State.String(), Reason: reason, Since: snap.Built()})
 		}
 	}
 	return rep

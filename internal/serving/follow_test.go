@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
@@ -375,8 +375,8 @@ func TestTargetsAndSubjects(t *testing.T) {
 
 func TestReportHealth(t *testing.T) {
 	rep := ReportHealth{
-		Endpoints: []api.EndpointHealth{{Service: "app.gslb.test.", Target: "192.0.2.1", State: "down"}, {Service: "app.gslb.test.", Target: "192.0.2.2", State: "up"}},
-		Clusters:  []api.ClusterHealth{{Name: "west", State: "failed-over"}, {Name: "east", State: "ready"}},
+		Endpoints: []report.EndpointHealth{{Service: "app.gslb.test.", Target: "192.0.2.1", State: "down"}, {Service: "app.gslb.test.", Target: "192.0.2.2", State: "up"}},
+		Clusters:  []report.ClusterHealth{{Name: "west", State: "failed-over"}, {Name: "east", State: "ready"}},
 	}
 	cases := []struct {
 		name string

@@ -1,13 +1,13 @@
 package serving
 
 import (
-	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/report"
 )
 
 // ReportHealth is a running node's GET /v1/health as an engine.Health:
 // what `meridian push` publishes when it is given a node's decisions.
-type ReportHealth api.HealthReport
+type ReportHealth report.HealthReport
 
 func (r ReportHealth) Endpoint(service, target string) engine.State {
 	for _, e := range r.Endpoints {

@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
-	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/capacity/observe"
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
@@ -387,7 +387,7 @@ func (r *ShiftRunner) ResumeShift(service, who string) (admin.Override, error) {
 }
 
 // ErrNoShift is returned when a service has no shift in force.
-var ErrNoShift = api.ErrNoShift
+var ErrNoShift = report.ErrNoShift
 
 func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress, time.Time) shift.Progress) (admin.Override, error) {
 	p := r.Pipeline
@@ -441,7 +441,7 @@ func (f *Follower) ShiftEvent(ev ShiftEvent) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.timeline = append(f.timeline, api.ChangeEvent{At: ev.At, Subject: "shift " + ev.Service + " to " + ev.To,
+	f.timeline = append(f.timeline, report.ChangeEvent{At: ev.At, Subject: "shift " + ev.Service + " to " + ev.To,
 		From: fmt.Sprintf("%d%%", ev.From), To: fmt.Sprintf("%d%%", ev.Percent), Reason: reason})
 	if len(f.timeline) > MaxTimeline {
 		f.timeline = slices.Delete(f.timeline, 0, len(f.timeline)-MaxTimeline)

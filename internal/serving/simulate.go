@@ -11,12 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/whatif"
 )
 
 // simulations bounds what GET /v1/simulate costs: one simulation runs at a
-// time (a second gets api.ErrSimulationBusy) and the last report is kept
+// time (a second gets report.ErrSimulationBusy) and the last report is kept
 // for its snapshot generation, overrides in force and query, so that the
 // same question asked again is not compiled again.
 type simulations struct {
@@ -72,7 +72,7 @@ func normalize(changes []whatif.Change) []whatif.Change {
 // changing anything: they become overrides (validated like the admin
 // API's), compiled with the current inputs beside the served snapshot.
 // One simulation runs at a time: while one compiles, another returns
-// api.ErrSimulationBusy (a cached answer is still given). The last report
+// report.ErrSimulationBusy (a cached answer is still given). The last report
 // is kept per (snapshot generation, overrides in force, normalized
 // changes); it is shared, callers must not change it. The work stops
 // between services when ctx is done.
@@ -95,7 +95,7 @@ func (p *Pipeline) Simulate(ctx context.Context, changes []whatif.Change) (whati
 	}
 	if !p.sim.run.TryLock() {
 		p.m.simulations.WithLabelValues("busy").Inc()
-		return whatif.Report{}, api.ErrSimulationBusy
+		return whatif.Report{}, report.ErrSimulationBusy
 	}
 	defer p.sim.run.Unlock()
 	if r, ok := p.sim.cached(key); ok { // the one that just ran may have answered it

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
-	"github.com/meridian-gslb/meridian/internal/api"
+	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/whatif"
 )
 
@@ -59,7 +59,7 @@ func TestSimulateBounds(t *testing.T) {
 		require.NoError(t, err)
 		p.sim.run.Lock() // another simulation is compiling
 		_, err = p.Simulate(ctx, []whatif.Change{{Kind: whatif.Drain, Spec: "cluster=west"}})
-		assert.ErrorIs(t, err, api.ErrSimulationBusy)
+		assert.ErrorIs(t, err, report.ErrSimulationBusy)
 		got, err := p.Simulate(ctx, failEast)
 		p.sim.run.Unlock()
 		require.NoError(t, err)
