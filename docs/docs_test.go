@@ -266,17 +266,19 @@ func TestMetricsDocumentsEveryMetric(t *testing.T) {
 	require.Contains(t, declared, "meridian_dns_queries_total", "the scan finds the DNS server's metrics")
 	require.Contains(t, declared, "meridian_kube_member_ready", "the scan finds metrics declared with prometheus.NewDesc")
 	require.Contains(t, declared, "coredns_meridian_queries_total", "the scan finds the plugin's namespaced metrics")
-	// The CoreDNS plugin registers the serving pipeline's metrics again
+	// The CoreDNS plugin registers the serving pipeline's and the ring
+	// followers' metrics again
 	// with the prefix coredns_ (plugin/meridian/meridian.go,
-	// pipelineMetrics): each is a coredns_meridian_ metric too.
+	// pipelineMetrics, followMetrics): each is a coredns_meridian_ metric too.
 	plugin, err := os.ReadFile("../plugin/meridian/meridian.go")
 	require.NoError(t, err)
 	require.Contains(t, string(plugin), `serving.NewMetrics(prometheus.WrapRegistererWithPrefix(plugin.Namespace+"_"`, "the plugin still prefixes the pipeline's metrics")
+	require.Contains(t, string(plugin), `follow.NewMetrics(prometheus.WrapRegistererWithPrefix(plugin.Namespace+"_"`, "the plugin still prefixes the ring followers' metrics")
 	// It sends no notifications (the serve nodes' writer does).
 	require.NotContains(t, string(plugin), "notify.", "the plugin sends no notifications")
 	prefixed := map[string]string{}
 	for name, at := range declared {
-		if strings.Contains(at, "internal/serving/") {
+		if strings.Contains(at, "internal/serving/") || strings.Contains(at, "internal/follow/") {
 			prefixed["coredns_"+name] = at + " (registered by the CoreDNS plugin with the prefix coredns_)"
 		}
 	}

@@ -35,6 +35,10 @@ var RingRejectReasons = []string{RejectInvalid, RejectFuture, RejectUnknownTarge
 // ring identity may not change traffic: its peers would refuse the entry.
 var ErrNoCapability = errors.New("no admin capability")
 
+// ErrBadSignature is wrapped by the error of an entry whose writer's
+// signature does not verify (the ring checks them).
+var ErrBadSignature = errors.New("bad signature")
+
 // CapabilityAdmin is the capability a node needs to originate overrides on
 // the ring (ring.peers[].admin: true, or `meridian ring ca issue
 // --capability admin`).

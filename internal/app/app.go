@@ -30,6 +30,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/capacity/observe"
 	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/demo"
+	"github.com/meridian-gslb/meridian/internal/follow"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
@@ -65,20 +66,21 @@ type App struct {
 	node  string // ring node name
 	state string // state directory (StateDir)
 
-	pipe       *serving.Pipeline
-	tokens     *api.Tokens                          // admin API tokens (nil: changes refused)
-	kube       *kubeParts                           // nil without Kubernetes sources
-	shifts     *serving.ShiftRunner                 // steps progressive shifts (set with the pipeline)
-	probing    atomic.Pointer[probing]              // nil with ring.enabled false (set while other goroutines read it)
-	reconciler atomic.Pointer[providers.Reconciler] // set once provider sync runs (status page)
-	capacity   atomic.Pointer[observe.Observer]     // the capacity-aware weights loop (set once it runs)
-	backends   *demo.Backends                       // nil without --demo-backends
-	notifier   *notify.Notifier                     // nil without notifications.receivers (Notify is then a no-op)
-	decided    *notify.Gate                         // the decided changes' notifications: sent by the ring's writer only (nil without receivers)
-	writer     writerRole                           // the ring's writer election
-	dnsAddrs   []string
-	httpAddr   string
-	dnsUp      atomic.Bool
+	pipe          *serving.Pipeline
+	tokens        *api.Tokens                          // admin API tokens (nil: changes refused)
+	kube          *kubeParts                           // nil without Kubernetes sources
+	shifts        *serving.ShiftRunner                 // steps progressive shifts (set with the pipeline)
+	followMetrics *follow.Metrics                      // the ring followers' (registered with the pipeline's)
+	probing       atomic.Pointer[probing]              // nil with ring.enabled false (set while other goroutines read it)
+	reconciler    atomic.Pointer[providers.Reconciler] // set once provider sync runs (status page)
+	capacity      atomic.Pointer[observe.Observer]     // the capacity-aware weights loop (set once it runs)
+	backends      *demo.Backends                       // nil without --demo-backends
+	notifier      *notify.Notifier                     // nil without notifications.receivers (Notify is then a no-op)
+	decided       *notify.Gate                         // the decided changes' notifications: sent by the ring's writer only (nil without receivers)
+	writer        writerRole                           // the ring's writer election
+	dnsAddrs      []string
+	httpAddr      string
+	dnsUp         atomic.Bool
 
 	ctx      context.Context // background work; cancelled by the cleanup stack
 	quit     chan string     // a reason to end Run with an error (restart): the process exits and its supervisor starts it again
@@ -374,7 +376,7 @@ func (a *App) healthReport() api.HealthReport {
 	if p := a.probing.Load(); p != nil {
 		return p.follower.Report()
 	}
-	return serving.ConfigReport(a.pipe.State())
+	return follow.ConfigReport(a.pipe.State())
 }
 
 // overview is GET /v1/overview and the data of the live status page.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-gslb/meridian/internal/follow"
 	"github.com/meridian-gslb/meridian/internal/health"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
@@ -22,21 +23,21 @@ type probing struct {
 	a        *App
 	ring     *ring.Ring
 	prober   *health.Prober
-	voter    *serving.Voter
-	follower *serving.Follower
-	trust    *ring.Keeper             // ring.peers, ring.ca, ring.revoked and the credential, followed on reloads and on disk
-	rtts     health.RTTs              // this prober's smoothed RTT per endpoint (latency strategy)
-	latency  *serving.LatencyFollower // RTT summaries -> the latency view
-	latWake  chan struct{}            // new RTT summaries: update the view now
+	voter    *follow.Voter
+	follower *follow.Follower
+	trust    *ring.Keeper            // ring.peers, ring.ca, ring.revoked and the credential, followed on reloads and on disk
+	rtts     health.RTTs             // this prober's smoothed RTT per endpoint (latency strategy)
+	latency  *follow.LatencyFollower // RTT summaries -> the latency view
+	latWake  chan struct{}           // new RTT summaries: update the view now
 	// sitesWake: the membership changed, update the ring's sites (zones[].ring).
 	sitesWake chan struct{}
-	sites     *serving.SitesFollower // the ring's sites, and which this node has seen
+	sites     *follow.SitesFollower // the ring's sites, and which this node has seen
 	wake      chan struct{}
 	// probes is the probing view of the effective state: its subjects
 	// (votes on others are refused), the endpoints of latency services
 	// (their RTTs are gossiped) and the targets, kept from one state to
 	// the next (a change costs what changed).
-	probes     serving.Probes
+	probes     follow.Probes
 	cfgMu      sync.Mutex
 	targetsSet bool // the prober has had the targets once (configure); under cfgMu
 }
@@ -69,7 +70,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	}
 	p := &probing{a: a, wake: make(chan struct{}, 1), latWake: make(chan struct{}, 1), sitesWake: make(chan struct{}, 1)}
 	p.probes.Update(d)
-	p.voter = &serving.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
+	p.voter = &follow.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
 	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, OnSuspect: p.voter.OnSuspect, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
 	cfg.Advertise = advertise
 	cfg.RequireEncryption = cfg.RequireEncryption || a.opts.RequireEncryption
@@ -95,13 +96,14 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.trust = &ring.Keeper{Ring: r, Logger: a.log}
 	p.trust.Started(d.DefaultTrustDomain(), d.Ring)
 	a.goBackground(func(ctx context.Context) { p.trust.Run(ctx, ring.DefaultTrustCheck) })
-	p.follower = &serving.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log,
+	fm := a.followMetrics
+	p.follower = &follow.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log, Metrics: fm,
 		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail}
 	if a.decided != nil {
 		p.follower.Notifier = a.decided // every node decides; the writer notifies
 	}
-	p.latency = &serving.LatencyFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
-	sitesF := &serving.SitesFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
+	p.latency = &follow.LatencyFollower{Pipeline: a.pipe, Ring: r, Logger: a.log, Metrics: fm}
+	sitesF := &follow.SitesFollower{Pipeline: a.pipe, Ring: r, Logger: a.log}
 	p.sites = sitesF
 	a.pipe.SetBroadcast(r.BroadcastShared)
 	a.pipe.SetRing(r)
@@ -161,7 +163,7 @@ func (a *App) ringIdentity(d *model.Desired) (ring.Identity, error) {
 
 // configure points the prober at the endpoints and heartbeats of d and
 // forgets votes on subjects d no longer has. The subjects and targets are
-// looked at again only for the services that changed (serving.Probes), and
+// looked at again only for the services that changed (follow.Probes), and
 // the prober is given the targets that changed.
 func (p *probing) configure(d *model.Desired) {
 	p.cfgMu.Lock() // the prober takes the changes in the order of the updates
@@ -176,11 +178,11 @@ func (p *probing) configure(d *model.Desired) {
 	p.cfgMu.Unlock()
 	p.rtts.Forget(p.probes.Known)
 	p.trust.Update(d.DefaultTrustDomain(), d.Ring)
-	var poll serving.Poller
+	var poll follow.Poller
 	if p.a.kube != nil {
 		poll = p.a.kube.mgr.Poller
 	}
-	p.prober.SetHeartbeats(serving.Heartbeats(d, poll))
+	p.prober.SetHeartbeats(follow.Heartbeats(d, poll))
 	p.ring.Prune(p.probes.Known, 24*time.Hour)
 	p.voter.Forget(p.probes.Known)
 	p.poke()

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/follow"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/shift"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
 
@@ -35,6 +37,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 	if err != nil {
 		a.log.Warn("zone serial state unreadable: serials restart from the Unix time", "file", spath, "err", err)
 	}
+	a.followMetrics = follow.NewMetrics(a.reg) // registered with the pipeline's, ring or not
 	opts := serving.Options{
 		Logger: a.log, Metrics: serving.NewMetrics(a.reg),
 		Admin: store, Relay: true,
@@ -62,7 +65,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 // the notification receivers.
 type shiftNotifier struct{ a *App }
 
-func (n shiftNotifier) ShiftEvent(ev serving.ShiftEvent) {
+func (n shiftNotifier) ShiftEvent(ev shift.Event) {
 	if p := n.a.probing.Load(); p != nil && p.follower != nil {
 		p.follower.ShiftEvent(ev)
 	}
@@ -73,7 +76,7 @@ func (n shiftNotifier) ShiftEvent(ev serving.ShiftEvent) {
 
 // shiftNotification is the notification of one shift step: a rollback is
 // a warning (PagerDuty triggers), every other step information.
-func shiftNotification(ev serving.ShiftEvent) notify.Event {
+func shiftNotification(ev shift.Event) notify.Event {
 	if ev.Action == "rollback" {
 		return notify.RollbackEvent(ev.Service, fmt.Sprintf("%d%%", ev.From), fmt.Sprintf("%d%%", ev.Percent), ev.Reason, ev.At)
 	}

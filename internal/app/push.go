@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/dnssec"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/follow"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/providers"
@@ -48,7 +49,7 @@ func Push(ctx context.Context, o PushOptions) error {
 	}
 	var h engine.Health = engine.NoHealth{}
 	if o.Health != nil {
-		h = serving.ReportHealth(*o.Health)
+		h = follow.ReportHealth(*o.Health)
 	}
 	rec := &providers.Reconciler{Zones: zones, Owner: d.Providers.OwnerID, Logger: o.Logger,
 		State: func() providers.State { return providers.State{Desired: d, Health: h, DNSKEY: keys} }}

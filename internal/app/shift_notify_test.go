@@ -7,26 +7,26 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/meridian-gslb/meridian/internal/notify"
-	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
 func TestShiftStepsBecomeNotifications(t *testing.T) {
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name     string
-		ev       serving.ShiftEvent
+		ev       shift.Event
 		kind     string
 		severity string
 		summary  string
 	}{
 		{name: "a rollback is a warning naming both steps and the reason",
-			ev:   serving.ShiftEvent{At: at, Service: "app.t.", To: "c2", Action: "rollback", From: 25, Percent: 5, Reason: "target c2 unhealthy"},
+			ev:   shift.Event{At: at, Service: "app.t.", To: "c2", Action: "rollback", From: 25, Percent: 5, Reason: "target c2 unhealthy"},
 			kind: notify.EventRollback, severity: notify.SeverityWarning, summary: "shift of app.t. rolled back from 25% to 5%: target c2 unhealthy"},
 		{name: "an advance is information with the step it took",
-			ev:   serving.ShiftEvent{At: at, Service: "app.t.", To: "c2", Action: "advance", From: 5, Percent: 25},
+			ev:   shift.Event{At: at, Service: "app.t.", To: "c2", Action: "advance", From: 5, Percent: 25},
 			kind: notify.EventShift, severity: notify.SeverityInfo, summary: "shift of app.t. to c2: advance, 5% -> 25%"},
 		{name: "a pause says who paused it and why",
-			ev:   serving.ShiftEvent{At: at, Service: "app.t.", To: "c2", Action: "pause", From: 25, Percent: 25, Reason: "ops: looking"},
+			ev:   shift.Event{At: at, Service: "app.t.", To: "c2", Action: "pause", From: 25, Percent: 25, Reason: "ops: looking"},
 			kind: notify.EventShift, severity: notify.SeverityInfo, summary: "shift of app.t. to c2: pause, 25% -> 25% (ops: looking)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

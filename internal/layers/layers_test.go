@@ -158,3 +158,12 @@ func TestTheLayerCheckRefuses(t *testing.T) {
 		"internal/app": {"internal/api", "internal/engine"}, "internal/engine": {"internal/model"}, "internal/api": {"internal/engine"},
 	}), "a front end may import the API; the API and the domain their layers")
 }
+
+func TestThePipelineCoreImportsNoMoreOfOurPackagesThanItsCap(t *testing.T) {
+	pkgs := imports(t)
+	for p, most := range MaxImports {
+		got, ok := pkgs[p]
+		require.True(t, ok, "%s is a package of the module", p)
+		assert.LessOrEqual(t, len(got), most, "%s imports %d of our packages (cap %d): %v", p, len(got), most, got)
+	}
+}

@@ -15,7 +15,7 @@
 // HMAC key, the PagerDuty routing key) come from secret files and are never
 // logged: URLs are logged as scheme://host/… only.
 //
-// serving.ChangeEvent is the pure mapping of a failover decision's change to an
+// follow.ChangeEvent is the pure mapping of a failover decision's change to an
 // event; the serving Follower calls it for every recorded change, so
 // `meridian serve` and the CoreDNS plugin notify the same way. Other
 // producers (the progressive shift) build an Event and call Notify.

@@ -2,9 +2,9 @@ package ring
 
 import (
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 
+	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
@@ -14,10 +14,11 @@ import (
 // is accepted (onShared), and the overrides it writes carry its signature,
 // checked by every receiver with VerifyEntry whoever relayed them.
 
-// Errors of VerifyEntry.
+// Errors of VerifyEntry: internal/admin's, so that the pipeline tells them
+// apart without importing the ring.
 var (
-	ErrNoCapability = errors.New("no admin capability")
-	ErrBadSignature = errors.New("bad signature")
+	ErrNoCapability = admin.ErrNoCapability
+	ErrBadSignature = admin.ErrBadSignature
 )
 
 // MayChangeTraffic is nil when this node's identity carries the admin

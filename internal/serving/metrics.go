@@ -10,25 +10,17 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 )
 
-// Metrics of the pipeline and the follower. `meridian serve` registers
+// Metrics of the pipeline (the follower's are internal/follow's). `meridian serve` registers
 // them as they are; the CoreDNS plugin registers them once per process
 // with the prefix "coredns_" (coredns_meridian_...).
 type Metrics struct {
-	reloads       *prometheus.CounterVec
-	lastOK        prometheus.Gauge
-	overrides     *prometheus.GaugeVec
-	rejected      *prometheus.CounterVec
-	guard         *prometheus.CounterVec
-	endpointState *prometheus.GaugeVec
-	clusterState  *prometheus.GaugeVec
-	events        *prometheus.CounterVec
-	detection     prometheus.Histogram
-	decideSeconds prometheus.Histogram
-	holdDown      *prometheus.GaugeVec
-	holds         prometheus.Histogram
-	latency       latencyMetrics         // the latency view (latency.go)
-	shift         shiftMetrics           // progressive shifts (shift.go)
-	simulations   *prometheus.CounterVec // GET /v1/simulate (simulate.go)
+	reloads     *prometheus.CounterVec
+	lastOK      prometheus.Gauge
+	overrides   *prometheus.GaugeVec
+	rejected    *prometheus.CounterVec
+	guard       *prometheus.CounterVec
+	shift       shiftMetrics           // progressive shifts (shift.go)
+	simulations *prometheus.CounterVec // GET /v1/simulate (simulate.go)
 
 	snap atomic.Pointer[engine.Snapshot] // the last published, for the gauges
 }
@@ -56,37 +48,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "meridian_admin_guard_total",
 			Help: "Drains and force-downs that would leave a service below min_healthy, by result (refused, forced).",
 		}, []string{"result"}),
-		endpointState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "meridian_endpoint_up",
-			Help: "Decided state of an endpoint: 1 up (or unknown), 0 down.",
-		}, []string{"service", "endpoint", "cluster"}),
-		clusterState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "meridian_cluster_state",
-			Help: "Decided state of a cluster: 1 for the current state label (ready, unreachable, failed-over), 0 for the others.",
-		}, []string{"cluster", "state"}),
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_failover_events_total",
-			Help: "Decided changes by reason (threshold, confirmation, heartbeat-lost, hold-down, brake, ...) and new state.",
-		}, []string{"reason", "to"}),
-		detection: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "meridian_failover_detection_seconds",
-			Help:    "Time from this node's first failed probe of an endpoint to the decision that took it down.",
-			Buckets: []float64{0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60, 120},
-		}),
-		decideSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "meridian_decision_duration_seconds",
-			Help:    "Time to compute one failover decision.",
-			Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10),
-		}),
-		holdDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "meridian_endpoint_hold_down_seconds",
-			Help: "The hold-down an endpoint's next recovery waits: the current one while it is down, the one a failure now would bring while it is up (adaptive: decision.hold_down_min doubling per repeated flap).",
-		}, []string{"service", "endpoint", "cluster"}),
-		holds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "meridian_failover_hold_down_seconds",
-			Help:    "Length of each hold-down started (endpoints and clusters), by the adaptive ladder.",
-			Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 240, 300, 600},
-		}),
 	}
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
@@ -113,9 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 		return 0
 	})
-	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected, m.guard,
-		m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds)
-	m.latency = newLatencyMetrics(reg)
+	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected, m.guard)
 	m.shift = newShiftMetrics(reg)
 	m.simulations = newSimulateMetric(reg)
 	return m

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,6 @@ import (
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/latency"
 	"github.com/meridian-gslb/meridian/internal/model"
-	"github.com/meridian-gslb/meridian/internal/sites"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
 
@@ -29,13 +29,19 @@ type State struct {
 	Decision  *failover.Decision // the ring's decided health (nil without ring, or before the first round)
 	Capacity  *capacity.State    // ready fractions of capacity-aware services (nil: configured weights)
 	Latency   *latency.View      // the RTTs latency services answer by (nil: none measured yet)
-	Sites     *sites.View        // the ring's live sites: names and nameservers of zones[].ring (nil: none known)
+	Sites     Sites              // the ring's live sites: names and nameservers of zones[].ring (nil: none known)
 	Snapshot  *engine.Snapshot   // the compiled answer tables built from the above
 
 	ReloadedAt time.Time // the last config load, good or bad
 	ReloadErr  string    // why the last config load failed ("" when it succeeded)
 
 	overrides string // ids of the overrides in force when Snapshot was built
+}
+
+// Sites adds the ring's live sites to a desired state: the names and
+// nameservers of zones[].ring (*sites.View, kept by the ring follower).
+type Sites interface {
+	Apply(d *model.Desired) *model.Desired
 }
 
 // KubeSource merges the Kubernetes-sourced services into a file's desired
@@ -143,6 +149,9 @@ func New(l *Loaded, opts Options) (*Pipeline, error) {
 	p.m.lastOK.SetToCurrentTime()
 	return p, nil
 }
+
+// Logger is the pipeline's logger (for the followers that feed it).
+func (p *Pipeline) Logger() *slog.Logger { return p.log }
 
 // Store is what the DNS front end answers from.
 func (p *Pipeline) Store() *engine.Store { return &p.store }
@@ -359,7 +368,11 @@ func (s *State) inputs(ovs []admin.Override) (admin.Applied, engine.Options) {
 	if s.Decision != nil {
 		h = s.Decision
 	}
-	ap := admin.Apply(sites.Apply(&s.Effective.Desired, s.Sites), ovs)
+	d := &s.Effective.Desired
+	if s.Sites != nil {
+		d = s.Sites.Apply(d)
+	}
+	ap := admin.Apply(d, ovs)
 	opts := engine.Options{Locator: s.Loaded.Locator, Health: ap.Health(h), Notes: ap.Notes}
 	opts.Latency = s.Latency
 	if s.Capacity != nil {
@@ -411,3 +424,27 @@ func overrideIDs(ovs []admin.Override) string {
 // errNoAdmin is returned by the override calls of a pipeline without an
 // admin store.
 var errNoAdmin = errors.New("overrides are not kept by this process")
+
+// SetLatency stores the RTT view latency services are compiled with and
+// republishes. A publish that fails keeps the previous snapshot serving (the
+// view is kept for the next publish) and returns the error.
+func (p *Pipeline) SetLatency(v *latency.View) error {
+	return p.setInput(func(s *State) { s.Latency = v })
+}
+
+// SetSites stores the ring's sites and, when a zone serves names from them
+// (zones[].ring), republishes. A publish that fails keeps the previous
+// snapshot serving.
+func (p *Pipeline) SetSites(v Sites) error {
+	p.mu.Lock()
+	prev := p.cur.Load()
+	if !slices.ContainsFunc(prev.Effective.Zones, func(z model.Zone) bool { return z.Ring != nil }) {
+		next := *prev
+		next.Sites = v // kept for a reload that adds a ring section
+		p.cur.Store(&next)
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.Unlock()
+	return p.setInput(func(s *State) { s.Sites = v })
+}

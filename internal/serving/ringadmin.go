@@ -11,7 +11,6 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/model"
-	"github.com/meridian-gslb/meridian/internal/ring"
 )
 
 // RingAdmin is what the pipeline asks the ring about overrides
@@ -25,8 +24,6 @@ type RingAdmin interface {
 	VerifyEntry(node string, msg, sig []byte) error
 	WriterOrigin(node string) string // the identity (key) behind a writer: the caps per writer hold per origin
 }
-
-var _ RingAdmin = (*ring.Ring)(nil)
 
 type ringAdmin struct{ RingAdmin }
 
@@ -110,16 +107,16 @@ func (p *Pipeline) checkWriters(other admin.State) (admin.State, []admin.EntryEr
 		var err error
 		switch {
 		case r == nil:
-			err = fmt.Errorf("%w: this node has no ring to check writer %q against", ring.ErrNoCapability, e.Stamp.Node)
+			err = fmt.Errorf("%w: this node has no ring to check writer %q against", admin.ErrNoCapability, e.Stamp.Node)
 		case r.MayWrite(e.Stamp.Node) != nil:
 			err = r.MayWrite(e.Stamp.Node)
 		case bad >= maxBadSignatures:
-			err = fmt.Errorf("%w: not checked, the state already had %d bad signatures", ring.ErrBadSignature, bad)
+			err = fmt.Errorf("%w: not checked, the state already had %d bad signatures", admin.ErrBadSignature, bad)
 		default:
 			err = r.VerifyEntry(e.Stamp.Node, admin.SigInput(id, e), e.Sig)
 		}
 		switch {
-		case errors.Is(err, ring.ErrNoCapability):
+		case errors.Is(err, admin.ErrNoCapability):
 			refused = append(refused, admin.EntryError{ID: id, Reason: admin.RejectCapability, Err: err})
 		case err != nil:
 			if bad < maxBadSignatures {

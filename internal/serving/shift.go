@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,29 +19,11 @@ import (
 	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
-// ShiftEvent is one step of a progressive shift: it advanced, finished,
-// rolled back, was paused or resumed.
-type ShiftEvent struct {
-	At      time.Time `json:"at"`
-	ID      string    `json:"id"`
-	Service string    `json:"service"`
-	To      string    `json:"to"`
-	Action  string    `json:"action"` // advance, finish, rollback, pause, resume
-	From    int       `json:"from"`   // percent before
-	Percent int       `json:"percent"`
-	Reason  string    `json:"reason"`
-	Who     string    `json:"who,omitempty"` // pause and resume
-	// Observed: another node took this step (the ring's writer stepped
-	// the shift, or an operator paused it there); this node only puts it
-	// on its timeline: it is not notified, counted or logged as a step.
-	Observed bool `json:"observed,omitempty"`
-}
-
 // ShiftNotifier is where shift events go: the status page's timeline and,
 // once wired, the notification webhooks (internal/notify). It must not
 // block.
 type ShiftNotifier interface {
-	ShiftEvent(ShiftEvent)
+	ShiftEvent(shift.Event)
 }
 
 // GuardQuery runs a shift's --abort-if instant query and returns the
@@ -128,13 +109,13 @@ var errStale = errors.New("the shift's progress changed since the decision")
 // Step decides every shift in force once at now, stores what changed,
 // republishes and reports the events. A panic on one shift is recovered
 // and logged; the others still step.
-func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []ShiftEvent {
+func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []shift.Event {
 	p := r.Pipeline
 	if p.opts.Admin == nil {
 		return nil
 	}
 	st := p.State()
-	var events []ShiftEvent
+	var events []shift.Event
 	seen := map[string]bool{}
 	changed := false
 	stepping := r.Active == nil || r.Active()
@@ -183,13 +164,13 @@ func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []ShiftEvent {
 // observe returns the steps other nodes stored since the last tick (the
 // shifts' progress this node did not change itself) and remembers the
 // progress of every shift in force. r.mu is held.
-func (r *ShiftRunner) observe(now time.Time, mine []ShiftEvent) []ShiftEvent {
+func (r *ShiftRunner) observe(now time.Time, mine []shift.Event) []shift.Event {
 	took := map[string]bool{}
 	for _, ev := range mine {
 		took[ev.ID] = true
 	}
 	known := map[string]shift.Progress{}
-	var out []ShiftEvent
+	var out []shift.Event
 	for _, o := range r.Pipeline.opts.Admin.Active() {
 		if o.Kind != admin.KindShift || o.Shift == nil {
 			continue
@@ -209,14 +190,14 @@ func (r *ShiftRunner) observe(now time.Time, mine []ShiftEvent) []ShiftEvent {
 			at = cur.Since // when the step was taken, by the node that took it
 		}
 		before := admin.Shift{Spec: o.Shift.Spec, Progress: prev}
-		out = append(out, ShiftEvent{At: at, ID: o.ID, Service: strings.TrimSuffix(o.Service, "."), To: o.Shift.Spec.To,
+		out = append(out, shift.Event{At: at, ID: o.ID, Service: strings.TrimSuffix(o.Service, "."), To: o.Shift.Spec.To,
 			Action: string(a), From: before.Percent(), Percent: o.Shift.Percent(), Reason: cur.Reason, Observed: true})
 	}
 	r.known = known
 	return out
 }
 
-func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, now time.Time) (ev *ShiftEvent, changed bool) {
+func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, now time.Time) (ev *shift.Event, changed bool) {
 	p := r.Pipeline
 	defer func() {
 		if v := recover(); v != nil {
@@ -275,7 +256,7 @@ func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, 
 		p.log.Warn("shift: guard query failed", "id", o.ID, "service", o.Service, "reason", d.Reason)
 		return nil, true
 	}
-	return &ShiftEvent{At: now, ID: o.ID, Service: strings.TrimSuffix(o.Service, "."), To: o.Shift.Spec.To, Action: string(d.Action), From: from, Percent: d.Percent, Reason: d.Reason}, true
+	return &shift.Event{At: now, ID: o.ID, Service: strings.TrimSuffix(o.Service, "."), To: o.Shift.Spec.To, Action: string(d.Action), From: from, Percent: d.Percent, Reason: d.Reason}, true
 }
 
 // guard runs the --abort-if query: a non-empty result with a non-zero
@@ -351,7 +332,7 @@ func targetHealth(st *State, service, to string, o *shift.Observation) {
 	}
 }
 
-func (r *ShiftRunner) emit(ev ShiftEvent) {
+func (r *ShiftRunner) emit(ev shift.Event) {
 	p := r.Pipeline
 	p.m.shift.steps.WithLabelValues(ev.Service, ev.Action).Inc()
 	kv := []any{"id", ev.ID, "service", ev.Service, "to", ev.To, "action", ev.Action, "from", ev.From, "percent", ev.Percent, "reason", ev.Reason}
@@ -426,24 +407,8 @@ func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress
 		}
 		r.mu.Unlock()
 		p.adminChanged(true)
-		r.emit(ShiftEvent{At: now, ID: got.ID, Service: strings.TrimSuffix(got.Service, "."), To: got.Shift.Spec.To, Action: action, From: from, Percent: got.Shift.Percent(), Reason: got.Shift.Progress.Reason, Who: who})
+		r.emit(shift.Event{At: now, ID: got.ID, Service: strings.TrimSuffix(got.Service, "."), To: got.Shift.Spec.To, Action: action, From: from, Percent: got.Shift.Percent(), Reason: got.Shift.Progress.Reason, Who: who})
 		return got, nil
 	}
 	return admin.Override{}, fmt.Errorf("%w for %s", ErrNoShift, strings.TrimSuffix(svc, "."))
-}
-
-// ShiftEvent puts a shift's step on the status page's timeline (the
-// Follower is a ShiftNotifier).
-func (f *Follower) ShiftEvent(ev ShiftEvent) {
-	reason := ev.Action + ": " + ev.Reason
-	if ev.Who != "" {
-		reason += " (" + ev.Who + ")"
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.timeline = append(f.timeline, report.ChangeEvent{At: ev.At, Subject: "shift " + ev.Service + " to " + ev.To,
-		From: fmt.Sprintf("%d%%", ev.From), To: fmt.Sprintf("%d%%", ev.Percent), Reason: reason})
-	if len(f.timeline) > MaxTimeline {
-		f.timeline = slices.Delete(f.timeline, 0, len(f.timeline)-MaxTimeline)
-	}
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
-type events []ShiftEvent
+type events []shift.Event
 
-func (e *events) ShiftEvent(ev ShiftEvent) { *e = append(*e, ev) }
+func (e *events) ShiftEvent(ev shift.Event) { *e = append(*e, ev) }
 
 func servedWeights(p *Pipeline) map[string]int {
 	out := map[string]int{}

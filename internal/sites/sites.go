@@ -109,6 +109,9 @@ func (v *View) Equal(o *View) bool {
 // the final dot): ns-<site>.<apex>.
 func NameserverName(site, apex string) string { return "ns-" + site + "." + apex }
 
+// Apply is Apply(d, v): the view as the pipeline's serving.Sites.
+func (v *View) Apply(d *model.Desired) *model.Desired { return Apply(d, v) }
+
 // Apply returns d with the names its zones[].ring sections ask for, from
 // v; d itself is not changed (zones are copied when one changes). Names
 // the config already uses (a service, a static nameserver) are left to it.

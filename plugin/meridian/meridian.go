@@ -26,6 +26,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/follow"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
@@ -48,9 +49,9 @@ type Meridian struct {
 	started atomic.Bool // Start finished (set after every field below)
 
 	pipe     *serving.Pipeline
-	ring     *ring.Ring        // nil without ring
-	trust    *ring.Keeper      // nil without ring: ring.peers, ring.ca and ring.revoked followed
-	follower *serving.Follower // nil without ring
+	ring     *ring.Ring       // nil without ring
+	trust    *ring.Keeper     // nil without ring: ring.peers, ring.ca and ring.revoked followed
+	follower *follow.Follower // nil without ring
 }
 
 // pipelineMetrics are the pipeline's metrics, registered once per process
@@ -58,6 +59,12 @@ type Meridian struct {
 // blocks, Corefile reloads).
 var pipelineMetrics = sync.OnceValue(func() *serving.Metrics {
 	return serving.NewMetrics(prometheus.WrapRegistererWithPrefix(plugin.Namespace+"_", prometheus.DefaultRegisterer))
+})
+
+// followMetrics are the ring followers' metrics, registered once per
+// process like pipelineMetrics.
+var followMetrics = sync.OnceValue(func() *follow.Metrics {
+	return follow.NewMetrics(prometheus.WrapRegistererWithPrefix(plugin.Namespace+"_", prometheus.DefaultRegisterer))
 })
 
 // Start loads the config (an error stops CoreDNS from starting, naming the
@@ -68,6 +75,7 @@ func (m *Meridian) Start() error {
 	if err != nil {
 		return fmt.Errorf("meridian: %w", err)
 	}
+	followMetrics() // registered with the pipeline's, ring or not
 	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope}
 	if m.Ring {
 		// The ring's overrides, kept in memory: a restarted plugin gets
@@ -232,10 +240,10 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		defer m.wg.Done()
 		m.trust.Run(ctx, ring.DefaultTrustCheck)
 	}()
-	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
+	m.follower = &follow.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(), Metrics: followMetrics(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
-	lat := &serving.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
-	sitesF := &serving.SitesFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
+	lat := &follow.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor(), Metrics: followMetrics()}
+	sitesF := &follow.SitesFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()

@@ -1,4 +1,4 @@
-package serving
+package follow
 
 import (
 	"github.com/meridian-gslb/meridian/internal/engine"

@@ -1,4 +1,4 @@
-package serving
+package follow
 
 import (
 	"cmp"
@@ -255,11 +255,9 @@ func TestProbesFollowARandomSequenceAsFromScratch(t *testing.T) {
 // endpoint of it a new weight (a new endpoint slice, the same targets: a
 // Kubernetes annotation change), "address" gives it a new address.
 //
-//	MERIDIAN_BENCH_SERVICES=100000 go test -run '^$' -bench ProbingReconfigure -benchmem -count 5 ./internal/serving/
+//	MERIDIAN_BENCH_SERVICES=100000 go test -run '^$' -bench ProbingReconfigure -benchmem -count 5 ./internal/follow/
 func BenchmarkProbingReconfigure(b *testing.B) {
-	st := scale(b)
-	p := scalePipeline(b, st, &objectSource{}, nil)
-	d0 := p.State().Effective.Desired
+	d0 := scaleDesired(b, envInt(b, "MERIDIAN_BENCH_SERVICES", 10_000))
 	d0.Services = slices.Clone(d0.Services)
 	for i := range d0.Services {
 		d0.Services[i].HealthCheck = &model.Check{Kind: model.CheckHTTP, Port: 80, Path: "/healthz"}

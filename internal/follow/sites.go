@@ -1,16 +1,16 @@
-package serving
+package follow
 
 import (
 	"context"
 	"log/slog"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/sites"
 )
 
@@ -23,7 +23,7 @@ type SitesRing interface {
 // and nameservers of zones[].ring, internal/sites) in step with the ring's
 // live trusted probers. Serve nodes and the CoreDNS plugin run the same one.
 type SitesFollower struct {
-	Pipeline *Pipeline
+	Pipeline *serving.Pipeline
 	Ring     SitesRing
 	Logger   *slog.Logger
 
@@ -85,7 +85,7 @@ func (f *SitesFollower) log() *slog.Logger {
 	if f.Logger != nil {
 		return f.Logger
 	}
-	return f.Pipeline.log
+	return f.Pipeline.Logger()
 }
 
 // Update builds the view from the members now and hands it to the pipeline
@@ -109,23 +109,6 @@ func (f *SitesFollower) Update() error {
 	}
 	f.log().Info("the ring's sites changed", "sites", v.Sites)
 	return f.Pipeline.SetSites(v)
-}
-
-// SetSites stores the ring's sites and, when a zone serves names from them
-// (zones[].ring), republishes. A publish that fails keeps the previous
-// snapshot serving.
-func (p *Pipeline) SetSites(v *sites.View) error {
-	p.mu.Lock()
-	prev := p.cur.Load()
-	if !slices.ContainsFunc(prev.Effective.Zones, func(z model.Zone) bool { return z.Ring != nil }) {
-		next := *prev
-		next.Sites = v // kept for a reload that adds a ring section
-		p.cur.Store(&next)
-		p.mu.Unlock()
-		return nil
-	}
-	p.mu.Unlock()
-	return p.setInput(func(s *State) { s.Sites = v })
 }
 
 // SitesView is the view of the live trusted probers among members.

@@ -1,4 +1,4 @@
-package serving
+package follow
 
 import (
 	"net/netip"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
@@ -65,7 +66,7 @@ func rtt(prober, region, service, target string, ms float64) ring.RTTReport {
 	return ring.RTTReport{Prober: prober, Region: region, Subject: vote.EndpointSubject(service, target), RTT: time.Duration(ms * float64(time.Millisecond))}
 }
 
-func nearFrom(t *testing.T, p *Pipeline, client string) map[string]bool {
+func nearFrom(t *testing.T, p *serving.Pipeline, client string) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	for range 64 {
@@ -79,7 +80,7 @@ func nearFrom(t *testing.T, p *Pipeline, client string) map[string]bool {
 }
 
 func TestLatencyFollowerRepublishesOnlyWhenTheViewChanges(t *testing.T) {
-	p := newPipeline(t, load(t, latencyConfig), Options{})
+	p := newPipeline(t, load(t, latencyConfig), serving.Options{})
 	r := &fakeRTTRing{}
 	f := &LatencyFollower{Pipeline: p, Ring: r, Logger: discard()}
 	now := time.Now()
@@ -100,8 +101,8 @@ func TestLatencyFollowerRepublishesOnlyWhenTheViewChanges(t *testing.T) {
 	assert.Equal(t, g+1, gen(), "one republish")
 	assert.Equal(t, map[string]bool{"192.0.2.1": true}, nearFrom(t, p, "10.1.7.0"), "us-east clients get the east site")
 	assert.Equal(t, map[string]bool{"192.0.2.2": true}, nearFrom(t, p, "10.2.7.0"), "us-west clients get the west site")
-	assert.Equal(t, 5e-3, testutil.ToFloat64(p.m.latency.rtt.WithLabelValues("us-east", "near.gslb.test.", "192.0.2.1")))
-	assert.Equal(t, 4, testutil.CollectAndCount(p.m.latency.rtt), "one series per region and endpoint of a latency service, not of others")
+	assert.Equal(t, 5e-3, testutil.ToFloat64(f.metrics().latency.rtt.WithLabelValues("us-east", "near.gslb.test.", "192.0.2.1")))
+	assert.Equal(t, 4, testutil.CollectAndCount(f.metrics().latency.rtt), "one series per region and endpoint of a latency service, not of others")
 
 	t.Run("noise below the hysteresis republishes nothing", func(t *testing.T) {
 		g := gen()

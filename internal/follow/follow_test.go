@@ -1,4 +1,4 @@
-package serving
+package follow
 
 import (
 	"errors"
@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
@@ -86,8 +87,8 @@ func twoRegions() []ring.Member {
 func newFollower(t *testing.T, r *fakeRing) (*Follower, *Metrics) {
 	t.Helper()
 	m := NewMetrics(prometheus.NewRegistry())
-	p := newPipeline(t, load(t, ringConfig), Options{Metrics: m})
-	return &Follower{Pipeline: p, Ring: r}, m
+	p := newPipeline(t, load(t, ringConfig), serving.Options{})
+	return &Follower{Pipeline: p, Ring: r, Metrics: m}, m
 }
 
 func TestFollowerDecides(t *testing.T) {

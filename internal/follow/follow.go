@@ -1,4 +1,4 @@
-package serving
+package follow
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
@@ -38,9 +39,10 @@ type Notifier interface {
 // of the ring does: `meridian serve` (a prober) and the CoreDNS plugin (an
 // observer) run the same one.
 type Follower struct {
-	Pipeline *Pipeline
+	Pipeline *serving.Pipeline
 	Ring     Ring
 	Logger   *slog.Logger
+	Metrics  *Metrics // nil: on a private registry
 
 	// Before runs first in every round with the desired state being
 	// decided on (a serve node votes on its agents' heartbeats there).
@@ -53,6 +55,9 @@ type Follower struct {
 	// Notifier, when set, is given every decided change worth a
 	// notification (ChangeEvent), in the round that decided it.
 	Notifier Notifier
+
+	metricsOnce sync.Once
+	m           *Metrics
 
 	mu       sync.Mutex
 	timeline []report.ChangeEvent // newest last
@@ -108,7 +113,7 @@ func (f *Follower) Decide(now time.Time) *failover.Decision {
 	if f.Probers != nil {
 		f.Probers(len(probers))
 	}
-	m := f.Pipeline.m
+	m := f.metrics()
 	t0 := time.Now()
 	params := failover.ParamsFrom(d)
 	dec := failover.Decide(failover.Input{Desired: d, Votes: f.Ring.Votes(), Probers: probers, Prev: st.Decision, Now: now}, params)
@@ -127,12 +132,17 @@ func (f *Follower) log() *slog.Logger {
 	if f.Logger != nil {
 		return f.Logger
 	}
-	return f.Pipeline.log
+	return f.Pipeline.Logger()
+}
+
+func (f *Follower) metrics() *Metrics {
+	f.metricsOnce.Do(func() { f.m = metricsOr(f.Metrics) })
+	return f.m
 }
 
 // record logs every change once, counts it and keeps it for the timeline.
 func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params) {
-	m := f.Pipeline.m
+	m := f.metrics()
 	for _, c := range d.Changes {
 		kv := []any{"reason", c.Reason, "from", c.From.String(), "to", c.To.String(), "voters", c.Voters}
 		if c.Subject.IsCluster() {
@@ -275,7 +285,7 @@ func (f *Follower) Report() report.HealthReport {
 }
 
 // ConfigReport is GET /v1/health without a ring: the config's own states.
-func ConfigReport(st *State) report.HealthReport {
+func ConfigReport(st *serving.State) report.HealthReport {
 	rep := report.HealthReport{Probing: false}
 	snap := st.Snapshot
 	if snap == nil {
@@ -316,3 +326,11 @@ func AdminStates(d *model.Desired) map[vote.Subject]string {
 	}
 	return out
 }
+
+// The ring is what the followers and the pipeline's override checks read.
+var (
+	_ Ring              = (*ring.Ring)(nil)
+	_ RTTRing           = (*ring.Ring)(nil)
+	_ SitesRing         = (*ring.Ring)(nil)
+	_ serving.RingAdmin = (*ring.Ring)(nil)
+)

@@ -1,4 +1,4 @@
-package serving
+package follow
 
 import (
 	"net/netip"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 const sitesConfig = `
@@ -25,7 +26,7 @@ services:
       - {address: 192.0.2.1, cluster: east}
 `
 
-func nsNames(t *testing.T, p *Pipeline) []string {
+func nsNames(t *testing.T, p *serving.Pipeline) []string {
 	t.Helper()
 	var r engine.Result
 	p.Store().Load().Lookup("gslb.example.com.", dns.TypeNS, engine.Client{}, &r)
@@ -38,7 +39,7 @@ func nsNames(t *testing.T, p *Pipeline) []string {
 }
 
 func TestTheRingsSitesAreServed(t *testing.T) {
-	p := newPipeline(t, load(t, sitesConfig), Options{})
+	p := newPipeline(t, load(t, sitesConfig), serving.Options{})
 	assert.Empty(t, nsNames(t, p), "no site announced a DNS address yet")
 	members := []ring.Member{
 		{Name: "east-0", Role: ring.RoleProber, Trusted: true, Site: "east", Addr: "198.51.100.1:7946", DNSAddresses: []netip.Addr{netip.MustParseAddr("203.0.113.53")}},
@@ -71,7 +72,7 @@ type fixedMembers []ring.Member
 func (f fixedMembers) Members() []ring.Member { return f }
 
 func TestKeepNameserverKeepsOnlyTheRingsNameserversOfUnseenSites(t *testing.T) {
-	p := newPipeline(t, load(t, sitesConfig), Options{})
+	p := newPipeline(t, load(t, sitesConfig), serving.Options{})
 	f := &SitesFollower{Pipeline: p, Ring: fixedMembers{{Name: "east-0", Role: ring.RoleProber, Trusted: true, Site: "east", Addr: "198.51.100.1:7946",
 		DNSAddresses: []netip.Addr{netip.MustParseAddr("203.0.113.53")}}}, Logger: discard()}
 	require.NoError(t, f.Update())

@@ -1,4 +1,4 @@
-package serving
+package follow
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/latency"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
@@ -25,9 +26,13 @@ type RTTRing interface {
 // every node of the ring does. It republishes only when the view changes,
 // which the view's hysteresis keeps to real moves.
 type LatencyFollower struct {
-	Pipeline *Pipeline
+	Pipeline *serving.Pipeline
 	Ring     RTTRing
 	Logger   *slog.Logger
+	Metrics  *Metrics // nil: on a private registry
+
+	metricsOnce sync.Once
+	m           *Metrics
 
 	mu   sync.Mutex
 	view *latency.View
@@ -55,7 +60,12 @@ func (f *LatencyFollower) log() *slog.Logger {
 	if f.Logger != nil {
 		return f.Logger
 	}
-	return f.Pipeline.log
+	return f.Pipeline.Logger()
+}
+
+func (f *LatencyFollower) metrics() *Metrics {
+	f.metricsOnce.Do(func() { f.m = metricsOr(f.Metrics) })
+	return f.m
 }
 
 // Update builds the view from the summaries held now and hands it to the
@@ -70,7 +80,7 @@ func (f *LatencyFollower) Update(now time.Time) (bool, error) {
 			return false, nil
 		}
 		f.view = nil
-		f.Pipeline.m.latency.record(nil)
+		f.metrics().latency.record(nil)
 		return true, f.Pipeline.SetLatency(nil)
 	}
 	var ms []latency.Measurement
@@ -86,7 +96,7 @@ func (f *LatencyFollower) Update(now time.Time) (bool, error) {
 		return false, nil
 	}
 	f.view = next
-	f.Pipeline.m.latency.record(next)
+	f.metrics().latency.record(next)
 	f.log().Debug("latency view changed", "entries", next.Len(), "regions", next.Regions())
 	return true, f.Pipeline.SetLatency(next)
 }
@@ -107,13 +117,6 @@ func LatencySubjects(d *model.Desired) map[vote.Subject]bool {
 		}
 	}
 	return out
-}
-
-// SetLatency stores the RTT view latency services are compiled with and
-// republishes. A publish that fails keeps the previous snapshot serving (the
-// view is kept for the next publish) and returns the error.
-func (p *Pipeline) SetLatency(v *latency.View) error {
-	return p.setInput(func(s *State) { s.Latency = v })
 }
 
 // latencyMetrics are the latency view's gauges: one series per prober
