@@ -184,9 +184,9 @@ func (e propEnv) Clusters() map[string]map[string]string {
 }
 
 func (e propEnv) Health() []placement.ClusterHealth {
-	return serving.PlacementHealth(e.a.decision())
+	return placementHealth(e.a.decision())
 }
 
 func (e propEnv) TrafficWeights(hostname string) map[string]int {
-	return serving.TrafficWeights(&e.a.current().Desired, hostname)
+	return trafficWeights(&e.a.current().Desired, hostname)
 }

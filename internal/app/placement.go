@@ -1,4 +1,4 @@
-package serving
+package app
 
 import (
 	"github.com/meridian-gslb/meridian/internal/failover"
@@ -6,9 +6,9 @@ import (
 	"github.com/meridian-gslb/meridian/internal/placement"
 )
 
-// PlacementHealth is what propagation needs of a decision: which clusters
+// placementHealth is what propagation needs of a decision: which clusters
 // are failed over, and since when (nil without a decision).
-func PlacementHealth(d *failover.Decision) []placement.ClusterHealth {
+func placementHealth(d *failover.Decision) []placement.ClusterHealth {
 	if d == nil {
 		return nil
 	}
@@ -23,14 +23,14 @@ func PlacementHealth(d *failover.Decision) []placement.ClusterHealth {
 	return out
 }
 
-// TrafficWeights is the configured traffic weight of each cluster behind a
+// trafficWeights is the configured traffic weight of each cluster behind a
 // service name (nil when d has no such service): replica division follows
 // these, never the effective weights, so that the loop cannot chase itself.
 // Capacity-aware services (services[].capacity) scale only what is
 // answered: dividing replicas by ready capacity would give a cluster with
 // failing pods fewer replicas, hence fewer ready endpoints, a lower weight
 // and fewer replicas again (internal/capacity, rule 7).
-func TrafficWeights(d *model.Desired, hostname string) map[string]int {
+func trafficWeights(d *model.Desired, hostname string) map[string]int {
 	name := model.CanonicalName(hostname)
 	for _, s := range d.Services {
 		if s.Name != name {
