@@ -35,6 +35,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/whatif"
 	"github.com/meridian-gslb/meridian/providers"
 )
 
@@ -71,6 +72,7 @@ type App struct {
 	kube          *kubeParts                           // nil without Kubernetes sources
 	shifts        *serving.ShiftRunner                 // steps progressive shifts (set with the pipeline)
 	followMetrics *follow.Metrics                      // the ring followers' (registered with the pipeline's)
+	simulator     *whatif.Simulator                    // GET /v1/simulate over the pipeline
 	probing       atomic.Pointer[probing]              // nil with ring.enabled false (set while other goroutines read it)
 	reconciler    atomic.Pointer[providers.Reconciler] // set once provider sync runs (status page)
 	capacity      atomic.Pointer[observe.Observer]     // the capacity-aware weights loop (set once it runs)

@@ -43,7 +43,7 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 	}
 	out := &httpServers{}
 	metrics := api.NewMetrics(a.reg)
-	apiOpts := api.Options{Health: a.healthReport, Admin: shiftControl{adminControl{a.pipe, a.shifts}}, Simulate: a.pipe, Tokens: a.tokens, Overview: a.overview,
+	apiOpts := api.Options{Health: a.healthReport, Admin: shiftControl{adminControl{a.pipe, a.shifts}}, Simulate: a.simulator, Tokens: a.tokens, Overview: a.overview,
 		MaxEventStreams: hc.MaxEventStreams, Metrics: metrics}
 	if a.kube != nil {
 		apiOpts.Kube = a.kubeReport

@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/shift"
+	"github.com/meridian-gslb/meridian/internal/whatif"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
 
@@ -38,6 +39,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 		a.log.Warn("zone serial state unreadable: serials restart from the Unix time", "file", spath, "err", err)
 	}
 	a.followMetrics = follow.NewMetrics(a.reg) // registered with the pipeline's, ring or not
+	simulations := whatif.NewMetrics(a.reg)
 	opts := serving.Options{
 		Logger: a.log, Metrics: serving.NewMetrics(a.reg),
 		Admin: store, Relay: true,
@@ -54,6 +56,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 	if n := len(store.Active()); n > 0 {
 		a.log.Info("admin overrides restored", "file", path, "active", n)
 	}
+	a.simulator = &whatif.Simulator{Source: a.pipe, Metrics: simulations}
 	a.goBackground(func(ctx context.Context) { a.pipe.RunExpiry(ctx, time.Second) })
 	a.shifts = &serving.ShiftRunner{Pipeline: a.pipe, Notify: shiftNotifier{a}, Active: a.writer.Writer}
 	a.goBackground(a.shifts.Run)

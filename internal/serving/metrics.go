@@ -76,7 +76,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	})
 	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected, m.guard)
 	m.shift = newShiftMetrics(reg)
-	m.simulations = newSimulateMetric(reg)
 	return m
 }
 

@@ -110,7 +110,6 @@ type Pipeline struct {
 	ring      atomic.Pointer[ringAdmin]    // who may change traffic, signatures of overrides (nil: no ring)
 	sawRing   atomic.Bool                  // SetRing was called once
 
-	sim simulations // GET /v1/simulate: one at a time, the last report kept (simulate.go)
 }
 
 // New builds the first State from l and publishes it. An error (a file the
@@ -386,6 +385,16 @@ func (s *State) inputs(ovs []admin.Override) (admin.Applied, engine.Options) {
 // serve (unsigned) if extra were set now.
 func (p *Pipeline) WhatIf(extra []admin.Override) (*engine.Snapshot, error) {
 	return p.whatIf(p.State(), extra)
+}
+
+// SimulationBase is the served state a what-if simulation starts from
+// (whatif.Source): the served snapshot, the effective desired state, the
+// ids of the overrides in force, and a compile of that same state with
+// extra overrides.
+func (p *Pipeline) SimulationBase() (*engine.Snapshot, *model.Desired, string, func([]admin.Override) (*engine.Snapshot, error)) {
+	s := p.State()
+	compile := func(extra []admin.Override) (*engine.Snapshot, error) { return p.whatIf(s, extra) }
+	return s.Snapshot, &s.Effective.Desired, overrideIDs(p.activeOverrides()), compile
 }
 
 func (p *Pipeline) whatIf(s *State, extra []admin.Override) (*engine.Snapshot, error) {

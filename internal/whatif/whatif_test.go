@@ -86,7 +86,7 @@ func TestSimulate(t *testing.T) {
 	t.Run("failing a cluster moves its share to the others and changes nothing served", func(t *testing.T) {
 		p := pipeline(t)
 		gen := p.State().Snapshot.Generation()
-		r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
+		r, err := (&whatif.Simulator{Source: p}).Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
 		require.NoError(t, err)
 		assert.Equal(t, gen, p.State().Snapshot.Generation(), "nothing was published")
 		assert.Empty(t, p.Overrides(), "nothing was stored")
@@ -110,7 +110,7 @@ func TestSimulate(t *testing.T) {
 
 	t.Run("a geo service is compared at every place its rules and clusters name", func(t *testing.T) {
 		p := pipeline(t)
-		r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
+		r, err := (&whatif.Simulator{Source: p}).Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
 		require.NoError(t, err)
 		g := r.Services[1]
 		assert.Equal(t, "geo.gslb.test.", g.Service)
@@ -128,7 +128,7 @@ func TestSimulate(t *testing.T) {
 
 	t.Run("draining an endpoint or setting a weight is simulated like the override", func(t *testing.T) {
 		p := pipeline(t)
-		r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "weight", Spec: "app.gslb.test/192.0.2.3=0"}, {Kind: "drain", Spec: "endpoint=app.gslb.test/192.0.2.2"}})
+		r, err := (&whatif.Simulator{Source: p}).Simulate(context.Background(), []whatif.Change{{Kind: "weight", Spec: "app.gslb.test/192.0.2.3=0"}, {Kind: "drain", Spec: "endpoint=app.gslb.test/192.0.2.2"}})
 		require.NoError(t, err)
 		require.Len(t, r.Services, 1)
 		assert.Equal(t, []whatif.Share{{"east", 100}}, r.Services[0].Places[0].After)
@@ -136,9 +136,9 @@ func TestSimulate(t *testing.T) {
 
 	t.Run("a change naming what the config does not have is refused like the admin API refuses it", func(t *testing.T) {
 		p := pipeline(t)
-		_, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=mars"}})
+		_, err := (&whatif.Simulator{Source: p}).Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=mars"}})
 		require.ErrorContains(t, err, `--fail cluster=mars: cluster: "mars" is not a cluster (allowed: east, west, eu)`)
-		_, err = p.Simulate(context.Background(), nil)
+		_, err = (&whatif.Simulator{Source: p}).Simulate(context.Background(), nil)
 		require.ErrorContains(t, err, "give at least one change")
 	})
 }
@@ -155,7 +155,7 @@ func TestLoadCountsTheComparedFamilyOnly(t *testing.T) {
 	require.NoError(t, err)
 	p, err := serving.New(l, serving.Options{Logger: slog.New(slog.DiscardHandler), Metrics: serving.NewMetrics(prometheus.NewRegistry())})
 	require.NoError(t, err)
-	r, err := p.Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
+	r, err := (&whatif.Simulator{Source: p}).Simulate(context.Background(), []whatif.Change{{Kind: "fail", Spec: "cluster=east"}})
 	require.NoError(t, err)
 	var dual whatif.ServiceReport
 	for _, s := range r.Services {

@@ -1,7 +1,8 @@
-package serving
+package whatif
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,22 +12,23 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/report"
-	"github.com/meridian-gslb/meridian/internal/whatif"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 func TestSimulateBounds(t *testing.T) {
 	ctx := context.Background()
-	failEast := []whatif.Change{{Kind: whatif.Fail, Spec: "cluster=east"}}
-	count := func(m *Metrics, result string) float64 {
-		return testutil.ToFloat64(m.simulations.WithLabelValues(result))
+	failEast := []Change{{Kind: Fail, Spec: "cluster=east"}}
+	count := func(m *prometheus.CounterVec, result string) float64 {
+		return testutil.ToFloat64(m.WithLabelValues(result))
 	}
 
 	t.Run("the same question asked again is answered from the last report without compiling", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
-		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1"), Metrics: m})
-		first, err := p.Simulate(ctx, []whatif.Change{{Kind: whatif.Weight, Spec: "app.gslb.test/192.0.2.2=0"}, {Kind: whatif.Fail, Spec: "cluster=east"}})
+		pipe := newPipeline(t, memoryAdmin(t, "n1"))
+		p := &Simulator{Source: pipe, Metrics: m}
+		first, err := p.Simulate(ctx, []Change{{Kind: Weight, Spec: "app.gslb.test/192.0.2.2=0"}, {Kind: Fail, Spec: "cluster=east"}})
 		require.NoError(t, err)
-		again, err := p.Simulate(ctx, []whatif.Change{{Kind: whatif.Fail, Spec: " cluster=east"}, {Kind: whatif.Weight, Spec: "app.gslb.test/192.0.2.2=0"}})
+		again, err := p.Simulate(ctx, []Change{{Kind: Fail, Spec: " cluster=east"}, {Kind: Weight, Spec: "app.gslb.test/192.0.2.2=0"}})
 		require.NoError(t, err)
 		assert.Equal(t, first, again)
 		assert.Equal(t, []string{"--fail cluster=east", "--weight app.gslb.test/192.0.2.2=0"}, again.Changes, "changes sorted by kind, then spec")
@@ -36,14 +38,15 @@ func TestSimulateBounds(t *testing.T) {
 
 	t.Run("a new snapshot or another question is compiled again", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
-		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1"), Metrics: m})
+		pipe := newPipeline(t, memoryAdmin(t, "n1"))
+		p := &Simulator{Source: pipe, Metrics: m}
 		before, err := p.Simulate(ctx, failEast)
 		require.NoError(t, err)
 		require.Len(t, before.Services, 1)
-		_, err = p.Simulate(ctx, []whatif.Change{{Kind: whatif.Drain, Spec: "cluster=west"}})
+		_, err = p.Simulate(ctx, []Change{{Kind: Drain, Spec: "cluster=west"}})
 		require.NoError(t, err)
 		assert.Equal(t, 2.0, count(m, "computed"), "another question")
-		_, err = p.AddOverride(admin.Request{Kind: admin.KindForceDown, Cluster: "east", Reason: "down for real", Force: true}, "alice")
+		_, err = pipe.AddOverride(admin.Request{Kind: admin.KindForceDown, Cluster: "east", Reason: "down for real", Force: true}, "alice")
 		require.NoError(t, err)
 		after, err := p.Simulate(ctx, failEast)
 		require.NoError(t, err)
@@ -54,27 +57,27 @@ func TestSimulateBounds(t *testing.T) {
 
 	t.Run("a simulation while another runs is refused as busy and a cached answer is still given", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
-		p := newPipeline(t, load(t, baseConfig), Options{Metrics: m})
+		p := &Simulator{Source: newPipeline(t, nil), Metrics: m}
 		want, err := p.Simulate(ctx, failEast)
 		require.NoError(t, err)
-		p.sim.run.Lock() // another simulation is compiling
-		_, err = p.Simulate(ctx, []whatif.Change{{Kind: whatif.Drain, Spec: "cluster=west"}})
+		p.run.Lock() // another simulation is compiling
+		_, err = p.Simulate(ctx, []Change{{Kind: Drain, Spec: "cluster=west"}})
 		assert.ErrorIs(t, err, report.ErrSimulationBusy)
 		got, err := p.Simulate(ctx, failEast)
-		p.sim.run.Unlock()
+		p.run.Unlock()
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 		assert.Equal(t, 1.0, count(m, "busy"))
-		_, err = p.Simulate(ctx, []whatif.Change{{Kind: whatif.Drain, Spec: "cluster=west"}})
+		_, err = p.Simulate(ctx, []Change{{Kind: Drain, Spec: "cluster=west"}})
 		require.NoError(t, err, "once the other is done the next one runs")
 	})
 
 	t.Run("an invalid change is refused before the limit, even while another simulation runs", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
-		p := newPipeline(t, load(t, baseConfig), Options{Metrics: m})
-		p.sim.run.Lock()
-		defer p.sim.run.Unlock()
-		_, err := p.Simulate(ctx, []whatif.Change{{Kind: whatif.Fail, Spec: "cluster=mars"}})
+		p := &Simulator{Source: newPipeline(t, nil), Metrics: m}
+		p.run.Lock()
+		defer p.run.Unlock()
+		_, err := p.Simulate(ctx, []Change{{Kind: Fail, Spec: "cluster=mars"}})
 		var fe admin.FieldError
 		require.ErrorAs(t, err, &fe)
 		assert.Equal(t, 1.0, count(m, "invalid"))
@@ -82,7 +85,7 @@ func TestSimulateBounds(t *testing.T) {
 
 	t.Run("a simulation whose client went away stops and keeps nothing", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
-		p := newPipeline(t, load(t, baseConfig), Options{Metrics: m})
+		p := &Simulator{Source: newPipeline(t, nil), Metrics: m}
 		gone, cancel := context.WithCancel(ctx)
 		cancel()
 		_, err := p.Simulate(gone, failEast)
@@ -92,4 +95,36 @@ func TestSimulateBounds(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1.0, count(m, "computed"), "the canceled one was not cached")
 	})
+}
+
+const simulateConfig = `
+zones:
+  - apex: gslb.test
+    soa: {serial: 7, minimum: 20}
+    nameservers: [{name: ns1.gslb.test, ipv4: [192.0.2.53]}]
+clusters:
+  - {name: east, region: us-east}
+  - {name: west, region: us-west}
+services:
+  - name: app.gslb.test
+    endpoints:
+      - {address: 192.0.2.1, cluster: east}
+      - {address: 192.0.2.2, cluster: west}
+`
+
+// newPipeline serves simulateConfig, with the overrides of adm (nil: none).
+func newPipeline(t *testing.T, adm *admin.Store) *serving.Pipeline {
+	t.Helper()
+	l, err := serving.Load("test.yaml", []byte(simulateConfig), "")
+	require.NoError(t, err)
+	p, err := serving.New(l, serving.Options{Admin: adm, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	return p
+}
+
+func memoryAdmin(t *testing.T, node string) *admin.Store {
+	t.Helper()
+	s, err := admin.Open("", node, 0)
+	require.NoError(t, err)
+	return s
 }
