@@ -35,6 +35,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/shift/runner"
 	"github.com/meridian-gslb/meridian/internal/whatif"
 	"github.com/meridian-gslb/meridian/providers"
 )
@@ -70,7 +71,7 @@ type App struct {
 	pipe          *serving.Pipeline
 	tokens        *api.Tokens                          // admin API tokens (nil: changes refused)
 	kube          *kubeParts                           // nil without Kubernetes sources
-	shifts        *serving.ShiftRunner                 // steps progressive shifts (set with the pipeline)
+	shifts        *runner.Runner                       // steps progressive shifts (set with the pipeline)
 	followMetrics *follow.Metrics                      // the ring followers' (registered with the pipeline's)
 	simulator     *whatif.Simulator                    // GET /v1/simulate over the pipeline
 	probing       atomic.Pointer[probing]              // nil with ring.enabled false (set while other goroutines read it)

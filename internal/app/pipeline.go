@@ -12,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/shift"
+	"github.com/meridian-gslb/meridian/internal/shift/runner"
 	"github.com/meridian-gslb/meridian/internal/whatif"
 	"github.com/meridian-gslb/meridian/internal/xfr"
 )
@@ -39,7 +40,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 		a.log.Warn("zone serial state unreadable: serials restart from the Unix time", "file", spath, "err", err)
 	}
 	a.followMetrics = follow.NewMetrics(a.reg) // registered with the pipeline's, ring or not
-	simulations := whatif.NewMetrics(a.reg)
+	simulations, shiftMetrics := whatif.NewMetrics(a.reg), runner.NewMetrics(a.reg)
 	opts := serving.Options{
 		Logger: a.log, Metrics: serving.NewMetrics(a.reg),
 		Admin: store, Relay: true,
@@ -58,7 +59,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 	}
 	a.simulator = &whatif.Simulator{Source: a.pipe, Metrics: simulations}
 	a.goBackground(func(ctx context.Context) { a.pipe.RunExpiry(ctx, time.Second) })
-	a.shifts = &serving.ShiftRunner{Pipeline: a.pipe, Notify: shiftNotifier{a}, Active: a.writer.Writer}
+	a.shifts = &runner.Runner{Pipeline: a.pipe, Notify: shiftNotifier{a}, Active: a.writer.Writer, Metrics: shiftMetrics}
 	a.goBackground(a.shifts.Run)
 	return nil
 }
@@ -119,7 +120,7 @@ func (a *App) serialStatePath(configured string) (path, legacy string) {
 // adminControl is api.AdminControl over the pipeline's overrides.
 type adminControl struct {
 	p *serving.Pipeline
-	r *serving.ShiftRunner
+	r *runner.Runner
 }
 
 func (c adminControl) List() []admin.Override { return c.p.Overrides() }

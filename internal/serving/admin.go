@@ -35,9 +35,9 @@ func (p *Pipeline) SetBroadcast(f func([]byte)) {
 // every other source of overrides), stores it, republishes and spreads it.
 func (p *Pipeline) AddOverride(req admin.Request, who string) (admin.Override, error) {
 	if p.opts.Admin == nil {
-		return admin.Override{}, errNoAdmin
+		return admin.Override{}, ErrNoAdmin
 	}
-	if err := p.mayChange(); err != nil {
+	if err := p.MayChange(); err != nil {
 		return admin.Override{}, err
 	}
 	o, err := req.Validate(&p.State().Effective.Desired, time.Now())
@@ -51,7 +51,7 @@ func (p *Pipeline) AddOverride(req admin.Request, who string) (admin.Override, e
 		return o, err
 	}
 	p.log.Warn("admin override set", "id", o.ID, "kind", o.Kind, "target", o.Target(), "who", who, "reason", o.Reason, "expires", o.Expires, "forced", o.Forced)
-	p.adminChanged(true)
+	p.AdminChanged(true)
 	return o, nil
 }
 
@@ -115,9 +115,9 @@ func (p *Pipeline) shortOf(s *State, extra []admin.Override) ([]admin.Shortfall,
 // RemoveOverride ends an override, republishes and spreads the change.
 func (p *Pipeline) RemoveOverride(id, who string) (admin.Override, error) {
 	if p.opts.Admin == nil {
-		return admin.Override{}, errNoAdmin
+		return admin.Override{}, ErrNoAdmin
 	}
-	if err := p.mayChange(); err != nil {
+	if err := p.MayChange(); err != nil {
 		return admin.Override{}, err
 	}
 	o, err := p.opts.Admin.Remove(id)
@@ -125,13 +125,13 @@ func (p *Pipeline) RemoveOverride(id, who string) (admin.Override, error) {
 		return o, err
 	}
 	p.log.Warn("admin override removed", "id", o.ID, "kind", o.Kind, "target", o.Target(), "who", who)
-	p.adminChanged(true)
+	p.AdminChanged(true)
 	return o, nil
 }
 
-// adminChanged republishes and, for a change this node makes or merges,
+// AdminChanged republishes and, for a change this node makes or merges,
 // spreads the whole state.
-func (p *Pipeline) adminChanged(spread bool) {
+func (p *Pipeline) AdminChanged(spread bool) {
 	if err := p.Republish(); err != nil {
 		p.log.Error("republish after an admin change failed: previous snapshot keeps serving", "err", err)
 	}
@@ -191,7 +191,7 @@ func (p *Pipeline) OnShared(data []byte) {
 	}
 	if changed {
 		p.log.Info("admin overrides updated from the ring", "active", len(p.opts.Admin.Active()))
-		p.adminChanged(p.opts.Relay) // pass the merged state on
+		p.AdminChanged(p.opts.Relay) // pass the merged state on
 	}
 }
 
@@ -231,7 +231,7 @@ func (p *Pipeline) ExpireOverrides() bool {
 		return false
 	}
 	p.log.Info("admin override expired")
-	p.adminChanged(false)
+	p.AdminChanged(false)
 	return true
 }
 

@@ -19,7 +19,6 @@ type Metrics struct {
 	overrides   *prometheus.GaugeVec
 	rejected    *prometheus.CounterVec
 	guard       *prometheus.CounterVec
-	shift       shiftMetrics           // progressive shifts (shift.go)
 	simulations *prometheus.CounterVec // GET /v1/simulate (simulate.go)
 
 	snap atomic.Pointer[engine.Snapshot] // the last published, for the gauges
@@ -75,7 +74,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		return 0
 	})
 	reg.MustRegister(m.reloads, m.lastOK, gen, age, m.overrides, m.rejected, m.guard)
-	m.shift = newShiftMetrics(reg)
 	return m
 }
 

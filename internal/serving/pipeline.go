@@ -152,6 +152,9 @@ func New(l *Loaded, opts Options) (*Pipeline, error) {
 // Logger is the pipeline's logger (for the followers that feed it).
 func (p *Pipeline) Logger() *slog.Logger { return p.log }
 
+// Admin is the store of the operators' overrides (nil: none kept here).
+func (p *Pipeline) Admin() *admin.Store { return p.opts.Admin }
+
 // Store is what the DNS front end answers from.
 func (p *Pipeline) Store() *engine.Store { return &p.store }
 
@@ -430,9 +433,9 @@ func overrideIDs(ovs []admin.Override) string {
 	return strings.Join(ids, ",")
 }
 
-// errNoAdmin is returned by the override calls of a pipeline without an
+// ErrNoAdmin is returned by the override calls of a pipeline without an
 // admin store.
-var errNoAdmin = errors.New("overrides are not kept by this process")
+var ErrNoAdmin = errors.New("overrides are not kept by this process")
 
 // SetLatency stores the RTT view latency services are compiled with and
 // republishes. A publish that fails keeps the previous snapshot serving (the

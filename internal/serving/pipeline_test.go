@@ -240,7 +240,7 @@ func TestPipelineOverrides(t *testing.T) {
 	t.Run("a pipeline without an admin store refuses overrides", func(t *testing.T) {
 		p := newPipeline(t, load(t, baseConfig), Options{})
 		_, err := p.AddOverride(drain, "alice")
-		require.ErrorIs(t, err, errNoAdmin)
+		require.ErrorIs(t, err, ErrNoAdmin)
 	})
 
 	w := newRingWorld()

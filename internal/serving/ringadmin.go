@@ -54,10 +54,10 @@ func (p *Pipeline) signEntries() {
 	}
 }
 
-// mayChange refuses a change on a node whose ring identity has no admin
+// MayChange refuses a change on a node whose ring identity has no admin
 // capability: its peers would refuse the entry, and one node answering
 // differently from the others is worse than a clear error.
-func (p *Pipeline) mayChange() error {
+func (p *Pipeline) MayChange() error {
 	r := p.ring.Load()
 	if r == nil {
 		return nil

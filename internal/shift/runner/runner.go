@@ -1,4 +1,7 @@
-package serving
+// Package runner steps progressive shifts (internal/shift decides each
+// step) over the serving pipeline's overrides: every tick on the ring's
+// writer, storing the progress, republishing and reporting the events.
+package runner
 
 import (
 	"context"
@@ -16,13 +19,14 @@ import (
 	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/report"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
-// ShiftNotifier is where shift events go: the status page's timeline and,
+// Notifier is where shift events go: the status page's timeline and,
 // once wired, the notification webhooks (internal/notify). It must not
 // block.
-type ShiftNotifier interface {
+type Notifier interface {
 	ShiftEvent(shift.Event)
 }
 
@@ -30,22 +34,28 @@ type ShiftNotifier interface {
 // samples' values (observe.Instant; tests give a fake).
 type GuardQuery func(ctx context.Context, url, query string, timeout time.Duration, now time.Time) ([]float64, error)
 
-// ShiftRunner steps the shifts in force every tick (shift.tick).
-type ShiftRunner struct {
-	Pipeline *Pipeline
-	Notify   ShiftNotifier // nil: events are only logged and counted
-	Query    GuardQuery    // nil: observe.Instant
+// Runner steps the shifts in force every tick (shift.tick).
+type Runner struct {
+	Pipeline *serving.Pipeline
+	Notify   Notifier   // nil: events are only logged and counted
+	Query    GuardQuery // nil: observe.Instant
 	// Active tells whether this node steps the shifts now: only the ring's
 	// elected writer does, so that a shift's progress (its guard failures
 	// above all) is decided once, not once per node. nil: always.
 	Active func() bool
+	// Metrics counts the steps (NewMetrics); nil: on a private registry.
+	Metrics *Metrics
+
+	metricsOnce sync.Once
+	m           *Metrics
 
 	mu    sync.Mutex
 	seen  map[string]bool           // "service\x00cluster" gauges set last tick
 	known map[string]shift.Progress // override id -> the progress seen last tick (or set here)
 }
 
-type shiftMetrics struct {
+// Metrics of progressive shifts.
+type Metrics struct {
 	percent   *prometheus.GaugeVec
 	rollbacks *prometheus.CounterVec
 	steps     *prometheus.CounterVec
@@ -53,8 +63,9 @@ type shiftMetrics struct {
 	notSaved  *prometheus.CounterVec
 }
 
-func newShiftMetrics(reg prometheus.Registerer) shiftMetrics {
-	m := shiftMetrics{
+// NewMetrics creates the shift metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
 		percent: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meridian_shift_percent",
 			Help: "Share (0..100) of a service's traffic a progressive shift sends to its target cluster now.",
@@ -88,7 +99,7 @@ func newShiftMetrics(reg prometheus.Registerer) shiftMetrics {
 
 // Run steps the shifts every tick of the config's shift.tick until ctx
 // is done.
-func (r *ShiftRunner) Run(ctx context.Context) {
+func (r *Runner) Run(ctx context.Context) {
 	for {
 		tick := model.DefaultShiftTick
 		if st := r.Pipeline.State(); st != nil && st.Effective != nil {
@@ -109,9 +120,9 @@ var errStale = errors.New("the shift's progress changed since the decision")
 // Step decides every shift in force once at now, stores what changed,
 // republishes and reports the events. A panic on one shift is recovered
 // and logged; the others still step.
-func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []shift.Event {
+func (r *Runner) Step(ctx context.Context, now time.Time) []shift.Event {
 	p := r.Pipeline
-	if p.opts.Admin == nil {
+	if p.Admin() == nil {
 		return nil
 	}
 	st := p.State()
@@ -119,7 +130,7 @@ func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []shift.Event {
 	seen := map[string]bool{}
 	changed := false
 	stepping := r.Active == nil || r.Active()
-	for _, o := range p.opts.Admin.Active() {
+	for _, o := range p.Admin().Active() {
 		if !stepping || o.Kind != admin.KindShift || o.Shift == nil {
 			continue
 		}
@@ -130,20 +141,20 @@ func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []shift.Event {
 		}
 	}
 	if changed {
-		p.adminChanged(true)
+		p.AdminChanged(true)
 	}
-	for _, o := range p.opts.Admin.Active() {
+	for _, o := range p.Admin().Active() {
 		if o.Kind == admin.KindShift && o.Shift != nil {
 			key := strings.TrimSuffix(o.Service, ".") + "\x00" + o.Shift.Spec.To
 			seen[key] = true
-			p.m.shift.percent.WithLabelValues(strings.TrimSuffix(o.Service, "."), o.Shift.Spec.To).Set(float64(o.Shift.Percent()))
+			r.metrics().percent.WithLabelValues(strings.TrimSuffix(o.Service, "."), o.Shift.Spec.To).Set(float64(o.Shift.Percent()))
 		}
 	}
 	r.mu.Lock()
 	for key := range r.seen {
 		if !seen[key] {
 			svc, cl, _ := strings.Cut(key, "\x00")
-			p.m.shift.percent.DeleteLabelValues(svc, cl)
+			r.metrics().percent.DeleteLabelValues(svc, cl)
 		}
 	}
 	r.seen = seen
@@ -154,7 +165,7 @@ func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []shift.Event {
 	}
 	if r.Notify != nil {
 		for _, ev := range observed {
-			p.log.Info("shift step taken by another node", "id", ev.ID, "service", ev.Service, "action", ev.Action, "from", ev.From, "percent", ev.Percent)
+			p.Logger().Info("shift step taken by another node", "id", ev.ID, "service", ev.Service, "action", ev.Action, "from", ev.From, "percent", ev.Percent)
 			r.Notify.ShiftEvent(ev)
 		}
 	}
@@ -164,14 +175,14 @@ func (r *ShiftRunner) Step(ctx context.Context, now time.Time) []shift.Event {
 // observe returns the steps other nodes stored since the last tick (the
 // shifts' progress this node did not change itself) and remembers the
 // progress of every shift in force. r.mu is held.
-func (r *ShiftRunner) observe(now time.Time, mine []shift.Event) []shift.Event {
+func (r *Runner) observe(now time.Time, mine []shift.Event) []shift.Event {
 	took := map[string]bool{}
 	for _, ev := range mine {
 		took[ev.ID] = true
 	}
 	known := map[string]shift.Progress{}
 	var out []shift.Event
-	for _, o := range r.Pipeline.opts.Admin.Active() {
+	for _, o := range r.Pipeline.Admin().Active() {
 		if o.Kind != admin.KindShift || o.Shift == nil {
 			continue
 		}
@@ -197,11 +208,11 @@ func (r *ShiftRunner) observe(now time.Time, mine []shift.Event) []shift.Event {
 	return out
 }
 
-func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, now time.Time) (ev *shift.Event, changed bool) {
+func (r *Runner) stepOne(ctx context.Context, st *serving.State, o admin.Override, now time.Time) (ev *shift.Event, changed bool) {
 	p := r.Pipeline
 	defer func() {
 		if v := recover(); v != nil {
-			p.log.Error("shift: stepping panicked (recovered); the shift holds", "id", o.ID, "service", o.Service, "panic", fmt.Sprint(v))
+			p.Logger().Error("shift: stepping panicked (recovered); the shift holds", "id", o.ID, "service", o.Service, "panic", fmt.Sprint(v))
 			ev, changed = nil, false
 		}
 	}()
@@ -219,11 +230,11 @@ func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, 
 	if d.Action == shift.Hold && d.Progress.Failures == o.Shift.Progress.Failures {
 		return nil, false
 	}
-	if err := p.mayChange(); err != nil {
+	if err := p.MayChange(); err != nil {
 		// Stepped here only, the other nodes would refuse the step and
 		// answer differently: the shift holds until a node that may writes.
-		p.m.shift.notSaved.WithLabelValues("capability").Inc()
-		p.log.Warn("shift: not stepped; this node is the writer but may not change traffic over the ring", "id", o.ID, "service", o.Service, "err", err)
+		r.metrics().notSaved.WithLabelValues("capability").Inc()
+		p.Logger().Warn("shift: not stepped; this node is the writer but may not change traffic over the ring", "id", o.ID, "service", o.Service, "err", err)
 		return nil, false
 	}
 	from := o.Shift.Percent()
@@ -231,7 +242,7 @@ func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, 
 	// made from. Another node's version (from the ring) or an operator's
 	// pause or resume may have replaced it while the guard ran; then the
 	// next tick decides again on what is stored.
-	_, err := p.opts.Admin.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
+	_, err := p.Admin().Update(o.ID, func(cur admin.Override) (admin.Override, error) {
 		if cur.Shift == nil || !cur.Shift.Progress.Equal(o.Shift.Progress) {
 			return cur, errStale
 		}
@@ -244,16 +255,16 @@ func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, 
 	case errors.Is(err, admin.ErrNotFound):
 		return nil, false
 	case errors.Is(err, errStale):
-		p.m.shift.notSaved.WithLabelValues("stale").Inc()
-		p.log.Info("shift: progress changed since the decision (another node or an operator stepped it); not saved, decided again next tick",
+		r.metrics().notSaved.WithLabelValues("stale").Inc()
+		p.Logger().Info("shift: progress changed since the decision (another node or an operator stepped it); not saved, decided again next tick",
 			"id", o.ID, "service", o.Service, "action", string(d.Action))
 		return nil, false
 	case err != nil:
-		p.m.shift.notSaved.WithLabelValues("error").Inc()
-		p.log.Error("shift: progress not saved; the shift holds", "id", o.ID, "service", o.Service, "action", string(d.Action), "err", err)
+		r.metrics().notSaved.WithLabelValues("error").Inc()
+		p.Logger().Error("shift: progress not saved; the shift holds", "id", o.ID, "service", o.Service, "action", string(d.Action), "err", err)
 		return nil, false
 	case d.Action == shift.Hold:
-		p.log.Warn("shift: guard query failed", "id", o.ID, "service", o.Service, "reason", d.Reason)
+		p.Logger().Warn("shift: guard query failed", "id", o.ID, "service", o.Service, "reason", d.Reason)
 		return nil, true
 	}
 	return &shift.Event{At: now, ID: o.ID, Service: strings.TrimSuffix(o.Service, "."), To: o.Shift.Spec.To, Action: string(d.Action), From: from, Percent: d.Percent, Reason: d.Reason}, true
@@ -261,8 +272,8 @@ func (r *ShiftRunner) stepOne(ctx context.Context, st *State, o admin.Override, 
 
 // guard runs the --abort-if query: a non-empty result with a non-zero
 // sample is a breach; an error counts against --max-failures.
-func (r *ShiftRunner) guard(ctx context.Context, cfg model.ShiftConfig, query string, now time.Time) shift.Guard {
-	m := r.Pipeline.m.shift
+func (r *Runner) guard(ctx context.Context, cfg model.ShiftConfig, query string, now time.Time) shift.Guard {
+	m := r.metrics()
 	if cfg.PrometheusURL == "" {
 		m.guard.WithLabelValues("error").Inc()
 		return shift.Guard{Checked: true, Err: errors.New("shift.prometheus_url is not configured")}
@@ -291,7 +302,7 @@ func (r *ShiftRunner) guard(ctx context.Context, cfg model.ShiftConfig, query st
 // probed yet, counts as passing like everywhere else) and are not forced
 // down by an operator. It fills o's TargetHealthy, Unhealthy, Down (the
 // first shift.MaxNamed down endpoints only), DownCount and Endpoints.
-func targetHealth(st *State, service, to string, o *shift.Observation) {
+func targetHealth(st *serving.State, service, to string, o *shift.Observation) {
 	var h engine.Health = engine.NoHealth{}
 	if st.Decision != nil {
 		h = st.Decision
@@ -332,15 +343,15 @@ func targetHealth(st *State, service, to string, o *shift.Observation) {
 	}
 }
 
-func (r *ShiftRunner) emit(ev shift.Event) {
+func (r *Runner) emit(ev shift.Event) {
 	p := r.Pipeline
-	p.m.shift.steps.WithLabelValues(ev.Service, ev.Action).Inc()
+	r.metrics().steps.WithLabelValues(ev.Service, ev.Action).Inc()
 	kv := []any{"id", ev.ID, "service", ev.Service, "to", ev.To, "action", ev.Action, "from", ev.From, "percent", ev.Percent, "reason", ev.Reason}
 	if ev.Action == string(shift.Rollback) {
-		p.m.shift.rollbacks.WithLabelValues(ev.Service).Inc()
-		p.log.Warn("shift rolled back", kv...)
+		r.metrics().rollbacks.WithLabelValues(ev.Service).Inc()
+		p.Logger().Warn("shift rolled back", kv...)
 	} else {
-		p.log.Info("shift stepped", kv...)
+		p.Logger().Info("shift stepped", kv...)
 	}
 	if r.Notify != nil {
 		r.Notify.ShiftEvent(ev)
@@ -349,7 +360,7 @@ func (r *ShiftRunner) emit(ev shift.Event) {
 
 // PauseShift pauses the shift of service (who and why recorded in its
 // progress), republishes and spreads it.
-func (r *ShiftRunner) PauseShift(service, who, reason string) (admin.Override, error) {
+func (r *Runner) PauseShift(service, who, reason string) (admin.Override, error) {
 	if len(reason) > admin.MaxReason {
 		return admin.Override{}, admin.FieldError{Field: "reason", Msg: fmt.Sprintf("is longer than %d characters", admin.MaxReason)}
 	}
@@ -363,32 +374,32 @@ func (r *ShiftRunner) PauseShift(service, who, reason string) (admin.Override, e
 }
 
 // ResumeShift resumes the paused shift of service.
-func (r *ShiftRunner) ResumeShift(service, who string) (admin.Override, error) {
+func (r *Runner) ResumeShift(service, who string) (admin.Override, error) {
 	return r.operate(service, who, "resume", shift.Resume)
 }
 
 // ErrNoShift is returned when a service has no shift in force.
 var ErrNoShift = report.ErrNoShift
 
-func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress, time.Time) shift.Progress) (admin.Override, error) {
+func (r *Runner) operate(service, who, action string, f func(shift.Progress, time.Time) shift.Progress) (admin.Override, error) {
 	p := r.Pipeline
-	if p.opts.Admin == nil {
-		return admin.Override{}, errNoAdmin
+	if p.Admin() == nil {
+		return admin.Override{}, serving.ErrNoAdmin
 	}
 	if len(who) > 128 {
 		return admin.Override{}, admin.FieldError{Field: "who", Msg: "is longer than 128 characters"}
 	}
-	if err := p.mayChange(); err != nil {
+	if err := p.MayChange(); err != nil {
 		return admin.Override{}, err
 	}
 	svc := model.CanonicalName(service)
-	for _, o := range p.opts.Admin.Active() {
+	for _, o := range p.Admin().Active() {
 		if o.Kind != admin.KindShift || o.Service != svc || o.Shift == nil {
 			continue
 		}
 		now := time.Now()
 		from := o.Shift.Percent()
-		got, err := p.opts.Admin.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
+		got, err := p.Admin().Update(o.ID, func(cur admin.Override) (admin.Override, error) {
 			sh := *cur.Shift
 			sh.Progress = f(sh.Progress, now)
 			if len(sh.Progress.Reason) > shift.MaxProgressReason {
@@ -400,15 +411,25 @@ func (r *ShiftRunner) operate(service, who, action string, f func(shift.Progress
 		if err != nil {
 			return got, err
 		}
-		p.log.Warn("shift "+action, "id", got.ID, "service", got.Service, "who", who)
+		p.Logger().Warn("shift "+action, "id", got.ID, "service", got.Service, "who", who)
 		r.mu.Lock()
 		if r.known != nil {
 			r.known[got.ID] = got.Shift.Progress // taken here: not observed again next tick
 		}
 		r.mu.Unlock()
-		p.adminChanged(true)
+		p.AdminChanged(true)
 		r.emit(shift.Event{At: now, ID: got.ID, Service: strings.TrimSuffix(got.Service, "."), To: got.Shift.Spec.To, Action: action, From: from, Percent: got.Shift.Percent(), Reason: got.Shift.Progress.Reason, Who: who})
 		return got, nil
 	}
 	return admin.Override{}, fmt.Errorf("%w for %s", ErrNoShift, strings.TrimSuffix(svc, "."))
+}
+
+func (r *Runner) metrics() *Metrics {
+	r.metricsOnce.Do(func() {
+		r.m = r.Metrics
+		if r.m == nil {
+			r.m = NewMetrics(prometheus.NewRegistry())
+		}
+	})
+	return r.m
 }

@@ -1,4 +1,4 @@
-package serving
+package runner
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
@@ -21,7 +22,7 @@ type events []shift.Event
 
 func (e *events) ShiftEvent(ev shift.Event) { *e = append(*e, ev) }
 
-func servedWeights(p *Pipeline) map[string]int {
+func servedWeights(p *serving.Pipeline) map[string]int {
 	out := map[string]int{}
 	for _, s := range p.State().Served.Services {
 		for _, e := range s.Endpoints {
@@ -38,9 +39,9 @@ func TestShiftRunner(t *testing.T) {
 
 	t.Run("a shift advances each interval and a target failure at 25% rolls back to 5%, counted and notified", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
-		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1"), Metrics: m})
+		p := newPipeline(t, load(t, baseConfig), serving.Options{Admin: memoryAdmin(t, "n1")})
 		var got events
-		r := &ShiftRunner{Pipeline: p, Notify: &got}
+		r := &Runner{Pipeline: p, Metrics: m, Notify: &got}
 		o, err := p.AddOverride(req, "alice")
 		require.NoError(t, err)
 		t0 := o.Shift.Progress.Since
@@ -51,7 +52,7 @@ func TestShiftRunner(t *testing.T) {
 		r.Step(context.Background(), t0.Add(3*time.Second))
 		r.Step(context.Background(), t0.Add(6*time.Second))
 		require.Len(t, got, 2)
-		assert.Equal(t, 25.0, testutil.ToFloat64(m.shift.percent.WithLabelValues("app.gslb.test", "west")))
+		assert.Equal(t, 25.0, testutil.ToFloat64(m.percent.WithLabelValues("app.gslb.test", "west")))
 		assert.Equal(t, map[string]int{"192.0.2.1": 750, "192.0.2.2": 250}, servedWeights(p))
 
 		_, err = p.AddOverride(admin.Request{Kind: admin.KindForceDown, Service: "app.gslb.test", Endpoint: "192.0.2.2", Reason: "inject failure"}, "chaos")
@@ -62,8 +63,8 @@ func TestShiftRunner(t *testing.T) {
 		assert.Equal(t, 25, got[2].From)
 		assert.Equal(t, 5, got[2].Percent)
 		assert.Contains(t, got[2].Reason, "192.0.2.2")
-		assert.Equal(t, 1.0, testutil.ToFloat64(m.shift.rollbacks.WithLabelValues("app.gslb.test")))
-		assert.Equal(t, 5.0, testutil.ToFloat64(m.shift.percent.WithLabelValues("app.gslb.test", "west")))
+		assert.Equal(t, 1.0, testutil.ToFloat64(m.rollbacks.WithLabelValues("app.gslb.test")))
+		assert.Equal(t, 5.0, testutil.ToFloat64(m.percent.WithLabelValues("app.gslb.test", "west")))
 		r.Step(context.Background(), t0.Add(20*time.Second))
 		assert.Len(t, got, 3, "a rolled-back shift stays paused")
 
@@ -74,10 +75,10 @@ func TestShiftRunner(t *testing.T) {
 
 	t.Run("a guard breach rolls back and guard errors hold until max failures", func(t *testing.T) {
 		cfg := baseConfig + "shift: {prometheus_url: 'http://prom.test:9090'}\n"
-		p := newPipeline(t, load(t, cfg), Options{Admin: memoryAdmin(t, "n1")})
+		p := newPipeline(t, load(t, cfg), serving.Options{Admin: memoryAdmin(t, "n1")})
 		var vals []float64
 		var qerr error
-		r := &ShiftRunner{Pipeline: p, Query: func(context.Context, string, string, time.Duration, time.Time) ([]float64, error) { return vals, qerr }}
+		r := &Runner{Pipeline: p, Query: func(context.Context, string, string, time.Duration, time.Time) ([]float64, error) { return vals, qerr }}
 		g := req
 		g.AbortIf, g.MaxFailures = "errors > 0", new(1)
 		o, err := p.AddOverride(g, "alice")
@@ -97,8 +98,8 @@ func TestShiftRunner(t *testing.T) {
 	})
 
 	t.Run("pausing a service without a shift says so", func(t *testing.T) {
-		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1")})
-		_, err := (&ShiftRunner{Pipeline: p}).PauseShift("app.gslb.test", "alice", "")
+		p := newPipeline(t, load(t, baseConfig), serving.Options{Admin: memoryAdmin(t, "n1")})
+		_, err := (&Runner{Pipeline: p}).PauseShift("app.gslb.test", "alice", "")
 		require.ErrorIs(t, err, ErrNoShift)
 	})
 }
@@ -121,9 +122,9 @@ func TestShiftRunnerSaves(t *testing.T) {
 
 	t.Run("a rollback of a target with 60 long CNAME endpoints down is saved, naming three of them", func(t *testing.T) {
 		m := NewMetrics(prometheus.NewRegistry())
-		p := newPipeline(t, load(t, longCNAMEConfig(60)), Options{Admin: memoryAdmin(t, "n1"), Metrics: m})
+		p := newPipeline(t, load(t, longCNAMEConfig(60)), serving.Options{Admin: memoryAdmin(t, "n1")})
 		var got events
-		r := &ShiftRunner{Pipeline: p, Notify: &got}
+		r := &Runner{Pipeline: p, Metrics: m, Notify: &got}
 		o, err := p.AddOverride(req, "alice")
 		require.NoError(t, err)
 		r.Step(context.Background(), o.Shift.Progress.Since.Add(time.Second))
@@ -137,14 +138,14 @@ func TestShiftRunnerSaves(t *testing.T) {
 		assert.Contains(t, stored.Reason, "and 57 more)")
 		assert.NotContains(t, stored.Reason, "ep03.")
 		assert.LessOrEqual(t, len(stored.Reason), shift.MaxReason)
-		assert.Zero(t, testutil.ToFloat64(m.shift.notSaved.WithLabelValues("error")))
+		assert.Zero(t, testutil.ToFloat64(m.notSaved.WithLabelValues("error")))
 	})
 
 	t.Run("a decision on a progress that another node replaced while the guard ran is not saved and is counted as stale", func(t *testing.T) {
 		cfg := baseConfig + "shift: {prometheus_url: 'http://prom.test:9090'}\n"
 		m := NewMetrics(prometheus.NewRegistry())
 		st := memoryAdmin(t, "n1")
-		p := newPipeline(t, load(t, cfg), Options{Admin: st, Metrics: m})
+		p := newPipeline(t, load(t, cfg), serving.Options{Admin: st})
 		var got events
 		g := req
 		g.AbortIf = "errors > 0"
@@ -152,7 +153,7 @@ func TestShiftRunnerSaves(t *testing.T) {
 		require.NoError(t, err)
 		t0 := o.Shift.Progress.Since
 		var other shift.Progress
-		r := &ShiftRunner{Pipeline: p, Notify: &got, Query: func(context.Context, string, string, time.Duration, time.Time) ([]float64, error) {
+		r := &Runner{Pipeline: p, Metrics: m, Notify: &got, Query: func(context.Context, string, string, time.Duration, time.Time) ([]float64, error) {
 			// Meanwhile another node's version arrives: it advanced to 5%.
 			cur, err := st.Update(o.ID, func(cur admin.Override) (admin.Override, error) {
 				sh := *cur.Shift
@@ -167,15 +168,15 @@ func TestShiftRunnerSaves(t *testing.T) {
 		assert.Empty(t, r.Step(context.Background(), t0.Add(4*time.Second)))
 		assert.Empty(t, got, "no rollback is reported for a state the store no longer holds")
 		assert.True(t, p.Overrides()[0].Shift.Progress.Equal(other), "the other node's version stands")
-		assert.Equal(t, 1.0, testutil.ToFloat64(m.shift.notSaved.WithLabelValues("stale")))
-		assert.Zero(t, testutil.ToFloat64(m.shift.rollbacks.WithLabelValues("app.gslb.test")))
+		assert.Equal(t, 1.0, testutil.ToFloat64(m.notSaved.WithLabelValues("stale")))
+		assert.Zero(t, testutil.ToFloat64(m.rollbacks.WithLabelValues("app.gslb.test")))
 	})
 
 	t.Run("a pause reason longer than the API's 512 characters is refused naming the limit", func(t *testing.T) {
-		p := newPipeline(t, load(t, baseConfig), Options{Admin: memoryAdmin(t, "n1")})
+		p := newPipeline(t, load(t, baseConfig), serving.Options{Admin: memoryAdmin(t, "n1")})
 		_, err := p.AddOverride(req, "alice")
 		require.NoError(t, err)
-		r := &ShiftRunner{Pipeline: p}
+		r := &Runner{Pipeline: p}
 		_, err = r.PauseShift("app.gslb.test", "alice", strings.Repeat("x", 513))
 		var fe admin.FieldError
 		require.ErrorAs(t, err, &fe)
