@@ -23,7 +23,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/e2e/kubelab"
 	"github.com/meridian-gslb/meridian/internal/kube"
-	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/kube/merge"
 )
 
 // Two nodes, no ring: the Lease alone decides the writer. Short lease
@@ -117,7 +117,7 @@ func writerOf(t *testing.T, m *instance) kube.ElectionStatus {
 	resp, err := http.Get(m.http + "/v1/kube")
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var rep serving.KubeReport
+	var rep merge.KubeReport
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
 	return rep.Writer
 }

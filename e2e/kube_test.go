@@ -29,7 +29,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/deploy/kustomize"
 	"github.com/meridian-gslb/meridian/e2e/kubelab"
-	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/kube/merge"
 	"github.com/meridian-gslb/meridian/providers/route53/route53fake"
 )
 
@@ -212,17 +212,17 @@ func shareAt(server, name, addr string, n int) (float64, error) {
 	return 100 * float64(hit) / float64(n), nil
 }
 
-func kubeReport(t *testing.T, m *instance) serving.KubeReport {
+func kubeReport(t *testing.T, m *instance) merge.KubeReport {
 	t.Helper()
 	resp, err := http.Get(m.http + "/v1/kube")
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var rep serving.KubeReport
+	var rep merge.KubeReport
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
 	return rep
 }
 
-func memberOf(rep serving.KubeReport, cluster string) (state, reason string) {
+func memberOf(rep merge.KubeReport, cluster string) (state, reason string) {
 	for _, m := range rep.Members {
 		if m.Cluster == cluster {
 			return m.State, m.Reason
@@ -409,7 +409,7 @@ func TestKubernetesMembers(t *testing.T) {
 	})
 
 	t.Run("4: an expired client certificate and a wrong CA make members NotReady with that reason", func(t *testing.T) {
-		var rep serving.KubeReport
+		var rep merge.KubeReport
 		require.Eventually(t, func() bool {
 			rep = kubeReport(t, m1)
 			s1, _ := memberOf(rep, "stale")

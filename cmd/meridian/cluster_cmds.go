@@ -22,7 +22,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/kube/grants"
 	"github.com/meridian-gslb/meridian/internal/kube/join"
-	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/kube/merge"
 )
 
 // clusterTimeout bounds each cluster command's API calls together.
@@ -301,7 +301,7 @@ reason is printed; a Secret the hub refuses is Refused, with the reason.`,
 			}
 			var res clusterList
 			res.Hub.HTTP = addr
-			var rep serving.KubeReport
+			var rep merge.KubeReport
 			var members []kube.MemberStatus
 			if err := newClient(addr).do("GET", "/v1/kube", nil, &rep); err != nil {
 				res.Hub.Error = err.Error()

@@ -11,6 +11,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/coalesce"
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/kube"
+	"github.com/meridian-gslb/meridian/internal/kube/merge"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/placement"
 	"github.com/meridian-gslb/meridian/internal/propagation"
@@ -24,7 +25,7 @@ const mergeWindow = 100 * time.Millisecond
 // kubeParts is the Kubernetes side of a running App.
 type kubeParts struct {
 	mgr    *kube.Manager
-	src    *serving.Kube           // the pipeline's Kubernetes stage
+	src    *merge.Kube             // the pipeline's Kubernetes stage
 	prop   *propagation.Controller // nil without kubernetes.propagation
 	lead   *kube.Elector           // nil without kubernetes.leader_election: every node writes
 	dirty  chan struct{}           // a merge is wanted (objects or members changed)
@@ -53,7 +54,7 @@ func (a *App) startKube(l *serving.Loaded) error {
 	if err != nil {
 		return err
 	}
-	k.src = &serving.Kube{Manager: k.mgr, Logger: a.log, First: first, OnRelease: func() { poke(k.dirty) }}
+	k.src = &merge.Kube{Manager: k.mgr, Logger: a.log, First: first, OnRelease: func() { poke(k.dirty) }}
 	if ms := l.File.Kubernetes.MemberSecrets; ms != nil {
 		w, err := k.mgr.WatchSecrets(a.ctx, *ms, l.File.Kubernetes.ConnectTimeout.D(), func() { poke(k.dirty) })
 		if err != nil {
@@ -71,7 +72,7 @@ func (a *App) startKube(l *serving.Loaded) error {
 		k.lead = a.newElector(&l.File.Desired, k)
 		k.src.Election = k.lead
 	}
-	srcs := serving.MemberSources(&l.File.Desired, k.src.Secrets.Members())
+	srcs := merge.MemberSources(&l.File.Desired, k.src.Secrets.Members())
 	k.mgr.Configure(l.File.Kubernetes, srcs)
 	a.kube = k
 	a.goBackground(func(ctx context.Context) { <-ctx.Done(); k.mgr.Stop() })

@@ -1,4 +1,4 @@
-package serving
+package merge
 
 import (
 	"testing"
@@ -10,13 +10,14 @@ import (
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
 // everyServiceStatuses is Kube.Statuses as it was before it looked only
 // at the services objects are behind: a view of every served service, the
 // timeline of every endpoint and the order of every failover service.
-func everyServiceStatuses(k *Kube, st *State) map[kube.ObjectRef]kube.Status {
+func everyServiceStatuses(k *Kube, st *serving.State) map[kube.ObjectRef]kube.Status {
 	objs, res := k.Last()
 	timeline := map[vote.Subject]failover.Timeline{}
 	clusters := map[string]failover.ClusterState{}
@@ -57,7 +58,7 @@ func TestKubeStatusesLookOnlyAtTheObjectsServicesAndSayWhatAViewOfEveryServiceSa
 		obj("west", "other", "web", "web.gslb.test.", kube.Settings{}, "192.0.2.141"), // another namespace: refused
 		obj("eu", "shop", "nolb", "nolb.gslb.test.", kube.Settings{}),                 // no address yet: dropped
 	}}
-	p, err := New(l, Options{Logger: discard(), Kube: src})
+	p, err := serving.New(l, serving.Options{Logger: discard(), Kube: src})
 	require.NoError(t, err)
 	s := p.State()
 	d := failover.Decide(failover.Input{Desired: &s.Effective.Desired, Now: created}, failover.ParamsFrom(&s.Effective.Desired))

@@ -1,4 +1,4 @@
-package serving
+package merge
 
 import (
 	"encoding/json"
@@ -24,6 +24,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
 // The scale benchmarks: a generated state of N services (MERIDIAN_BENCH_SERVICES,
@@ -32,7 +33,7 @@ import (
 // K (MERIDIAN_BENCH_KUBE_SERVICES, default N/100) come from Kubernetes
 // objects through the pipeline's real Kubernetes merge (Kube.merge).
 //
-//	MERIDIAN_BENCH_SERVICES=100000 go test -run '^$' -bench OneServiceChange -benchmem ./internal/serving/
+//	MERIDIAN_BENCH_SERVICES=100000 go test -run '^$' -bench OneServiceChange -benchmem ./internal/kube/merge/
 
 var scaleClusters = []model.Cluster{
 	{Name: "east", Region: "us-east", Country: "US", Continent: "NA"},
@@ -64,7 +65,7 @@ func scaleService(i int) model.Service {
 }
 
 // scaleFile is the config file of n services, k of them left to Kubernetes.
-func scaleFile(tb testing.TB, n, k int) *Loaded {
+func scaleFile(tb testing.TB, n, k int) *serving.Loaded {
 	tb.Helper()
 	d := model.Desired{
 		Zones:    []model.Zone{{Apex: "gslb.test", SOA: model.SOA{Serial: 7}, Nameservers: []model.Nameserver{{Name: "ns1.gslb.test", IPv4: []string{"192.0.2.53"}}}}},
@@ -77,7 +78,7 @@ func scaleFile(tb testing.TB, n, k int) *Loaded {
 	require.NoError(tb, err)
 	loc, err := geo.New(nil, "")
 	require.NoError(tb, err)
-	return &Loaded{File: &config.File{Desired: *nd}, Locator: loc}
+	return &serving.Loaded{File: &config.File{Desired: *nd}, Locator: loc}
 }
 
 // scaleObjects are the Kubernetes objects of services n-k..n-1: one
@@ -107,7 +108,7 @@ type objectSource struct {
 	objs []kube.Object
 }
 
-func (o *objectSource) Merge(l *Loaded) (*config.File, error) {
+func (o *objectSource) Merge(l *serving.Loaded) (*config.File, error) {
 	return o.k.merge(l, nil, o.objs, func(kube.Result) {})
 }
 
@@ -134,7 +135,7 @@ func envInt(tb testing.TB, name string, def int) int {
 
 type scaleState struct {
 	n, k int
-	l    *Loaded
+	l    *serving.Loaded
 }
 
 var (
@@ -152,11 +153,11 @@ func scale(tb testing.TB) scaleState {
 	return scaleMemo
 }
 
-func scalePipeline(tb testing.TB, st scaleState, src *objectSource, adm *admin.Store) *Pipeline {
+func scalePipeline(tb testing.TB, st scaleState, src *objectSource, adm *admin.Store) *serving.Pipeline {
 	tb.Helper()
 	src.k.Logger = slog.New(slog.DiscardHandler)
 	src.objs = scaleObjects(st.n, st.k)
-	p, err := New(st.l, Options{Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(prometheus.NewRegistry()), Kube: src, Admin: adm})
+	p, err := serving.New(st.l, serving.Options{Logger: slog.New(slog.DiscardHandler), Metrics: serving.NewMetrics(prometheus.NewRegistry()), Kube: src, Admin: adm})
 	require.NoError(tb, err)
 	return p
 }
@@ -392,7 +393,7 @@ func TestAMergeIntoTheListMadeAheadIsTheWholeNormalized(t *testing.T) {
 		return kube.Object{Ref: kube.ObjectRef{Cluster: cluster, Kind: kube.KindService, Namespace: "shop", Name: name},
 			Created: created, Settings: kube.Settings{Hostnames: []string{host}}, Valid: true, Targets: targets}
 	}
-	whole := func(l *Loaded, objs []kube.Object) model.Desired {
+	whole := func(l *serving.Loaded, objs []kube.Object) model.Desired {
 		res := kube.Build(objs, &l.File.Desired)
 		d := l.File.Desired
 		d.Services = append(slices.Clone(d.Services), res.Services...)
@@ -407,21 +408,21 @@ func TestAMergeIntoTheListMadeAheadIsTheWholeNormalized(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		change func() *Loaded
+		change func() *serving.Loaded
 		used   bool
 	}{
-		{"a hostname moved is merged into the list made ahead", func() *Loaded {
+		{"a hostname moved is merged into the list made ahead", func() *serving.Loaded {
 			objs[0].Settings.Hostnames = []string{"moved.gslb.test."}
 			return l
 		}, true},
-		{"a service removed is merged into it", func() *Loaded { objs = objs[:1]; return l }, true},
-		{"services beyond its room are merged into a new list", func() *Loaded {
+		{"a service removed is merged into it", func() *serving.Loaded { objs = objs[:1]; return l }, true},
+		{"services beyond its room are merged into a new list", func() *serving.Loaded {
 			for i := range 80 {
 				objs = append(objs, obj("east", fmt.Sprintf("n%d", i), fmt.Sprintf("n%d.gslb.test.", i), "192.0.2.9"))
 			}
 			return l
 		}, false},
-		{"another file is merged into a new list", func() *Loaded { return load(t, mergeConfig) }, false},
+		{"another file is merged into a new list", func() *serving.Loaded { return load(t, mergeConfig) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k.PrepareNext()
@@ -464,7 +465,7 @@ func oneKubernetesChange(t *testing.T, ahead bool) {
 	prev := p.State()
 	require.Len(t, prev.Effective.Services, n)
 	require.Equal(t, map[string]bool{east: true, west: true}, answers(t, p, name))
-	frozen := func(s *State) string { // the published values, deeply
+	frozen := func(s *serving.State) string { // the published values, deeply
 		out, err := json.Marshal([]any{s.Effective.Desired, s.Served, s.Snapshot.Desired()})
 		require.NoError(t, err)
 		return string(out)

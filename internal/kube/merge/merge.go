@@ -1,4 +1,8 @@
-package serving
+// Package merge merges the Kubernetes-sourced services of the member
+// clusters into the config file's desired state, for the serving pipeline
+// (serving.KubeSource), and reads back what is served for the objects'
+// status write-back and GET /v1/kube.
+package merge
 
 import (
 	"fmt"
@@ -15,6 +19,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/kube/claims"
 	"github.com/meridian-gslb/meridian/internal/model"
+	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/vote"
 )
 
@@ -85,7 +90,7 @@ func (k *Kube) fileNamesOf(f *config.File) kube.FileNames {
 // Merge adds the Kubernetes-sourced services to l's desired state. A
 // service that does not validate is left out (and reported on its objects);
 // if the merged whole still fails, the file alone comes back with the error.
-func (k *Kube) Merge(l *Loaded) (*config.File, error) {
+func (k *Kube) Merge(l *serving.Loaded) (*config.File, error) {
 	secrets := k.Secrets.Members()
 	k.Manager.Configure(l.File.Kubernetes, MemberSources(&l.File.Desired, secrets))
 	return k.merge(l, secrets, k.Manager.Objects(), k.Manager.Observe)
@@ -93,7 +98,7 @@ func (k *Kube) Merge(l *Loaded) (*config.File, error) {
 
 // merge is Merge on the given member Secrets and watched objects; observe
 // is handed the build result (the Manager's conflict log).
-func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object, observe func(kube.Result)) (*config.File, error) {
+func (k *Kube) merge(l *serving.Loaded, secrets []kube.SecretMember, objs []kube.Object, observe func(kube.Result)) (*config.File, error) {
 	base := l.File.Desired
 	clusters, problems := WithSecretClusters(&base, secrets)
 	base.Clusters = clusters
@@ -161,7 +166,7 @@ func (k *Kube) merge(l *Loaded, secrets []kube.SecretMember, objs []kube.Object,
 // that merge gave (the same input gives the same value). ok is false when
 // they do not validate: the caller then normalizes the whole, for the
 // error with the merged paths.
-func (k *Kube) mergeServices(l *Loaded, svcs []model.Service) (*config.File, bool) {
+func (k *Kube) mergeServices(l *serving.Loaded, svcs []model.Service) (*config.File, bool) {
 	kd := l.File.Desired
 	kd.Services = svcs
 	nk, err := model.Normalize(&kd)
@@ -346,7 +351,7 @@ func WithSecretClusters(d *model.Desired, secrets []kube.SecretMember) (clusters
 // It looks only at the services objects are behind (res.Sources), not at
 // every service of the snapshot: kube.Statuses asks for no other name (a
 // name Build serves, or does not drop, has its objects in Sources).
-func (k *Kube) Statuses(st *State) (map[kube.ObjectRef]kube.Status, map[kube.ObjectRef][]string) {
+func (k *Kube) Statuses(st *serving.State) (map[kube.ObjectRef]kube.Status, map[kube.ObjectRef][]string) {
 	objs, res := k.Last()
 	snap := st.Snapshot
 	timeline := map[vote.Subject]failover.Timeline{}
