@@ -161,6 +161,8 @@ func page(keys []string, token string, max int) (out []string, next string) {
 	return keys, ""
 }
 
+// changeCollection is ChangeCidrCollection: the changes apply together or
+// not at all.
 func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	var req xmlChangeCollectionRequest
 	if err := readXML(r, &req); err != nil {
@@ -184,7 +186,22 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 		return nil, &apiError{http.StatusConflict, "CidrCollectionVersionMismatchException",
 			fmt.Sprintf("The CIDR collection version in the request (%d) doesn't match the collection's current version (%d).", *req.CollectionVersion, c.version)}
 	}
-	work := maps.Clone(c.locations)
+	work := applyCidrChanges(c.locations, changes)
+	if err := s.checkLocations(id, c.locations, work); err != nil {
+		return nil, err
+	}
+	c.locations = work
+	c.version++
+	s.seq++
+	change := fmt.Sprintf("C%012dFAKE", s.seq)
+	s.changes[change] = time.Now()
+	return xmlChangeCollectionResponse{ID: change}, nil
+}
+
+// applyCidrChanges returns the locations after changes (checked), leaving
+// locations as they are.
+func applyCidrChanges(locations map[string][]netip.Prefix, changes []xmlCidrChange) map[string][]netip.Prefix {
+	work := maps.Clone(locations)
 	for _, ch := range changes {
 		loc := *ch.LocationName
 		for _, v := range ch.CidrList.Cidrs {
@@ -206,11 +223,18 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 			}
 		}
 	}
+	return work
+}
+
+// checkLocations checks the locations work of collection id, which were
+// old: a block is in one location at most, and a location a record set
+// routes by keeps a block. Callers hold s.mu.
+func (s *Server) checkLocations(id string, old, work map[string][]netip.Prefix) *apiError {
 	// A block is in one location at most; name the one that had it first.
 	owner := map[netip.Prefix]string{}
 	for loc, blocks := range work {
 		for _, p := range blocks {
-			if slices.Contains(c.locations[loc], p) {
+			if slices.Contains(old[loc], p) {
 				owner[p] = loc
 			}
 		}
@@ -218,7 +242,7 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	for _, loc := range slices.Sorted(maps.Keys(work)) {
 		for _, p := range work[loc] {
 			if other, dup := owner[p]; dup && other != loc {
-				return nil, &apiError{http.StatusBadRequest, "CidrBlockInUseException",
+				return &apiError{http.StatusBadRequest, "CidrBlockInUseException",
 					fmt.Sprintf("The CIDR block %s is already in use by the location %s of this collection; one request can DELETE_IF_EXISTS it there and PUT it in %s.", p, other, loc)}
 			}
 			owner[p] = loc
@@ -226,16 +250,11 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	}
 	for _, u := range s.cidrUsers(id) {
 		if loc := u.Cidr.LocationName; loc != "*" && len(work[loc]) == 0 {
-			return nil, &apiError{http.StatusBadRequest, "CidrBlockInUseException",
+			return &apiError{http.StatusBadRequest, "CidrBlockInUseException",
 				fmt.Sprintf("The location %s would have no CIDR block left, but the resource record set %s in hosted zone %s routes by it.", loc, u.describe(), u.zone)}
 		}
 	}
-	c.locations = work
-	c.version++
-	s.seq++
-	change := fmt.Sprintf("C%012dFAKE", s.seq)
-	s.changes[change] = time.Now()
-	return xmlChangeCollectionResponse{ID: change}, nil
+	return nil
 }
 
 // checkCidrChanges validates the shape of a ChangeCidrCollection request.
