@@ -177,10 +177,9 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	c, ok := s.collections[id]
-	if !ok {
-		return nil, noSuchCollection(id)
+	id, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if req.CollectionVersion != nil && *req.CollectionVersion != c.version {
 		return nil, &apiError{http.StatusConflict, "CidrCollectionVersionMismatchException",
@@ -319,10 +318,9 @@ func (s *Server) listBlocks(r *http.Request, _ string) (any, *apiError) {
 	location := r.URL.Query().Get("location")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	c, ok := s.collections[id]
-	if !ok {
-		return nil, noSuchCollection(id)
+	_, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if _, ok := c.locations[location]; location != "" && !ok {
 		return nil, &apiError{http.StatusNotFound, errNoSuchLocation, fmt.Sprintf("The CIDR collection location %s does not exist.", location)}
@@ -353,10 +351,9 @@ func (s *Server) listLocations(r *http.Request, _ string) (any, *apiError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	c, ok := s.collections[id]
-	if !ok {
-		return nil, noSuchCollection(id)
+	_, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	locs, next := page(slices.Sorted(maps.Keys(c.locations)), token, maxItems)
 	out := xmlListLocationsResponse{Locations: []xmlLocation{}, NextToken: next}
@@ -366,13 +363,23 @@ func (s *Server) listLocations(r *http.Request, _ string) (any, *apiError) {
 	return out, nil
 }
 
-func (s *Server) deleteCollection(r *http.Request, _ string) (any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// collectionOf returns the id and the collection the request's path names.
+// Callers hold s.mu.
+func (s *Server) collectionOf(r *http.Request) (string, *cidrCollection, *apiError) {
 	id := r.PathValue("id")
 	c, ok := s.collections[id]
 	if !ok {
-		return nil, noSuchCollection(id)
+		return id, nil, noSuchCollection(id)
+	}
+	return id, c, nil
+}
+
+func (s *Server) deleteCollection(r *http.Request, _ string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if users := s.cidrUsers(id); len(users) > 0 {
 		return nil, &apiError{http.StatusBadRequest, errCollectionInUse,
