@@ -326,6 +326,17 @@ func (s *lbSync) write(ctx context.Context, op string, c providers.ObjectChange,
 	return false, nil
 }
 
+// writeObject is write for a request whose answer is the object written
+// (got: zero when refused, or in a dry run).
+func writeObject[T any](ctx context.Context, s *lbSync, op string, c providers.ObjectChange, call func(context.Context) (T, error)) (got T, ok bool, err error) {
+	ok, err = s.write(ctx, op, c, func(ctx context.Context) error {
+		var err error
+		got, err = call(ctx)
+		return err
+	})
+	return got, ok, err
+}
+
 func (s *lbSync) refused(c providers.ObjectChange) {
 	s.p.log.Warn("cloudflare: load balancing change refused", "zone", s.zone, "kind", c.Kind, "object", c.Name, "op", c.Op, "err", c.Err)
 }
@@ -476,12 +487,7 @@ func (s *lbSync) monitors(ctx context.Context, specs []LBSpec) error {
 // createMonitor creates the monitor want, known by key in st.monitor.
 func (s *lbSync) createMonitor(ctx context.Context, key string, want Monitor) error {
 	c := providers.ObjectChange{Kind: providers.KindMonitor, Name: key, Op: "create", Detail: monitorSummary(want)}
-	var got Monitor
-	ok, err := s.write(ctx, opCreateMonitor, c, func(ctx context.Context) error {
-		var err error
-		got, err = s.p.api.CreateMonitor(ctx, s.st.account, want)
-		return err
-	})
+	got, ok, err := writeObject(ctx, s, opCreateMonitor, c, func(ctx context.Context) (Monitor, error) { return s.p.api.CreateMonitor(ctx, s.st.account, want) })
 	if err != nil || !ok {
 		return err
 	}
@@ -505,12 +511,7 @@ func (s *lbSync) updateMonitor(ctx context.Context, key string, keep int, want M
 	}
 	want.ID = cur.ID
 	c := providers.ObjectChange{Kind: providers.KindMonitor, Name: key, Op: "update", Detail: diff}
-	var got Monitor
-	ok, err := s.write(ctx, opUpdateMonitor, c, func(ctx context.Context) error {
-		var err error
-		got, err = s.p.api.UpdateMonitor(ctx, s.st.account, want)
-		return err
-	})
+	got, ok, err := writeObject(ctx, s, opUpdateMonitor, c, func(ctx context.Context) (Monitor, error) { return s.p.api.UpdateMonitor(ctx, s.st.account, want) })
 	if err != nil {
 		return err
 	}
@@ -526,13 +527,10 @@ func (s *lbSync) pool(ctx context.Context, want Pool, byName map[string]int) (bo
 		return s.updatePool(ctx, i, want)
 	}
 	c := providers.ObjectChange{Kind: providers.KindPool, Name: want.Name, Op: "create", Detail: poolSummary(want)}
-	var got Pool
 	var n int
-	ok, err := s.write(ctx, opCreatePool, c, func(ctx context.Context) error {
+	got, ok, err := writeObject(ctx, s, opCreatePool, c, func(ctx context.Context) (Pool, error) {
 		n++
-		var err error
-		got, err = s.p.api.CreatePool(ctx, s.st.account, want)
-		return err
+		return s.p.api.CreatePool(ctx, s.st.account, want)
 	})
 	if err != nil {
 		return false, err
@@ -575,12 +573,7 @@ func (s *lbSync) updatePool(ctx context.Context, i int, want Pool) (bool, error)
 	}
 	want.ID = cur.ID
 	c := providers.ObjectChange{Kind: providers.KindPool, Name: want.Name, Op: "update", Detail: diff}
-	var got Pool
-	ok, err := s.write(ctx, opUpdatePool, c, func(ctx context.Context) error {
-		var err error
-		got, err = s.p.api.UpdatePool(ctx, s.st.account, want)
-		return err
-	})
+	got, ok, err := writeObject(ctx, s, opUpdatePool, c, func(ctx context.Context) (Pool, error) { return s.p.api.UpdatePool(ctx, s.st.account, want) })
 	if err != nil || !ok {
 		return false, err
 	}
@@ -682,13 +675,10 @@ func (s *lbSync) withPoolIDs(want LoadBalancer, poolByName map[string]int) (Load
 // its own first attempt adopts that load balancer and brings it up to date.
 func (s *lbSync) createLB(ctx context.Context, sp LBSpec, want LoadBalancer, byName, poolByName map[string]int, failedPools map[string]bool) error {
 	c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: "create", Detail: lbSummary(want, s.names)}
-	var got LoadBalancer
 	var n int
-	ok, err := s.write(ctx, opCreateLB, c, func(ctx context.Context) error {
+	got, ok, err := writeObject(ctx, s, opCreateLB, c, func(ctx context.Context) (LoadBalancer, error) {
 		n++
-		var err error
-		got, err = s.p.api.CreateLoadBalancer(ctx, s.st.zoneID, want)
-		return err
+		return s.p.api.CreateLoadBalancer(ctx, s.st.zoneID, want)
 	})
 	if err != nil {
 		return err
@@ -729,12 +719,7 @@ func (s *lbSync) updateLB(ctx context.Context, i int, want LoadBalancer) error {
 	}
 	want.ID = cur.ID
 	c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: "update", Detail: diff}
-	var got LoadBalancer
-	ok, err := s.write(ctx, opUpdateLB, c, func(ctx context.Context) error {
-		var err error
-		got, err = s.p.api.UpdateLoadBalancer(ctx, s.st.zoneID, want)
-		return err
-	})
+	got, ok, err := writeObject(ctx, s, opUpdateLB, c, func(ctx context.Context) (LoadBalancer, error) { return s.p.api.UpdateLoadBalancer(ctx, s.st.zoneID, want) })
 	if err != nil || !ok {
 		return err
 	}
