@@ -119,23 +119,20 @@ func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []prov
 // listObjects reads the zone's load balancers and the account's pools and
 // monitors into st, stopping at the first list that fails.
 func (p *Provider) listObjects(ctx context.Context, st *lbZone) error {
-	if _, err := p.do(ctx, opListLBs, func(ctx context.Context) error {
-		var err error
-		st.lbs, err = p.api.ListLoadBalancers(ctx, st.zoneID)
-		return err
-	}); err != nil {
+	if err := list(ctx, p, opListLBs, &st.lbs, func(ctx context.Context) ([]LoadBalancer, error) { return p.api.ListLoadBalancers(ctx, st.zoneID) }); err != nil {
 		return err
 	}
-	if _, err := p.do(ctx, opListPools, func(ctx context.Context) error {
-		var err error
-		st.pools, err = p.api.ListPools(ctx, st.account)
-		return err
-	}); err != nil {
+	if err := list(ctx, p, opListPools, &st.pools, func(ctx context.Context) ([]Pool, error) { return p.api.ListPools(ctx, st.account) }); err != nil {
 		return err
 	}
-	_, err := p.do(ctx, opListMonitors, func(ctx context.Context) error {
+	return list(ctx, p, opListMonitors, &st.monitors, func(ctx context.Context) ([]Monitor, error) { return p.api.ListMonitors(ctx, st.account) })
+}
+
+// list makes the list request op, its answer stored in dst.
+func list[T any](ctx context.Context, p *Provider, op string, dst *[]T, call func(context.Context) ([]T, error)) error {
+	_, err := p.do(ctx, op, func(ctx context.Context) error {
 		var err error
-		st.monitors, err = p.api.ListMonitors(ctx, st.account)
+		*dst, err = call(ctx)
 		return err
 	})
 	return err
@@ -587,11 +584,7 @@ func (s *lbSync) updatePool(ctx context.Context, i int, want Pool) (bool, error)
 // adoptPool re-reads the pools and returns ours named name (nil: none).
 func (s *lbSync) adoptPool(ctx context.Context, name string) (*Pool, error) {
 	var pools []Pool
-	if _, err := s.p.do(ctx, opListPools, func(ctx context.Context) error {
-		var err error
-		pools, err = s.p.api.ListPools(ctx, s.st.account)
-		return err
-	}); err != nil {
+	if err := list(ctx, s.p, opListPools, &pools, func(ctx context.Context) ([]Pool, error) { return s.p.api.ListPools(ctx, s.st.account) }); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
 	for _, pl := range pools {
@@ -719,7 +712,9 @@ func (s *lbSync) updateLB(ctx context.Context, i int, want LoadBalancer) error {
 	}
 	want.ID = cur.ID
 	c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: "update", Detail: diff}
-	got, ok, err := writeObject(ctx, s, opUpdateLB, c, func(ctx context.Context) (LoadBalancer, error) { return s.p.api.UpdateLoadBalancer(ctx, s.st.zoneID, want) })
+	got, ok, err := writeObject(ctx, s, opUpdateLB, c, func(ctx context.Context) (LoadBalancer, error) {
+		return s.p.api.UpdateLoadBalancer(ctx, s.st.zoneID, want)
+	})
 	if err != nil || !ok {
 		return err
 	}
@@ -732,11 +727,7 @@ func (s *lbSync) updateLB(ctx context.Context, i int, want LoadBalancer) error {
 
 func (s *lbSync) adoptLB(ctx context.Context, name string) (*LoadBalancer, error) {
 	var lbs []LoadBalancer
-	if _, err := s.p.do(ctx, opListLBs, func(ctx context.Context) error {
-		var err error
-		lbs, err = s.p.api.ListLoadBalancers(ctx, s.st.zoneID)
-		return err
-	}); err != nil {
+	if err := list(ctx, s.p, opListLBs, &lbs, func(ctx context.Context) ([]LoadBalancer, error) { return s.p.api.ListLoadBalancers(ctx, s.st.zoneID) }); err != nil {
 		return nil, fmt.Errorf("list load balancers: %w", err)
 	}
 	for _, lb := range lbs {
