@@ -212,6 +212,9 @@ func (r *Reconciler) Sync(ctx context.Context, dryRun, periodic bool) []ZoneResu
 	return out
 }
 
+// syncZone reconciles one zone: the provider's objects prepared, the
+// records planned and applied, the objects no longer used collected. With
+// dryRun it only plans.
 func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func() []ServiceView, dryRun bool) (res ZoneResult) {
 	start := time.Now()
 	res = ZoneResult{Provider: z.Provider.Name(), Zone: z.Zone}
@@ -221,16 +224,7 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 		return res
 	}
 	defer func() { r.record(res) }()
-	defer func() {
-		// A panic on an odd provider answer ends this zone's pass, not the
-		// process: it is counted, logged and retried like any failure.
-		if p := recover(); p != nil {
-			r.Metrics.Panics.WithLabelValues(labels...).Inc()
-			res.Err = fmt.Errorf("%s zone %s: sync panicked: %v", res.Provider, z.Zone, p)
-			r.Logger.Error("provider sync panicked: recovered", "provider", res.Provider, "zone", z.Zone, "panic", p, "stack", string(debug.Stack()))
-			r.Metrics.Syncs.WithLabelValues(res.Provider, z.Zone, "failure").Inc()
-		}
-	}()
+	defer r.recoverSync(&res, labels)
 	objects, _ := z.Provider.(ObjectSyncer)
 	if z.Mode == model.ModeDelegate {
 		objects = nil
@@ -250,35 +244,9 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 			return res
 		}
 	}
-	var desired []plan.Record
-	if z.Mode == model.ModeDelegate {
-		ns := st.Nameservers
-		if ns == nil {
-			ns = EffectiveNameservers(st.Live)
-		}
-		var err error
-		desired, err = Delegation(z.Zone, DelegatedZones(st.Desired, res.Provider, z.Zone, ns, st.DNSKEY))
-		if err != nil {
-			res.Err = fmt.Errorf("%s zone %s: delegation: %w", res.Provider, z.Zone, err)
-			r.fail(res, labels)
-			return res
-		}
-	} else {
-		desired = z.Translate(views(), z.Zone)
-	}
-	current, err := z.Provider.Records(ctx, z.Zone)
-	if err != nil {
-		res.Err = fmt.Errorf("%s zone %s: read records: %w", res.Provider, z.Zone, err)
+	if res.Err = r.planRecords(ctx, z, st, views, &res); res.Err != nil {
 		r.fail(res, labels)
 		return res
-	}
-	if z.Mode == model.ModeDelegate {
-		desired = KeepUnseen(desired, current, st.KeepNameserver)
-	}
-	res.Plan = plan.Compute(plan.Input{Owner: r.Owner, Desired: desired, Current: current})
-	r.Metrics.Conflicts.WithLabelValues(labels...).Set(float64(len(res.Plan.Conflicts)))
-	for _, c := range res.Plan.Conflicts {
-		r.Logger.Warn("provider record not written: not ours", "provider", res.Provider, "zone", z.Zone, "record", c.Key.String(), "reason", c.Reason)
 	}
 	if dryRun {
 		if objects != nil {
@@ -293,39 +261,104 @@ func (r *Reconciler) syncZone(ctx context.Context, z Zone, st State, views func(
 		res.Duration = time.Since(start)
 		return res
 	}
-	if !res.Plan.Changes.Empty() {
-		res.Applied, err = z.Provider.Apply(ctx, z.Zone, res.Plan.Changes)
-		for _, f := range res.Applied.Failed {
-			r.Logger.Error("provider refused a change", "provider", res.Provider, "zone", z.Zone, "op", f.Op, "record", f.Key.String(), "err", f.Err)
-		}
-		r.Metrics.Changes.WithLabelValues(res.Provider, z.Zone, "applied").Add(float64(res.Applied.Applied))
-		r.Metrics.Changes.WithLabelValues(res.Provider, z.Zone, "failed").Add(float64(len(res.Applied.Failed)))
-		if err != nil {
-			res.Err = fmt.Errorf("%s zone %s: apply %d changes: %w", res.Provider, z.Zone, res.Plan.Changes.Len(), err)
-			r.fail(res, labels)
-			return res
-		}
-		r.Logger.Info("provider synced", "provider", res.Provider, "zone", z.Zone, "creates", len(res.Plan.Changes.Creates),
-			"updates", len(res.Plan.Changes.Updates), "deletes", len(res.Plan.Changes.Deletes), "failed", len(res.Applied.Failed), "calls", res.Applied.Calls)
+	if res.Err = r.applyPlan(ctx, z, &res); res.Err == nil {
+		res.Err = r.collectObjects(ctx, z, objects, &res)
 	}
-	if objects != nil && len(res.Applied.Failed) > 0 {
-		// A refused record change may leave a record that still refers to
-		// an object Collect would delete (real Route 53 deletes a health
-		// check a record set still uses): collect on a clean pass only.
-		r.Logger.Warn("provider objects not collected: some record changes were refused", "provider", res.Provider, "zone", z.Zone, "refused", len(res.Applied.Failed))
-	} else if objects != nil {
-		o, err := objects.CollectObjects(ctx, z.Zone, false)
-		r.objectsDone(&res, o, false)
-		if err != nil {
-			res.Err = fmt.Errorf("%s zone %s: delete unused %s: %w", res.Provider, z.Zone, objectKinds(o), err)
-			r.fail(res, labels)
-			return res
-		}
+	if res.Err != nil {
+		r.fail(res, labels)
+		return res
 	}
 	res.Duration = time.Since(start)
 	r.Metrics.Syncs.WithLabelValues(res.Provider, z.Zone, "success").Inc()
 	r.Metrics.LastSync.WithLabelValues(labels...).SetToCurrentTime()
 	return res
+}
+
+// recoverSync, deferred by syncZone, turns a panic on an odd provider
+// answer into the failure of this zone's pass, not of the process: it is
+// counted, logged and retried like any failure.
+func (r *Reconciler) recoverSync(res *ZoneResult, labels []string) {
+	if p := recover(); p != nil {
+		r.Metrics.Panics.WithLabelValues(labels...).Inc()
+		res.Err = fmt.Errorf("%s zone %s: sync panicked: %v", res.Provider, res.Zone, p)
+		r.Logger.Error("provider sync panicked: recovered", "provider", res.Provider, "zone", res.Zone, "panic", p, "stack", string(debug.Stack()))
+		r.Metrics.Syncs.WithLabelValues(res.Provider, res.Zone, "failure").Inc()
+	}
+}
+
+// planRecords computes res.Plan: the zone's desired records (the
+// delegations of a delegate zone, else the translated services) against
+// the records the provider holds; conflicts are counted and logged.
+func (r *Reconciler) planRecords(ctx context.Context, z Zone, st State, views func() []ServiceView, res *ZoneResult) error {
+	var desired []plan.Record
+	if z.Mode == model.ModeDelegate {
+		ns := st.Nameservers
+		if ns == nil {
+			ns = EffectiveNameservers(st.Live)
+		}
+		var err error
+		desired, err = Delegation(z.Zone, DelegatedZones(st.Desired, res.Provider, z.Zone, ns, st.DNSKEY))
+		if err != nil {
+			return fmt.Errorf("%s zone %s: delegation: %w", res.Provider, z.Zone, err)
+		}
+	} else {
+		desired = z.Translate(views(), z.Zone)
+	}
+	current, err := z.Provider.Records(ctx, z.Zone)
+	if err != nil {
+		return fmt.Errorf("%s zone %s: read records: %w", res.Provider, z.Zone, err)
+	}
+	if z.Mode == model.ModeDelegate {
+		desired = KeepUnseen(desired, current, st.KeepNameserver)
+	}
+	res.Plan = plan.Compute(plan.Input{Owner: r.Owner, Desired: desired, Current: current})
+	r.Metrics.Conflicts.WithLabelValues(res.Provider, z.Zone).Set(float64(len(res.Plan.Conflicts)))
+	for _, c := range res.Plan.Conflicts {
+		r.Logger.Warn("provider record not written: not ours", "provider", res.Provider, "zone", z.Zone, "record", c.Key.String(), "reason", c.Reason)
+	}
+	return nil
+}
+
+// applyPlan applies res.Plan's changes (if any) into res.Applied, counting
+// and logging what the provider applied and refused.
+func (r *Reconciler) applyPlan(ctx context.Context, z Zone, res *ZoneResult) error {
+	if res.Plan.Changes.Empty() {
+		return nil
+	}
+	var err error
+	res.Applied, err = z.Provider.Apply(ctx, z.Zone, res.Plan.Changes)
+	for _, f := range res.Applied.Failed {
+		r.Logger.Error("provider refused a change", "provider", res.Provider, "zone", z.Zone, "op", f.Op, "record", f.Key.String(), "err", f.Err)
+	}
+	r.Metrics.Changes.WithLabelValues(res.Provider, z.Zone, "applied").Add(float64(res.Applied.Applied))
+	r.Metrics.Changes.WithLabelValues(res.Provider, z.Zone, "failed").Add(float64(len(res.Applied.Failed)))
+	if err != nil {
+		return fmt.Errorf("%s zone %s: apply %d changes: %w", res.Provider, z.Zone, res.Plan.Changes.Len(), err)
+	}
+	r.Logger.Info("provider synced", "provider", res.Provider, "zone", z.Zone, "creates", len(res.Plan.Changes.Creates),
+		"updates", len(res.Plan.Changes.Updates), "deletes", len(res.Plan.Changes.Deletes), "failed", len(res.Applied.Failed), "calls", res.Applied.Calls)
+	return nil
+}
+
+// collectObjects deletes the provider's objects the applied records no
+// longer use (objects nil: none), on a pass without refused record changes
+// only: a refused change may leave a record that still refers to an object
+// Collect would delete (real Route 53 deletes a health check a record set
+// still uses).
+func (r *Reconciler) collectObjects(ctx context.Context, z Zone, objects ObjectSyncer, res *ZoneResult) error {
+	if objects == nil {
+		return nil
+	}
+	if len(res.Applied.Failed) > 0 {
+		r.Logger.Warn("provider objects not collected: some record changes were refused", "provider", res.Provider, "zone", z.Zone, "refused", len(res.Applied.Failed))
+		return nil
+	}
+	o, err := objects.CollectObjects(ctx, z.Zone, false)
+	r.objectsDone(res, o, false)
+	if err != nil {
+		return fmt.Errorf("%s zone %s: delete unused %s: %w", res.Provider, z.Zone, objectKinds(o), err)
+	}
+	return nil
 }
 
 // StickyWarning says which services of zone are sticky (sticky: subnet)

@@ -1,6 +1,9 @@
 package api
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
 
 // Metrics of the HTTP surface. A nil *Metrics records nothing.
 type Metrics struct {
@@ -24,46 +27,48 @@ const (
 	RefusedContentType  = "content_type"
 )
 
-// NewMetrics registers the HTTP metrics on reg.
+// NewMetrics creates the HTTP metrics and registers them on reg (nil: not
+// registered); a second registration on one registry panics.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
 	m := &Metrics{
-		ChangesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ChangesRefused: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_http_changes_refused_total",
 			Help: "State-changing HTTP requests refused before reaching their handler, by reason (disabled, missing_token, invalid_token, content_type).",
 		}, []string{"reason"}),
-		Connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Connections: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meridian_http_connections",
 			Help: "Open HTTP connections, by listener (main, read_only).",
 		}, []string{"listener"}),
-		ConnectionsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ConnectionsRejected: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_http_connections_rejected_total",
 			Help: "HTTP connections closed at once, by listener and reason (total: server.http.max_connections open; per-client: server.http.max_connections_per_client open from that client network, IPv4 /24 or IPv6 /64), every connection counted by that cap busy.",
 		}, []string{"listener", "reason"}),
-		ConnectionsShed: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ConnectionsShed: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_http_connections_shed_total",
 			Help: "Idle HTTP connections (nothing sent yet, or keep-alive between requests) closed to make room for a new one, by listener and the cap that was full (total, per-client).",
 		}, []string{"listener", "reason"}),
-		HostRefused: prometheus.NewCounter(prometheus.CounterOpts{
+		HostRefused: f.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_http_requests_refused_host_total",
 			Help: "HTTP requests answered 421 because their Host is not an IP address, localhost or a name of server.http.allowed_hosts (a DNS-rebinding page, or a name to add to the list).",
 		}),
-		Panics: prometheus.NewCounter(prometheus.CounterOpts{
+		Panics: f.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_http_panics_total",
 			Help: "Panics recovered in HTTP handlers; each was logged with its stack and answered 500.",
 		}),
-		Streams: prometheus.NewGauge(prometheus.GaugeOpts{
+		Streams: f.NewGauge(prometheus.GaugeOpts{
 			Name: "meridian_http_event_streams",
 			Help: "Open GET /v1/events streams.",
 		}),
-		StreamsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+		StreamsRejected: f.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_http_event_streams_rejected_total",
 			Help: "GET /v1/events requests answered 503 because server.http.max_event_streams streams were open.",
 		}),
-		StreamsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+		StreamsDropped: f.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_http_event_streams_dropped_total",
 			Help: "GET /v1/events streams closed because the client did not read within the write deadline.",
 		}),
-		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Reloads: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_http_reloads_total",
 			Help: "Reloads of the admin token file and the TLS certificate, by file (tokens, tls) and result (success, failure); a failure keeps the last good one.",
 		}, []string{"file", "result"}),
@@ -71,12 +76,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{RefusedDisabled, RefusedMissingToken, RefusedInvalidToken, RefusedContentType} {
 		m.ChangesRefused.WithLabelValues(r)
 	}
-	for _, f := range []string{"tokens", "tls"} {
+	for _, file := range []string{"tokens", "tls"} {
 		for _, r := range []string{"success", "failure"} {
-			m.Reloads.WithLabelValues(f, r)
+			m.Reloads.WithLabelValues(file, r)
 		}
 	}
-	reg.MustRegister(m.ChangesRefused, m.Connections, m.ConnectionsRejected, m.ConnectionsShed, m.HostRefused, m.Panics, m.Streams, m.StreamsRejected, m.StreamsDropped, m.Reloads)
 	return m
 }
 

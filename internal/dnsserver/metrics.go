@@ -3,6 +3,7 @@ package dnsserver
 import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics of the embedded DNS server. Every metric is listed in docs/metrics.md.
@@ -29,83 +30,97 @@ type Metrics struct {
 	ECSIgnored  prometheus.Counter // meridian_dns_ecs_ignored_total
 }
 
-// NewMetrics creates the server metrics and registers them on reg (nil: not registered).
+// NewMetrics creates the server metrics and registers them on reg (nil: not
+// registered); a second registration on one registry panics.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		Queries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_dns_queries_total",
-			Help: "DNS queries answered, by zone (\"none\" outside our zones), query type, response code and strategy (\"none\" when no service answered).",
-		}, []string{"zone", "qtype", "rcode", "strategy"}),
-		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "meridian_dns_request_duration_seconds",
-			Help:    "Time from reading a DNS query to handing its response to the kernel, by transport (udp, tcp).",
-			Buckets: []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 0.025, 0.1},
-		}, []string{"proto"}),
-		Truncated: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_truncated_total",
-			Help: "UDP responses truncated (TC set) because they exceeded the client's buffer.",
-		}),
-		Malformed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_malformed_total",
-			Help: "Queries that could not be parsed (answered FORMERR when the header was readable, else dropped).",
-		}),
-		Panics: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_panics_total",
-			Help: "Panics recovered while answering (each answered SERVFAIL) or while sending a zone transfer over TCP (the connection closed).",
-		}),
-		FailOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_dns_fail_open_answers_total",
-			Help: "Answers that ignored health because every endpoint of the name was down.",
-		}, []string{"zone"}),
-		TCPConns: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "meridian_dns_tcp_connections",
-			Help: "Open DNS-over-TCP connections.",
-		}),
-		TCPRejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_tcp_connections_rejected_total",
-			Help: "TCP connections closed at once because max_tcp_connections was reached and none of the listener's connections was idle.",
-		}),
-		TCPClientRejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_tcp_connections_per_client_rejected_total",
-			Help: "TCP connections closed at once because their client prefix (tcp_client_ipv4_prefix, tcp_client_ipv6_prefix) already had max_tcp_per_client open, or their IPv6 site (tcp_site_ipv6_prefix) max_tcp_per_site, none of them idle.",
-		}),
-		TCPEvicted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_dns_tcp_connections_evicted_total",
-			Help: "Idle TCP connections closed to make room for a new one (RFC 7766 6.2.2), by the cap that was full: total (max_tcp_connections of the listener), site (max_tcp_per_site of an IPv6 site).",
-		}, []string{"reason"}),
-		RRLDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_rrl_dropped_total",
-			Help: "UDP queries not answered because their client prefix was over the response rate limit.",
-		}),
-		RRLSlipped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_rrl_slipped_total",
-			Help: "UDP queries over the response rate limit answered with an empty truncated reply (TC=1) instead, so that real clients retry over TCP.",
-		}),
-		RRLLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_dns_rrl_limited_total",
-			Help: "UDP responses over the response rate limit (dropped or slipped), by response class: answer, nodata (of a name that exists), nxdomain (NXDOMAIN and DNSSEC compact denials of names that do not exist), error.",
-		}, []string{"class"}),
-		RRLExempt: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_rrl_exempt_total",
-			Help: "UDP responses sent without rate limiting because their source is in server.dns.rrl.exempt.",
-		}),
-		SignLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "meridian_dnssec_sign_limited_total",
-			Help: "Denials in signed zones not signed because their client prefix was over the signing limit, by transport: udp got an empty truncated reply (TC=1), tcp got SERVFAIL.",
-		}, []string{"proto"}),
-		ECSIgnored: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "meridian_dns_ecs_ignored_total",
-			Help: "Queries whose EDNS Client Subnet option was ignored because their source is not in geo.ecs_trusted (answered by the source address, ECS scope 0).",
-		}),
-	}
+	f := promauto.With(reg)
+	m := &Metrics{}
+	m.newAnswerMetrics(f)
+	m.newTCPMetrics(f)
+	m.newRRLMetrics(f)
 	for _, r := range []string{tcpReasonTotal, tcpReasonSite} {
 		m.TCPEvicted.WithLabelValues(r)
 	}
-	if reg != nil {
-		reg.MustRegister(m.Queries, m.Duration, m.Truncated, m.Malformed, m.Panics, m.FailOpen, m.TCPConns, m.TCPRejected,
-			m.TCPClientRejected, m.TCPEvicted, m.RRLDropped, m.RRLSlipped, m.RRLLimited, m.RRLExempt, m.SignLimited, m.ECSIgnored)
-	}
 	return m
+}
+
+// newAnswerMetrics creates the metrics of answering: queries, their
+// duration, and the answers that went wrong or were unusual.
+func (m *Metrics) newAnswerMetrics(f promauto.Factory) {
+	m.Queries = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "meridian_dns_queries_total",
+		Help: "DNS queries answered, by zone (\"none\" outside our zones), query type, response code and strategy (\"none\" when no service answered).",
+	}, []string{"zone", "qtype", "rcode", "strategy"})
+	m.Duration = f.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "meridian_dns_request_duration_seconds",
+		Help:    "Time from reading a DNS query to handing its response to the kernel, by transport (udp, tcp).",
+		Buckets: []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 0.025, 0.1},
+	}, []string{"proto"})
+	m.Truncated = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_truncated_total",
+		Help: "UDP responses truncated (TC set) because they exceeded the client's buffer.",
+	})
+	m.Malformed = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_malformed_total",
+		Help: "Queries that could not be parsed (answered FORMERR when the header was readable, else dropped).",
+	})
+	m.Panics = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_panics_total",
+		Help: "Panics recovered while answering (each answered SERVFAIL) or while sending a zone transfer over TCP (the connection closed).",
+	})
+	m.FailOpen = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "meridian_dns_fail_open_answers_total",
+		Help: "Answers that ignored health because every endpoint of the name was down.",
+	}, []string{"zone"})
+	m.ECSIgnored = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_ecs_ignored_total",
+		Help: "Queries whose EDNS Client Subnet option was ignored because their source is not in geo.ecs_trusted (answered by the source address, ECS scope 0).",
+	})
+}
+
+// newTCPMetrics creates the metrics of DNS-over-TCP connections.
+func (m *Metrics) newTCPMetrics(f promauto.Factory) {
+	m.TCPConns = f.NewGauge(prometheus.GaugeOpts{
+		Name: "meridian_dns_tcp_connections",
+		Help: "Open DNS-over-TCP connections.",
+	})
+	m.TCPRejected = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_tcp_connections_rejected_total",
+		Help: "TCP connections closed at once because max_tcp_connections was reached and none of the listener's connections was idle.",
+	})
+	m.TCPClientRejected = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_tcp_connections_per_client_rejected_total",
+		Help: "TCP connections closed at once because their client prefix (tcp_client_ipv4_prefix, tcp_client_ipv6_prefix) already had max_tcp_per_client open, or their IPv6 site (tcp_site_ipv6_prefix) max_tcp_per_site, none of them idle.",
+	})
+	m.TCPEvicted = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "meridian_dns_tcp_connections_evicted_total",
+		Help: "Idle TCP connections closed to make room for a new one (RFC 7766 6.2.2), by the cap that was full: total (max_tcp_connections of the listener), site (max_tcp_per_site of an IPv6 site).",
+	}, []string{"reason"})
+}
+
+// newRRLMetrics creates the metrics of response rate limiting and of the
+// signing limit.
+func (m *Metrics) newRRLMetrics(f promauto.Factory) {
+	m.RRLDropped = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_rrl_dropped_total",
+		Help: "UDP queries not answered because their client prefix was over the response rate limit.",
+	})
+	m.RRLSlipped = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_rrl_slipped_total",
+		Help: "UDP queries over the response rate limit answered with an empty truncated reply (TC=1) instead, so that real clients retry over TCP.",
+	})
+	m.RRLLimited = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "meridian_dns_rrl_limited_total",
+		Help: "UDP responses over the response rate limit (dropped or slipped), by response class: answer, nodata (of a name that exists), nxdomain (NXDOMAIN and DNSSEC compact denials of names that do not exist), error.",
+	}, []string{"class"})
+	m.RRLExempt = f.NewCounter(prometheus.CounterOpts{
+		Name: "meridian_dns_rrl_exempt_total",
+		Help: "UDP responses sent without rate limiting because their source is in server.dns.rrl.exempt.",
+	})
+	m.SignLimited = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "meridian_dnssec_sign_limited_total",
+		Help: "Denials in signed zones not signed because their client prefix was over the signing limit, by transport: udp got an empty truncated reply (TC=1), tcp got SERVFAIL.",
+	}, []string{"proto"})
 }
 
 // queryKey identifies one series of meridian_dns_queries_total.

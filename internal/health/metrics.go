@@ -25,45 +25,37 @@ type Metrics struct {
 // registered, for tests). Registering twice with one registry reuses the
 // collectors already there, so two probers in one process share them.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promreg.With(reg)
 	m := &Metrics{
-		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+		results: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_probe_results_total",
 			Help: "Endpoint probes by check kind and result (ok or fail).",
 		}, []string{"kind", "result"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "meridian_probe_duration_seconds",
 			Help:    "Time an endpoint probe took, by check kind (failed probes included).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"kind"}),
-		targets: prometheus.NewGauge(prometheus.GaugeOpts{
+		targets: f.NewGauge(prometheus.GaugeOpts{
 			Name: "meridian_probe_targets",
 			Help: "Endpoints this prober is probing.",
 		}),
-		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+		polls: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_heartbeat_polls_total",
 			Help: "Cluster heartbeat URL polls by cluster and result (ok or fail).",
 		}, []string{"cluster", "result"}),
-		reprobes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		reprobes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_probe_reprobes_total",
 			Help: "Endpoint probes started out of the regular cycle, at the fast cadence (health.reprobe_interval), by check kind and reason (fall, rise, slow, confirm).",
 		}, []string{"kind", "reason"}),
-		reprobesSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+		reprobesSkipped: f.NewCounter(prometheus.CounterOpts{
 			Name: "meridian_probe_reprobes_skipped_total",
 			Help: "Re-probes not started because the prober's re-probe budget was in use; the endpoint waits for its regular probe.",
 		}),
-		reprobesRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+		reprobesRunning: f.NewGauge(prometheus.GaugeOpts{
 			Name: "meridian_probe_reprobes_in_flight",
 			Help: "Re-probes running now (bounded by the prober's re-probe budget).",
 		}),
-	}
-	if reg != nil {
-		m.reprobes = promreg.Reuse(reg, m.reprobes)
-		m.reprobesSkipped = promreg.Reuse(reg, m.reprobesSkipped)
-		m.reprobesRunning = promreg.Reuse(reg, m.reprobesRunning)
-		m.results = promreg.Reuse(reg, m.results)
-		m.duration = promreg.Reuse(reg, m.duration)
-		m.targets = promreg.Reuse(reg, m.targets)
-		m.polls = promreg.Reuse(reg, m.polls)
 	}
 	return m
 }

@@ -20,23 +20,24 @@ type Metrics struct {
 // reused, so every adapter of a process may call it with the same registry
 // and count into the same families.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promreg.With(reg)
 	return &Metrics{
-		APICalls: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		APICalls: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_api_calls_total",
 			Help: "Provider API requests by operation and result (ok, throttled, retryable, error).",
-		}, []string{"provider", "operation", "result"})),
-		Throttles: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"provider", "operation", "result"}),
+		Throttles: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_throttles_total",
 			Help: "Provider API requests refused for the rate limit.",
-		}, []string{"provider"})),
-		Retries: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"provider"}),
+		Retries: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_retries_total",
 			Help: "Provider API requests repeated after a throttle, a server error or a timeout.",
-		}, []string{"provider"})),
-		Propagation: promreg.Reuse(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"provider"}),
+		Propagation: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "meridian_provider_propagation_seconds",
 			Help:    "Time from a change's submission to the provider reporting it live (Route 53 INSYNC).",
 			Buckets: []float64{1, 2, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300},
-		}, []string{"provider"})),
+		}, []string{"provider"}),
 	}
 }

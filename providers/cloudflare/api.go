@@ -203,14 +203,16 @@ func dsData(content string) (map[string]any, error) {
 	return map[string]any{"key_tag": n[0], "algorithm": n[1], "digest_type": n[2], "digest": f[3]}, nil
 }
 
-func (a *sdkAPI) CreateDNSRecord(ctx context.Context, zoneID string, r DNSRecord) (DNSRecord, error) {
+// recordBody is the request body of a record's create, and (through
+// sameFields) of its edit: both send the whole record.
+func recordBody(r DNSRecord) (dns.RecordNewParamsBody, error) {
 	var b dns.RecordNewParamsBody
 	b.Name.Value, b.Name.Present = r.Name, true
 	b.Type.Value, b.Type.Present = dns.RecordNewParamsBodyType(r.Type), true
 	if r.Type == "DS" {
 		data, err := dsData(r.Content)
 		if err != nil {
-			return DNSRecord{}, err
+			return b, err
 		}
 		b.Data.Value, b.Data.Present = data, true
 	} else {
@@ -218,6 +220,14 @@ func (a *sdkAPI) CreateDNSRecord(ctx context.Context, zoneID string, r DNSRecord
 	}
 	b.TTL.Value, b.TTL.Present = dns.TTL(r.TTL), true
 	b.Proxied.Value, b.Proxied.Present = r.Proxied, true
+	return b, nil
+}
+
+func (a *sdkAPI) CreateDNSRecord(ctx context.Context, zoneID string, r DNSRecord) (DNSRecord, error) {
+	b, err := recordBody(r)
+	if err != nil {
+		return DNSRecord{}, err
+	}
 	var p dns.RecordNewParams
 	p.ZoneID.Value, p.ZoneID.Present = zoneID, true
 	p.Body = b
@@ -230,23 +240,13 @@ func (a *sdkAPI) CreateDNSRecord(ctx context.Context, zoneID string, r DNSRecord
 }
 
 func (a *sdkAPI) EditDNSRecord(ctx context.Context, zoneID string, r DNSRecord) (DNSRecord, error) {
-	var b dns.RecordEditParamsBody
-	b.Name.Value, b.Name.Present = r.Name, true
-	b.Type.Value, b.Type.Present = dns.RecordEditParamsBodyType(r.Type), true
-	if r.Type == "DS" {
-		data, err := dsData(r.Content)
-		if err != nil {
-			return DNSRecord{}, err
-		}
-		b.Data.Value, b.Data.Present = data, true
-	} else {
-		b.Content.Value, b.Content.Present = r.Content, true
+	b, err := recordBody(r)
+	if err != nil {
+		return DNSRecord{}, err
 	}
-	b.TTL.Value, b.TTL.Present = dns.TTL(r.TTL), true
-	b.Proxied.Value, b.Proxied.Present = r.Proxied, true
 	var p dns.RecordEditParams
 	p.ZoneID.Value, p.ZoneID.Present = zoneID, true
-	p.Body = b
+	p.Body = sameFields[dns.RecordEditParamsBody](b)
 	var raw *http.Response
 	res, err := a.records.Edit(ctx, r.ID, p, option.WithResponseInto(&raw))
 	if err != nil {

@@ -73,47 +73,9 @@ func ops(cs plan.Changes) ([]change, []op) {
 	}
 	for _, u := range cs.Updates {
 		c := add(u.New.Key(), "update")
-		if err := expressible(u.New); err != nil {
+		var err error
+		if out, err = updateOps(out, c, u); err != nil {
 			changes[c].err = err
-			continue
-		}
-		if len(u.Old.IDs) != len(u.Old.Values) {
-			changes[c].err = fmt.Errorf("%s: the current record has no Cloudflare record ids (read it with Records)", u.Old.Key())
-			continue
-		}
-		ids := map[string]string{}
-		for i, v := range u.Old.Values {
-			ids[v] = u.Old.IDs[i]
-		}
-		var kept, removed, added []string
-		for _, v := range u.Old.Values {
-			if slices.Contains(u.New.Values, v) {
-				kept = append(kept, v)
-			} else {
-				removed = append(removed, v)
-			}
-		}
-		for _, v := range u.New.Values {
-			if _, ok := ids[v]; !ok {
-				added = append(added, v)
-			}
-		}
-		slices.Sort(removed)
-		slices.Sort(added)
-		for len(removed) > 0 && len(added) > 0 {
-			out = append(out, op{kind: opEdit, change: c, rec: write(u.New, ids[removed[0]], added[0])})
-			removed, added = removed[1:], added[1:]
-		}
-		if u.Old.TTL != u.New.TTL || proxied(u.Old) != proxied(u.New) {
-			for _, v := range kept {
-				out = append(out, op{kind: opEdit, change: c, rec: write(u.New, ids[v], v)})
-			}
-		}
-		for _, v := range added {
-			out = append(out, op{kind: opCreate, change: c, rec: write(u.New, "", v)})
-		}
-		for _, v := range removed {
-			out = append(out, op{kind: opDelete, change: c, rec: write(u.Old, ids[v], v)})
 		}
 	}
 	for _, r := range cs.Deletes {
@@ -126,8 +88,61 @@ func ops(cs plan.Changes) ([]change, []op) {
 			out = append(out, op{kind: opDelete, change: c, rec: write(r, r.IDs[i], v)})
 		}
 	}
+	setPhases(out)
+	slices.SortStableFunc(out, func(a, b op) int { return a.phase - b.phase })
+	return changes, out
+}
 
-	// Names that get a CNAME while losing A/AAAA, or the reverse.
+// updateOps appends to out the requests of update u, change c of the plan;
+// an update that cannot be made is an error and appends none.
+func updateOps(out []op, c int, u plan.Update) ([]op, error) {
+	if err := expressible(u.New); err != nil {
+		return out, err
+	}
+	if len(u.Old.IDs) != len(u.Old.Values) {
+		return out, fmt.Errorf("%s: the current record has no Cloudflare record ids (read it with Records)", u.Old.Key())
+	}
+	ids := map[string]string{}
+	for i, v := range u.Old.Values {
+		ids[v] = u.Old.IDs[i]
+	}
+	var kept, removed, added []string
+	for _, v := range u.Old.Values {
+		if slices.Contains(u.New.Values, v) {
+			kept = append(kept, v)
+		} else {
+			removed = append(removed, v)
+		}
+	}
+	for _, v := range u.New.Values {
+		if _, ok := ids[v]; !ok {
+			added = append(added, v)
+		}
+	}
+	slices.Sort(removed)
+	slices.Sort(added)
+	for len(removed) > 0 && len(added) > 0 {
+		out = append(out, op{kind: opEdit, change: c, rec: write(u.New, ids[removed[0]], added[0])})
+		removed, added = removed[1:], added[1:]
+	}
+	if u.Old.TTL != u.New.TTL || proxied(u.Old) != proxied(u.New) {
+		for _, v := range kept {
+			out = append(out, op{kind: opEdit, change: c, rec: write(u.New, ids[v], v)})
+		}
+	}
+	for _, v := range added {
+		out = append(out, op{kind: opCreate, change: c, rec: write(u.New, "", v)})
+	}
+	for _, v := range removed {
+		out = append(out, op{kind: opDelete, change: c, rec: write(u.Old, ids[v], v)})
+	}
+	return out, nil
+}
+
+// setPhases gives every request its phase (see the phase constants); a
+// delete at a name that gets a CNAME while losing A/AAAA, or the reverse,
+// goes right before the creates.
+func setPhases(out []op) {
 	creating := map[string][]string{}
 	for _, o := range out {
 		if o.kind == opCreate {
@@ -156,8 +171,6 @@ func ops(cs plan.Changes) ([]change, []op) {
 			o.phase = phaseDelete
 		}
 	}
-	slices.SortStableFunc(out, func(a, b op) int { return a.phase - b.phase })
-	return changes, out
 }
 
 // exclusive reports whether a record of type typ must go before records of

@@ -123,86 +123,42 @@ func (a *sdkAPI) ListMonitors(ctx context.Context, accountID string) ([]Monitor,
 	return out, nil
 }
 
-// monitorBody holds the request fields Create and Update share.
-type monitorBody struct {
-	typ                            string
-	description, method, path      string
-	header                         map[string][]string
-	port, timeout, retries, intvl  int64
-	codes, body                    string
-	follow, insecure               bool
-	consecutiveUp, consecutiveDown int64
-}
-
-func bodyOf(m Monitor) monitorBody {
-	return monitorBody{typ: m.Type, description: m.Description, method: m.Method, path: m.Path, header: m.Header,
-		port: int64(m.Port), timeout: int64(m.Timeout), retries: int64(m.Retries), intvl: int64(m.Interval),
-		codes: m.ExpectedCodes, body: m.ExpectedBody, follow: m.FollowRedirects, insecure: m.AllowInsecure,
-		consecutiveUp: int64(m.ConsecutiveUp), consecutiveDown: int64(m.ConsecutiveDown)}
+// monitorParams is the request body of a monitor's create, and (through
+// sameFields) of its update: both send the whole monitor.
+func monitorParams(accountID string, m Monitor) load_balancers.MonitorNewParams {
+	var p load_balancers.MonitorNewParams
+	p.AccountID.Value, p.AccountID.Present = accountID, true
+	p.Type.Value, p.Type.Present = load_balancers.MonitorNewParamsType(m.Type), true
+	p.Description.Value, p.Description.Present = m.Description, true
+	p.Port.Value, p.Port.Present = int64(m.Port), true
+	p.Timeout.Value, p.Timeout.Present = int64(m.Timeout), true
+	p.Retries.Value, p.Retries.Present = int64(m.Retries), true
+	p.Interval.Value, p.Interval.Present = int64(m.Interval), true
+	p.ConsecutiveUp.Value, p.ConsecutiveUp.Present = int64(m.ConsecutiveUp), true
+	p.ConsecutiveDown.Value, p.ConsecutiveDown.Present = int64(m.ConsecutiveDown), true
+	if m.Type != "tcp" {
+		p.Method.Value, p.Method.Present = m.Method, true
+		p.Path.Value, p.Path.Present = m.Path, true
+		p.Header.Value, p.Header.Present = m.Header, m.Header != nil
+		p.ExpectedCodes.Value, p.ExpectedCodes.Present = m.ExpectedCodes, true
+		p.ExpectedBody.Value, p.ExpectedBody.Present = m.ExpectedBody, true
+		p.FollowRedirects.Value, p.FollowRedirects.Present = m.FollowRedirects, true
+		p.AllowInsecure.Value, p.AllowInsecure.Present = m.AllowInsecure, true
+	}
+	return p
 }
 
 func (a *sdkAPI) CreateMonitor(ctx context.Context, accountID string, m Monitor) (Monitor, error) {
-	b := bodyOf(m)
-	var p load_balancers.MonitorNewParams
-	p.AccountID.Value, p.AccountID.Present = accountID, true
-	p.Type.Value, p.Type.Present = load_balancers.MonitorNewParamsType(b.typ), true
-	p.Description.Value, p.Description.Present = b.description, true
-	p.Port.Value, p.Port.Present = b.port, true
-	p.Timeout.Value, p.Timeout.Present = b.timeout, true
-	p.Retries.Value, p.Retries.Present = b.retries, true
-	p.Interval.Value, p.Interval.Present = b.intvl, true
-	p.ConsecutiveUp.Value, p.ConsecutiveUp.Present = b.consecutiveUp, true
-	p.ConsecutiveDown.Value, p.ConsecutiveDown.Present = b.consecutiveDown, true
-	if b.typ != "tcp" {
-		p.Method.Value, p.Method.Present = b.method, true
-		p.Path.Value, p.Path.Present = b.path, true
-		p.Header.Value, p.Header.Present = b.header, b.header != nil
-		p.ExpectedCodes.Value, p.ExpectedCodes.Present = b.codes, true
-		p.ExpectedBody.Value, p.ExpectedBody.Present = b.body, true
-		p.FollowRedirects.Value, p.FollowRedirects.Present = b.follow, true
-		p.AllowInsecure.Value, p.AllowInsecure.Present = b.insecure, true
-	}
 	var raw *http.Response
-	res, err := a.lb.Monitors.New(ctx, p, option.WithResponseInto(&raw))
-	if err != nil {
-		return Monitor{}, apiError(err, raw)
-	}
-	if res == nil || res.ID == "" {
-		return Monitor{}, noResult("create monitor")
-	}
-	return monitorFromSDK(res), nil
+	res, err := a.lb.Monitors.New(ctx, monitorParams(accountID, m), option.WithResponseInto(&raw))
+	return written(res, err, raw, monitorFromSDK, "create monitor")
 }
 
 func (a *sdkAPI) UpdateMonitor(ctx context.Context, accountID string, m Monitor) (Monitor, error) {
-	b := bodyOf(m)
-	var p load_balancers.MonitorUpdateParams
-	p.AccountID.Value, p.AccountID.Present = accountID, true
-	p.Type.Value, p.Type.Present = load_balancers.MonitorUpdateParamsType(b.typ), true
-	p.Description.Value, p.Description.Present = b.description, true
-	p.Port.Value, p.Port.Present = b.port, true
-	p.Timeout.Value, p.Timeout.Present = b.timeout, true
-	p.Retries.Value, p.Retries.Present = b.retries, true
-	p.Interval.Value, p.Interval.Present = b.intvl, true
-	p.ConsecutiveUp.Value, p.ConsecutiveUp.Present = b.consecutiveUp, true
-	p.ConsecutiveDown.Value, p.ConsecutiveDown.Present = b.consecutiveDown, true
-	if b.typ != "tcp" {
-		p.Method.Value, p.Method.Present = b.method, true
-		p.Path.Value, p.Path.Present = b.path, true
-		p.Header.Value, p.Header.Present = b.header, b.header != nil
-		p.ExpectedCodes.Value, p.ExpectedCodes.Present = b.codes, true
-		p.ExpectedBody.Value, p.ExpectedBody.Present = b.body, true
-		p.FollowRedirects.Value, p.FollowRedirects.Present = b.follow, true
-		p.AllowInsecure.Value, p.AllowInsecure.Present = b.insecure, true
-	}
+	p := sameFields[load_balancers.MonitorUpdateParams](monitorParams(accountID, m))
 	var raw *http.Response
 	res, err := a.lb.Monitors.Update(ctx, m.ID, p, option.WithResponseInto(&raw))
-	if err != nil {
-		return Monitor{}, apiError(err, raw)
-	}
-	if res == nil || res.ID == "" {
-		return Monitor{}, noResult("update monitor " + m.ID)
-	}
-	return monitorFromSDK(res), nil
+	return written(res, err, raw, monitorFromSDK, "update monitor "+m.ID)
 }
 
 func (a *sdkAPI) DeleteMonitor(ctx context.Context, accountID, id string) error {
@@ -253,7 +209,9 @@ func originParams(os []Origin) []load_balancers.OriginParam {
 	return out
 }
 
-func (a *sdkAPI) CreatePool(ctx context.Context, accountID string, pl Pool) (Pool, error) {
+// poolParams is the request body of a pool's create, and (through
+// sameFields) of its update: both send the whole pool.
+func poolParams(accountID string, pl Pool) load_balancers.PoolNewParams {
 	var p load_balancers.PoolNewParams
 	p.AccountID.Value, p.AccountID.Present = accountID, true
 	p.Name.Value, p.Name.Present = pl.Name, true
@@ -262,35 +220,20 @@ func (a *sdkAPI) CreatePool(ctx context.Context, accountID string, pl Pool) (Poo
 	p.MinimumOrigins.Value, p.MinimumOrigins.Present = int64(pl.MinimumOrigins), true
 	p.Monitor.Value, p.Monitor.Present = pl.Monitor, pl.Monitor != ""
 	p.Origins.Value, p.Origins.Present = originParams(pl.Origins), true
+	return p
+}
+
+func (a *sdkAPI) CreatePool(ctx context.Context, accountID string, pl Pool) (Pool, error) {
 	var raw *http.Response
-	res, err := a.lb.Pools.New(ctx, p, option.WithResponseInto(&raw))
-	if err != nil {
-		return Pool{}, apiError(err, raw)
-	}
-	if res == nil || res.ID == "" {
-		return Pool{}, noResult("create pool " + pl.Name)
-	}
-	return poolFromSDK(res), nil
+	res, err := a.lb.Pools.New(ctx, poolParams(accountID, pl), option.WithResponseInto(&raw))
+	return written(res, err, raw, poolFromSDK, "create pool "+pl.Name)
 }
 
 func (a *sdkAPI) UpdatePool(ctx context.Context, accountID string, pl Pool) (Pool, error) {
-	var p load_balancers.PoolUpdateParams
-	p.AccountID.Value, p.AccountID.Present = accountID, true
-	p.Name.Value, p.Name.Present = pl.Name, true
-	p.Description.Value, p.Description.Present = pl.Description, true
-	p.Enabled.Value, p.Enabled.Present = pl.Enabled, true
-	p.MinimumOrigins.Value, p.MinimumOrigins.Present = int64(pl.MinimumOrigins), true
-	p.Monitor.Value, p.Monitor.Present = pl.Monitor, pl.Monitor != ""
-	p.Origins.Value, p.Origins.Present = originParams(pl.Origins), true
+	p := sameFields[load_balancers.PoolUpdateParams](poolParams(accountID, pl))
 	var raw *http.Response
 	res, err := a.lb.Pools.Update(ctx, pl.ID, p, option.WithResponseInto(&raw))
-	if err != nil {
-		return Pool{}, apiError(err, raw)
-	}
-	if res == nil || res.ID == "" {
-		return Pool{}, noResult("update pool " + pl.Name)
-	}
-	return poolFromSDK(res), nil
+	return written(res, err, raw, poolFromSDK, "update pool "+pl.Name)
 }
 
 func (a *sdkAPI) DeletePool(ctx context.Context, accountID, id string) error {
@@ -329,7 +272,7 @@ func (a *sdkAPI) ListLoadBalancers(ctx context.Context, zoneID string) ([]LoadBa
 	return out, nil
 }
 
-// lbFields are the request fields Create and Update share.
+// lbRandom is the random_steering field of a load balancer's request.
 func lbRandom(lb LoadBalancer) (load_balancers.RandomSteeringParam, bool) {
 	var rs load_balancers.RandomSteeringParam
 	if lb.SteeringPolicy != "random" {
@@ -340,7 +283,10 @@ func lbRandom(lb LoadBalancer) (load_balancers.RandomSteeringParam, bool) {
 	return rs, true
 }
 
-func (a *sdkAPI) CreateLoadBalancer(ctx context.Context, zoneID string, lb LoadBalancer) (LoadBalancer, error) {
+// lbParams is the request body of a load balancer's create, and (through
+// sameFields, with enabled added) of its update: both send the whole load
+// balancer.
+func lbParams(zoneID string, lb LoadBalancer) load_balancers.LoadBalancerNewParams {
 	var p load_balancers.LoadBalancerNewParams
 	p.ZoneID.Value, p.ZoneID.Present = zoneID, true
 	p.Name.Value, p.Name.Present = lb.Name, true
@@ -353,40 +299,21 @@ func (a *sdkAPI) CreateLoadBalancer(ctx context.Context, zoneID string, lb LoadB
 	p.RegionPools.Value, p.RegionPools.Present = orEmptyMap(lb.RegionPools), true
 	p.CountryPools.Value, p.CountryPools.Present = orEmptyMap(lb.CountryPools), true
 	p.RandomSteering.Value, p.RandomSteering.Present = lbRandom(lb)
+	return p
+}
+
+func (a *sdkAPI) CreateLoadBalancer(ctx context.Context, zoneID string, lb LoadBalancer) (LoadBalancer, error) {
 	var raw *http.Response
-	res, err := a.lb.New(ctx, p, option.WithResponseInto(&raw))
-	if err != nil {
-		return LoadBalancer{}, apiError(err, raw)
-	}
-	if res == nil || res.ID == "" {
-		return LoadBalancer{}, noResult("create load balancer " + lb.Name)
-	}
-	return lbFromSDK(res), nil
+	res, err := a.lb.New(ctx, lbParams(zoneID, lb), option.WithResponseInto(&raw))
+	return written(res, err, raw, lbFromSDK, "create load balancer "+lb.Name)
 }
 
 func (a *sdkAPI) UpdateLoadBalancer(ctx context.Context, zoneID string, lb LoadBalancer) (LoadBalancer, error) {
-	var p load_balancers.LoadBalancerUpdateParams
-	p.ZoneID.Value, p.ZoneID.Present = zoneID, true
-	p.Name.Value, p.Name.Present = lb.Name, true
-	p.Description.Value, p.Description.Present = lb.Description, true
+	p := sameFields[load_balancers.LoadBalancerUpdateParams](lbParams(zoneID, lb))
 	p.Enabled.Value, p.Enabled.Present = lb.Enabled, true
-	p.TTL.Value, p.TTL.Present = float64(lb.TTL), lb.TTL > 0
-	p.Proxied.Value, p.Proxied.Present = lb.Proxied, true
-	p.SteeringPolicy.Value, p.SteeringPolicy.Present = load_balancers.SteeringPolicy(lb.SteeringPolicy), true
-	p.FallbackPool.Value, p.FallbackPool.Present = lb.FallbackPool, true
-	p.DefaultPools.Value, p.DefaultPools.Present = lb.DefaultPools, true
-	p.RegionPools.Value, p.RegionPools.Present = orEmptyMap(lb.RegionPools), true
-	p.CountryPools.Value, p.CountryPools.Present = orEmptyMap(lb.CountryPools), true
-	p.RandomSteering.Value, p.RandomSteering.Present = lbRandom(lb)
 	var raw *http.Response
 	res, err := a.lb.Update(ctx, lb.ID, p, option.WithResponseInto(&raw))
-	if err != nil {
-		return LoadBalancer{}, apiError(err, raw)
-	}
-	if res == nil || res.ID == "" {
-		return LoadBalancer{}, noResult("update load balancer " + lb.Name)
-	}
-	return lbFromSDK(res), nil
+	return written(res, err, raw, lbFromSDK, "update load balancer "+lb.Name)
 }
 
 func (a *sdkAPI) DeleteLoadBalancer(ctx context.Context, zoneID, id string) error {

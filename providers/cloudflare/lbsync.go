@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/meridian-gslb/meridian/internal/model"
@@ -96,36 +94,10 @@ func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []prov
 	if st.account, err = p.accountID(ctx, st.zoneID); err != nil {
 		return res, err
 	}
-	if _, err = p.do(ctx, opListLBs, func(ctx context.Context) error {
-		st.lbs, err = p.api.ListLoadBalancers(ctx, st.zoneID)
-		return err
-	}); err == nil {
-		_, err = p.do(ctx, opListPools, func(ctx context.Context) error {
-			st.pools, err = p.api.ListPools(ctx, st.account)
-			return err
-		})
-	}
-	if err == nil {
-		_, err = p.do(ctx, opListMonitors, func(ctx context.Context) error {
-			st.monitors, err = p.api.ListMonitors(ctx, st.account)
-			return err
-		})
-	}
+	err = p.listObjects(ctx, st)
 	switch {
 	case cleanup && err != nil:
-		// The look for leftovers never fails a plain-records sync. An
-		// account without Load Balancing has nothing of ours; a token
-		// without the Load Balancing permissions cannot see (nor have
-		// made) any: both are final. An outage is tried on the next pass.
-		var ae *APIError
-		if notEntitled(err) || (errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusTooManyRequests) {
-			p.mu.Lock()
-			p.lbCleaned[zone] = true
-			p.mu.Unlock()
-			p.log.Info("cloudflare: no load balancing objects to look for leftovers in", "zone", zone, "reason", err)
-		} else {
-			p.log.Warn("cloudflare: could not look for leftover load balancers; trying again on the next sync", "zone", zone, "err", err)
-		}
+		p.leftoversUnlisted(zone, err)
 		return res, nil
 	case notEntitled(err):
 		return p.unentitled(zone, err)
@@ -134,12 +106,7 @@ func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []prov
 	}
 	var specs []LBSpec
 	if !cleanup {
-		p.entitled(zone, true, nil)
-		var warnings []string
-		specs, warnings = TranslateLB(views, zone, LBOptions{Owner: p.opts.OwnerID, TTL: p.opts.TTL, Proxied: p.opts.Proxied, Backstop: p.opts.Backstop})
-		for _, w := range warnings {
-			p.warnOnce(w)
-		}
+		specs = p.translateLB(zone, views)
 	}
 	s := &lbSync{p: p, st: st, zone: zone, cz: cfName(zone), dry: dryRun, res: &res}
 	err = s.prepare(ctx, specs)
@@ -147,6 +114,56 @@ func (p *Provider) PrepareObjects(ctx context.Context, zone string, views []prov
 	st.active = true
 	p.mu.Unlock()
 	return res, err
+}
+
+// listObjects reads the zone's load balancers and the account's pools and
+// monitors into st, stopping at the first list that fails.
+func (p *Provider) listObjects(ctx context.Context, st *lbZone) error {
+	if err := list(ctx, p, opListLBs, &st.lbs, func(ctx context.Context) ([]LoadBalancer, error) { return p.api.ListLoadBalancers(ctx, st.zoneID) }); err != nil {
+		return err
+	}
+	if err := list(ctx, p, opListPools, &st.pools, func(ctx context.Context) ([]Pool, error) { return p.api.ListPools(ctx, st.account) }); err != nil {
+		return err
+	}
+	return list(ctx, p, opListMonitors, &st.monitors, func(ctx context.Context) ([]Monitor, error) { return p.api.ListMonitors(ctx, st.account) })
+}
+
+// list makes the list request op, its answer stored in dst.
+func list[T any](ctx context.Context, p *Provider, op string, dst *[]T, call func(context.Context) ([]T, error)) error {
+	_, err := p.do(ctx, op, func(ctx context.Context) error {
+		var err error
+		*dst, err = call(ctx)
+		return err
+	})
+	return err
+}
+
+// leftoversUnlisted handles a failed look for leftovers (load_balancing
+// off), which never fails a plain-records sync. An account without Load
+// Balancing has nothing of ours; a token without the Load Balancing
+// permissions cannot see (nor have made) any: both are final. An outage is
+// tried on the next pass.
+func (p *Provider) leftoversUnlisted(zone string, err error) {
+	var ae *APIError
+	if notEntitled(err) || (errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 && ae.Status != http.StatusTooManyRequests) {
+		p.mu.Lock()
+		p.lbCleaned[zone] = true
+		p.mu.Unlock()
+		p.log.Info("cloudflare: no load balancing objects to look for leftovers in", "zone", zone, "reason", err)
+		return
+	}
+	p.log.Warn("cloudflare: could not look for leftover load balancers; trying again on the next sync", "zone", zone, "err", err)
+}
+
+// translateLB records that zone's account has Load Balancing and returns
+// the load balancers of the views, logging each translation warning once.
+func (p *Provider) translateLB(zone string, views []providers.ServiceView) []LBSpec {
+	p.entitled(zone, true, nil)
+	specs, warnings := TranslateLB(views, zone, LBOptions{Owner: p.opts.OwnerID, TTL: p.opts.TTL, Proxied: p.opts.Proxied, Backstop: p.opts.Backstop})
+	for _, w := range warnings {
+		p.warnOnce(w)
+	}
+	return specs
 }
 
 // CollectObjects deletes, in that order, our load balancers no service
@@ -306,6 +323,17 @@ func (s *lbSync) write(ctx context.Context, op string, c providers.ObjectChange,
 	return false, nil
 }
 
+// writeObject is write for a request whose answer is the object written
+// (got: zero when refused, or in a dry run).
+func writeObject[T any](ctx context.Context, s *lbSync, op string, c providers.ObjectChange, call func(context.Context) (T, error)) (got T, ok bool, err error) {
+	ok, err = s.write(ctx, op, c, func(ctx context.Context) error {
+		var err error
+		got, err = call(ctx)
+		return err
+	})
+	return got, ok, err
+}
+
 func (s *lbSync) refused(c providers.ObjectChange) {
 	s.p.log.Warn("cloudflare: load balancing change refused", "zone", s.zone, "kind", c.Kind, "object", c.Name, "op", c.Op, "err", c.Err)
 }
@@ -315,8 +343,9 @@ func (s *lbSync) placeholder(kind string) string {
 	return fmt.Sprintf("(new %s %d)", kind, s.seq)
 }
 
+// prepare writes the monitors, pools and load balancers of specs, in that
+// order, leaving out the services whose names are held by others.
 func (s *lbSync) prepare(ctx context.Context, specs []LBSpec) error {
-	owner := s.p.opts.OwnerID
 	lbByName := map[string]int{}
 	for i, lb := range s.st.lbs {
 		lbByName[strings.ToLower(lb.Name)] = i
@@ -325,8 +354,31 @@ func (s *lbSync) prepare(ctx context.Context, specs []LBSpec) error {
 	for i, pl := range s.st.pools {
 		poolByName[pl.Name] = i
 	}
+	todo := s.claim(specs, lbByName, poolByName)
+	if err := s.monitors(ctx, todo); err != nil {
+		return err
+	}
+	failedPools, err := s.pools(ctx, todo, poolByName)
+	if err != nil {
+		return err
+	}
+	s.names = map[string]string{} // pool id -> name, for details
+	for _, pl := range s.st.pools {
+		s.names[pl.ID] = pl.Name
+	}
+	for _, sp := range todo {
+		if err := s.loadBalancer(ctx, sp, lbByName, poolByName, failedPools); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	// Conflicts: a name held by an object that is not ours.
+// claim returns the specs whose load balancer and pool names are free or
+// ours, and marks their objects wanted; a name held by an object that is
+// not ours is a conflict, and its service keeps plain records.
+func (s *lbSync) claim(specs []LBSpec, lbByName, poolByName map[string]int) []LBSpec {
+	owner := s.p.opts.OwnerID
 	var todo []LBSpec
 	for _, sp := range specs {
 		name := sp.LoadBalancer.Name
@@ -350,35 +402,28 @@ func (s *lbSync) prepare(ctx context.Context, specs []LBSpec) error {
 			s.st.wantPool[pl.Name] = true
 		}
 	}
+	return todo
+}
 
-	if err := s.monitors(ctx, todo); err != nil {
-		return err
-	}
-	failedPools := map[string]bool{}
-	for _, sp := range todo {
+// pools writes the pools of specs, each referring to the monitor kept for
+// it, and returns the names of those Cloudflare refused.
+func (s *lbSync) pools(ctx context.Context, specs []LBSpec, poolByName map[string]int) (map[string]bool, error) {
+	failed := map[string]bool{}
+	for _, sp := range specs {
 		for _, want := range sp.Pools {
 			if want.Monitor != "" {
 				want.Monitor = s.st.monitor[want.Monitor] // "" when the monitor could not be made
 			}
 			ok, err := s.pool(ctx, want, poolByName)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !ok {
-				failedPools[want.Name] = true
+				failed[want.Name] = true
 			}
 		}
 	}
-	s.names = map[string]string{} // pool id -> name, for details
-	for _, pl := range s.st.pools {
-		s.names[pl.ID] = pl.Name
-	}
-	for _, sp := range todo {
-		if err := s.loadBalancer(ctx, sp, lbByName, poolByName, failedPools); err != nil {
-			return err
-		}
-	}
-	return nil
+	return failed, nil
 }
 
 func (s *lbSync) conflict(kind, name, desc string) {
@@ -393,10 +438,9 @@ func (s *lbSync) conflict(kind, name, desc string) {
 
 // monitors creates or repairs the desired monitors and fills st.monitor.
 func (s *lbSync) monitors(ctx context.Context, specs []LBSpec) error {
-	owner := s.p.opts.OwnerID
 	byKey := map[string][]int{}
 	for i, m := range s.st.monitors {
-		if ours(m.Description, owner, s.cz) {
+		if ours(m.Description, s.p.opts.OwnerID, s.cz) {
 			if k := mark(m.Description)["monitor"]; k != "" {
 				byKey[k] = append(byKey[k], i)
 			}
@@ -414,26 +458,10 @@ func (s *lbSync) monitors(ctx context.Context, specs []LBSpec) error {
 		if _, done := s.st.monitor[ms.Key]; done {
 			continue
 		}
-		want := ms.Monitor
 		cands := byKey[ms.Key]
 		if len(cands) == 0 {
-			c := providers.ObjectChange{Kind: providers.KindMonitor, Name: ms.Key, Op: "create", Detail: monitorSummary(want)}
-			var got Monitor
-			ok, err := s.write(ctx, opCreateMonitor, c, func(ctx context.Context) error {
-				var err error
-				got, err = s.p.api.CreateMonitor(ctx, s.st.account, want)
+			if err := s.createMonitor(ctx, ms.Key, ms.Monitor); err != nil {
 				return err
-			})
-			if err != nil {
-				return err
-			}
-			if ok {
-				if s.dry {
-					got = want
-					got.ID = s.placeholder("monitor")
-				}
-				s.st.monitors = append(s.st.monitors, got)
-				s.st.monitor[ms.Key] = got.ID
 			}
 			continue
 		}
@@ -446,71 +474,95 @@ func (s *lbSync) monitors(ctx context.Context, specs []LBSpec) error {
 				break
 			}
 		}
-		cur := s.st.monitors[keep]
-		s.st.monitor[ms.Key] = cur.ID
-		if diff := monitorDiff(cur, want); diff != "" {
-			want.ID = cur.ID
-			c := providers.ObjectChange{Kind: providers.KindMonitor, Name: ms.Key, Op: "update", Detail: diff}
-			var got Monitor
-			ok, err := s.write(ctx, opUpdateMonitor, c, func(ctx context.Context) error {
-				var err error
-				got, err = s.p.api.UpdateMonitor(ctx, s.st.account, want)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if ok && !s.dry {
-				s.st.monitors[keep] = got
-			}
+		if err := s.updateMonitor(ctx, ms.Key, keep, ms.Monitor); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// createMonitor creates the monitor want, known by key in st.monitor.
+func (s *lbSync) createMonitor(ctx context.Context, key string, want Monitor) error {
+	c := providers.ObjectChange{Kind: providers.KindMonitor, Name: key, Op: "create", Detail: monitorSummary(want)}
+	got, ok, err := writeObject(ctx, s, opCreateMonitor, c, func(ctx context.Context) (Monitor, error) { return s.p.api.CreateMonitor(ctx, s.st.account, want) })
+	if err != nil || !ok {
+		return err
+	}
+	if s.dry {
+		got = want
+		got.ID = s.placeholder("monitor")
+	}
+	s.st.monitors = append(s.st.monitors, got)
+	s.st.monitor[key] = got.ID
+	return nil
+}
+
+// updateMonitor keeps the monitor st.monitors[keep] for key and brings it
+// up to want.
+func (s *lbSync) updateMonitor(ctx context.Context, key string, keep int, want Monitor) error {
+	cur := s.st.monitors[keep]
+	s.st.monitor[key] = cur.ID
+	diff := monitorDiff(cur, want)
+	if diff == "" {
+		return nil
+	}
+	want.ID = cur.ID
+	c := providers.ObjectChange{Kind: providers.KindMonitor, Name: key, Op: "update", Detail: diff}
+	got, ok, err := writeObject(ctx, s, opUpdateMonitor, c, func(ctx context.Context) (Monitor, error) { return s.p.api.UpdateMonitor(ctx, s.st.account, want) })
+	if err != nil {
+		return err
+	}
+	if ok && !s.dry {
+		s.st.monitors[keep] = got
 	}
 	return nil
 }
 
 // pool creates or updates one pool; false when Cloudflare refused it.
 func (s *lbSync) pool(ctx context.Context, want Pool, byName map[string]int) (bool, error) {
-	i, exists := byName[want.Name]
-	if !exists {
-		c := providers.ObjectChange{Kind: providers.KindPool, Name: want.Name, Op: "create", Detail: poolSummary(want)}
-		var got Pool
-		var n int
-		ok, err := s.write(ctx, opCreatePool, c, func(ctx context.Context) error {
-			n++
-			var err error
-			got, err = s.p.api.CreatePool(ctx, s.st.account, want)
-			return err
-		})
+	if i, exists := byName[want.Name]; exists {
+		return s.updatePool(ctx, i, want)
+	}
+	c := providers.ObjectChange{Kind: providers.KindPool, Name: want.Name, Op: "create", Detail: poolSummary(want)}
+	var n int
+	got, ok, err := writeObject(ctx, s, opCreatePool, c, func(ctx context.Context) (Pool, error) {
+		n++
+		return s.p.api.CreatePool(ctx, s.st.account, want)
+	})
+	if err != nil {
+		return false, err
+	}
+	if !ok && n > 1 {
+		// The first attempt's answer was lost and it went through: the
+		// retry met our own pool. Adopt it and bring it up to date.
+		found, err := s.adoptPool(ctx, want.Name)
 		if err != nil {
 			return false, err
 		}
-		if !ok && n > 1 {
-			// The first attempt's answer was lost and it went through: the
-			// retry met our own pool. Adopt it and bring it up to date.
-			found, err := s.adoptPool(ctx, want.Name)
-			if err != nil {
-				return false, err
-			}
-			if found != nil {
-				s.res.Changes[len(s.res.Changes)-1] = c
-				s.st.pools = append(s.st.pools, *found)
-				byName[want.Name] = len(s.st.pools) - 1
-				s.p.log.Info("cloudflare: a retried create met its own first attempt: pool adopted", "zone", s.zone, "pool", want.Name)
-				return s.pool(ctx, want, byName)
-			}
-			s.refused(s.res.Changes[len(s.res.Changes)-1])
+		if found != nil {
+			s.res.Changes[len(s.res.Changes)-1] = c
+			s.st.pools = append(s.st.pools, *found)
+			byName[want.Name] = len(s.st.pools) - 1
+			s.p.log.Info("cloudflare: a retried create met its own first attempt: pool adopted", "zone", s.zone, "pool", want.Name)
+			return s.pool(ctx, want, byName)
 		}
-		if !ok {
-			return false, nil
-		}
-		if s.dry {
-			got = want
-			got.ID = s.placeholder("pool")
-		}
-		s.st.pools = append(s.st.pools, got)
-		byName[want.Name] = len(s.st.pools) - 1
-		return true, nil
+		s.refused(s.res.Changes[len(s.res.Changes)-1])
 	}
+	if !ok {
+		return false, nil
+	}
+	if s.dry {
+		got = want
+		got.ID = s.placeholder("pool")
+	}
+	s.st.pools = append(s.st.pools, got)
+	byName[want.Name] = len(s.st.pools) - 1
+	return true, nil
+}
+
+// updatePool brings the pool st.pools[i] up to want; false when Cloudflare
+// refused it.
+func (s *lbSync) updatePool(ctx context.Context, i int, want Pool) (bool, error) {
 	cur := s.st.pools[i]
 	diff := poolDiff(cur, want)
 	if diff == "" {
@@ -518,12 +570,7 @@ func (s *lbSync) pool(ctx context.Context, want Pool, byName map[string]int) (bo
 	}
 	want.ID = cur.ID
 	c := providers.ObjectChange{Kind: providers.KindPool, Name: want.Name, Op: "update", Detail: diff}
-	var got Pool
-	ok, err := s.write(ctx, opUpdatePool, c, func(ctx context.Context) error {
-		var err error
-		got, err = s.p.api.UpdatePool(ctx, s.st.account, want)
-		return err
-	})
+	got, ok, err := writeObject(ctx, s, opUpdatePool, c, func(ctx context.Context) (Pool, error) { return s.p.api.UpdatePool(ctx, s.st.account, want) })
 	if err != nil || !ok {
 		return false, err
 	}
@@ -537,11 +584,7 @@ func (s *lbSync) pool(ctx context.Context, want Pool, byName map[string]int) (bo
 // adoptPool re-reads the pools and returns ours named name (nil: none).
 func (s *lbSync) adoptPool(ctx context.Context, name string) (*Pool, error) {
 	var pools []Pool
-	if _, err := s.p.do(ctx, opListPools, func(ctx context.Context) error {
-		var err error
-		pools, err = s.p.api.ListPools(ctx, s.st.account)
-		return err
-	}); err != nil {
+	if err := list(ctx, s.p, opListPools, &pools, func(ctx context.Context) ([]Pool, error) { return s.p.api.ListPools(ctx, s.st.account) }); err != nil {
 		return nil, fmt.Errorf("list pools: %w", err)
 	}
 	for _, pl := range pools {
@@ -554,18 +597,41 @@ func (s *lbSync) adoptPool(ctx context.Context, name string) (*Pool, error) {
 
 // loadBalancer creates or updates the load balancer of one service.
 func (s *lbSync) loadBalancer(ctx context.Context, sp LBSpec, byName, poolByName map[string]int, failedPools map[string]bool) error {
-	want := sp.LoadBalancer
-	i, exists := byName[want.Name]
+	i, exists := byName[sp.LoadBalancer.Name]
+	if s.poolRefused(sp, exists, failedPools) {
+		return nil
+	}
+	want, err := s.withPoolIDs(sp.LoadBalancer, poolByName)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return s.createLB(ctx, sp, want, byName, poolByName, failedPools)
+	}
+	s.st.served[sp.Service] = true
+	return s.updateLB(ctx, i, want)
+}
+
+// poolRefused reports a load balancer not written because Cloudflare
+// refused one of its pools (true); an existing one keeps serving.
+func (s *lbSync) poolRefused(sp LBSpec, exists bool, failedPools map[string]bool) bool {
+	name := sp.LoadBalancer.Name
 	for _, pl := range sp.Pools {
 		if failedPools[pl.Name] {
 			if exists {
 				s.st.served[sp.Service] = true // the old load balancer keeps serving
 			}
-			s.res.Changes = append(s.res.Changes, providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: map[bool]string{true: "update", false: "create"}[exists],
-				Err: fmt.Errorf("load balancer %s not written: its pool %s was refused", want.Name, pl.Name)})
-			return nil
+			s.res.Changes = append(s.res.Changes, providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: name, Op: map[bool]string{true: "update", false: "create"}[exists],
+				Err: fmt.Errorf("load balancer %s not written: its pool %s was refused", name, pl.Name)})
+			return true
 		}
 	}
+	return false
+}
+
+// withPoolIDs returns want with its pool names replaced by the pools' ids;
+// a pool without a known id is an error.
+func (s *lbSync) withPoolIDs(want LoadBalancer, poolByName map[string]int) (LoadBalancer, error) {
 	var missing []string
 	id := func(n string) string {
 		if i, ok := poolByName[n]; ok && i < len(s.st.pools) && s.st.pools[i].ID != "" {
@@ -593,61 +659,61 @@ func (s *lbSync) loadBalancer(ctx context.Context, sp LBSpec, byName, poolByName
 		want.PoolWeights = w
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("load balancer %s: no pool id known for %v (pools listed and written this pass: %d)", want.Name, missing, len(s.st.pools))
+		return want, fmt.Errorf("load balancer %s: no pool id known for %v (pools listed and written this pass: %d)", want.Name, missing, len(s.st.pools))
 	}
-	names := s.names
-	if !exists {
-		c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: "create", Detail: lbSummary(want, names)}
-		var got LoadBalancer
-		var n int
-		ok, err := s.write(ctx, opCreateLB, c, func(ctx context.Context) error {
-			n++
-			var err error
-			got, err = s.p.api.CreateLoadBalancer(ctx, s.st.zoneID, want)
-			return err
-		})
+	return want, nil
+}
+
+// createLB creates the load balancer want of sp; a retried create that met
+// its own first attempt adopts that load balancer and brings it up to date.
+func (s *lbSync) createLB(ctx context.Context, sp LBSpec, want LoadBalancer, byName, poolByName map[string]int, failedPools map[string]bool) error {
+	c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: "create", Detail: lbSummary(want, s.names)}
+	var n int
+	got, ok, err := writeObject(ctx, s, opCreateLB, c, func(ctx context.Context) (LoadBalancer, error) {
+		n++
+		return s.p.api.CreateLoadBalancer(ctx, s.st.zoneID, want)
+	})
+	if err != nil {
+		return err
+	}
+	if !ok && n > 1 {
+		found, err := s.adoptLB(ctx, want.Name)
 		if err != nil {
 			return err
 		}
-		if !ok && n > 1 {
-			found, err := s.adoptLB(ctx, want.Name)
-			if err != nil {
-				return err
-			}
-			if found != nil {
-				s.res.Changes[len(s.res.Changes)-1] = c // the refusal met our own earlier attempt
-				s.st.lbs = append(s.st.lbs, *found)
-				byName[want.Name] = len(s.st.lbs) - 1
-				s.p.log.Info("cloudflare: a retried create met its own first attempt: load balancer adopted", "zone", s.zone, "load_balancer", want.Name)
-				return s.loadBalancer(ctx, sp, byName, poolByName, failedPools)
-			}
-			s.refused(s.res.Changes[len(s.res.Changes)-1])
+		if found != nil {
+			s.res.Changes[len(s.res.Changes)-1] = c // the refusal met our own earlier attempt
+			s.st.lbs = append(s.st.lbs, *found)
+			byName[want.Name] = len(s.st.lbs) - 1
+			s.p.log.Info("cloudflare: a retried create met its own first attempt: load balancer adopted", "zone", s.zone, "load_balancer", want.Name)
+			return s.loadBalancer(ctx, sp, byName, poolByName, failedPools)
 		}
-		if !ok {
-			return nil
-		}
-		if s.dry {
-			got = want
-			got.ID = s.placeholder("load balancer")
-		}
-		s.st.lbs = append(s.st.lbs, got)
-		byName[want.Name] = len(s.st.lbs) - 1
-		s.st.served[sp.Service] = true
+		s.refused(s.res.Changes[len(s.res.Changes)-1])
+	}
+	if !ok {
 		return nil
 	}
+	if s.dry {
+		got = want
+		got.ID = s.placeholder("load balancer")
+	}
+	s.st.lbs = append(s.st.lbs, got)
+	byName[want.Name] = len(s.st.lbs) - 1
 	s.st.served[sp.Service] = true
+	return nil
+}
+
+// updateLB brings the load balancer st.lbs[i] up to want.
+func (s *lbSync) updateLB(ctx context.Context, i int, want LoadBalancer) error {
 	cur := s.st.lbs[i]
-	diff := lbDiff(cur, want, names)
+	diff := lbDiff(cur, want, s.names)
 	if diff == "" {
 		return nil
 	}
 	want.ID = cur.ID
 	c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: want.Name, Op: "update", Detail: diff}
-	var got LoadBalancer
-	ok, err := s.write(ctx, opUpdateLB, c, func(ctx context.Context) error {
-		var err error
-		got, err = s.p.api.UpdateLoadBalancer(ctx, s.st.zoneID, want)
-		return err
+	got, ok, err := writeObject(ctx, s, opUpdateLB, c, func(ctx context.Context) (LoadBalancer, error) {
+		return s.p.api.UpdateLoadBalancer(ctx, s.st.zoneID, want)
 	})
 	if err != nil || !ok {
 		return err
@@ -661,11 +727,7 @@ func (s *lbSync) loadBalancer(ctx context.Context, sp LBSpec, byName, poolByName
 
 func (s *lbSync) adoptLB(ctx context.Context, name string) (*LoadBalancer, error) {
 	var lbs []LoadBalancer
-	if _, err := s.p.do(ctx, opListLBs, func(ctx context.Context) error {
-		var err error
-		lbs, err = s.p.api.ListLoadBalancers(ctx, s.st.zoneID)
-		return err
-	}); err != nil {
+	if err := list(ctx, s.p, opListLBs, &lbs, func(ctx context.Context) ([]LoadBalancer, error) { return s.p.api.ListLoadBalancers(ctx, s.st.zoneID) }); err != nil {
 		return nil, fmt.Errorf("list load balancers: %w", err)
 	}
 	for _, lb := range lbs {
@@ -684,76 +746,79 @@ func idMap(m map[string][]string, ids func([]string) []string) map[string][]stri
 	return out
 }
 
-// collect deletes what is ours and no longer needed (see CollectObjects).
+// collect deletes what is ours and no longer needed (see CollectObjects):
+// the load balancers no service wants, then the pools no service wants and
+// no kept load balancer refers to, then the monitors this pass did not keep
+// and no kept pool refers to.
 func (s *lbSync) collect(ctx context.Context) error {
-	owner := s.p.opts.OwnerID
-	var keptLBs []LoadBalancer
-	for _, lb := range s.st.lbs {
-		if !ours(lb.Description, owner, s.cz) || s.st.wantLB[strings.ToLower(lb.Name)] {
-			keptLBs = append(keptLBs, lb)
-			continue
-		}
-		c := providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: lb.Name, Op: "delete"}
-		ok, err := s.write(ctx, opDeleteLB, c, func(ctx context.Context) error {
-			return ignoreGone(s.p.api.DeleteLoadBalancer(ctx, s.st.zoneID, lb.ID))
-		})
-		if err != nil {
-			return err
-		}
-		if !ok {
-			keptLBs = append(keptLBs, lb)
-		}
+	owner, zoneID, account := s.p.opts.OwnerID, s.st.zoneID, s.st.account
+	lbs, err := deleteUnwanted(ctx, s, s.st.lbs, opDeleteLB, func(lb LoadBalancer) bool {
+		return !ours(lb.Description, owner, s.cz) || s.st.wantLB[strings.ToLower(lb.Name)]
+	}, func(lb LoadBalancer) providers.ObjectChange {
+		return providers.ObjectChange{Kind: providers.KindLoadBalancer, Name: lb.Name, Op: "delete"}
+	}, func(ctx context.Context, lb LoadBalancer) error {
+		return s.p.api.DeleteLoadBalancer(ctx, zoneID, lb.ID)
+	})
+	if err != nil {
+		return err
 	}
-	s.st.lbs = keptLBs
+	s.st.lbs = lbs
 
 	referenced := map[string]bool{}
-	for _, lb := range keptLBs {
+	for _, lb := range lbs {
 		for _, id := range lbPoolIDs(lb) {
 			referenced[id] = true
 		}
 	}
-	var keptPools []Pool
-	for _, pl := range s.st.pools {
-		if !ours(pl.Description, owner, s.cz) || s.st.wantPool[pl.Name] || referenced[pl.ID] {
-			keptPools = append(keptPools, pl)
-			continue
-		}
-		c := providers.ObjectChange{Kind: providers.KindPool, Name: pl.Name, Op: "delete"}
-		ok, err := s.write(ctx, opDeletePool, c, func(ctx context.Context) error { return ignoreGone(s.p.api.DeletePool(ctx, s.st.account, pl.ID)) })
-		if err != nil {
-			return err
-		}
-		if !ok {
-			keptPools = append(keptPools, pl)
-		}
+	pools, err := deleteUnwanted(ctx, s, s.st.pools, opDeletePool, func(pl Pool) bool {
+		return !ours(pl.Description, owner, s.cz) || s.st.wantPool[pl.Name] || referenced[pl.ID]
+	}, func(pl Pool) providers.ObjectChange {
+		return providers.ObjectChange{Kind: providers.KindPool, Name: pl.Name, Op: "delete"}
+	}, func(ctx context.Context, pl Pool) error { return s.p.api.DeletePool(ctx, account, pl.ID) })
+	if err != nil {
+		return err
 	}
-	s.st.pools = keptPools
+	s.st.pools = pools
 
-	usedMonitors := map[string]bool{}
-	for _, pl := range keptPools {
-		usedMonitors[pl.Monitor] = true
+	used := map[string]bool{}
+	for _, pl := range pools {
+		used[pl.Monitor] = true
 	}
-	kept := map[string]bool{}
 	for _, id := range s.st.monitor {
-		kept[id] = true
+		used[id] = true
 	}
-	var keptMonitors []Monitor
-	for _, m := range s.st.monitors {
-		if !ours(m.Description, owner, s.cz) || kept[m.ID] || usedMonitors[m.ID] {
-			keptMonitors = append(keptMonitors, m)
+	monitors, err := deleteUnwanted(ctx, s, s.st.monitors, opDeleteMonitor, func(m Monitor) bool {
+		return !ours(m.Description, owner, s.cz) || used[m.ID]
+	}, func(m Monitor) providers.ObjectChange {
+		return providers.ObjectChange{Kind: providers.KindMonitor, Name: mark(m.Description)["monitor"], Op: "delete", Detail: monitorSummary(m)}
+	}, func(ctx context.Context, m Monitor) error { return s.p.api.DeleteMonitor(ctx, account, m.ID) })
+	if err != nil {
+		return err
+	}
+	s.st.monitors = monitors
+	return nil
+}
+
+// deleteUnwanted deletes (op, del) each of objs that keep does not keep,
+// reporting the change that change describes, and returns the objects
+// kept: those kept and those whose delete Cloudflare refused.
+func deleteUnwanted[T any](ctx context.Context, s *lbSync, objs []T, op string, keep func(T) bool,
+	change func(T) providers.ObjectChange, del func(context.Context, T) error) ([]T, error) {
+	var kept []T
+	for _, o := range objs {
+		if keep(o) {
+			kept = append(kept, o)
 			continue
 		}
-		c := providers.ObjectChange{Kind: providers.KindMonitor, Name: mark(m.Description)["monitor"], Op: "delete", Detail: monitorSummary(m)}
-		ok, err := s.write(ctx, opDeleteMonitor, c, func(ctx context.Context) error { return ignoreGone(s.p.api.DeleteMonitor(ctx, s.st.account, m.ID)) })
+		ok, err := s.write(ctx, op, change(o), func(ctx context.Context) error { return ignoreGone(del(ctx, o)) })
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
-			keptMonitors = append(keptMonitors, m)
+			kept = append(kept, o)
 		}
 	}
-	s.st.monitors = keptMonitors
-	return nil
+	return kept, nil
 }
 
 // ignoreGone treats the answer to deleting an object that is already gone
@@ -778,205 +843,4 @@ func lbPoolIDs(lb LoadBalancer) []string {
 		out = append(out, id)
 	}
 	return out
-}
-
-// Comparisons: "" when cur already is want, else what differs.
-
-func monitorDiff(cur, want Monitor) string {
-	var d []string
-	add := func(field string, differs bool, from, to any) {
-		if differs {
-			d = append(d, fmt.Sprintf("%s %v → %v", field, from, to))
-		}
-	}
-	add("type", cur.Type != want.Type, cur.Type, want.Type)
-	add("description", cur.Description != want.Description, cur.Description, want.Description)
-	add("method", cur.Method != want.Method, cur.Method, want.Method)
-	add("port", cur.Port != want.Port, cur.Port, want.Port)
-	add("interval", cur.Interval != want.Interval, cur.Interval, want.Interval)
-	add("timeout", cur.Timeout != want.Timeout, cur.Timeout, want.Timeout)
-	add("retries", cur.Retries != want.Retries, cur.Retries, want.Retries)
-	add("consecutive_down", cur.ConsecutiveDown != want.ConsecutiveDown, cur.ConsecutiveDown, want.ConsecutiveDown)
-	add("consecutive_up", cur.ConsecutiveUp != want.ConsecutiveUp, cur.ConsecutiveUp, want.ConsecutiveUp)
-	if want.Type != "tcp" {
-		add("path", cur.Path != want.Path, cur.Path, want.Path)
-		add("header", !headersEqual(cur.Header, want.Header), cur.Header, want.Header)
-		add("expected_codes", cur.ExpectedCodes != want.ExpectedCodes, cur.ExpectedCodes, want.ExpectedCodes)
-		add("expected_body", cur.ExpectedBody != want.ExpectedBody, cur.ExpectedBody, want.ExpectedBody)
-		add("follow_redirects", cur.FollowRedirects != want.FollowRedirects, cur.FollowRedirects, want.FollowRedirects)
-		add("allow_insecure", cur.AllowInsecure != want.AllowInsecure, cur.AllowInsecure, want.AllowInsecure)
-	}
-	return strings.Join(d, ", ")
-}
-
-func headersEqual(a, b map[string][]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !slices.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
-}
-
-func poolDiff(cur, want Pool) string {
-	var d []string
-	if cur.Description != want.Description {
-		d = append(d, "description")
-	}
-	if cur.Enabled != want.Enabled {
-		d = append(d, fmt.Sprintf("enabled %v → %v", cur.Enabled, want.Enabled))
-	}
-	if cur.MinimumOrigins != want.MinimumOrigins {
-		d = append(d, fmt.Sprintf("minimum_origins %d → %d", cur.MinimumOrigins, want.MinimumOrigins))
-	}
-	if cur.Monitor != want.Monitor {
-		d = append(d, fmt.Sprintf("monitor %q → %q", cur.Monitor, want.Monitor))
-	}
-	old := map[string]Origin{}
-	for _, o := range cur.Origins {
-		old[o.Name] = o
-	}
-	for _, o := range want.Origins {
-		c, ok := old[o.Name]
-		switch {
-		case !ok:
-			d = append(d, fmt.Sprintf("+origin %s (weight %.2f%s)", o.Name, o.Weight, offText(o.Enabled)))
-		case c.Address != o.Address:
-			d = append(d, fmt.Sprintf("origin %s address %s → %s", o.Name, c.Address, o.Address))
-		}
-		if ok && c.Enabled != o.Enabled {
-			d = append(d, fmt.Sprintf("origin %s enabled %v → %v", o.Name, c.Enabled, o.Enabled))
-		}
-		if ok && round2(c.Weight) != round2(o.Weight) {
-			d = append(d, fmt.Sprintf("origin %s weight %.2f → %.2f", o.Name, c.Weight, o.Weight))
-		}
-		delete(old, o.Name)
-	}
-	for _, o := range cur.Origins {
-		if _, gone := old[o.Name]; gone {
-			d = append(d, "-origin "+o.Name)
-		}
-	}
-	if len(d) == 0 && !slices.EqualFunc(cur.Origins, want.Origins, func(a, b Origin) bool { return a.Name == b.Name }) {
-		d = append(d, "origin order")
-	}
-	return strings.Join(d, ", ")
-}
-
-func offText(enabled bool) string {
-	if enabled {
-		return ""
-	}
-	return ", disabled"
-}
-
-func lbDiff(cur, want LoadBalancer, names map[string]string) string {
-	var d []string
-	pn := func(ids []string) string { return poolNames(ids, names) }
-	if cur.Description != want.Description {
-		d = append(d, "description")
-	}
-	if cur.Enabled != want.Enabled {
-		d = append(d, fmt.Sprintf("enabled %v → %v", cur.Enabled, want.Enabled))
-	}
-	if cur.Proxied != want.Proxied {
-		d = append(d, fmt.Sprintf("proxied %v → %v", cur.Proxied, want.Proxied))
-	}
-	if !want.Proxied && cur.TTL != want.TTL {
-		d = append(d, fmt.Sprintf("ttl %d → %d", cur.TTL, want.TTL))
-	}
-	if cur.SteeringPolicy != want.SteeringPolicy {
-		d = append(d, fmt.Sprintf("steering_policy %q → %q", cur.SteeringPolicy, want.SteeringPolicy))
-	}
-	if cur.FallbackPool != want.FallbackPool {
-		d = append(d, fmt.Sprintf("fallback_pool %s → %s", pn([]string{cur.FallbackPool}), pn([]string{want.FallbackPool})))
-	}
-	if !slices.Equal(cur.DefaultPools, want.DefaultPools) {
-		d = append(d, fmt.Sprintf("default_pools [%s] → [%s]", pn(cur.DefaultPools), pn(want.DefaultPools)))
-	}
-	for _, f := range []struct {
-		name      string
-		cur, want map[string][]string
-	}{{"country_pools", cur.CountryPools, want.CountryPools}, {"region_pools", cur.RegionPools, want.RegionPools}} {
-		for _, k := range slices.Sorted(maps.Keys(union(f.cur, f.want))) {
-			if !slices.Equal(f.cur[k], f.want[k]) {
-				d = append(d, fmt.Sprintf("%s[%s] [%s] → [%s]", f.name, k, pn(f.cur[k]), pn(f.want[k])))
-			}
-		}
-	}
-	if want.SteeringPolicy == "random" {
-		if cur.DefaultWeight != want.DefaultWeight {
-			d = append(d, fmt.Sprintf("random_steering.default_weight %.2f → %.2f", cur.DefaultWeight, want.DefaultWeight))
-		}
-		ids := slices.Sorted(maps.Keys(union(cur.PoolWeights, want.PoolWeights)))
-		for _, id := range ids {
-			a, inCur := cur.PoolWeights[id]
-			b, inWant := want.PoolWeights[id]
-			if inCur != inWant || round2(a) != round2(b) {
-				d = append(d, fmt.Sprintf("weight %s %.2f → %.2f", pn([]string{id}), a, b))
-			}
-		}
-	}
-	return strings.Join(d, ", ")
-}
-
-func union[V any](a, b map[string]V) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
-}
-
-func poolNames(ids []string, names map[string]string) string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		if n, ok := names[id]; ok {
-			out[i] = n
-		} else {
-			out[i] = id
-		}
-	}
-	return strings.Join(out, " ")
-}
-
-func monitorSummary(m Monitor) string {
-	s := fmt.Sprintf("%s port %d every %ds, down after %d, up after %d", m.Type, m.Port, m.Interval, m.ConsecutiveDown, m.ConsecutiveUp)
-	if m.Type != "tcp" {
-		s = fmt.Sprintf("%s %s %s expect %s, ", m.Type, m.Method, m.Path, m.ExpectedCodes) + s[len(m.Type)+1:]
-	}
-	return s
-}
-
-func poolSummary(p Pool) string {
-	parts := make([]string, 0, len(p.Origins))
-	for _, o := range p.Origins {
-		parts = append(parts, fmt.Sprintf("%s %.2f%s", o.Address, o.Weight, offText(o.Enabled)))
-	}
-	s := strings.Join(parts, ", ")
-	if !p.Enabled {
-		s += "; pool disabled"
-	}
-	return s
-}
-
-func lbSummary(lb LoadBalancer, names map[string]string) string {
-	s := fmt.Sprintf("%s, default_pools [%s], fallback %s", lb.SteeringPolicy, poolNames(lb.DefaultPools, names), poolNames([]string{lb.FallbackPool}, names))
-	if lb.SteeringPolicy == "random" {
-		var w []string
-		for _, id := range lb.DefaultPools {
-			w = append(w, fmt.Sprintf("%s=%.2f", poolNames([]string{id}, names), lb.PoolWeights[id]))
-		}
-		s += ", weights " + strings.Join(w, " ")
-	}
-	if n := len(lb.CountryPools) + len(lb.RegionPools); n > 0 {
-		s += fmt.Sprintf(", %d countries, %d regions", len(lb.CountryPools), len(lb.RegionPools))
-	}
-	return s
 }

@@ -98,6 +98,7 @@ type poolUnit struct {
 	endpoints []int
 }
 
+// translateService is the load balancer, pools and monitor of one service.
 func translateService(v providers.ServiceView, zone string, o LBOptions) (LBSpec, []string) {
 	var warnings []string
 	cz := cfName(zone)
@@ -106,27 +107,16 @@ func translateService(v providers.ServiceView, zone string, o LBOptions) (LBSpec
 
 	var monitorKey string
 	if o.Backstop && v.HealthCheck != nil {
-		m, warn := monitorFor(v.Name, *v.HealthCheck)
+		var warn []string
+		spec.Monitor, warn = monitorSpec(v, cz, o.Owner)
 		warnings = append(warnings, warn...)
-		if m != nil {
-			monitorKey = hashOf(cz, monitorIdentity(*m))[:16]
-			m.Description = fmt.Sprintf("%s owner=%s zone=%s monitor=%s service=%s", markPrefix, o.Owner, cz, monitorKey, cfName(v.Name))
-			spec.Monitor = &MonitorSpec{Key: monitorKey, Monitor: *m}
+		if spec.Monitor != nil {
+			monitorKey = spec.Monitor.Key
 		}
 	}
-
 	names := map[string]string{} // unit key -> pool name
 	for _, u := range units {
-		p := Pool{
-			Name:           poolName(o.Owner, v.Name, u.key),
-			Description:    fmt.Sprintf("%s owner=%s zone=%s service=%s cluster=%s", markPrefix, o.Owner, cz, cfName(v.Name), u.key),
-			MinimumOrigins: 1,
-			Monitor:        monitorKey,
-		}
-		p.Origins = originsOf(v, u.endpoints)
-		for _, o := range p.Origins {
-			p.Enabled = p.Enabled || o.Enabled
-		}
+		p := servicePool(v, u, cz, o.Owner, monitorKey)
 		names[u.key] = p.Name
 		spec.Pools = append(spec.Pools, p)
 	}
@@ -153,35 +143,72 @@ func translateService(v providers.ServiceView, zone string, o LBOptions) (LBSpec
 		warnings = append(warnings, warn...)
 	default: // weighted, roundrobin (every endpoint weighs 1)
 		lb.SteeringPolicy = "random"
-		lb.PoolWeights = map[string]float64{}
-		var standby []string
-		total := 0
-		sums := map[string]int{}
-		for _, u := range units {
-			configured := 0
-			for _, i := range u.endpoints {
-				sums[u.key] += v.Endpoints[i].Effective
-				configured += v.Endpoints[i].Weight
-			}
-			total += sums[u.key]
-			if configured == 0 {
-				standby = append(standby, names[u.key])
-			} else {
-				lb.DefaultPools = append(lb.DefaultPools, names[u.key])
-			}
-		}
-		lb.DefaultPools = append(lb.DefaultPools, standby...)
-		for _, u := range units {
-			w := 0.0
-			if total > 0 && sums[u.key] > 0 {
-				w = max(round2(float64(sums[u.key])/float64(total)), 0.01)
-			}
-			lb.PoolWeights[names[u.key]] = w
-		}
+		lb.DefaultPools, lb.PoolWeights = randomPools(v, units, names)
 	}
 	lb.FallbackPool = lb.DefaultPools[len(lb.DefaultPools)-1]
 	spec.LoadBalancer = lb
 	return spec, warnings
+}
+
+// monitorSpec is the monitor of v's health check, marked with its key (nil
+// when the check has no Cloudflare monitor).
+func monitorSpec(v providers.ServiceView, cz, owner string) (*MonitorSpec, []string) {
+	m, warnings := monitorFor(v.Name, *v.HealthCheck)
+	if m == nil {
+		return nil, warnings
+	}
+	key := hashOf(cz, monitorIdentity(*m))[:16]
+	m.Description = fmt.Sprintf("%s owner=%s zone=%s monitor=%s service=%s", markPrefix, owner, cz, key, cfName(v.Name))
+	return &MonitorSpec{Key: key, Monitor: *m}, warnings
+}
+
+// servicePool is the pool of one unit of v, enabled while one of its
+// origins is.
+func servicePool(v providers.ServiceView, u poolUnit, cz, owner, monitorKey string) Pool {
+	p := Pool{
+		Name:           poolName(owner, v.Name, u.key),
+		Description:    fmt.Sprintf("%s owner=%s zone=%s service=%s cluster=%s", markPrefix, owner, cz, cfName(v.Name), u.key),
+		MinimumOrigins: 1,
+		Monitor:        monitorKey,
+	}
+	p.Origins = originsOf(v, u.endpoints)
+	for _, o := range p.Origins {
+		p.Enabled = p.Enabled || o.Enabled
+	}
+	return p
+}
+
+// randomPools are the default pools and pool weights of random steering:
+// each pool weighs its endpoints' effective weights, at least 0.01 while
+// they have any; pools whose endpoints are all configured with weight 0
+// (standby) come last.
+func randomPools(v providers.ServiceView, units []poolUnit, names map[string]string) ([]string, map[string]float64) {
+	var pools, standby []string
+	total := 0
+	sums := map[string]int{}
+	for _, u := range units {
+		configured := 0
+		for _, i := range u.endpoints {
+			sums[u.key] += v.Endpoints[i].Effective
+			configured += v.Endpoints[i].Weight
+		}
+		total += sums[u.key]
+		if configured == 0 {
+			standby = append(standby, names[u.key])
+		} else {
+			pools = append(pools, names[u.key])
+		}
+	}
+	pools = append(pools, standby...)
+	weights := map[string]float64{}
+	for _, u := range units {
+		w := 0.0
+		if total > 0 && sums[u.key] > 0 {
+			w = max(round2(float64(sums[u.key])/float64(total)), 0.01)
+		}
+		weights[names[u.key]] = w
+	}
+	return pools, weights
 }
 
 // originsOf makes the origins of a pool. An origin weighs the endpoint's
@@ -273,95 +300,121 @@ func poolUnits(v providers.ServiceView) []poolUnit {
 // rule names a continent (they would otherwise win over the continent rule).
 // Rules by region (geo.networks) and region tags cannot be expressed.
 func geoPools(v providers.ServiceView, units []poolUnit, names map[string]string) (def []string, country, region map[string][]string, warnings []string) {
-	poolsOf := map[string][]string{} // cluster -> pool names
-	var all []string
-	for _, u := range units {
-		poolsOf[u.cluster] = append(poolsOf[u.cluster], names[u.key])
-		all = append(all, names[u.key])
-	}
-	var defClusters []string
-	if v.Geo != nil {
-		defClusters = v.Geo.Default
-	}
-	chain := func(clusters []string) []string {
-		var out []string
-		add := func(cs []string) {
-			for _, c := range cs {
-				for _, p := range poolsOf[c] {
-					if !slices.Contains(out, p) {
-						out = append(out, p)
-					}
-				}
-			}
-		}
-		add(clusters)
-		add(defClusters)
-		for _, p := range all {
-			if !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	def = chain(nil)
+	chain := newPoolChain(v, units, names)
+	def = chain.of(nil)
 	country, region = map[string][]string{}, map[string][]string{}
-	continentRules := false
-	if v.Geo != nil {
-		for _, r := range v.Geo.Rules {
-			for _, c := range r.Countries {
-				if c = strings.ToUpper(c); country[c] == nil {
-					country[c] = chain(r.Clusters)
-				}
-			}
-			for _, c := range r.Continents {
-				continentRules = true
-				for _, reg := range continentRegions[c] {
-					if region[reg] == nil {
-						region[reg] = chain(r.Clusters)
-					}
-				}
-			}
-			if len(r.Regions) > 0 {
-				warnings = append(warnings, fmt.Sprintf("service %s: geo rule regions %v (geo.networks) cannot be expressed by Cloudflare Load Balancing: those clients get the pools of their country or continent", v.Name, r.Regions))
-			}
-		}
-	}
-	byCountry, byContinent := map[string][]string{}, map[string][]string{}
-	var countries, continents []string
+	continentRules, warnings := geoRulePools(v, chain, country, region)
+	byCountry, byContinent := tagIndex{clusters: map[string][]string{}}, tagIndex{clusters: map[string][]string{}}
 	for _, u := range units {
 		e := v.Endpoints[u.endpoints[0]]
-		if c := strings.ToUpper(e.Country); c != "" {
-			if byCountry[c] == nil {
-				countries = append(countries, c)
-			}
-			if !slices.Contains(byCountry[c], u.cluster) {
-				byCountry[c] = append(byCountry[c], u.cluster)
-			}
-		}
-		if c := e.Continent; c != "" {
-			if byContinent[c] == nil {
-				continents = append(continents, c)
-			}
-			if !slices.Contains(byContinent[c], u.cluster) {
-				byContinent[c] = append(byContinent[c], u.cluster)
-			}
-		}
+		byCountry.add(strings.ToUpper(e.Country), u.cluster)
+		byContinent.add(e.Continent, u.cluster)
 	}
 	if !continentRules {
-		for _, c := range countries {
+		for _, c := range byCountry.order {
 			if country[c] == nil {
-				country[c] = chain(byCountry[c])
+				country[c] = chain.of(byCountry.clusters[c])
 			}
 		}
 	}
-	for _, c := range continents {
+	for _, c := range byContinent.order {
 		for _, reg := range continentRegions[c] {
 			if region[reg] == nil {
-				region[reg] = chain(byContinent[c])
+				region[reg] = chain.of(byContinent.clusters[c])
 			}
 		}
 	}
 	return def, country, region, warnings
+}
+
+// poolChain orders the pools of a service for one geo match.
+type poolChain struct {
+	poolsOf     map[string][]string // cluster -> pool names
+	all         []string            // every pool, in unit order
+	defClusters []string            // geo.default
+}
+
+func newPoolChain(v providers.ServiceView, units []poolUnit, names map[string]string) poolChain {
+	pc := poolChain{poolsOf: map[string][]string{}}
+	for _, u := range units {
+		pc.poolsOf[u.cluster] = append(pc.poolsOf[u.cluster], names[u.key])
+		pc.all = append(pc.all, names[u.key])
+	}
+	if v.Geo != nil {
+		pc.defClusters = v.Geo.Default
+	}
+	return pc
+}
+
+// of is the pools of clusters, then those of geo.default, then every
+// other pool, each once.
+func (pc poolChain) of(clusters []string) []string {
+	var out []string
+	add := func(cs []string) {
+		for _, c := range cs {
+			for _, p := range pc.poolsOf[c] {
+				if !slices.Contains(out, p) {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	add(clusters)
+	add(pc.defClusters)
+	for _, p := range pc.all {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// geoRulePools fills country and region from v's geo rules (the first rule
+// of a country or region wins) and reports whether a rule names a
+// continent; rules by region (geo.networks) are warnings.
+func geoRulePools(v providers.ServiceView, chain poolChain, country, region map[string][]string) (continentRules bool, warnings []string) {
+	if v.Geo == nil {
+		return false, nil
+	}
+	for _, r := range v.Geo.Rules {
+		for _, c := range r.Countries {
+			if c = strings.ToUpper(c); country[c] == nil {
+				country[c] = chain.of(r.Clusters)
+			}
+		}
+		for _, c := range r.Continents {
+			continentRules = true
+			for _, reg := range continentRegions[c] {
+				if region[reg] == nil {
+					region[reg] = chain.of(r.Clusters)
+				}
+			}
+		}
+		if len(r.Regions) > 0 {
+			warnings = append(warnings, fmt.Sprintf("service %s: geo rule regions %v (geo.networks) cannot be expressed by Cloudflare Load Balancing: those clients get the pools of their country or continent", v.Name, r.Regions))
+		}
+	}
+	return continentRules, warnings
+}
+
+// tagIndex is the clusters of each value of a location tag (country or
+// continent), the values in the order first seen.
+type tagIndex struct {
+	clusters map[string][]string
+	order    []string
+}
+
+// add records that cluster has the tag value tag ("" none).
+func (t *tagIndex) add(tag, cluster string) {
+	if tag == "" {
+		return
+	}
+	if t.clusters[tag] == nil {
+		t.order = append(t.order, tag)
+	}
+	if !slices.Contains(t.clusters[tag], cluster) {
+		t.clusters[tag] = append(t.clusters[tag], cluster)
+	}
 }
 
 // monitorFor maps a health check to a monitor (nil: the kind has none).

@@ -19,9 +19,8 @@ type Metrics = apicall.Metrics
 // It is registered with reg (nil: nowhere); a family already registered
 // there by another Provider is reused.
 func newLBGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	return promreg.With(reg).NewGaugeVec(prometheus.GaugeOpts{
 		Name: "meridian_provider_load_balancing",
 		Help: "Cloudflare zones with load_balancing required or preferred: 1 while load balancers are in use, 0 while the account has no Load Balancing (plain records with preferred, failing syncs with required).",
 	}, []string{"zone"})
-	return promreg.Reuse(reg, g)
 }

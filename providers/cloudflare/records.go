@@ -2,7 +2,6 @@ package cloudflare
 
 import (
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/meridian-gslb/meridian/providers/plan"
@@ -56,12 +55,7 @@ func group(recs []DNSRecord) []plan.Record {
 		r.Normalize()
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b plan.Record) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Type, b.Type)
-	})
+	sortByNameType(out)
 	return out
 }
 

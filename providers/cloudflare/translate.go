@@ -48,12 +48,7 @@ func Translate(views []providers.ServiceView, zone string, ttl int, proxied bool
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b plan.Record) int {
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Type, b.Type)
-	})
+	sortByNameType(out)
 	return out
 }
 
@@ -113,4 +108,15 @@ func values(v providers.ServiceView, typ string) []string {
 		}
 	}
 	return pick(effective, all)
+}
+
+// sortByNameType sorts records by name, then type (Cloudflare records have
+// no set identifier).
+func sortByNameType(rs []plan.Record) {
+	slices.SortFunc(rs, func(a, b plan.Record) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
 }

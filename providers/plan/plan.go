@@ -64,11 +64,38 @@ type Plan struct {
 // with the records they cover. The result is sorted and deterministic.
 func Compute(in Input) Plan {
 	var p Plan
-	cur := map[Key]Record{}
-	curTypes := map[[2]string]bool{} // name, type present (other than ownership TXT)
-	curAny := map[string]bool{}      // names with any record (other than ownership TXT)
-	owners := map[string]ownership{}
-	for _, r := range in.Current {
+	cur := readCurrent(in.Current)
+	desired := map[Key]Record{}
+	desiredTypes := map[string][]string{}
+	for _, r := range in.Desired {
+		if c, ok := cur.conflict(r, in.Owner); ok {
+			p.Conflicts = append(p.Conflicts, c)
+			continue
+		}
+		desired[r.Key()] = r
+		desiredTypes[r.Name] = append(desiredTypes[r.Name], r.Type)
+	}
+	p.Changes = cur.recordChanges(desired, desiredTypes, in.Owner)
+	cur.ownerChanges(&p.Changes, desiredTypes, in.Owner)
+	sortRecords(p.Changes.Creates)
+	sortRecords(p.Changes.Deletes)
+	slices.SortFunc(p.Changes.Updates, func(a, b Update) int { return compareKey(a.New.Key(), b.New.Key()) })
+	slices.SortFunc(p.Conflicts, func(a, b Conflict) int { return compareKey(a.Key, b.Key) })
+	return p
+}
+
+// current is the zone as read, indexed for Compute.
+type current struct {
+	records map[Key]Record
+	types   map[[2]string]bool   // name, type present (other than ownership TXT)
+	named   map[string]bool      // names with any record (other than ownership TXT)
+	owners  map[string]ownership // by the name the ownership TXT covers
+}
+
+// readCurrent indexes the current records, ownership TXT records apart.
+func readCurrent(records []Record) current {
+	c := current{records: map[Key]Record{}, types: map[[2]string]bool{}, named: map[string]bool{}, owners: map[string]ownership{}}
+	for _, r := range records {
 		if strings.HasPrefix(r.Name, OwnerPrefix) && r.Type == "TXT" && r.SetID == "" {
 			name := strings.TrimPrefix(r.Name, OwnerPrefix)
 			o := ownership{record: r}
@@ -77,78 +104,85 @@ func Compute(in Input) Plan {
 					o.owner, o.types = owner, types
 				}
 			}
-			owners[name] = o
+			c.owners[name] = o
 			continue
 		}
-		cur[r.Key()] = r
-		curTypes[[2]string{r.Name, r.Type}] = true
-		curAny[r.Name] = true
+		c.records[r.Key()] = r
+		c.types[[2]string{r.Name, r.Type}] = true
+		c.named[r.Name] = true
 	}
-	mine := func(name string) bool { o, ok := owners[name]; return ok && o.owner == in.Owner }
+	return c
+}
 
-	desired := map[Key]Record{}
-	desiredTypes := map[string][]string{}
-	for _, r := range in.Desired {
-		// A CNAME shares its name with nothing: a foreign CNAME blocks every
-		// type, and a CNAME cannot go where foreign records are.
-		cnameClash := r.Type != "CNAME" && curTypes[[2]string{r.Name, "CNAME"}] || r.Type == "CNAME" && curAny[r.Name]
-		// A DS describes the zone the NS beside it delegates to: it is never
-		// added to a delegation someone else made.
-		dsClash := r.Type == "DS" && curTypes[[2]string{r.Name, "NS"}]
-		if !mine(r.Name) && (curTypes[[2]string{r.Name, r.Type}] || cnameClash || dsClash || owners[r.Name].owner != "") {
-			reason := "the name has records Meridian does not own (no ownership TXT " + OwnerName(r.Name) + ")"
-			if o := owners[r.Name]; o.owner != "" && o.owner != in.Owner {
-				reason = fmt.Sprintf("the name is owned by another Meridian installation (owner %q)", o.owner)
-			}
-			p.Conflicts = append(p.Conflicts, Conflict{Key: r.Key(), Reason: reason})
-			continue
-		}
-		desired[r.Key()] = r
-		desiredTypes[r.Name] = append(desiredTypes[r.Name], r.Type)
+// mine reports whether owner owns name.
+func (c current) mine(name, owner string) bool {
+	o, ok := c.owners[name]
+	return ok && o.owner == owner
+}
+
+// conflict reports why the desired record r cannot be written at a name
+// owner does not own (ok false: it can).
+func (c current) conflict(r Record, owner string) (Conflict, bool) {
+	// A CNAME shares its name with nothing: a foreign CNAME blocks every
+	// type, and a CNAME cannot go where foreign records are.
+	cnameClash := r.Type != "CNAME" && c.types[[2]string{r.Name, "CNAME"}] || r.Type == "CNAME" && c.named[r.Name]
+	// A DS describes the zone the NS beside it delegates to: it is never
+	// added to a delegation someone else made.
+	dsClash := r.Type == "DS" && c.types[[2]string{r.Name, "NS"}]
+	if c.mine(r.Name, owner) || !(c.types[[2]string{r.Name, r.Type}] || cnameClash || dsClash || c.owners[r.Name].owner != "") {
+		return Conflict{}, false
 	}
+	reason := "the name has records Meridian does not own (no ownership TXT " + OwnerName(r.Name) + ")"
+	if o := c.owners[r.Name]; o.owner != "" && o.owner != owner {
+		reason = fmt.Sprintf("the name is owned by another Meridian installation (owner %q)", o.owner)
+	}
+	return Conflict{Key: r.Key(), Reason: reason}, true
+}
 
-	// Records: create, update, delete.
+// recordChanges creates and updates the desired records, and deletes ours
+// of the types our ownership records list or that we write at the name.
+func (c current) recordChanges(desired map[Key]Record, desiredTypes map[string][]string, owner string) Changes {
+	var ch Changes
 	for k, d := range desired {
-		c, ok := cur[k]
+		cur, ok := c.records[k]
 		switch {
 		case !ok:
-			p.Changes.Creates = append(p.Changes.Creates, d)
-		case !c.Equal(d):
-			d.IDs = c.IDs
-			p.Changes.Updates = append(p.Changes.Updates, Update{Old: c, New: d})
+			ch.Creates = append(ch.Creates, d)
+		case !cur.Equal(d):
+			d.IDs = cur.IDs
+			ch.Updates = append(ch.Updates, Update{Old: cur, New: d})
 		}
 	}
-	for k, c := range cur {
-		if _, want := desired[k]; want || !mine(k.Name) {
+	for k, cur := range c.records {
+		if _, want := desired[k]; want || !c.mine(k.Name, owner) {
 			continue
 		}
-		if slices.Contains(owners[k.Name].types, k.Type) || slices.Contains(desiredTypes[k.Name], k.Type) {
-			p.Changes.Deletes = append(p.Changes.Deletes, c)
+		if slices.Contains(c.owners[k.Name].types, k.Type) || slices.Contains(desiredTypes[k.Name], k.Type) {
+			ch.Deletes = append(ch.Deletes, cur)
 		}
 	}
+	return ch
+}
 
-	// Ownership records follow the names we write.
+// ownerChanges adds to ch the ownership records that follow the names we
+// write: created or updated where we write, deleted where we no longer do.
+func (c current) ownerChanges(ch *Changes, desiredTypes map[string][]string, owner string) {
 	for name, types := range desiredTypes {
-		want := Record{Name: OwnerName(name), Type: "TXT", TTL: ownerTTL, Values: []string{OwnerValue(in.Owner, types)}}
-		o, ok := owners[name]
+		want := Record{Name: OwnerName(name), Type: "TXT", TTL: ownerTTL, Values: []string{OwnerValue(owner, types)}}
+		o, ok := c.owners[name]
 		switch {
 		case !ok:
-			p.Changes.Creates = append(p.Changes.Creates, want)
+			ch.Creates = append(ch.Creates, want)
 		case !o.record.Equal(want):
 			want.IDs = o.record.IDs
-			p.Changes.Updates = append(p.Changes.Updates, Update{Old: o.record, New: want})
+			ch.Updates = append(ch.Updates, Update{Old: o.record, New: want})
 		}
 	}
-	for name, o := range owners {
-		if o.owner == in.Owner && len(desiredTypes[name]) == 0 {
-			p.Changes.Deletes = append(p.Changes.Deletes, o.record)
+	for name, o := range c.owners {
+		if o.owner == owner && len(desiredTypes[name]) == 0 {
+			ch.Deletes = append(ch.Deletes, o.record)
 		}
 	}
-	sortRecords(p.Changes.Creates)
-	sortRecords(p.Changes.Deletes)
-	slices.SortFunc(p.Changes.Updates, func(a, b Update) int { return compareKey(a.New.Key(), b.New.Key()) })
-	slices.SortFunc(p.Conflicts, func(a, b Conflict) int { return compareKey(a.Key, b.Key) })
-	return p
 }
 
 // ownerTTL is the TTL of ownership TXT records.

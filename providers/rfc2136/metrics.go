@@ -22,15 +22,18 @@ type metrics struct {
 	records   *prometheus.GaugeVec   // meridian_provider_rfc2136_zone_records{zone}
 }
 
+// newMetrics creates the adapter's metrics on reg (nil: registered nowhere),
+// sharing the families an earlier Provider registered there.
 func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promreg.With(reg)
 	return &metrics{
-		responses: promreg.Reuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		responses: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_provider_rfc2136_responses_total",
 			Help: "Answers of RFC 2136 primaries by operation (transfer, update) and rcode (NOERROR, REFUSED, NXRRSET, YXRRSET, NOTAUTH, SERVFAIL...; BADSIG when the answer's TSIG did not verify, UNSIGNED when it had none).",
-		}, []string{"zone", "operation", "rcode"})),
-		records: promreg.Reuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, []string{"zone", "operation", "rcode"}),
+		records: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meridian_provider_rfc2136_zone_records",
 			Help: "Records of the parent zone in the last transfer from its primary (its signatures and NSEC records left out).",
-		}, []string{"zone"})),
+		}, []string{"zone"}),
 	}
 }

@@ -21,34 +21,9 @@ type checkConfig = types.HealthCheckConfig
 // written by ensureCheck, or the check deleted by CollectObjects). Tags are
 // read only for those candidates, and only once per check and process.
 func (p *Provider) listChecks(ctx context.Context, zone string, st *zoneObjects) error {
-	prefix := refPrefix(p.opts.Owner, zone)
-	var cands []ownedCheck
-	in := &r53.ListHealthChecksInput{MaxItems: aws.Int32(1000)}
-	for {
-		var out *r53.ListHealthChecksOutput
-		err := p.call(ctx, opListChecks, func(ctx context.Context) (err error) {
-			out, err = p.api.ListHealthChecks(ctx, in)
-			return answered(opListChecks, out, err)
-		})
-		if err != nil {
-			return fmt.Errorf("list health checks: %w", err)
-		}
-		for _, hc := range out.HealthChecks {
-			hash, gen, ok := parseRef(prefix, aws.ToString(hc.CallerReference))
-			if !ok {
-				continue
-			}
-			if aws.ToString(hc.Id) == "" {
-				return fmt.Errorf("list health checks: %w", malformed(opListChecks, "id of check "+aws.ToString(hc.CallerReference)))
-			}
-			cfg := hc.HealthCheckConfig
-			cands = append(cands, ownedCheck{id: aws.ToString(hc.Id), hash: hash, gen: gen, version: aws.ToInt64(hc.HealthCheckVersion), cfg: cfg,
-				calculated: cfg != nil && cfg.Type == types.HealthCheckTypeCalculated})
-		}
-		if !out.IsTruncated || aws.ToString(out.NextMarker) == "" {
-			break
-		}
-		in = &r53.ListHealthChecksInput{MaxItems: in.MaxItems, Marker: out.NextMarker}
+	cands, err := p.listCandidates(ctx, refPrefix(p.opts.Owner, zone))
+	if err != nil {
+		return err
 	}
 	if err := p.readTags(ctx, cands); err != nil {
 		return err
@@ -79,6 +54,39 @@ func (p *Provider) listChecks(ctx context.Context, zone string, st *zoneObjects)
 	}
 	st.listed = true
 	return nil
+}
+
+// listCandidates pages through the account's health checks and returns
+// those whose CallerReference starts with prefix, their tags not read yet.
+func (p *Provider) listCandidates(ctx context.Context, prefix string) ([]ownedCheck, error) {
+	var cands []ownedCheck
+	in := &r53.ListHealthChecksInput{MaxItems: aws.Int32(1000)}
+	for {
+		var out *r53.ListHealthChecksOutput
+		err := p.call(ctx, opListChecks, func(ctx context.Context) (err error) {
+			out, err = p.api.ListHealthChecks(ctx, in)
+			return answered(opListChecks, out, err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list health checks: %w", err)
+		}
+		for _, hc := range out.HealthChecks {
+			hash, gen, ok := parseRef(prefix, aws.ToString(hc.CallerReference))
+			if !ok {
+				continue
+			}
+			if aws.ToString(hc.Id) == "" {
+				return nil, fmt.Errorf("list health checks: %w", malformed(opListChecks, "id of check "+aws.ToString(hc.CallerReference)))
+			}
+			cfg := hc.HealthCheckConfig
+			cands = append(cands, ownedCheck{id: aws.ToString(hc.Id), hash: hash, gen: gen, version: aws.ToInt64(hc.HealthCheckVersion), cfg: cfg,
+				calculated: cfg != nil && cfg.Type == types.HealthCheckTypeCalculated})
+		}
+		if !out.IsTruncated || aws.ToString(out.NextMarker) == "" {
+			return cands, nil
+		}
+		in = &r53.ListHealthChecksInput{MaxItems: in.MaxItems, Marker: out.NextMarker}
+	}
 }
 
 // readTags fills the tag cache for the checks it lacks, 10 per call
@@ -126,15 +134,8 @@ func (p *Provider) readTags(ctx context.Context, cands []ownedCheck) error {
 func (p *Provider) ensureCheck(ctx context.Context, zone string, st *zoneObjects, spec checkSpec, res *providers.ObjectResult) (string, error) {
 	if i, ok := st.byHash[spec.hash()]; ok {
 		c := &st.owned[i]
-		if !c.tagged {
-			if err := p.tagCheck(ctx, zone, st, c, spec, res, true); err != nil {
-				return "", err
-			}
-		}
-		if drift := spec.drift(c.cfg); len(drift) > 0 {
-			if err := p.updateCheck(ctx, zone, st, c, spec, drift, res); err != nil {
-				return "", err
-			}
+		if err := p.settleCheck(ctx, zone, st, c, spec, res, true); err != nil {
+			return "", err
 		}
 		return c.id, nil
 	}
@@ -150,19 +151,7 @@ func (p *Provider) ensureCheck(ctx context.Context, zone string, st *zoneObjects
 		return "", nil
 	}
 	ch := providers.ObjectChange{Kind: providers.KindHealthCheck, Name: spec.Name, Op: "create", Detail: spec.describe()}
-	var out *r53.CreateHealthCheckOutput
-	var err error
-	for tries := 0; tries < maxGenerations; tries, gen = tries+1, gen+1 {
-		in := &r53.CreateHealthCheckInput{CallerReference: aws.String(callerRef(refPrefix(p.opts.Owner, zone), spec, gen)), HealthCheckConfig: spec.config()}
-		err = p.call(ctx, opCreateCheck, func(ctx context.Context) (err error) {
-			res.Calls++
-			out, err = p.api.CreateHealthCheck(ctx, in)
-			return answered(opCreateCheck, out, err)
-		})
-		if errorCode(err) != "HealthCheckAlreadyExists" {
-			break
-		}
-	}
+	out, gen, err := p.createCheck(ctx, zone, spec, gen, res)
 	switch {
 	case err == nil:
 	case fatal(err):
@@ -190,17 +179,47 @@ func (p *Provider) ensureCheck(ctx context.Context, zone string, st *zoneObjects
 		calculated: spec.Type == types.HealthCheckTypeCalculated, cfg: hc.HealthCheckConfig})
 	st.byHash[spec.hash()] = len(st.owned) - 1
 	c := &st.owned[len(st.owned)-1]
-	if err := p.tagCheck(ctx, zone, st, c, spec, res, false); err != nil {
+	// An answer for an earlier create of the same reference (a retry after
+	// a lost answer) carries that check's settings: settleCheck updates them.
+	if err := p.settleCheck(ctx, zone, st, c, spec, res, false); err != nil {
 		return "", err
 	}
-	if drift := spec.drift(c.cfg); len(drift) > 0 {
-		// An answer for an earlier create of the same reference (a retry
-		// after a lost answer) carries that check's settings.
-		if err := p.updateCheck(ctx, zone, st, c, spec, drift, res); err != nil {
-			return "", err
+	return c.id, nil
+}
+
+// createCheck creates spec's check with the caller reference of generation
+// gen, or of the next ones while Route 53 answers that the reference was
+// used (at most maxGenerations tries); it returns the answer and the
+// generation of the last try.
+func (p *Provider) createCheck(ctx context.Context, zone string, spec checkSpec, gen int, res *providers.ObjectResult) (*r53.CreateHealthCheckOutput, int, error) {
+	var out *r53.CreateHealthCheckOutput
+	var err error
+	for tries := 0; tries < maxGenerations; tries, gen = tries+1, gen+1 {
+		in := &r53.CreateHealthCheckInput{CallerReference: aws.String(callerRef(refPrefix(p.opts.Owner, zone), spec, gen)), HealthCheckConfig: spec.config()}
+		err = p.call(ctx, opCreateCheck, func(ctx context.Context) (err error) {
+			res.Calls++
+			out, err = p.api.CreateHealthCheck(ctx, in)
+			return answered(opCreateCheck, out, err)
+		})
+		if errorCode(err) != "HealthCheckAlreadyExists" {
+			break
 		}
 	}
-	return c.id, nil
+	return out, gen, err
+}
+
+// settleCheck writes our tags on c when it lacks them (report: as a change
+// of its own) and updates its settings where they drifted from spec.
+func (p *Provider) settleCheck(ctx context.Context, zone string, st *zoneObjects, c *ownedCheck, spec checkSpec, res *providers.ObjectResult, report bool) error {
+	if !c.tagged {
+		if err := p.tagCheck(ctx, zone, st, c, spec, res, report); err != nil {
+			return err
+		}
+	}
+	if drift := spec.drift(c.cfg); len(drift) > 0 {
+		return p.updateCheck(ctx, zone, st, c, spec, drift, res)
+	}
+	return nil
 }
 
 // tagCheck writes our tags on c (owner, zone, Name).

@@ -220,6 +220,44 @@ func (p *Provider) putBlocks(ctx context.Context, zone string, c *cidrState, dry
 // version when another writer moved it. A refusal is reported; the blocks
 // stay as they were.
 func (p *Provider) changeBlocks(ctx context.Context, zone string, c *cidrState, put, del map[string][]string, dryRun bool, res *providers.ObjectResult) error {
+	changes, details := blockChanges(put, del)
+	for len(changes) > 0 {
+		// One request: changes up to 1,000 blocks together.
+		n, blocks := 0, 0
+		for n < len(changes) && (n == 0 || blocks+len(changes[n].CidrList) <= maxBlocksPerCall) {
+			blocks += len(changes[n].CidrList)
+			n++
+		}
+		batch, detail := changes[:n], strings.Join(details[:n], "; ")
+		changes, details = changes[n:], details[n:]
+		ch := providers.ObjectChange{Kind: providers.KindCIDRCollection, Name: c.name, Op: "update", Detail: detail}
+		if !dryRun {
+			refusal, err := p.sendBlocks(ctx, zone, c, batch, res)
+			if err != nil {
+				return err
+			}
+			ch.Err = refusal
+		}
+		if ch.Err == nil { // done, or planned in a dry run: the blocks as they are (or would be) now
+			for _, chg := range batch {
+				for _, b := range chg.CidrList {
+					if chg.Action == types.CidrCollectionChangeActionPut {
+						c.live[b] = aws.ToString(chg.LocationName)
+					} else if c.live[b] == aws.ToString(chg.LocationName) {
+						delete(c.live, b)
+					}
+				}
+			}
+		}
+		res.Changes = append(res.Changes, ch)
+	}
+	return nil
+}
+
+// blockChanges turns the blocks to delete and put, by location, into
+// collection changes of at most maxBlocksPerCall blocks each (deletes
+// first, locations in order), with a line of detail each.
+func blockChanges(put, del map[string][]string) ([]types.CidrCollectionChange, []string) {
 	var changes []types.CidrCollectionChange
 	var details []string
 	for _, step := range []struct {
@@ -236,62 +274,40 @@ func (p *Provider) changeBlocks(ctx context.Context, zone string, c *cidrState, 
 			}
 		}
 	}
-	for len(changes) > 0 {
-		// One request: changes up to 1,000 blocks together.
-		n, blocks := 0, 0
-		for n < len(changes) && (n == 0 || blocks+len(changes[n].CidrList) <= maxBlocksPerCall) {
-			blocks += len(changes[n].CidrList)
-			n++
+	return changes, details
+}
+
+// sendBlocks sends one request of changes at the collection's version,
+// reading the version again (at most maxVersionRetries times) when another
+// writer moved it. Route 53's refusal is returned as refusal (logged); err
+// ends the pass.
+func (p *Provider) sendBlocks(ctx context.Context, zone string, c *cidrState, batch []types.CidrCollectionChange, res *providers.ObjectResult) (refusal, err error) {
+	for try := 0; ; try++ {
+		in := &r53.ChangeCidrCollectionInput{Id: aws.String(c.id), CollectionVersion: aws.Int64(c.version), Changes: batch}
+		err = p.call(ctx, opChangeColl, func(ctx context.Context) error {
+			res.Calls++
+			_, err := p.api.ChangeCidrCollection(ctx, in)
+			return err
+		})
+		if err == nil {
+			c.version++
+			return nil, nil
 		}
-		batch, detail := changes[:n], strings.Join(details[:n], "; ")
-		changes, details = changes[n:], details[n:]
-		ch := providers.ObjectChange{Kind: providers.KindCIDRCollection, Name: c.name, Op: "update", Detail: detail}
-		if !dryRun {
-			var err error
-			for try := 0; ; try++ {
-				in := &r53.ChangeCidrCollectionInput{Id: aws.String(c.id), CollectionVersion: aws.Int64(c.version), Changes: batch}
-				err = p.call(ctx, opChangeColl, func(ctx context.Context) error {
-					res.Calls++
-					_, err := p.api.ChangeCidrCollection(ctx, in)
-					return err
-				})
-				if err == nil {
-					c.version++
-					break
-				}
-				if errorCode(err) != "CidrCollectionVersionMismatchException" || try >= maxVersionRetries {
-					break
-				}
-				// Another writer changed the collection: read its version
-				// again. The blocks of this request are sent as they are
-				// (PUT and DELETE_IF_EXISTS are idempotent).
-				if _, rerr := p.readCollection(ctx, c); rerr != nil {
-					return fmt.Errorf("route53 zone %s: CIDR collection %s: %w", zone, c.name, rerr)
-				}
-			}
-			switch {
-			case err == nil:
-			case fatal(err):
-				return fmt.Errorf("route53 zone %s: change CIDR collection %s: %w", zone, c.name, err)
-			default:
-				ch.Err = err
-				p.log.Warn("route53 refused a CIDR collection change", "zone", zone, "collection", c.name, "err", err)
-			}
+		if errorCode(err) != "CidrCollectionVersionMismatchException" || try >= maxVersionRetries {
+			break
 		}
-		if ch.Err == nil { // done, or planned in a dry run: the blocks as they are (or would be) now
-			for _, chg := range batch {
-				for _, b := range chg.CidrList {
-					if chg.Action == types.CidrCollectionChangeActionPut {
-						c.live[b] = aws.ToString(chg.LocationName)
-					} else if c.live[b] == aws.ToString(chg.LocationName) {
-						delete(c.live, b)
-					}
-				}
-			}
+		// Another writer changed the collection: read its version again.
+		// The blocks of this request are sent as they are (PUT and
+		// DELETE_IF_EXISTS are idempotent).
+		if _, rerr := p.readCollection(ctx, c); rerr != nil {
+			return nil, fmt.Errorf("route53 zone %s: CIDR collection %s: %w", zone, c.name, rerr)
 		}
-		res.Changes = append(res.Changes, ch)
 	}
-	return nil
+	if fatal(err) {
+		return nil, fmt.Errorf("route53 zone %s: change CIDR collection %s: %w", zone, c.name, err)
+	}
+	p.log.Warn("route53 refused a CIDR collection change", "zone", zone, "collection", c.name, "err", err)
+	return err, nil
 }
 
 // collectCIDR removes the blocks no longer wanted (their locations go with

@@ -62,29 +62,8 @@ func normalizeMonitor(m *Monitor) *apiErr {
 	}
 	switch m.Type {
 	case "http", "https":
-		m.Method = strings.ToUpper(m.Method)
-		if m.Method == "" {
-			m.Method = "GET"
-		}
-		if m.Method != "GET" && m.Method != "HEAD" {
-			return invalid("method %q is not allowed for %s monitors (GET or HEAD)", m.Method, m.Type)
-		}
-		if m.Path == "" {
-			m.Path = "/"
-		}
-		if !strings.HasPrefix(m.Path, "/") {
-			return invalid("path %q must start with /", m.Path)
-		}
-		if m.ExpectedCodes == "" {
-			m.ExpectedCodes = "200"
-		}
-		if !expectedCodesRE.MatchString(m.ExpectedCodes) {
-			return invalid("expected_codes %q must be a status code (200) or a range (2xx)", m.ExpectedCodes)
-		}
-		for k := range m.Header {
-			if strings.EqualFold(k, "User-Agent") {
-				return invalid("the User-Agent header cannot be overridden")
-			}
+		if err := normalizeHTTPMonitor(m); err != nil {
+			return err
 		}
 	case "tcp":
 		m.Method = "connection_established" // the only method of a TCP check
@@ -99,6 +78,42 @@ func normalizeMonitor(m *Monitor) *apiErr {
 	default:
 		return invalid("type %q is not one of http, https, tcp, udp_icmp, icmp_ping, smtp", m.Type)
 	}
+	return checkMonitorRanges(m)
+}
+
+// normalizeHTTPMonitor fills the defaults of an HTTP or HTTPS monitor and
+// checks its HTTP fields.
+func normalizeHTTPMonitor(m *Monitor) *apiErr {
+	m.Method = strings.ToUpper(m.Method)
+	if m.Method == "" {
+		m.Method = "GET"
+	}
+	if m.Method != "GET" && m.Method != "HEAD" {
+		return invalid("method %q is not allowed for %s monitors (GET or HEAD)", m.Method, m.Type)
+	}
+	if m.Path == "" {
+		m.Path = "/"
+	}
+	if !strings.HasPrefix(m.Path, "/") {
+		return invalid("path %q must start with /", m.Path)
+	}
+	if m.ExpectedCodes == "" {
+		m.ExpectedCodes = "200"
+	}
+	if !expectedCodesRE.MatchString(m.ExpectedCodes) {
+		return invalid("expected_codes %q must be a status code (200) or a range (2xx)", m.ExpectedCodes)
+	}
+	for k := range m.Header {
+		if strings.EqualFold(k, "User-Agent") {
+			return invalid("the User-Agent header cannot be overridden")
+		}
+	}
+	return nil
+}
+
+// checkMonitorRanges checks the numeric fields and the description of a
+// monitor of any type.
+func checkMonitorRanges(m *Monitor) *apiErr {
 	switch {
 	case m.Interval < MinMonitorInterval || m.Interval > MaxMonitorInterval:
 		return invalid("interval is not in range [%d, %d]", MinMonitorInterval, MaxMonitorInterval)

@@ -69,6 +69,24 @@ func normalize(r *Record, zone string) *apiErr {
 	if !hostname(r.Name, true) {
 		return refuse(400, CodeBadName, "DNS name is invalid.")
 	}
+	if err := normalizeContent(r, zone); err != nil {
+		return err
+	}
+	if r.TTL != 1 && (r.TTL < 30 || r.TTL > 86400) {
+		return refuse(400, CodeBadTTL, "TTL must be between 60 and 86400 seconds, or 1 for Automatic.")
+	}
+	if r.Proxied {
+		if !proxiable[r.Type] {
+			return refuse(400, CodeNotProxiable, "This record type cannot be proxied.")
+		}
+		r.TTL = 1
+	}
+	return nil
+}
+
+// normalizeContent checks r's content for its type and puts it in stored
+// form (r's name already normalized).
+func normalizeContent(r *Record, zone string) *apiErr {
 	switch r.Type {
 	case "A":
 		a, err := netip.ParseAddr(r.Content)
@@ -91,9 +109,7 @@ func normalize(r *Record, zone string) *apiErr {
 			return refuse(400, CodeBadContentName, "Content for CNAME record is invalid: the record cannot point to itself.")
 		}
 	case "TXT":
-		if err := checkTXT(r.Content); err != nil {
-			return err
-		}
+		return checkTXT(r.Content)
 	case "DS":
 		if r.Name == zone {
 			return refuse(400, CodeDSPlacement, "DS records cannot be added at the zone apex: a zone's DS belongs in its parent.")
@@ -103,15 +119,6 @@ func normalize(r *Record, zone string) *apiErr {
 			return err
 		}
 		r.Content = c
-	}
-	if r.TTL != 1 && (r.TTL < 30 || r.TTL > 86400) {
-		return refuse(400, CodeBadTTL, "TTL must be between 60 and 86400 seconds, or 1 for Automatic.")
-	}
-	if r.Proxied {
-		if !proxiable[r.Type] {
-			return refuse(400, CodeNotProxiable, "This record type cannot be proxied.")
-		}
-		r.TTL = 1
 	}
 	return nil
 }

@@ -197,7 +197,13 @@ func probe(ctx context.Context, cfg HealthCheckConfig, timeout time.Duration) pr
 		_ = conn.Close()
 		return probeResult{true, "Success: TCP connection established"}
 	}
+	return probeHTTP(ctx, cfg, addr, dial)
+}
 
+// probeHTTP checks an HTTP or HTTPS endpoint once, connecting to addr with
+// dial: a 2xx or 3xx answer (with the search string, for the _STR_MATCH
+// types) is a success.
+func probeHTTP(ctx context.Context, cfg HealthCheckConfig, addr string, dial func(context.Context, string, string) (net.Conn, error)) probeResult {
 	scheme := "http"
 	if strings.HasPrefix(cfg.Type, "HTTPS") {
 		scheme = "https"

@@ -161,6 +161,8 @@ func page(keys []string, token string, max int) (out []string, next string) {
 	return keys, ""
 }
 
+// changeCollection is ChangeCidrCollection: the changes apply together or
+// not at all.
 func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	var req xmlChangeCollectionRequest
 	if err := readXML(r, &req); err != nil {
@@ -175,16 +177,30 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	c, ok := s.collections[id]
-	if !ok {
-		return nil, noSuchCollection(id)
+	id, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if req.CollectionVersion != nil && *req.CollectionVersion != c.version {
 		return nil, &apiError{http.StatusConflict, "CidrCollectionVersionMismatchException",
 			fmt.Sprintf("The CIDR collection version in the request (%d) doesn't match the collection's current version (%d).", *req.CollectionVersion, c.version)}
 	}
-	work := maps.Clone(c.locations)
+	work := applyCidrChanges(c.locations, changes)
+	if err := s.checkLocations(id, c.locations, work); err != nil {
+		return nil, err
+	}
+	c.locations = work
+	c.version++
+	s.seq++
+	change := fmt.Sprintf("C%012dFAKE", s.seq)
+	s.changes[change] = time.Now()
+	return xmlChangeCollectionResponse{ID: change}, nil
+}
+
+// applyCidrChanges returns the locations after changes (checked), leaving
+// locations as they are.
+func applyCidrChanges(locations map[string][]netip.Prefix, changes []xmlCidrChange) map[string][]netip.Prefix {
+	work := maps.Clone(locations)
 	for _, ch := range changes {
 		loc := *ch.LocationName
 		for _, v := range ch.CidrList.Cidrs {
@@ -206,11 +222,18 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 			}
 		}
 	}
+	return work
+}
+
+// checkLocations checks the locations work of collection id, which were
+// old: a block is in one location at most, and a location a record set
+// routes by keeps a block. Callers hold s.mu.
+func (s *Server) checkLocations(id string, old, work map[string][]netip.Prefix) *apiError {
 	// A block is in one location at most; name the one that had it first.
 	owner := map[netip.Prefix]string{}
 	for loc, blocks := range work {
 		for _, p := range blocks {
-			if slices.Contains(c.locations[loc], p) {
+			if slices.Contains(old[loc], p) {
 				owner[p] = loc
 			}
 		}
@@ -218,7 +241,7 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	for _, loc := range slices.Sorted(maps.Keys(work)) {
 		for _, p := range work[loc] {
 			if other, dup := owner[p]; dup && other != loc {
-				return nil, &apiError{http.StatusBadRequest, "CidrBlockInUseException",
+				return &apiError{http.StatusBadRequest, "CidrBlockInUseException",
 					fmt.Sprintf("The CIDR block %s is already in use by the location %s of this collection; one request can DELETE_IF_EXISTS it there and PUT it in %s.", p, other, loc)}
 			}
 			owner[p] = loc
@@ -226,16 +249,11 @@ func (s *Server) changeCollection(r *http.Request, _ string) (any, *apiError) {
 	}
 	for _, u := range s.cidrUsers(id) {
 		if loc := u.Cidr.LocationName; loc != "*" && len(work[loc]) == 0 {
-			return nil, &apiError{http.StatusBadRequest, "CidrBlockInUseException",
+			return &apiError{http.StatusBadRequest, "CidrBlockInUseException",
 				fmt.Sprintf("The location %s would have no CIDR block left, but the resource record set %s in hosted zone %s routes by it.", loc, u.describe(), u.zone)}
 		}
 	}
-	c.locations = work
-	c.version++
-	s.seq++
-	change := fmt.Sprintf("C%012dFAKE", s.seq)
-	s.changes[change] = time.Now()
-	return xmlChangeCollectionResponse{ID: change}, nil
+	return nil
 }
 
 // checkCidrChanges validates the shape of a ChangeCidrCollection request.
@@ -300,10 +318,9 @@ func (s *Server) listBlocks(r *http.Request, _ string) (any, *apiError) {
 	location := r.URL.Query().Get("location")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	c, ok := s.collections[id]
-	if !ok {
-		return nil, noSuchCollection(id)
+	_, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if _, ok := c.locations[location]; location != "" && !ok {
 		return nil, &apiError{http.StatusNotFound, errNoSuchLocation, fmt.Sprintf("The CIDR collection location %s does not exist.", location)}
@@ -334,10 +351,9 @@ func (s *Server) listLocations(r *http.Request, _ string) (any, *apiError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := r.PathValue("id")
-	c, ok := s.collections[id]
-	if !ok {
-		return nil, noSuchCollection(id)
+	_, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	locs, next := page(slices.Sorted(maps.Keys(c.locations)), token, maxItems)
 	out := xmlListLocationsResponse{Locations: []xmlLocation{}, NextToken: next}
@@ -347,13 +363,23 @@ func (s *Server) listLocations(r *http.Request, _ string) (any, *apiError) {
 	return out, nil
 }
 
-func (s *Server) deleteCollection(r *http.Request, _ string) (any, *apiError) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// collectionOf returns the id and the collection the request's path names.
+// Callers hold s.mu.
+func (s *Server) collectionOf(r *http.Request) (string, *cidrCollection, *apiError) {
 	id := r.PathValue("id")
 	c, ok := s.collections[id]
 	if !ok {
-		return nil, noSuchCollection(id)
+		return id, nil, noSuchCollection(id)
+	}
+	return id, c, nil
+}
+
+func (s *Server) deleteCollection(r *http.Request, _ string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, c, aerr := s.collectionOf(r)
+	if aerr != nil {
+		return nil, aerr
 	}
 	if users := s.cidrUsers(id); len(users) > 0 {
 		return nil, &apiError{http.StatusBadRequest, errCollectionInUse,

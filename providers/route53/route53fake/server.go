@@ -319,40 +319,20 @@ type handler func(r *http.Request, reqID string) (any, *apiError)
 // serve counts the call, applies the faults and writes the answer.
 func (s *Server) serve(op string, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.seq++
-		reqID := fmt.Sprintf("fake-%08d-0000-4000-8000-000000000000", s.seq)
-		s.calls[op]++
+		reqID, fault, delay := s.admit(op)
 		if op == OpChangeResourceRecordSets {
-			s.writing++
-			s.maxWriting = max(s.maxWriting, s.writing)
 			defer func() {
 				s.mu.Lock()
 				s.writing--
 				s.mu.Unlock()
 			}()
 		}
-		f := s.faults
-		applies := len(f.Ops) == 0 || slices.Contains(f.Ops, op)
-		var fault *apiError
-		if applies {
-			switch roll := s.dice.Float64(); {
-			case roll < f.Throttle:
-				s.throttled++
-				fault = &apiError{http.StatusBadRequest, "Throttling", "Rate exceeded"}
-			case roll < f.Throttle+f.ServerError:
-				s.failed++
-				fault = &apiError{http.StatusInternalServerError, "InternalFailure", "An internal error occurred"}
-			}
-		}
-		s.mu.Unlock()
-
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
 			writeError(w, reqID, &apiError{http.StatusForbidden, "MissingAuthenticationToken", "Missing Authentication Token"})
 			return
 		}
-		if applies && f.Delay > 0 {
-			t := time.NewTimer(f.Delay)
+		if delay > 0 {
+			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
 			case <-r.Context().Done():
@@ -376,6 +356,35 @@ func (s *Server) serve(op string, h handler) http.HandlerFunc {
 		}
 		writeXML(w, reqID, http.StatusOK, out)
 	}
+}
+
+// admit counts one call of op (a ChangeResourceRecordSets among the
+// writes in flight, which the caller ends) and rolls the faults that apply
+// to it: the request id, the error to answer instead (nil: none) and the
+// delay before answering.
+func (s *Server) admit(op string) (reqID string, fault *apiError, delay time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	reqID = fmt.Sprintf("fake-%08d-0000-4000-8000-000000000000", s.seq)
+	s.calls[op]++
+	if op == OpChangeResourceRecordSets {
+		s.writing++
+		s.maxWriting = max(s.maxWriting, s.writing)
+	}
+	f := s.faults
+	if len(f.Ops) != 0 && !slices.Contains(f.Ops, op) {
+		return reqID, nil, 0
+	}
+	switch roll := s.dice.Float64(); {
+	case roll < f.Throttle:
+		s.throttled++
+		fault = &apiError{http.StatusBadRequest, "Throttling", "Rate exceeded"}
+	case roll < f.Throttle+f.ServerError:
+		s.failed++
+		fault = &apiError{http.StatusInternalServerError, "InternalFailure", "An internal error occurred"}
+	}
+	return reqID, fault, f.Delay
 }
 
 func (s *Server) listZones(r *http.Request, _ string) (any, *apiError) {

@@ -427,57 +427,82 @@ func (z *zone) checkResult(work map[setKey]RecordSet, written []RecordSet, touch
 	}
 	var msgs []string
 	for _, w := range written {
-		if _, still := work[w.key()]; !still {
-			continue
+		if _, still := work[w.key()]; still {
+			msgs = append(msgs, z.checkWritten(w, byName[w.Name])...)
 		}
-		var cname, other bool
-		var sameType []RecordSet
-		for _, s := range byName[w.Name] {
-			if s.Type == "CNAME" {
-				cname = true
-			} else {
-				other = true
-			}
-			if s.Type == w.Type && s.SetID != w.SetID {
-				sameType = append(sameType, s)
-			}
+	}
+	msgs = append(msgs, z.checkDelegations(touched, byName)...)
+	if touched[z.name] {
+		msgs = append(msgs, checkApex(byName[z.name])...)
+	}
+	return msgs
+}
+
+// checkWritten checks one set the batch wrote against the sets at its name
+// after the batch: where a DS or a CNAME may be, and whether it fits the
+// other sets of its type.
+func (z *zone) checkWritten(w RecordSet, atName []RecordSet) []string {
+	var msgs []string
+	var cname, other bool
+	var sameType []RecordSet
+	for _, s := range atName {
+		if s.Type == "CNAME" {
+			cname = true
+		} else {
+			other = true
 		}
-		switch {
-		case w.Type == "DS" && w.Name == z.name:
-			// A zone's own DS belongs in its parent zone.
-			msgs = append(msgs, fmt.Sprintf("RRSet of type DS with DNS name %s is not permitted in zone %s", w.Name, z.name))
-		case w.Type == "CNAME" && w.Name == z.name:
-			msgs = append(msgs, fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted at apex in zone %s", w.Name, z.name))
-		case w.Type == "CNAME" && other:
-			msgs = append(msgs, fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted as it conflicts with other records with the same DNS name in zone %s", w.Name, z.name))
-		case w.Type != "CNAME" && cname:
-			msgs = append(msgs, fmt.Sprintf("RRSet of type %s with DNS name %s is not permitted because a conflicting RRSet of type CNAME with the same DNS name already exists in zone %s", w.Type, w.Name, z.name))
+		if s.Type == w.Type && s.SetID != w.SetID {
+			sameType = append(sameType, s)
 		}
-		for _, s := range sameType {
-			switch {
-			case s.policy() != w.policy() && w.SetID == "":
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s cannot be created as %s sets exist with the same name and type", w.Name, w.Type, s.policy()))
-			case s.policy() != w.policy():
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as a non-%s set exists with the same name and type", w.Name, w.Type, w.SetID, w.policy()))
-			case w.policy() == "weighted" && s.TTL != w.TTL:
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s has TTL %d, which differs from TTL %d of the other weighted sets with the same name and type", w.Name, w.Type, w.SetID, w.TTL, s.TTL))
-			case w.Failover != "" && s.Failover == w.Failover:
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another %s failover set exists with the same name and type", w.Name, w.Type, w.SetID, w.Failover))
-			case w.Geo != nil && s.Geo != nil && *w.Geo == *s.Geo:
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another set exists with the same name, type and geolocation", w.Name, w.Type, w.SetID))
-			case w.Cidr != nil && s.Cidr != nil && w.Cidr.CollectionID != s.Cidr.CollectionID:
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot use CIDR collection %s as the other IP-based sets with the same name and type use collection %s", w.Name, w.Type, w.SetID, w.Cidr.CollectionID, s.Cidr.CollectionID))
-			case w.Cidr != nil && s.Cidr != nil && w.Cidr.LocationName == s.Cidr.LocationName:
-				msgs = append(msgs, fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another set exists with the same name, type and CIDR location %s", w.Name, w.Type, w.SetID, w.Cidr.LocationName))
-			default:
-				continue
-			}
+	}
+	switch {
+	case w.Type == "DS" && w.Name == z.name:
+		// A zone's own DS belongs in its parent zone.
+		msgs = append(msgs, fmt.Sprintf("RRSet of type DS with DNS name %s is not permitted in zone %s", w.Name, z.name))
+	case w.Type == "CNAME" && w.Name == z.name:
+		msgs = append(msgs, fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted at apex in zone %s", w.Name, z.name))
+	case w.Type == "CNAME" && other:
+		msgs = append(msgs, fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted as it conflicts with other records with the same DNS name in zone %s", w.Name, z.name))
+	case w.Type != "CNAME" && cname:
+		msgs = append(msgs, fmt.Sprintf("RRSet of type %s with DNS name %s is not permitted because a conflicting RRSet of type CNAME with the same DNS name already exists in zone %s", w.Type, w.Name, z.name))
+	}
+	for _, s := range sameType {
+		if m := setConflict(w, s); m != "" {
+			msgs = append(msgs, m)
 			break
 		}
 	}
-	// A DS record set sits at a delegation point: beside an NS record set of
-	// the same name (created in the same batch or before; an NS is not
-	// deleted from under its DS).
+	return msgs
+}
+
+// setConflict is why w cannot stand beside s, a set of the same name and
+// type ("" when it can): their routing policies, TTLs, failover roles,
+// locations or CIDR collections clash.
+func setConflict(w, s RecordSet) string {
+	switch {
+	case s.policy() != w.policy() && w.SetID == "":
+		return fmt.Sprintf("RRSet with DNS name %s, type %s cannot be created as %s sets exist with the same name and type", w.Name, w.Type, s.policy())
+	case s.policy() != w.policy():
+		return fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as a non-%s set exists with the same name and type", w.Name, w.Type, w.SetID, w.policy())
+	case w.policy() == "weighted" && s.TTL != w.TTL:
+		return fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s has TTL %d, which differs from TTL %d of the other weighted sets with the same name and type", w.Name, w.Type, w.SetID, w.TTL, s.TTL)
+	case w.Failover != "" && s.Failover == w.Failover:
+		return fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another %s failover set exists with the same name and type", w.Name, w.Type, w.SetID, w.Failover)
+	case w.Geo != nil && s.Geo != nil && *w.Geo == *s.Geo:
+		return fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another set exists with the same name, type and geolocation", w.Name, w.Type, w.SetID)
+	case w.Cidr != nil && s.Cidr != nil && w.Cidr.CollectionID != s.Cidr.CollectionID:
+		return fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot use CIDR collection %s as the other IP-based sets with the same name and type use collection %s", w.Name, w.Type, w.SetID, w.Cidr.CollectionID, s.Cidr.CollectionID)
+	case w.Cidr != nil && s.Cidr != nil && w.Cidr.LocationName == s.Cidr.LocationName:
+		return fmt.Sprintf("RRSet with DNS name %s, type %s, SetIdentifier %s cannot be created as another set exists with the same name, type and CIDR location %s", w.Name, w.Type, w.SetID, w.Cidr.LocationName)
+	}
+	return ""
+}
+
+// checkDelegations checks that a DS record set sits at a delegation point:
+// beside an NS record set of the same name (created in the same batch or
+// before; an NS is not deleted from under its DS).
+func (z *zone) checkDelegations(touched map[string]bool, byName map[string][]RecordSet) []string {
+	var msgs []string
 	for name := range touched {
 		if name == z.name {
 			continue
@@ -491,22 +516,27 @@ func (z *zone) checkResult(work map[setKey]RecordSet, written []RecordSet, touch
 			msgs = append(msgs, fmt.Sprintf("RRSet of type DS with DNS name %s is not permitted because there is no NS RRSet with the same name in zone %s", name, z.name))
 		}
 	}
-	if touched[z.name] {
-		soa, ns := 0, 0
-		for _, s := range byName[z.name] {
-			switch s.Type {
-			case "SOA":
-				soa++
-			case "NS":
-				ns++
-			}
+	return msgs
+}
+
+// checkApex checks the sets at the zone's apex: exactly one SOA, at least
+// one NS.
+func checkApex(apex []RecordSet) []string {
+	var msgs []string
+	soa, ns := 0, 0
+	for _, s := range apex {
+		switch s.Type {
+		case "SOA":
+			soa++
+		case "NS":
+			ns++
 		}
-		if soa != 1 {
-			msgs = append(msgs, "A HostedZone must contain exactly one SOA record.")
-		}
-		if ns == 0 {
-			msgs = append(msgs, "A HostedZone must contain at least one NS record for the zone itself.")
-		}
+	}
+	if soa != 1 {
+		msgs = append(msgs, "A HostedZone must contain exactly one SOA record.")
+	}
+	if ns == 0 {
+		msgs = append(msgs, "A HostedZone must contain at least one NS record for the zone itself.")
 	}
 	return msgs
 }
