@@ -3,7 +3,10 @@
 // included, and Namespaces) carry meridian.io/propagate: "true" and a
 // placement in annotations; copies are server-side applied into the members with field
 // manager "meridian" and an ownership label. The decisions (which clusters,
-// how many replicas, failover) are pure functions of internal/placement.
+// how many replicas, failover, what happens to each copy) are pure: plan.go,
+// render.go and template.go here, on top of internal/placement. The
+// controller (scan.go, reconcile.go, clients.go, resources.go) reads the
+// clusters, asks them, and writes what they decided.
 package propagation
 
 import (
