@@ -140,7 +140,11 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 	if desired == nil {
 		desired = &model.Desired{}
 	}
-	clusterIdx, adminOut := c.clusters(desired, d)
+	c.clusters(desired, d)
+	// Made here, not in a step, so that they can stay on the stack.
+	clusterIdx := make(map[string]int, len(desired.Clusters)) // name -> index in d.Clusters
+	adminOut := make([]bool, len(d.Clusters))
+	indexClusters(desired, d, clusterIdx, adminOut)
 	subjects, meta, clusters := c.configEndpoints(desired, clusterIdx, adminOut)
 	c.sortedEndpoints(d, subjects, meta, clusters)
 	for i := range d.Clusters {
@@ -149,10 +153,8 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 }
 
 // clusters lists the clusters of d sorted by name, carrying their state over
-// from the previous decision; it returns each name's index in d.Clusters
-// and, by that index, whether the config takes the cluster out (down or
-// drained).
-func (c *calc) clusters(desired *model.Desired, d *Decision) (map[string]int, []bool) {
+// from the previous decision.
+func (c *calc) clusters(desired *model.Desired, d *Decision) {
 	d.Clusters = make([]ClusterState, 0, len(desired.Clusters))
 	for _, mc := range desired.Clusters {
 		cs := ClusterState{Name: mc.Name, State: Ready, Timeline: Timeline{Since: c.now, Reason: ReasonNew}}
@@ -165,15 +167,18 @@ func (c *calc) clusters(desired *model.Desired, d *Decision) (map[string]int, []
 		d.Clusters = append(d.Clusters, cs)
 	}
 	slices.SortFunc(d.Clusters, func(a, b ClusterState) int { return cmp.Compare(a.Name, b.Name) })
-	clusterIdx := make(map[string]int, len(desired.Clusters)) // name -> index in d.Clusters
-	adminOut := make([]bool, len(d.Clusters))
+}
+
+// indexClusters fills clusterIdx with each cluster's index in d.Clusters
+// and adminOut, by that index, with whether the config takes the cluster
+// out (down or drained).
+func indexClusters(desired *model.Desired, d *Decision, clusterIdx map[string]int, adminOut []bool) {
 	for i := range d.Clusters {
 		clusterIdx[d.Clusters[i].Name] = i
 	}
 	for _, mc := range desired.Clusters {
 		adminOut[clusterIdx[mc.Name]] = mc.State == model.StateDown || mc.Drain
 	}
-	return clusterIdx, adminOut
 }
 
 // configEndpoints lists the endpoints in config order: their subjects,
