@@ -130,7 +130,9 @@ func (s *credStore) same(name string, h [32]byte) bool {
 	return ok
 }
 
-// refused returns the cached refusal of the certificate with hash h sent by origin.
+// refused returns a copy of the cached refusal of the certificate with hash
+// h sent by origin: each caller may fill in its own (handleOpts sets the
+// origin) while other messages are handled concurrently.
 func (s *credStore) refused(h [32]byte, origin string, now time.Time) *rejection {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -138,16 +140,20 @@ func (s *credStore) refused(h [32]byte, origin string, now time.Time) *rejection
 	if !ok || now.After(b.until) {
 		return nil
 	}
-	return b.rj
+	c := *b.rj
+	return &c
 }
 
+// refuse caches a copy of rj as the refusal of the certificate with hash h
+// sent by origin, for badTTL.
 func (s *credStore) refuse(h [32]byte, origin string, rj *rejection, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.bad) >= maxBad {
 		clear(s.bad)
 	}
-	s.bad[badKey{h, origin}] = badCred{until: now.Add(badTTL), rj: rj}
+	c := *rj
+	s.bad[badKey{h, origin}] = badCred{until: now.Add(badTTL), rj: &c}
 }
 
 // clearBad forgets the cached refusals.
