@@ -164,6 +164,21 @@ const MaxReason = 512
 // its service and endpoint to their canonical form against d (nil d: the
 // shape only).
 func (o *Override) validate(d *model.Desired) error {
+	if err := o.validateText(); err != nil {
+		return err
+	}
+	if o.Kind == KindShift || o.Shift != nil {
+		return o.validateShift(d)
+	}
+	if err := o.validateTarget(d); err != nil {
+		return err
+	}
+	return o.validateWeight()
+}
+
+// validateText checks the kind and the bounded text fields: the required
+// reason and the forced note.
+func (o *Override) validateText() error {
 	if !slices.Contains(Kinds, o.Kind) {
 		return FieldError{"kind", fmt.Sprintf("%q is not a kind (allowed: %s)", o.Kind, strings.Join(Kinds, ", "))}
 	}
@@ -176,9 +191,12 @@ func (o *Override) validate(d *model.Desired) error {
 	if len(o.Forced) > MaxForced {
 		return FieldError{"forced", fmt.Sprintf("is longer than %d characters", MaxForced)}
 	}
-	if o.Kind == KindShift || o.Shift != nil {
-		return o.validateShift(d)
-	}
+	return nil
+}
+
+// validateTarget checks what the override applies to — a cluster, or a
+// service and one of its endpoints — and, against d, that it exists.
+func (o *Override) validateTarget(d *model.Desired) error {
 	switch {
 	case o.Cluster != "" && (o.Service != "" || o.Endpoint != ""):
 		return FieldError{"cluster", "cannot be combined with service/endpoint (allowed: a cluster, or a service and one of its endpoints)"}
@@ -197,24 +215,37 @@ func (o *Override) validate(d *model.Desired) error {
 	case len(o.Service) > 255 || len(o.Endpoint) > 255:
 		return FieldError{"service", "service and endpoint are at most 255 characters"}
 	case d != nil:
-		svc := model.CanonicalName(o.Service)
-		i := slices.IndexFunc(d.Services, func(s model.Service) bool { return s.Name == svc })
-		if i < 0 {
-			return FieldError{"service", fmt.Sprintf("%q is not a service", o.Service)}
-		}
-		var targets []string
-		for _, e := range d.Services[i].Endpoints {
-			targets = append(targets, e.Address+e.CNAME)
-		}
-		ep := o.Endpoint
-		if !slices.Contains(targets, ep) {
-			ep = model.CanonicalName(ep)
-		}
-		if !slices.Contains(targets, ep) {
-			return FieldError{"endpoint", fmt.Sprintf("%q is not an endpoint of %s (allowed: %s)", o.Endpoint, svc, strings.Join(targets, ", "))}
-		}
-		o.Service, o.Endpoint = svc, ep
+		return o.resolveEndpoint(d)
 	}
+	return nil
+}
+
+// resolveEndpoint finds the override's service and endpoint in d and
+// rewrites them to their canonical form.
+func (o *Override) resolveEndpoint(d *model.Desired) error {
+	svc := model.CanonicalName(o.Service)
+	i := slices.IndexFunc(d.Services, func(s model.Service) bool { return s.Name == svc })
+	if i < 0 {
+		return FieldError{"service", fmt.Sprintf("%q is not a service", o.Service)}
+	}
+	var targets []string
+	for _, e := range d.Services[i].Endpoints {
+		targets = append(targets, e.Address+e.CNAME)
+	}
+	ep := o.Endpoint
+	if !slices.Contains(targets, ep) {
+		ep = model.CanonicalName(ep)
+	}
+	if !slices.Contains(targets, ep) {
+		return FieldError{"endpoint", fmt.Sprintf("%q is not an endpoint of %s (allowed: %s)", o.Endpoint, svc, strings.Join(targets, ", "))}
+	}
+	o.Service, o.Endpoint = svc, ep
+	return nil
+}
+
+// validateWeight checks that a weight comes with kind weight, and only
+// with it, within 0..model.MaxWeight.
+func (o *Override) validateWeight() error {
 	if o.Kind == KindWeight {
 		if o.Weight == nil || *o.Weight < 0 || *o.Weight > model.MaxWeight {
 			return FieldError{"weight", fmt.Sprintf("is required with kind weight (allowed: 0..%d)", model.MaxWeight)}
@@ -225,6 +256,7 @@ func (o *Override) validate(d *model.Desired) error {
 	return nil
 }
 
+// clusterNames lists d's cluster names, in config order.
 func clusterNames(d *model.Desired) []string {
 	var out []string
 	for _, c := range d.Clusters {

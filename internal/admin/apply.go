@@ -38,73 +38,95 @@ func Apply(d *model.Desired, ovs []Override) Applied {
 		if o.Cluster != "" {
 			key = engine.NoteKey("", o.Cluster)
 		}
-		if n := a.Notes[key]; n != "" {
-			a.Notes[key] = n + "; " + o.Describe()
-		} else {
-			a.Notes[key] = o.Describe()
-		}
+		a.note(key, o)
 		if o.Cluster != "" {
-			i := slices.IndexFunc(out.Clusters, func(c model.Cluster) bool { return c.Name == o.Cluster })
-			if i < 0 {
-				continue // the cluster left the config; the override waits
-			}
-			switch o.Kind {
-			case KindDrain:
-				out.Clusters[i].Drain = true
-			case KindForceDown:
-				out.Clusters[i].State = model.StateDown
-			case KindForceUp:
-				a.up[key] = true
-			}
+			a.applyToCluster(&out, o, key)
 			continue
 		}
-		si := slices.IndexFunc(out.Services, func(s model.Service) bool { return s.Name == o.Service })
-		if si < 0 {
-			continue
-		}
-		if !cloned[si] {
-			out.Services[si].Endpoints = slices.Clone(out.Services[si].Endpoints)
-			cloned[si] = true
-		}
-		eps := out.Services[si].Endpoints
-		for j := range eps {
-			if eps[j].Address+eps[j].CNAME != o.Endpoint {
-				continue
-			}
-			switch o.Kind {
-			case KindDrain:
-				eps[j].Drain = true
-			case KindForceDown:
-				eps[j].State = model.StateDown
-			case KindForceUp:
-				a.up[key] = true
-			case KindWeight:
-				w := *o.Weight
-				eps[j].Weight = &w
-			}
-		}
+		a.applyToEndpoint(&out, cloned, o, key)
 	}
 	for _, o := range shifts {
-		si := slices.IndexFunc(out.Services, func(s model.Service) bool { return s.Name == o.Service })
-		if si < 0 || o.Shift == nil {
-			continue // the service left the config; the shift waits
-		}
-		if !cloned[si] {
-			out.Services[si].Endpoints = slices.Clone(out.Services[si].Endpoints)
-			cloned[si] = true
-		}
-		applyShift(out.Services[si].Endpoints, o.Shift.Spec.To, o.Shift.Percent())
-		for _, e := range out.Services[si].Endpoints {
-			key := engine.NoteKey(o.Service, e.Address+e.CNAME)
-			if n := a.Notes[key]; n != "" {
-				a.Notes[key] = n + "; " + o.Describe()
-			} else {
-				a.Notes[key] = o.Describe()
-			}
-		}
+		a.applyShiftOverride(&out, cloned, o)
 	}
 	a.Desired = &out
 	return a
+}
+
+// note adds o's description to the notes under key.
+func (a *Applied) note(key string, o Override) {
+	if n := a.Notes[key]; n != "" {
+		a.Notes[key] = n + "; " + o.Describe()
+	} else {
+		a.Notes[key] = o.Describe()
+	}
+}
+
+// applyToCluster applies a cluster override to out (key is its note key);
+// a cluster that left the config is skipped: the override waits.
+func (a *Applied) applyToCluster(out *model.Desired, o Override, key string) {
+	i := slices.IndexFunc(out.Clusters, func(c model.Cluster) bool { return c.Name == o.Cluster })
+	if i < 0 {
+		return // the cluster left the config; the override waits
+	}
+	switch o.Kind {
+	case KindDrain:
+		out.Clusters[i].Drain = true
+	case KindForceDown:
+		out.Clusters[i].State = model.StateDown
+	case KindForceUp:
+		a.up[key] = true
+	}
+}
+
+// applyToEndpoint applies an endpoint override to out (key is its note
+// key); a service that left the config is skipped.
+func (a *Applied) applyToEndpoint(out *model.Desired, cloned map[int]bool, o Override, key string) {
+	si := slices.IndexFunc(out.Services, func(s model.Service) bool { return s.Name == o.Service })
+	if si < 0 {
+		return
+	}
+	eps := ownEndpoints(out, cloned, si)
+	for j := range eps {
+		if eps[j].Address+eps[j].CNAME != o.Endpoint {
+			continue
+		}
+		switch o.Kind {
+		case KindDrain:
+			eps[j].Drain = true
+		case KindForceDown:
+			eps[j].State = model.StateDown
+		case KindForceUp:
+			a.up[key] = true
+		case KindWeight:
+			w := *o.Weight
+			eps[j].Weight = &w
+		}
+	}
+}
+
+// applyShiftOverride applies a traffic shift to its service's weights in
+// out and notes it on every endpoint of the service; a service that left
+// the config is skipped: the shift waits.
+func (a *Applied) applyShiftOverride(out *model.Desired, cloned map[int]bool, o Override) {
+	si := slices.IndexFunc(out.Services, func(s model.Service) bool { return s.Name == o.Service })
+	if si < 0 || o.Shift == nil {
+		return // the service left the config; the shift waits
+	}
+	eps := ownEndpoints(out, cloned, si)
+	applyShift(eps, o.Shift.Spec.To, o.Shift.Percent())
+	for _, e := range eps {
+		a.note(engine.NoteKey(o.Service, e.Address+e.CNAME), o)
+	}
+}
+
+// ownEndpoints returns service si's endpoints in out, copied the first time
+// (cloned records which): the caller's desired state is never modified.
+func ownEndpoints(out *model.Desired, cloned map[int]bool, si int) []model.Endpoint {
+	if !cloned[si] {
+		out.Services[si].Endpoints = slices.Clone(out.Services[si].Endpoints)
+		cloned[si] = true
+	}
+	return out.Services[si].Endpoints
 }
 
 // Health wraps the observed health: forced-up endpoints and clusters are Up

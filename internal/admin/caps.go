@@ -11,7 +11,7 @@ import (
 
 // Limits bound the admin state a node keeps, per writer (an entry's
 // Stamp.Node) and in all. A node's own share is kept apart: entries merged
-// from the ring never take the room of the overrides its operators set, and
+// from the ring never take the capacity kept for the overrides its operators set, and
 // the whole state (sent over the ring as one message) stays under the 1 MiB
 // that peers accept.
 type Limits struct {
@@ -113,7 +113,7 @@ func (l *ledger) sum(ws []string) usage {
 }
 
 // collectable lists the entries of writers ws that may go before their
-// week is over when room is needed: expired overrides first, then removals
+// week is over when space is needed: expired overrides first, then removals
 // at least minTombstoneAge old, oldest first.
 func (l *ledger) collectable(now time.Time, ws []string) []string {
 	type cand struct {
@@ -247,8 +247,8 @@ func (s *State) MergeCapped(other State, self string, now time.Time, lim Limits)
 	return collected || len(taken) > 0, refused
 }
 
-// fitOwn makes room for one more entry of size extra written by self,
-// collecting self's expired entries and old removals first; false: no room.
+// fitOwn makes space for one more entry of size extra written by self,
+// collecting self's expired entries and old removals first; false: no space left.
 func (s *State) fitOwn(self string, now time.Time, lim Limits, extra int) bool {
 	l := newLedger(s, lim)
 	ws := []string{l.origin(self)}

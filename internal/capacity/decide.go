@@ -97,9 +97,24 @@ func (d *decider) allWeightedAt(f func(*EndpointState) int, pct int) bool {
 // stabilize moves Percent toward Wanted under rules 4 and 5, then keeps
 // rule 3 on the fractions in use.
 func (d *decider) stabilize() {
+	pending, applied := d.releaseBraked()
+	if d.applyWithinBrake(pending) {
+		applied = true
+	}
+	if d.fallback() {
+		applied = true
+	}
+	if applied {
+		d.ss.LastChange = d.now
+	}
+	d.setHeldUntil()
+}
+
+// releaseBraked settles the endpoints already at their wanted fraction and
+// applies the changes the brake held for an Interval (rule 5); it returns
+// the endpoints still to change and whether anything was applied.
+func (d *decider) releaseBraked() (pending []int, applied bool) {
 	ss := d.ss
-	applied := false
-	var pending []int
 	for i := range ss.Endpoints {
 		e := &ss.Endpoints[i]
 		if e.Wanted == e.Percent {
@@ -114,6 +129,16 @@ func (d *decider) stabilize() {
 		}
 		pending = append(pending, i)
 	}
+	return pending, applied
+}
+
+// applyWithinBrake applies the pending changes, in order, while the
+// traffic they move stays within the brake; the rest are held, by the
+// brake or, within MinChangeInterval of the last change, by the interval.
+// It reports whether anything was applied.
+func (d *decider) applyWithinBrake(pending []int) bool {
+	ss := d.ss
+	applied := false
 	waiting := !ss.LastChange.IsZero() && d.now.Sub(ss.LastChange) < d.svc.MinChangeInterval
 	base := d.percents()
 	try := slices.Clone(base)
@@ -135,19 +160,31 @@ func (d *decider) stabilize() {
 			}
 		}
 	}
-	if d.allWeightedAt(func(e *EndpointState) int { return e.Percent }, 0) {
-		// Never every weighted endpoint at 0 %: the wanted fractions (not
-		// all 0, rule 3) apply at once, whatever holds them.
-		for i := range ss.Endpoints {
-			if e := &ss.Endpoints[i]; e.Weight > 0 && e.Percent != e.Wanted {
-				d.apply(e, "fallback")
-				applied = true
-			}
+	return applied
+}
+
+// fallback never leaves every weighted endpoint at 0 %: the wanted
+// fractions (not all 0, rule 3) then apply at once, whatever holds them.
+// It reports whether anything was applied.
+func (d *decider) fallback() bool {
+	if !d.allWeightedAt(func(e *EndpointState) int { return e.Percent }, 0) {
+		return false
+	}
+	applied := false
+	for i := range d.ss.Endpoints {
+		if e := &d.ss.Endpoints[i]; e.Weight > 0 && e.Percent != e.Wanted {
+			d.apply(e, "fallback")
+			applied = true
 		}
 	}
-	if applied {
-		ss.LastChange = d.now
-	}
+	return applied
+}
+
+// setHeldUntil says until when each held endpoint waits: an Interval after
+// the brake held it, MinChangeInterval after the last change for the
+// interval; never for an endpoint not held.
+func (d *decider) setHeldUntil() {
+	ss := d.ss
 	for i := range ss.Endpoints {
 		e := &ss.Endpoints[i]
 		switch e.Held {

@@ -140,6 +140,21 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 	if desired == nil {
 		desired = &model.Desired{}
 	}
+	c.clusters(desired, d)
+	// Made here, not in a step, so that they can stay on the stack.
+	clusterIdx := make(map[string]int, len(desired.Clusters)) // name -> index in d.Clusters
+	adminOut := make([]bool, len(d.Clusters))
+	indexClusters(desired, d, clusterIdx, adminOut)
+	subjects, meta, clusters := c.configEndpoints(desired, clusterIdx, adminOut)
+	c.sortedEndpoints(d, subjects, meta, clusters)
+	for i := range d.Clusters {
+		c.subject[vote.ClusterSubject(d.Clusters[i].Name)] = c.nEp + i
+	}
+}
+
+// clusters lists the clusters of d sorted by name, carrying their state over
+// from the previous decision.
+func (c *calc) clusters(desired *model.Desired, d *Decision) {
 	d.Clusters = make([]ClusterState, 0, len(desired.Clusters))
 	for _, mc := range desired.Clusters {
 		cs := ClusterState{Name: mc.Name, State: Ready, Timeline: Timeline{Since: c.now, Reason: ReasonNew}}
@@ -152,17 +167,23 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 		d.Clusters = append(d.Clusters, cs)
 	}
 	slices.SortFunc(d.Clusters, func(a, b ClusterState) int { return cmp.Compare(a.Name, b.Name) })
-	clusterIdx := make(map[string]int, len(desired.Clusters)) // name -> index in d.Clusters
-	adminOut := make([]bool, len(d.Clusters))
+}
+
+// indexClusters fills clusterIdx with each cluster's index in d.Clusters
+// and adminOut, by that index, with whether the config takes the cluster
+// out (down or drained).
+func indexClusters(desired *model.Desired, d *Decision, clusterIdx map[string]int, adminOut []bool) {
 	for i := range d.Clusters {
 		clusterIdx[d.Clusters[i].Name] = i
 	}
 	for _, mc := range desired.Clusters {
 		adminOut[clusterIdx[mc.Name]] = mc.State == model.StateDown || mc.Drain
 	}
+}
 
-	// Endpoints in config order first (c.cfg, c.weight, c.svcStart), then
-	// sorted by subject for the Decision.
+// configEndpoints lists the endpoints in config order: their subjects,
+// metadata and cluster names, and fills c.weight and c.svcStart.
+func (c *calc) configEndpoints(desired *model.Desired, clusterIdx map[string]int, adminOut []bool) ([]vote.Subject, []epMeta, []string) {
 	n := 0
 	for i := range desired.Services {
 		n += len(desired.Services[i].Endpoints)
@@ -190,6 +211,14 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 		}
 	}
 	c.svcStart = append(c.svcStart, len(subjects))
+	return subjects, meta, clusters
+}
+
+// sortedEndpoints fills d.Endpoints sorted by subject from the config-order
+// lists, carrying each endpoint's state over from the previous decision,
+// and indexes them (c.cfg, c.eps, c.subject).
+func (c *calc) sortedEndpoints(d *Decision, subjects []vote.Subject, meta []epMeta, clusters []string) {
+	n := len(subjects)
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -220,20 +249,40 @@ func (c *calc) subjects(desired *model.Desired, d *Decision) {
 		e.Cluster = clusters[r]
 		d.Endpoints[k] = e
 	}
-	for i := range d.Clusters {
-		c.subject[vote.ClusterSubject(d.Clusters[i].Name)] = c.nEp + i
-	}
 }
 
 // collect keeps the fresh Up/Down votes of live probers about known subjects,
 // one per prober and subject, grouped by subject and sorted by prober.
 func (c *calc) collect(votes []vote.Vote) {
+	subject, prober, count := c.countVotes(votes)
+	n := len(count) - 1
+	grouped := make([]ballot, count[n])
+	next := slices.Clone(count[:n])
+	for i := range votes {
+		si := subject[i]
+		if si < 0 {
+			continue
+		}
+		v := &votes[i]
+		grouped[next[si]] = ballot{prober: int(prober[i]), down: v.Status == vote.Down, seq: v.Seq, at: v.ObservedAt}
+		next[si]++
+	}
+	w := dedupeGroups(grouped, count)
+	c.ballots, c.start = grouped[:w], count
+	c.ignored = make([]bool, len(c.probers))
+	c.newOutlier = make([]bool, len(c.probers))
+}
+
+// countVotes is collect's first pass: for each vote its subject and prober
+// index (subject -1: not counted: not Up or Down, stale, from a prober not
+// live, or about an unknown subject), and the start of each subject's
+// group (count[i]..count[i+1]; len(count) is subjects+1).
+func (c *calc) countVotes(votes []vote.Vote) (subject, prober []int32, count []int) {
 	n := len(c.subject)
 	window := c.p.freshness()
-	// First pass: filter and count per subject; second pass: place.
-	subject := make([]int32, len(votes))
-	prober := make([]int32, len(votes))
-	count := make([]int, n+1)
+	subject = make([]int32, len(votes))
+	prober = make([]int32, len(votes))
+	count = make([]int, n+1)
 	for i := range votes {
 		v := &votes[i]
 		subject[i] = -1
@@ -257,19 +306,15 @@ func (c *calc) collect(votes []vote.Vote) {
 	for i := 1; i <= n; i++ {
 		count[i] += count[i-1]
 	}
-	grouped := make([]ballot, count[n])
-	next := slices.Clone(count[:n])
-	for i := range votes {
-		si := subject[i]
-		if si < 0 {
-			continue
-		}
-		v := &votes[i]
-		grouped[next[si]] = ballot{prober: int(prober[i]), down: v.Status == vote.Down, seq: v.Seq, at: v.ObservedAt}
-		next[si]++
-	}
-	// Sort each group by prober (groups are small: one vote per prober),
-	// drop duplicates and compact in place.
+	return subject, prober, count
+}
+
+// dedupeGroups sorts each subject's group of ballots by prober (groups are
+// small: one vote per prober), keeps the newest ballot of each prober and
+// compacts the groups in place; count is updated to the new group starts
+// and the number of ballots kept is returned.
+func dedupeGroups(grouped []ballot, count []int) int {
+	n := len(count) - 1
 	w := 0
 	for i := 0; i < n; i++ {
 		g := grouped[count[i]:count[i+1]]
@@ -291,9 +336,7 @@ func (c *calc) collect(votes []vote.Vote) {
 		}
 	}
 	count[n] = w
-	c.ballots, c.start = grouped[:w], count
-	c.ignored = make([]bool, len(c.probers))
-	c.newOutlier = make([]bool, len(c.probers))
+	return w
 }
 
 func (c *calc) group(i int) []ballot { return c.ballots[c.start[i]:c.start[i+1]] }

@@ -51,64 +51,90 @@ type Receiver struct {
 
 // Validate checks the section; paths are full YAML paths.
 func (c *Config) Validate() []model.FieldError {
-	var errs []model.FieldError
+	v := validator{}
 	seen := map[string]bool{}
 	for i, r := range c.Receivers {
-		p := fmt.Sprintf("notifications.receivers[%d].", i)
-		add := func(field, format string, args ...any) {
-			errs = append(errs, model.FieldError{Path: p + field, Msg: fmt.Sprintf(format, args...)})
-		}
-		switch {
-		case strings.TrimSpace(r.Name) == "":
-			add("name", "is required (a unique name, used in metrics and logs)")
-		case seen[r.Name]:
-			add("name", "%q is used by another receiver (names are unique)", r.Name)
-		case len(r.Name) > 63 || strings.ContainsAny(r.Name, " \t\n\"'"):
-			add("name", "%q is not allowed (up to 63 characters, no spaces or quotes)", r.Name)
-		}
+		v.prefix = fmt.Sprintf("notifications.receivers[%d].", i)
+		v.identity(r, seen)
 		seen[r.Name] = true
-		switch r.Kind {
-		case KindWebhook, KindSlack, KindPagerDuty:
-		case "":
-			add("kind", "is required (allowed: webhook, slack, pagerduty)")
-		default:
-			add("kind", "%q is not allowed (allowed: webhook, slack, pagerduty)", r.Kind)
+		v.destination(r)
+		v.delivery(r)
+	}
+	return v.errs
+}
+
+// validator collects the errors of the receivers, each under its path.
+type validator struct {
+	prefix string // the path of the receiver being checked
+	errs   []model.FieldError
+}
+
+// add records an error for field of the receiver being checked.
+func (v *validator) add(field, format string, args ...any) {
+	v.errs = append(v.errs, model.FieldError{Path: v.prefix + field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// identity checks a receiver's name (unique among those seen before) and
+// kind.
+func (v *validator) identity(r Receiver, seen map[string]bool) {
+	switch {
+	case strings.TrimSpace(r.Name) == "":
+		v.add("name", "is required (a unique name, used in metrics and logs)")
+	case seen[r.Name]:
+		v.add("name", "%q is used by another receiver (names are unique)", r.Name)
+	case len(r.Name) > 63 || strings.ContainsAny(r.Name, " \t\n\"'"):
+		v.add("name", "%q is not allowed (up to 63 characters, no spaces or quotes)", r.Name)
+	}
+	switch r.Kind {
+	case KindWebhook, KindSlack, KindPagerDuty:
+	case "":
+		v.add("kind", "is required (allowed: webhook, slack, pagerduty)")
+	default:
+		v.add("kind", "%q is not allowed (allowed: webhook, slack, pagerduty)", r.Kind)
+	}
+}
+
+// destination checks where a receiver sends: its URL and the secrets its
+// kind takes (a webhook's signing key, a pagerduty routing key).
+func (v *validator) destination(r Receiver) {
+	switch {
+	case r.URL != "" && r.URLFile != "":
+		v.add("url", "set url or url_file, not both")
+	case r.URL != "":
+		if err := checkURL(r.URL); err != nil {
+			v.add("url", "%v", err)
 		}
-		switch {
-		case r.URL != "" && r.URLFile != "":
-			add("url", "set url or url_file, not both")
-		case r.URL != "":
-			if err := checkURL(r.URL); err != nil {
-				add("url", "%v", err)
-			}
-		case r.URLFile == "" && r.Kind != KindPagerDuty:
-			add("url", "is required (or url_file, a secret file holding the URL)")
-		}
-		if r.SecretFile != "" && r.Kind != KindWebhook {
-			add("secret_file", "only a webhook receiver signs its body (kind is %q)", r.Kind)
-		}
-		if r.Kind == KindPagerDuty && r.RoutingKeyFile == "" {
-			add("routing_key_file", "is required for a pagerduty receiver (a secret file holding the routing key)")
-		}
-		if r.RoutingKeyFile != "" && r.Kind != KindPagerDuty {
-			add("routing_key_file", "only a pagerduty receiver has a routing key (kind is %q)", r.Kind)
-		}
-		for j, e := range r.Events {
-			if !slices.Contains(EventKinds, e) {
-				add(fmt.Sprintf("events[%d]", j), "%q is not allowed (allowed: %s)", e, strings.Join(EventKinds, ", "))
-			}
-		}
-		if t := r.Timeout; t != 0 && (t < 100*time.Millisecond || t > time.Minute) {
-			add("timeout", "%s is out of range (allowed 100ms..1m; 0 = default %s)", t, DefaultTimeout)
-		}
-		if n := r.QueueSize; n < 0 || n > MaxQueueSize {
-			add("queue_size", "%d is out of range (allowed 1..%d; 0 = default %d)", n, MaxQueueSize, DefaultQueueSize)
-		}
-		if n := r.MaxAttempts; n < 0 || n > MaxAttempts {
-			add("max_attempts", "%d is out of range (allowed 1..%d; 0 = default %d)", n, MaxAttempts, DefaultMaxAttempts)
+	case r.URLFile == "" && r.Kind != KindPagerDuty:
+		v.add("url", "is required (or url_file, a secret file holding the URL)")
+	}
+	if r.SecretFile != "" && r.Kind != KindWebhook {
+		v.add("secret_file", "only a webhook receiver signs its body (kind is %q)", r.Kind)
+	}
+	if r.Kind == KindPagerDuty && r.RoutingKeyFile == "" {
+		v.add("routing_key_file", "is required for a pagerduty receiver (a secret file holding the routing key)")
+	}
+	if r.RoutingKeyFile != "" && r.Kind != KindPagerDuty {
+		v.add("routing_key_file", "only a pagerduty receiver has a routing key (kind is %q)", r.Kind)
+	}
+}
+
+// delivery checks what a receiver is sent and how: its event kinds, the
+// timeout, the queue size and the attempts.
+func (v *validator) delivery(r Receiver) {
+	for j, e := range r.Events {
+		if !slices.Contains(EventKinds, e) {
+			v.add(fmt.Sprintf("events[%d]", j), "%q is not allowed (allowed: %s)", e, strings.Join(EventKinds, ", "))
 		}
 	}
-	return errs
+	if t := r.Timeout; t != 0 && (t < 100*time.Millisecond || t > time.Minute) {
+		v.add("timeout", "%s is out of range (allowed 100ms..1m; 0 = default %s)", t, DefaultTimeout)
+	}
+	if n := r.QueueSize; n < 0 || n > MaxQueueSize {
+		v.add("queue_size", "%d is out of range (allowed 1..%d; 0 = default %d)", n, MaxQueueSize, DefaultQueueSize)
+	}
+	if n := r.MaxAttempts; n < 0 || n > MaxAttempts {
+		v.add("max_attempts", "%d is out of range (allowed 1..%d; 0 = default %d)", n, MaxAttempts, DefaultMaxAttempts)
+	}
 }
 
 // checkURL accepts an absolute http or https URL with a host.

@@ -27,35 +27,10 @@ type Share struct {
 // cluster, sum of Min > total (message names the clusters and numbers).
 // An empty cluster name is an error too.
 func Divide(total int, shares []Share) (alloc map[string]int, unplaced int, err error) {
-	if total < 0 {
-		return nil, 0, fmt.Errorf("placement: total replicas %d is negative", total)
+	sumMin, err := checkShares(total, shares)
+	if err != nil {
+		return nil, 0, err
 	}
-	seen := make(map[string]bool, len(shares))
-	sumMin := 0
-	for _, s := range shares {
-		switch {
-		case s.Cluster == "":
-			return nil, 0, errors.New("placement: share with an empty cluster name")
-		case seen[s.Cluster]:
-			return nil, 0, fmt.Errorf("placement: cluster %q has more than one share", s.Cluster)
-		case s.Weight < 0:
-			return nil, 0, fmt.Errorf("placement: cluster %q: weight %d is negative", s.Cluster, s.Weight)
-		case s.Min < 0:
-			return nil, 0, fmt.Errorf("placement: cluster %q: min %d is negative", s.Cluster, s.Min)
-		case s.Max < 0:
-			return nil, 0, fmt.Errorf("placement: cluster %q: max %d is negative", s.Cluster, s.Max)
-		case s.Max != 0 && s.Max < s.Min:
-			return nil, 0, fmt.Errorf("placement: cluster %q: max %d is below min %d", s.Cluster, s.Max, s.Min)
-		}
-		seen[s.Cluster] = true
-		if sumMin <= total { // saturate: once above total the exact sum is only for the message
-			sumMin += s.Min
-		}
-	}
-	if sumMin > total {
-		return nil, 0, minsExceed(total, shares)
-	}
-
 	// Work on a copy sorted by name so nothing depends on the input order.
 	st := make([]Share, len(shares))
 	copy(st, shares)
@@ -64,29 +39,67 @@ func Divide(total int, shares []Share) (alloc map[string]int, unplaced int, err 
 	for i, s := range st {
 		held[i] = s.Min
 	}
-
 	remaining := total - sumMin
 	for ; remaining > 0; remaining-- {
-		best := -1
-		for i, s := range st {
-			if s.Weight == 0 || (s.Max != 0 && held[i] >= s.Max) {
-				continue
-			}
-			if best < 0 || before(s, held[i], st[best], held[best]) {
-				best = i
-			}
-		}
+		best := nextShare(st, held)
 		if best < 0 {
 			break
 		}
 		held[best]++
 	}
-
 	alloc = make(map[string]int, len(st))
 	for i, s := range st {
 		alloc[s.Cluster] = held[i]
 	}
 	return alloc, remaining, nil
+}
+
+// checkShares checks the total and every share (see Divide's errors) and
+// returns the sum of the minimums, which must not exceed total.
+func checkShares(total int, shares []Share) (sumMin int, err error) {
+	if total < 0 {
+		return 0, fmt.Errorf("placement: total replicas %d is negative", total)
+	}
+	seen := make(map[string]bool, len(shares))
+	for _, s := range shares {
+		switch {
+		case s.Cluster == "":
+			return 0, errors.New("placement: share with an empty cluster name")
+		case seen[s.Cluster]:
+			return 0, fmt.Errorf("placement: cluster %q has more than one share", s.Cluster)
+		case s.Weight < 0:
+			return 0, fmt.Errorf("placement: cluster %q: weight %d is negative", s.Cluster, s.Weight)
+		case s.Min < 0:
+			return 0, fmt.Errorf("placement: cluster %q: min %d is negative", s.Cluster, s.Min)
+		case s.Max < 0:
+			return 0, fmt.Errorf("placement: cluster %q: max %d is negative", s.Cluster, s.Max)
+		case s.Max != 0 && s.Max < s.Min:
+			return 0, fmt.Errorf("placement: cluster %q: max %d is below min %d", s.Cluster, s.Max, s.Min)
+		}
+		seen[s.Cluster] = true
+		if sumMin <= total { // saturate: once above total the exact sum is only for the message
+			sumMin += s.Min
+		}
+	}
+	if sumMin > total {
+		return 0, minsExceed(total, shares)
+	}
+	return sumMin, nil
+}
+
+// nextShare is the index of the share that gets the next replica (see before),
+// among those with a positive weight below their Max; -1 when none can.
+func nextShare(st []Share, held []int) int {
+	best := -1
+	for i, s := range st {
+		if s.Weight == 0 || (s.Max != 0 && held[i] >= s.Max) {
+			continue
+		}
+		if best < 0 || before(s, held[i], st[best], held[best]) {
+			best = i
+		}
+	}
+	return best
 }
 
 // before reports whether share a, holding ha replicas, gets the next replica

@@ -21,11 +21,49 @@ import (
 // spec.ReplicasPath (when replicas is not nil). The hash covers
 // everything but the replica count: a rollout compares it.
 func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, spec Spec) (*unstructured.Unstructured, string, error) {
-	if tmpl.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Secret"}) {
-		if typ, _, _ := unstructured.NestedString(tmpl.Object, "type"); typ == "bootstrap.kubernetes.io/token" {
-			return nil, "", fmt.Errorf("a bootstrap token Secret lets nodes join the hub: it is never propagated (allowed: make one per cluster)")
+	if err := propagatable(tmpl); err != nil {
+		return nil, "", err
+	}
+	obj := baseCopy(tmpl)
+	if reg := spec.Registry[cluster]; reg != "" {
+		rewriteImages(obj, reg)
+	}
+	if p, ok := spec.Overrides[cluster]; ok {
+		var err error
+		if obj, err = applyOverride(obj, tmpl, cluster, p); err != nil {
+			return nil, "", err
 		}
 	}
+	if replicas != nil && spec.ReplicasPath != nil {
+		if err := unstructured.SetNestedField(obj.Object, *replicas, spec.ReplicasPath...); err != nil {
+			return nil, "", fmt.Errorf("setting the replica count at %s: %w", strings.Join(spec.ReplicasPath, "."), err)
+		}
+	}
+	hash, err := specHash(obj, spec.ReplicasPath)
+	if err != nil {
+		return nil, "", err
+	}
+	a := obj.GetAnnotations()
+	a[AnnoSpecHash] = hash
+	obj.SetAnnotations(a)
+	return obj, hash, nil
+}
+
+// propagatable refuses the templates that are never copied: a bootstrap
+// token Secret lets nodes join the hub.
+func propagatable(tmpl *unstructured.Unstructured) error {
+	if tmpl.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Secret"}) {
+		if typ, _, _ := unstructured.NestedString(tmpl.Object, "type"); typ == "bootstrap.kubernetes.io/token" {
+			return fmt.Errorf("a bootstrap token Secret lets nodes join the hub: it is never propagated (allowed: make one per cluster)")
+		}
+	}
+	return nil
+}
+
+// baseCopy is the copy every cluster starts from: the template's content
+// without status, hub-only metadata and what each member allocates itself,
+// with our ownership label and template annotation.
+func baseCopy(tmpl *unstructured.Unstructured) *unstructured.Unstructured {
 	meta := map[string]any{"name": tmpl.GetName()}
 	if tmpl.GetNamespace() != "" {
 		meta["namespace"] = tmpl.GetNamespace()
@@ -58,67 +96,71 @@ func Render(tmpl *unstructured.Unstructured, cluster string, replicas *int64, sp
 	annos[AnnoTemplate] = TemplateRef(tmpl)
 	obj.SetAnnotations(annos)
 	dropAllocated(obj)
-	if reg := spec.Registry[cluster]; reg != "" {
-		for _, path := range podSpecs {
-			for _, field := range []string{"containers", "initContainers"} {
-				cs, ok, _ := unstructured.NestedSlice(obj.Object, append(slices.Clone(path), field)...)
-				if !ok {
-					continue
-				}
-				for _, c := range cs {
-					if m, ok := c.(map[string]any); ok {
-						if img, ok := m["image"].(string); ok {
-							m["image"] = WithRegistry(img, reg)
-						}
+	return obj
+}
+
+// rewriteImages points every container and init container image of the
+// copy's pod spec at registry.
+func rewriteImages(obj *unstructured.Unstructured, registry string) {
+	for _, path := range podSpecs {
+		for _, field := range []string{"containers", "initContainers"} {
+			cs, ok, _ := unstructured.NestedSlice(obj.Object, append(slices.Clone(path), field)...)
+			if !ok {
+				continue
+			}
+			for _, c := range cs {
+				if m, ok := c.(map[string]any); ok {
+					if img, ok := m["image"].(string); ok {
+						m["image"] = WithRegistry(img, registry)
 					}
 				}
-				_ = unstructured.SetNestedSlice(obj.Object, cs, append(slices.Clone(path), field)...)
 			}
+			_ = unstructured.SetNestedSlice(obj.Object, cs, append(slices.Clone(path), field)...)
 		}
 	}
-	if p, ok := spec.Overrides[cluster]; ok {
-		patch, err := jsonpatch.DecodePatch(p)
-		if err != nil {
-			return nil, "", fmt.Errorf("override for %s: %w", cluster, err)
-		}
-		doc, err := json.Marshal(obj.Object)
-		if err != nil {
-			return nil, "", err
-		}
-		out, err := patch.Apply(doc)
-		if err != nil {
-			return nil, "", fmt.Errorf("override for %s does not apply: %w", cluster, err)
-		}
-		patched := map[string]any{}
-		if err := json.Unmarshal(out, &patched); err != nil {
-			return nil, "", fmt.Errorf("override for %s: %w", cluster, err)
-		}
-		obj.Object = patched
-		if obj.GetName() != tmpl.GetName() || obj.GetNamespace() != tmpl.GetNamespace() || obj.GetKind() != tmpl.GetKind() || obj.GetAPIVersion() != tmpl.GetAPIVersion() {
-			return nil, "", fmt.Errorf("override for %s changes the apiVersion, kind, name or namespace (not allowed)", cluster)
-		}
-		// A copy without our label or reference would be locked out of
-		// Meridian's reach: never updated, never deleted with its template.
-		l, _, lerr := unstructured.NestedStringMap(obj.Object, "metadata", "labels")
-		a, _, aerr := unstructured.NestedStringMap(obj.Object, "metadata", "annotations")
-		if lerr != nil || aerr != nil || l[LabelPropagated] != "true" || a[AnnoTemplate] != TemplateRef(tmpl) {
-			return nil, "", fmt.Errorf("override for %s changes Meridian's label %s or annotation %s, or makes labels or annotations other than strings (not allowed)",
-				cluster, LabelPropagated, AnnoTemplate)
-		}
-	}
-	if replicas != nil && spec.ReplicasPath != nil {
-		if err := unstructured.SetNestedField(obj.Object, *replicas, spec.ReplicasPath...); err != nil {
-			return nil, "", fmt.Errorf("setting the replica count at %s: %w", strings.Join(spec.ReplicasPath, "."), err)
-		}
-	}
-	hash, err := specHash(obj, spec.ReplicasPath)
+}
+
+// applyOverride applies a cluster's RFC 6902 patch to the copy. The patched
+// copy must keep the template's identity and Meridian's ownership marks.
+func applyOverride(obj, tmpl *unstructured.Unstructured, cluster string, p []byte) (*unstructured.Unstructured, error) {
+	patch, err := jsonpatch.DecodePatch(p)
 	if err != nil {
-		return nil, "", err
+		return nil, fmt.Errorf("override for %s: %w", cluster, err)
 	}
-	a := obj.GetAnnotations()
-	a[AnnoSpecHash] = hash
-	obj.SetAnnotations(a)
-	return obj, hash, nil
+	doc, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	out, err := patch.Apply(doc)
+	if err != nil {
+		return nil, fmt.Errorf("override for %s does not apply: %w", cluster, err)
+	}
+	patched := map[string]any{}
+	if err := json.Unmarshal(out, &patched); err != nil {
+		return nil, fmt.Errorf("override for %s: %w", cluster, err)
+	}
+	obj.Object = patched
+	if err := keepsIdentity(obj, tmpl, cluster); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// keepsIdentity checks that an overridden copy is still the template's:
+// same apiVersion, kind, name and namespace, with our label and reference.
+func keepsIdentity(obj, tmpl *unstructured.Unstructured, cluster string) error {
+	if obj.GetName() != tmpl.GetName() || obj.GetNamespace() != tmpl.GetNamespace() || obj.GetKind() != tmpl.GetKind() || obj.GetAPIVersion() != tmpl.GetAPIVersion() {
+		return fmt.Errorf("override for %s changes the apiVersion, kind, name or namespace (not allowed)", cluster)
+	}
+	// A copy without our label or reference would be locked out of
+	// Meridian's reach: never updated, never deleted with its template.
+	l, _, lerr := unstructured.NestedStringMap(obj.Object, "metadata", "labels")
+	a, _, aerr := unstructured.NestedStringMap(obj.Object, "metadata", "annotations")
+	if lerr != nil || aerr != nil || l[LabelPropagated] != "true" || a[AnnoTemplate] != TemplateRef(tmpl) {
+		return fmt.Errorf("override for %s changes Meridian's label %s or annotation %s, or makes labels or annotations other than strings (not allowed)",
+			cluster, LabelPropagated, AnnoTemplate)
+	}
+	return nil
 }
 
 // hubOnlyAnnotations are written by the hub's own tools and controllers.

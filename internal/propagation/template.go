@@ -3,7 +3,10 @@
 // included, and Namespaces) carry meridian.io/propagate: "true" and a
 // placement in annotations; copies are server-side applied into the members with field
 // manager "meridian" and an ownership label. The decisions (which clusters,
-// how many replicas, failover) are pure functions of internal/placement.
+// how many replicas, failover, what happens to each copy) are pure: plan.go,
+// render.go and template.go here, on top of internal/placement. The
+// controller (scan.go, reconcile.go, clients.go, resources.go) reads the
+// clusters, asks them, and writes what they decided.
 package propagation
 
 import (
@@ -76,115 +79,158 @@ type Spec struct {
 // ParseSpec reads the placement annotations; every error names the
 // annotation, the value and what is allowed.
 func ParseSpec(a map[string]string) (Spec, []kube.FieldError) {
+	p := specParser{a: a}
 	s := Spec{Mode: ModeDuplicated, Rollout: RolloutAll}
-	var errs []kube.FieldError
-	bad := func(anno, format string, args ...any) {
-		errs = append(errs, kube.FieldError{Annotation: anno, Value: a[anno], Msg: fmt.Sprintf(format, args...)})
+	p.targets(&s)
+	p.replicas(&s)
+	p.overrides(&s)
+	p.registries(&s)
+	p.rollout(&s)
+	p.countPath(&s)
+	if h, ok := a[kube.AnnoHostname]; ok {
+		s.Hostname = strings.TrimSpace(h)
 	}
-	if v, ok := a[AnnoClusters]; ok {
+	return s, p.errs
+}
+
+// specParser reads one template's annotations and collects their errors.
+type specParser struct {
+	a    map[string]string
+	errs []kube.FieldError
+}
+
+// bad records an error for annotation anno, naming its value.
+func (p *specParser) bad(anno, format string, args ...any) {
+	p.errs = append(p.errs, kube.FieldError{Annotation: anno, Value: p.a[anno], Msg: fmt.Sprintf(format, args...)})
+}
+
+// targets reads where the copies go: an explicit cluster list or a
+// selector (exactly one of them) and the selector's cluster limit.
+func (p *specParser) targets(s *Spec) {
+	if v, ok := p.a[AnnoClusters]; ok {
 		cs := splitList(v)
 		if len(cs) == 0 || slices.Contains(cs, "") {
-			bad(AnnoClusters, "is not a cluster list (allowed: cluster names separated by commas, e.g. east,west)")
+			p.bad(AnnoClusters, "is not a cluster list (allowed: cluster names separated by commas, e.g. east,west)")
 		} else {
 			s.Clusters = cs
 		}
 	}
-	if v, ok := a[AnnoSelector]; ok {
+	if v, ok := p.a[AnnoSelector]; ok {
 		if _, err := placement.ParseSelector(v); err != nil {
-			bad(AnnoSelector, "is not a label selector (allowed: e.g. tier=prod,region!=eu): %v", err)
+			p.bad(AnnoSelector, "is not a label selector (allowed: e.g. tier=prod,region!=eu): %v", err)
 		} else {
 			s.Selector = v
 		}
 	}
-	if s.Clusters == nil && s.Selector == "" && !hasErr(errs, AnnoClusters, AnnoSelector) {
-		bad(AnnoClusters, "is missing (allowed: meridian.io/clusters or meridian.io/cluster-selector)")
+	if s.Clusters == nil && s.Selector == "" && !hasErr(p.errs, AnnoClusters, AnnoSelector) {
+		p.bad(AnnoClusters, "is missing (allowed: meridian.io/clusters or meridian.io/cluster-selector)")
 	}
 	if s.Clusters != nil && s.Selector != "" {
-		bad(AnnoSelector, "cannot be combined with meridian.io/clusters (allowed: one of them)")
+		p.bad(AnnoSelector, "cannot be combined with meridian.io/clusters (allowed: one of them)")
 	}
-	if v, ok := a[AnnoMaxClusters]; ok {
+	if v, ok := p.a[AnnoMaxClusters]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			bad(AnnoMaxClusters, "is not a positive integer")
+			p.bad(AnnoMaxClusters, "is not a positive integer")
 		} else {
 			s.MaxClusters = n
 		}
 	}
-	if v, ok := a[AnnoReplicas]; ok {
+}
+
+// replicas reads the replica mode, the weights and the per-cluster bounds.
+func (p *specParser) replicas(s *Spec) {
+	if v, ok := p.a[AnnoReplicas]; ok {
 		switch v = strings.TrimSpace(v); v {
 		case ModeDuplicated, ModeDivided:
 			s.Mode = v
 		default:
-			bad(AnnoReplicas, "is not a replica mode (allowed: duplicated, divided)")
+			p.bad(AnnoReplicas, "is not a replica mode (allowed: duplicated, divided)")
 		}
 	}
 	var err error
-	if v, ok := a[AnnoWeights]; ok {
+	if v, ok := p.a[AnnoWeights]; ok {
 		if s.Weights, err = parseMap(v, 0, 1000); err != nil {
-			bad(AnnoWeights, "%v (allowed: cluster=weight pairs, weights 0..1000, e.g. east=3,west=1)", err)
+			p.bad(AnnoWeights, "%v (allowed: cluster=weight pairs, weights 0..1000, e.g. east=3,west=1)", err)
 		}
 	}
-	if v, ok := a[AnnoReplicasMin]; ok {
+	if v, ok := p.a[AnnoReplicasMin]; ok {
 		if s.Min, err = parseMap(v, 0, 100000); err != nil {
-			bad(AnnoReplicasMin, "%v (allowed: cluster=count pairs, e.g. east=2)", err)
+			p.bad(AnnoReplicasMin, "%v (allowed: cluster=count pairs, e.g. east=2)", err)
 		}
 	}
-	if v, ok := a[AnnoReplicasMax]; ok {
+	if v, ok := p.a[AnnoReplicasMax]; ok {
 		if s.Max, err = parseMap(v, 1, 100000); err != nil {
-			bad(AnnoReplicasMax, "%v (allowed: cluster=count pairs, counts at least 1, e.g. west=5)", err)
+			p.bad(AnnoReplicasMax, "%v (allowed: cluster=count pairs, counts at least 1, e.g. west=5)", err)
 		}
 	}
 	for c, lo := range s.Min {
 		if hi, ok := s.Max[c]; ok && hi < lo {
-			bad(AnnoReplicasMax, "cluster %s: max %d is below min %d", c, hi, lo)
+			p.bad(AnnoReplicasMax, "cluster %s: max %d is below min %d", c, hi, lo)
 		}
 	}
-	if v, ok := a[AnnoOverrides]; ok {
-		var ov map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(v), &ov); err != nil {
-			bad(AnnoOverrides, "is not a JSON object of cluster -> RFC 6902 patch (allowed: e.g. {\"east\":[{\"op\":\"replace\",\"path\":\"/spec/template/spec/nodeSelector\",\"value\":{\"zone\":\"a\"}}]}): %v", err)
-		} else {
-			for c, p := range ov {
-				var ops []map[string]any
-				if err := json.Unmarshal(p, &ops); err != nil {
-					bad(AnnoOverrides, "cluster %s: the patch is not an array of RFC 6902 operations: %v", c, err)
-				}
-			}
-			s.Overrides = ov
+}
+
+// overrides reads the per-cluster RFC 6902 patches.
+func (p *specParser) overrides(s *Spec) {
+	v, ok := p.a[AnnoOverrides]
+	if !ok {
+		return
+	}
+	var ov map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v), &ov); err != nil {
+		p.bad(AnnoOverrides, "is not a JSON object of cluster -> RFC 6902 patch (allowed: e.g. {\"east\":[{\"op\":\"replace\",\"path\":\"/spec/template/spec/nodeSelector\",\"value\":{\"zone\":\"a\"}}]}): %v", err)
+		return
+	}
+	for c, patch := range ov {
+		var ops []map[string]any
+		if err := json.Unmarshal(patch, &ops); err != nil {
+			p.bad(AnnoOverrides, "cluster %s: the patch is not an array of RFC 6902 operations: %v", c, err)
 		}
 	}
-	if v, ok := a[AnnoImageRegistry]; ok {
-		m := map[string]string{}
-		for _, kv := range splitList(v) {
-			c, reg, ok := strings.Cut(kv, "=")
-			if !ok || c == "" || reg == "" || strings.ContainsAny(reg, " @") {
-				bad(AnnoImageRegistry, "is not a cluster=registry list (allowed: e.g. east=registry.east.example.com)")
-				m = nil
-				break
-			}
-			m[c] = strings.TrimSuffix(reg, "/")
-		}
-		s.Registry = m
+	s.Overrides = ov
+}
+
+// registries reads the per-cluster image registries.
+func (p *specParser) registries(s *Spec) {
+	v, ok := p.a[AnnoImageRegistry]
+	if !ok {
+		return
 	}
-	if v, ok := a[AnnoRollout]; ok {
+	m := map[string]string{}
+	for _, kv := range splitList(v) {
+		c, reg, ok := strings.Cut(kv, "=")
+		if !ok || c == "" || reg == "" || strings.ContainsAny(reg, " @") {
+			p.bad(AnnoImageRegistry, "is not a cluster=registry list (allowed: e.g. east=registry.east.example.com)")
+			m = nil
+			break
+		}
+		m[c] = strings.TrimSuffix(reg, "/")
+	}
+	s.Registry = m
+}
+
+// rollout reads the rollout mode.
+func (p *specParser) rollout(s *Spec) {
+	if v, ok := p.a[AnnoRollout]; ok {
 		switch v = strings.TrimSpace(v); v {
 		case RolloutAll, RolloutOneByOne:
 			s.Rollout = v
 		default:
-			bad(AnnoRollout, "is not a rollout mode (allowed: all, one-by-one)")
+			p.bad(AnnoRollout, "is not a rollout mode (allowed: all, one-by-one)")
 		}
 	}
-	if v, ok := a[AnnoReplicasPath]; ok {
-		if p, err := ParseFieldPath(v); err != nil {
-			bad(AnnoReplicasPath, "%v (allowed: a field path under spec, e.g. spec.workers.replicas or /spec/workers/replicas)", err)
+}
+
+// countPath reads where the template keeps its replica count.
+func (p *specParser) countPath(s *Spec) {
+	if v, ok := p.a[AnnoReplicasPath]; ok {
+		if path, err := ParseFieldPath(v); err != nil {
+			p.bad(AnnoReplicasPath, "%v (allowed: a field path under spec, e.g. spec.workers.replicas or /spec/workers/replicas)", err)
 		} else {
-			s.ReplicasPath = p
+			s.ReplicasPath = path
 		}
 	}
-	if h, ok := a[kube.AnnoHostname]; ok {
-		s.Hostname = strings.TrimSpace(h)
-	}
-	return s, errs
 }
 
 func hasErr(errs []kube.FieldError, annos ...string) bool {

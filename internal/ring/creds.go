@@ -130,7 +130,9 @@ func (s *credStore) same(name string, h [32]byte) bool {
 	return ok
 }
 
-// refused returns the cached refusal of the certificate with hash h sent by origin.
+// refused returns a copy of the cached refusal of the certificate with hash
+// h sent by origin: each caller may fill in its own (handleOpts sets the
+// origin) while other messages are handled concurrently.
 func (s *credStore) refused(h [32]byte, origin string, now time.Time) *rejection {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -138,16 +140,20 @@ func (s *credStore) refused(h [32]byte, origin string, now time.Time) *rejection
 	if !ok || now.After(b.until) {
 		return nil
 	}
-	return b.rj
+	c := *b.rj
+	return &c
 }
 
+// refuse caches a copy of rj as the refusal of the certificate with hash h
+// sent by origin, for badTTL.
 func (s *credStore) refuse(h [32]byte, origin string, rj *rejection, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.bad) >= maxBad {
 		clear(s.bad)
 	}
-	s.bad[badKey{h, origin}] = badCred{until: now.Add(badTTL), rj: rj}
+	c := *rj
+	s.bad[badKey{h, origin}] = badCred{until: now.Add(badTTL), rj: &c}
 }
 
 // clearBad forgets the cached refusals.
@@ -248,37 +254,17 @@ func (s *credStore) all() [][]byte {
 // Cheap checks come first: the sender's signature with the leaf's key and
 // the leaf's scope, then the chain (cached when refused).
 func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
-	var cm credMsg
-	if err := e.decodePayload(&cm); err != nil {
-		return reject(ReasonMalformed, "credential: %v", err)
-	}
-	size := 0
-	for _, c := range cm.Chain {
-		size += len(c)
-	}
-	switch {
-	case cm.Node != e.origin:
-		return reject(ReasonImpersonation, "credential sent by %q in the name of %q", e.origin, cm.Node)
-	case t.pool == nil:
-		return reject(ReasonForeignCA, "credential of %q: this node trusts no ring CA (ring.ca)", e.origin)
-	case len(cm.Chain) == 0 || len(cm.Chain) > 4 || size > maxChain:
-		return reject(ReasonMalformed, "credential of %q: a chain of %d certificates, %d bytes (allowed: 1..4, at most %d bytes)", e.origin, len(cm.Chain), size, maxChain)
+	cm, rj := decodeCred(t, e)
+	if rj != nil {
+		return rj
 	}
 	h := sha256.Sum256(cm.Chain[0])
 	if r.creds.same(e.origin, h) {
 		return nil // a repeat
 	}
 	now := time.Now()
-	leaf, err := x509.ParseCertificate(cm.Chain[0])
-	if err != nil {
-		return reject(ReasonMalformed, "credential of %q: %v", e.origin, err)
-	}
-	key, ok := leaf.PublicKey.(ed25519.PublicKey)
-	if !ok {
-		return reject(ReasonMalformed, "credential of %q: a %s key (allowed: Ed25519)", e.origin, leaf.PublicKeyAlgorithm)
-	}
-	if rj := r.checkSig(e, key); rj != nil {
-		rj.detail = "credential: " + rj.detail + " (its certificate's key)"
+	leaf, rj := r.credLeaf(e, cm.Chain[0])
+	if rj != nil {
 		return rj
 	}
 	if rj := r.creds.refused(h, e.origin, now); rj != nil {
@@ -288,31 +274,90 @@ func (r *Ring) onCred(t *trust, e envelope, b []byte) *rejection {
 	if !r.budget.allow(e.origin, known, now) {
 		return reject(ReasonBudget, "credential of %q not checked: too many failed checks in its name or in all lately", e.origin)
 	}
-	if sc, err := ringca.LeafScope(leaf); err == nil && !sc.Matches(e.origin) {
-		rj := reject(ReasonScope, "credential %s does not cover node %q", sc, e.origin)
-		r.creds.refuse(h, e.origin, rj, now)
+	v, rj := r.verifyCred(t, e.origin, cm.Chain, leaf, h, known, now)
+	if rj != nil {
 		return rj
 	}
-	v, err := t.pool.Verify(cm.Chain, now, r.cfg.MaxClockSkew)
-	if err == nil && !v.Scope.Matches(e.origin) {
-		err = &ringca.Error{Reason: ReasonScope, Err: fmt.Errorf("credential %s does not cover node %q", v.Scope, e.origin)}
+	r.keepCred(e.origin, v, cm.Chain, b)
+	return nil
+}
+
+// decodeCred reads a credential message and checks its shape: sent in its
+// own node's name, to a node that trusts a ring CA, with a chain of one to
+// four certificates within maxChain bytes.
+func decodeCred(t *trust, e envelope) (credMsg, *rejection) {
+	var cm credMsg
+	if err := e.decodePayload(&cm); err != nil {
+		return cm, reject(ReasonMalformed, "credential: %v", err)
+	}
+	size := 0
+	for _, c := range cm.Chain {
+		size += len(c)
+	}
+	switch {
+	case cm.Node != e.origin:
+		return cm, reject(ReasonImpersonation, "credential sent by %q in the name of %q", e.origin, cm.Node)
+	case t.pool == nil:
+		return cm, reject(ReasonForeignCA, "credential of %q: this node trusts no ring CA (ring.ca)", e.origin)
+	case len(cm.Chain) == 0 || len(cm.Chain) > 4 || size > maxChain:
+		return cm, reject(ReasonMalformed, "credential of %q: a chain of %d certificates, %d bytes (allowed: 1..4, at most %d bytes)", e.origin, len(cm.Chain), size, maxChain)
+	}
+	return cm, nil
+}
+
+// credLeaf parses a credential's leaf certificate and checks the message's
+// signature with the leaf's Ed25519 key.
+func (r *Ring) credLeaf(e envelope, der []byte) (*x509.Certificate, *rejection) {
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, reject(ReasonMalformed, "credential of %q: %v", e.origin, err)
+	}
+	key, ok := leaf.PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return nil, reject(ReasonMalformed, "credential of %q: a %s key (allowed: Ed25519)", e.origin, leaf.PublicKeyAlgorithm)
+	}
+	if rj := r.checkSig(e, key); rj != nil {
+		rj.detail = "credential: " + rj.detail + " (its certificate's key)"
+		return nil, rj
+	}
+	return leaf, nil
+}
+
+// verifyCred checks that a credential covers its node, first by the leaf's
+// scope alone, then by verifying the chain. A refusal is cached under the
+// leaf's hash h; a failed chain verification also spends the budget.
+func (r *Ring) verifyCred(t *trust, origin string, chain [][]byte, leaf *x509.Certificate, h [32]byte, known bool, now time.Time) (ringca.Verified, *rejection) {
+	if sc, err := ringca.LeafScope(leaf); err == nil && !sc.Matches(origin) {
+		rj := reject(ReasonScope, "credential %s does not cover node %q", sc, origin)
+		r.creds.refuse(h, origin, rj, now)
+		return ringca.Verified{}, rj
+	}
+	v, err := t.pool.Verify(chain, now, r.cfg.MaxClockSkew)
+	if err == nil && !v.Scope.Matches(origin) {
+		err = &ringca.Error{Reason: ReasonScope, Err: fmt.Errorf("credential %s does not cover node %q", v.Scope, origin)}
 	}
 	if err != nil {
-		rj := reject(orMalformed(ringca.Reason(err)), "credential of %q: %v", e.origin, err)
-		r.creds.refuse(h, e.origin, rj, now)
-		r.budget.failed(e.origin, known, now) // a chain check costs like a signature check
-		return rj
+		rj := reject(orMalformed(ringca.Reason(err)), "credential of %q: %v", origin, err)
+		r.creds.refuse(h, origin, rj, now)
+		r.budget.failed(origin, known, now) // a chain check costs like a signature check
+		return ringca.Verified{}, rj
 	}
-	if !r.creds.put(e.origin, heldCred{v: v, chain: cm.Chain, raw: b}) {
-		return nil
+	return v, nil
+}
+
+// keepCred stores an accepted credential (raw is its envelope, passed on
+// in syncs); a new one makes the origin's metadata be checked again and
+// the view recomputed.
+func (r *Ring) keepCred(origin string, v ringca.Verified, chain [][]byte, raw []byte) {
+	if !r.creds.put(origin, heldCred{v: v, chain: chain, raw: raw}) {
+		return
 	}
 	r.mu.Lock()
-	delete(r.metaOK, e.origin)
+	delete(r.metaOK, origin)
 	r.mu.Unlock()
-	r.log.Info("ring: credential accepted", "member", e.origin, "scope", v.Scope.URI(), "serial", v.Serial, "expires", v.NotAfter.UTC().Format(time.RFC3339))
+	r.log.Info("ring: credential accepted", "member", origin, "scope", v.Scope.URI(), "serial", v.Serial, "expires", v.NotAfter.UTC().Format(time.RFC3339))
 	r.refreshView()
 	r.pending.Store(true)
-	return nil
 }
 
 // ownCred is this node's credential as sent.

@@ -59,15 +59,13 @@ func (r *Ring) handleOpts(b []byte, relay, exempt bool) *rejection {
 	return rj
 }
 
+// handleEnvelope checks one message in a fixed order — its size, its
+// envelope, a message in this node's own name, then the origin's listing,
+// role and admission — and hands it to its type's handler, which checks
+// the payload and the signature. Credentials and pulls are checked by
+// their own handlers before any listing: they are what lists a sender.
 func (r *Ring) handleEnvelope(b []byte, relay, exempt bool) *rejection {
-	limit := maxMessage
-	if len(b) > 0 && b[0] == msgShared {
-		limit = maxShared
-	}
-	if len(b) > 0 && b[0] == msgPullReply {
-		limit = maxPullReply
-	}
-	if len(b) > limit {
+	if limit := sizeLimit(b); len(b) > limit {
 		return reject(ReasonOversized, "%d bytes (allowed: %d)", len(b), limit)
 	}
 	e, err := openEnvelope(b)
@@ -77,13 +75,7 @@ func (r *Ring) handleEnvelope(b []byte, relay, exempt bool) *rejection {
 	e.exempt = exempt
 	t := r.trust.Load()
 	if e.origin == r.cfg.NodeName {
-		// Our own message come back through a relay (we are the authority
-		// on it), or someone speaking in our name.
-		if rj := r.checkSig(e, r.id().Public()); rj != nil {
-			rj.detail = "in this node's own name: " + rj.detail
-			return rj
-		}
-		return nil
+		return r.onOwnName(e)
 	}
 	switch e.t {
 	case msgCred:
@@ -100,6 +92,35 @@ func (r *Ring) handleEnvelope(b []byte, relay, exempt bool) *rejection {
 	if p.IsPrefix() && !r.view.Load().admitted[e.origin] && !r.provesLife(e) {
 		return reject(ReasonUnadmitted, "%q matches %q but is not one of its %d live members", e.origin, p.Name, p.MaxNodes)
 	}
+	return r.dispatch(t, e, p, b, relay)
+}
+
+// sizeLimit is the largest message of b's type: shared state and pull
+// replies may be larger than the rest.
+func sizeLimit(b []byte) int {
+	switch {
+	case len(b) > 0 && b[0] == msgShared:
+		return maxShared
+	case len(b) > 0 && b[0] == msgPullReply:
+		return maxPullReply
+	}
+	return maxMessage
+}
+
+// onOwnName checks a message in this node's own name: our own message come
+// back through a relay (we are the authority on it), or someone speaking in
+// our name. Only its signature matters; nothing in it is applied.
+func (r *Ring) onOwnName(e envelope) *rejection {
+	if rj := r.checkSig(e, r.id().Public()); rj != nil {
+		rj.detail = "in this node's own name: " + rj.detail
+		return rj
+	}
+	return nil
+}
+
+// dispatch hands an authorized, admitted message from peer p to its type's
+// handler.
+func (r *Ring) dispatch(t *trust, e envelope, p peer, b []byte, relay bool) *rejection {
 	c := clock{now: time.Now(), skew: r.cfg.MaxClockSkew}
 	switch e.t {
 	case msgVote:

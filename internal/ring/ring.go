@@ -343,6 +343,37 @@ func (r *Ring) SetCredential(c ringca.Credential) error {
 // Start creates the local node, joins the seeds (failures are logged and
 // retried every RejoinInterval) and starts the background loops.
 func Start(cfg Config) (*Ring, error) {
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRing(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.beginIncarnation()
+	mc, err := r.memberlistConfig()
+	if err != nil {
+		return nil, err
+	}
+	r.q = &memberlist.TransmitLimitedQueue{NumNodes: r.numMembers, RetransmitMult: mc.RetransmitMult}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		mc.Transport.Shutdown()
+		return nil, fmt.Errorf("ring start: %w", err)
+	}
+	r.ml = ml
+	r.mlp.Store(ml)
+	r.registerGossipBytes()
+	r.updateMembers()
+	r.joinSeeds()
+	r.startLoops()
+	return r, nil
+}
+
+// withDefaults fills in cfg's defaults and checks the node's name and
+// region.
+func withDefaults(cfg Config) (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -362,15 +393,17 @@ func Start(cfg Config) (*Ring, error) {
 		cfg.MaxClockSkew = model.DefaultMaxClockSkew
 	}
 	if cfg.NodeName == "" || cfg.Region == "" {
-		return nil, errors.New("ring: node name and region are required")
+		return cfg, errors.New("ring: node name and region are required")
 	}
 	if len(cfg.NodeName) > model.MaxNodeName {
-		return nil, fmt.Errorf("ring: node name %q is longer than %d characters", cfg.NodeName, model.MaxNodeName)
+		return cfg, fmt.Errorf("ring: node name %q is longer than %d characters", cfg.NodeName, model.MaxNodeName)
 	}
-	r, err := newRing(cfg)
-	if err != nil {
-		return nil, err
-	}
+	return cfg, nil
+}
+
+// beginIncarnation names this run of the node: its incarnation, its signed
+// metadata and the start of every message sequence.
+func (r *Ring) beginIncarnation() {
 	// Sequences follow the clock (see next) so that a restarted prober's
 	// votes are newer than those of its previous incarnation everywhere,
 	// and a receiver can refuse a sequence from the future.
@@ -380,7 +413,12 @@ func Start(cfg Config) (*Ring, error) {
 	r.seq.Store(r.inc)
 	r.hbSeq.Store(r.inc)
 	r.leadSeq.Store(r.inc)
+}
 
+// memberlistConfig builds the gossip configuration: this node's delegates,
+// the configured knobs, the gossip keys and a bound transport.
+func (r *Ring) memberlistConfig() (*memberlist.Config, error) {
+	cfg := r.cfg
 	mc := memberlist.DefaultWANConfig()
 	mc.Name = cfg.NodeName
 	mc.Delegate = (*delegate)(r)
@@ -393,80 +431,109 @@ func Start(cfg Config) (*Ring, error) {
 		return nil, fmt.Errorf("ring bind %q: %w", cfg.Bind, err)
 	}
 	mc.BindAddr, mc.BindPort = host, port
-	if cfg.KeyFile != "" {
-		keys, from, err := LoadKeyrings(cfg.KeyFile, cfg.KeyringState)
-		if err != nil {
-			return nil, err
-		}
-		if from != cfg.KeyFile {
-			r.log.Info("ring: gossip keys from the rotated keyring in the state directory (newer than key_file)", "file", from, "key_file", cfg.KeyFile)
-		}
-		kr, err := memberlist.NewKeyring(keys, keys[0])
-		if err != nil {
-			return nil, fmt.Errorf("gossip key file %s: %w", cfg.KeyFile, err)
-		}
-		mc.Keyring = kr
-		r.keyring = kr
-		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
-		r.m.Encrypted.Set(1)
-	} else {
+	if err := r.useKeys(mc); err != nil {
+		return nil, err
+	}
+	if err := r.listen(mc, host, port); err != nil {
+		return nil, err
+	}
+	return mc, nil
+}
+
+// useKeys turns on gossip encryption with the key file's keyring (or the
+// newer rotated one in the state directory); without a key file it warns,
+// or fails when encryption is required.
+func (r *Ring) useKeys(mc *memberlist.Config) error {
+	cfg := r.cfg
+	if cfg.KeyFile == "" {
 		if cfg.RequireEncryption {
-			return nil, ErrNoEncryption
+			return ErrNoEncryption
 		}
 		r.log.Warn("!!! ring gossip is NOT encrypted: anyone who can reach the gossip port can read the votes and join the ring (messages are still signed: a node not in ring.peers changes nothing); set ring.key_file (and ring.require_encryption) — `meridian ring keygen` makes a key")
 		r.m.Encrypted.Set(0)
+		return nil
 	}
+	keys, from, err := LoadKeyrings(cfg.KeyFile, cfg.KeyringState)
+	if err != nil {
+		return err
+	}
+	if from != cfg.KeyFile {
+		r.log.Info("ring: gossip keys from the rotated keyring in the state directory (newer than key_file)", "file", from, "key_file", cfg.KeyFile)
+	}
+	kr, err := memberlist.NewKeyring(keys, keys[0])
+	if err != nil {
+		return fmt.Errorf("gossip key file %s: %w", cfg.KeyFile, err)
+	}
+	mc.Keyring = kr
+	r.keyring = kr
+	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	r.m.Encrypted.Set(1)
+	return nil
+}
+
+// listen binds the gossip transport (counting its bytes) and sets the
+// address advertised to the other members.
+func (r *Ring) listen(mc *memberlist.Config, host string, port int) error {
+	cfg := r.cfg
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("ring bind %s: %w", cfg.Bind, err)
+		return fmt.Errorf("ring bind %s: %w", cfg.Bind, err)
 	}
 	mc.Transport = newCountingTransport(nt, &r.sent, &r.recv)
 	if cfg.Advertise != "" && cfg.Advertise != cfg.Bind {
 		ah, ap, err := splitHostPort(cfg.Advertise)
 		if err != nil {
 			mc.Transport.Shutdown()
-			return nil, fmt.Errorf("ring advertise %q: %w", cfg.Advertise, err)
+			return fmt.Errorf("ring advertise %q: %w", cfg.Advertise, err)
 		}
 		mc.AdvertiseAddr, mc.AdvertisePort = ah, ap
 	} else if port == 0 {
 		mc.AdvertisePort = nt.GetAutoBindPort()
 		mc.BindPort = mc.AdvertisePort
 	}
-	r.q = &memberlist.TransmitLimitedQueue{NumNodes: r.numMembers, RetransmitMult: mc.RetransmitMult}
-	ml, err := memberlist.Create(mc)
-	if err != nil {
-		mc.Transport.Shutdown()
-		return nil, fmt.Errorf("ring start: %w", err)
+	return nil
+}
+
+// registerGossipBytes registers the gossip byte counters, when the ring's
+// metrics have a registry.
+func (r *Ring) registerGossipBytes() {
+	reg := r.m.registerer
+	if reg == nil {
+		return
 	}
-	r.ml = ml
-	r.mlp.Store(ml)
-	if reg := r.m.registerer; reg != nil {
-		sent := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "meridian_ring_gossip_bytes_total", Help: "Bytes of gossip (memberlist packets and streams, our messages included) by direction.", ConstLabels: prometheus.Labels{"direction": "sent"}}, func() float64 { return float64(r.sent.Load()) })
-		recv := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "meridian_ring_gossip_bytes_total", Help: "Bytes of gossip (memberlist packets and streams, our messages included) by direction.", ConstLabels: prometheus.Labels{"direction": "received"}}, func() float64 { return float64(r.recv.Load()) })
-		if err := errors.Join(reg.Register(sent), reg.Register(recv)); err != nil {
-			r.log.Warn("ring: gossip byte metrics not registered", "err", err)
-		}
+	sent := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "meridian_ring_gossip_bytes_total", Help: "Bytes of gossip (memberlist packets and streams, our messages included) by direction.", ConstLabels: prometheus.Labels{"direction": "sent"}}, func() float64 { return float64(r.sent.Load()) })
+	recv := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "meridian_ring_gossip_bytes_total", Help: "Bytes of gossip (memberlist packets and streams, our messages included) by direction.", ConstLabels: prometheus.Labels{"direction": "received"}}, func() float64 { return float64(r.recv.Load()) })
+	if err := errors.Join(reg.Register(sent), reg.Register(recv)); err != nil {
+		r.log.Warn("ring: gossip byte metrics not registered", "err", err)
 	}
-	r.updateMembers()
+}
+
+// joinSeeds joins the configured seeds once (rejoinLoop retries), or
+// settles as a ring of its own without any.
+func (r *Ring) joinSeeds() {
+	cfg := r.cfg
 	if len(cfg.Seeds) == 0 {
 		r.settle("no seeds: a ring of its own")
+		return
 	}
-	if len(cfg.Seeds) > 0 {
-		if n, err := r.join(); err != nil {
-			r.log.Warn("ring: could not join any seed yet; retrying", "seeds", cfg.Seeds, "every", cfg.RejoinInterval, "err", err)
-		} else {
-			r.log.Info("ring: joined", "contacted", n, "members", ml.NumMembers())
-		}
+	if n, err := r.join(); err != nil {
+		r.log.Warn("ring: could not join any seed yet; retrying", "seeds", cfg.Seeds, "every", cfg.RejoinInterval, "err", err)
+	} else {
+		r.log.Info("ring: joined", "contacted", n, "members", r.ml.NumMembers())
 	}
+}
+
+// startLoops starts the background loops: rejoin, summaries, sync, and
+// RTT measurement on a prober that reports RTTs.
+func (r *Ring) startLoops() {
 	r.wg.Add(3)
 	go r.rejoinLoop()
 	go r.summaryLoop()
 	go r.syncLoop()
-	if cfg.Role == RoleProber && cfg.RTTs != nil {
+	if r.cfg.Role == RoleProber && r.cfg.RTTs != nil {
 		r.wg.Add(1)
 		go r.rttLoop()
 	}
-	return r, nil
 }
 
 func splitHostPort(s string) (string, int, error) {

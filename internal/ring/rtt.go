@@ -329,52 +329,10 @@ func (r *Ring) sendRTTs(now time.Time, sent map[vote.Subject]rttSent) int {
 	if r.cfg.RTTs == nil || r.q.NumQueued() >= maxQueued {
 		return 0
 	}
-	refresh := rttRefresh * r.cfg.SummaryInterval
-	type due struct {
-		s    vote.Subject
-		e    rttEntry
-		prio float64
-	}
-	var list []due
-	for s, v := range r.cfg.RTTs() {
-		if s.IsCluster() || checkSubject(s.Service, s.Target) != nil || !r.known(s) || v.Samples == 0 || now.Sub(v.At) > refresh {
-			continue
-		}
-		q := quantise(v.RTT)
-		// A sample taken while this round started is stamped with the round.
-		d := due{s: s, e: rttEntry{Service: s.Service, Target: s.Target, RTT: q, Samples: v.Samples, At: min(v.At.UnixMilli(), now.UnixMilli())}}
-		last, ok := sent[s]
-		change := math.Abs(float64(q-last.rtt)) / float64(max(last.rtt, 1))
-		switch {
-		case !ok:
-			d.prio = math.Inf(1)
-		case change > rttChange:
-			d.prio = change
-		case now.Sub(last.at) >= refresh:
-			d.prio = 0
-		default:
-			continue
-		}
-		list = append(list, d)
-	}
-	slices.SortFunc(list, func(a, b due) int {
-		return cmp.Or(cmp.Compare(b.prio, a.prio), compareSubject(a.s, b.s))
-	})
+	list := r.dueRTTs(now, sent)
 	n := 0
 	for msgs := 0; msgs < maxRTTMessages && len(list) > 0; msgs++ {
-		k := min(len(list), maxRTTEntries)
-		var raw []byte
-		var m rttMsg
-		for ; k > 0; k = k * 3 / 4 {
-			m = rttMsg{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Entries: make([]rttEntry, k)}
-			for i := range k {
-				m.Entries[i] = list[i].e
-			}
-			raw = seal(r.id(), msgRTT, r.cfg.NodeName, m)
-			if len(raw) <= maxGossipRTT || k == 1 {
-				break
-			}
-		}
+		m, raw, k := r.packRTTs(now, list)
 		if len(raw) > maxGossipRTT {
 			r.log.Warn("ring: an RTT summary of one endpoint does not fit a gossip packet; skipped", "service", list[0].s.Service, "endpoint", list[0].s.Target, "bytes", len(raw))
 			sent[list[0].s] = rttSent{rtt: list[0].e.RTT, at: now}
@@ -396,6 +354,72 @@ func (r *Ring) sendRTTs(now time.Time, sent map[vote.Subject]rttSent) int {
 	}
 	r.m.RTTEntries.WithLabelValues("sent").Add(float64(n))
 	return n
+}
+
+// rttDue is one endpoint's summary due this round, with its priority.
+type rttDue struct {
+	s    vote.Subject
+	e    rttEntry
+	prio float64
+}
+
+// dueRTTs lists the endpoints whose summary is due this round, most
+// urgent first: never sent, then by how much the RTT changed, then those
+// due a refresh.
+func (r *Ring) dueRTTs(now time.Time, sent map[vote.Subject]rttSent) []rttDue {
+	refresh := rttRefresh * r.cfg.SummaryInterval
+	var list []rttDue
+	for s, v := range r.cfg.RTTs() {
+		if s.IsCluster() || checkSubject(s.Service, s.Target) != nil || !r.known(s) || v.Samples == 0 || now.Sub(v.At) > refresh {
+			continue
+		}
+		q := quantise(v.RTT)
+		last, ok := sent[s]
+		prio, due := rttPriority(q, last, ok, now, refresh)
+		if !due {
+			continue
+		}
+		// A sample taken while this round started is stamped with the round.
+		e := rttEntry{Service: s.Service, Target: s.Target, RTT: q, Samples: v.Samples, At: min(v.At.UnixMilli(), now.UnixMilli())}
+		list = append(list, rttDue{s: s, e: e, prio: prio})
+	}
+	slices.SortFunc(list, func(a, b rttDue) int {
+		return cmp.Or(cmp.Compare(b.prio, a.prio), compareSubject(a.s, b.s))
+	})
+	return list
+}
+
+// rttPriority says whether an endpoint's summary (quantised RTT q) is due
+// and how urgently: never sent (ok false) first, then a change above
+// rttChange by its size, then a refresh after the refresh period.
+func rttPriority(q int64, last rttSent, ok bool, now time.Time, refresh time.Duration) (float64, bool) {
+	change := math.Abs(float64(q-last.rtt)) / float64(max(last.rtt, 1))
+	switch {
+	case !ok:
+		return math.Inf(1), true
+	case change > rttChange:
+		return change, true
+	case now.Sub(last.at) >= refresh:
+		return 0, true
+	}
+	return 0, false
+}
+
+// packRTTs seals the first entries of list into one message that fits a
+// gossip packet, shrinking by a quarter until it does; k is how many went
+// in. A single entry is returned even when too large: the caller skips it.
+func (r *Ring) packRTTs(now time.Time, list []rttDue) (m rttMsg, raw []byte, k int) {
+	for k = min(len(list), maxRTTEntries); k > 0; k = k * 3 / 4 {
+		m = rttMsg{Prober: r.cfg.NodeName, Region: r.cfg.Region, At: now.UnixMilli(), Entries: make([]rttEntry, k)}
+		for i := range k {
+			m.Entries[i] = list[i].e
+		}
+		raw = seal(r.id(), msgRTT, r.cfg.NodeName, m)
+		if len(raw) <= maxGossipRTT || k == 1 {
+			break
+		}
+	}
+	return m, raw, k
 }
 
 // rttState is the part of a push/pull state with RTT summaries.

@@ -120,57 +120,19 @@ func (p *Pool) Revoked(entry string) bool { return p.revoked[entry] }
 // clock may run ahead), not revoked, and with exactly one URI SAN that is a
 // valid scope of this ring. The key must be Ed25519.
 func (p *Pool) Verify(chain [][]byte, now time.Time, skew time.Duration) (Verified, error) {
-	if len(chain) == 0 || len(chain) > 4 {
-		return Verified{}, refuse(ReasonMalformed, "a chain of %d certificates (allowed: 1..4, the leaf first)", len(chain))
-	}
-	certs := make([]*x509.Certificate, len(chain))
-	for i, der := range chain {
-		c, err := x509.ParseCertificate(der)
-		if err != nil {
-			return Verified{}, refuse(ReasonMalformed, "certificate %d: %v", i+1, err)
-		}
-		certs[i] = c
+	certs, key, err := parseChain(chain)
+	if err != nil {
+		return Verified{}, err
 	}
 	leaf := certs[0]
-	key, ok := leaf.PublicKey.(ed25519.PublicKey)
-	if !ok {
-		return Verified{}, refuse(ReasonMalformed, "a %s key (allowed: Ed25519)", leaf.PublicKeyAlgorithm)
-	}
 	v := Verified{Key: key, NotAfter: leaf.NotAfter, NotBefore: leaf.NotBefore, Serial: "serial:" + leaf.SerialNumber.Text(16),
 		Fingerprint: Fingerprint(leaf), Hash: sha256.Sum256(chain[0])}
-	at := now
-	if leaf.NotBefore.After(now) && leaf.NotBefore.Sub(now) <= skew {
-		at = leaf.NotBefore
-	}
-	inter := x509.NewCertPool()
-	for _, c := range certs[1:] {
-		inter.AddCert(c)
-	}
-	if leaf.IsCA {
-		return v, refuse(ReasonMalformed, "certificate %q is a CA, not a node's credential", leaf.Subject.CommonName)
-	}
-	chains, err := leaf.Verify(x509.VerifyOptions{Roots: p.roots, Intermediates: inter, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	chains, err := p.verifyPaths(certs, now, skew)
 	if err != nil {
-		var inv x509.CertificateInvalidError
-		var ua x509.UnknownAuthorityError
-		switch {
-		case errors.As(err, &inv) && inv.Reason == x509.Expired:
-			return v, refuse(ReasonExpired, "valid %s to %s, now is %s", leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
-		case errors.As(err, &ua):
-			return v, refuse(ReasonForeignCA, "issued by %q, not by a CA of ring.ca", leaf.Issuer.String())
-		case errors.As(err, &inv) && inv.Reason == x509.CANotAuthorizedForThisName:
-			return v, refuse(ReasonScope, "the CA's name constraints do not allow it: %v", err)
-		}
-		return v, refuse(ReasonForeignCA, "%v", err)
+		return v, err
 	}
-	// Every certificate of every path to a CA: a revoked intermediate (or
-	// one given in ring.ca) revokes what it signed.
-	for _, chain := range chains {
-		for _, c := range chain {
-			if p.revoked["serial:"+c.SerialNumber.Text(16)] || p.revoked[Fingerprint(c)] {
-				return v, refuse(ReasonRevoked, "certificate %q (serial %s, key %s) is in ring.revoked", c.Subject.CommonName, c.SerialNumber.Text(16), Fingerprint(c))
-			}
-		}
+	if err := p.checkRevoked(chains); err != nil {
+		return v, err
 	}
 	s, err := LeafScope(leaf)
 	if err != nil {
@@ -181,6 +143,80 @@ func (p *Pool) Verify(chain [][]byte, now time.Time, skew time.Duration) (Verifi
 	}
 	v.Scope = s
 	return v, nil
+}
+
+// parseChain parses a chain of one to four DER certificates, the leaf
+// first, and returns them with the leaf's key, which must be Ed25519.
+func parseChain(chain [][]byte) ([]*x509.Certificate, ed25519.PublicKey, error) {
+	if len(chain) == 0 || len(chain) > 4 {
+		return nil, nil, refuse(ReasonMalformed, "a chain of %d certificates (allowed: 1..4, the leaf first)", len(chain))
+	}
+	certs := make([]*x509.Certificate, len(chain))
+	for i, der := range chain {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, nil, refuse(ReasonMalformed, "certificate %d: %v", i+1, err)
+		}
+		certs[i] = c
+	}
+	key, ok := certs[0].PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return nil, nil, refuse(ReasonMalformed, "a %s key (allowed: Ed25519)", certs[0].PublicKeyAlgorithm)
+	}
+	return certs, key, nil
+}
+
+// verifyPaths checks that the leaf (certs[0], not a CA) chains to one of
+// the pool's CAs through the given intermediates at now (a NotBefore up to
+// skew ahead of now counts as reached), and returns every path found.
+func (p *Pool) verifyPaths(certs []*x509.Certificate, now time.Time, skew time.Duration) ([][]*x509.Certificate, error) {
+	leaf := certs[0]
+	at := now
+	if leaf.NotBefore.After(now) && leaf.NotBefore.Sub(now) <= skew {
+		at = leaf.NotBefore
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	if leaf.IsCA {
+		return nil, refuse(ReasonMalformed, "certificate %q is a CA, not a node's credential", leaf.Subject.CommonName)
+	}
+	chains, err := leaf.Verify(x509.VerifyOptions{Roots: p.roots, Intermediates: inter, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	if err != nil {
+		return nil, chainError(err, leaf, now)
+	}
+	return chains, nil
+}
+
+// chainError names why a leaf's chain failed to verify: expired, issued by
+// a foreign CA, or outside the CA's name constraints.
+func chainError(err error, leaf *x509.Certificate, now time.Time) error {
+	var inv x509.CertificateInvalidError
+	var ua x509.UnknownAuthorityError
+	switch {
+	case errors.As(err, &inv) && inv.Reason == x509.Expired:
+		return refuse(ReasonExpired, "valid %s to %s, now is %s", leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	case errors.As(err, &ua):
+		return refuse(ReasonForeignCA, "issued by %q, not by a CA of ring.ca", leaf.Issuer.String())
+	case errors.As(err, &inv) && inv.Reason == x509.CANotAuthorizedForThisName:
+		return refuse(ReasonScope, "the CA's name constraints do not allow it: %v", err)
+	}
+	return refuse(ReasonForeignCA, "%v", err)
+}
+
+// checkRevoked refuses a credential when any certificate of any path to a
+// CA is revoked: a revoked intermediate (or one given in ring.ca) revokes
+// what it signed.
+func (p *Pool) checkRevoked(chains [][]*x509.Certificate) error {
+	for _, chain := range chains {
+		for _, c := range chain {
+			if p.revoked["serial:"+c.SerialNumber.Text(16)] || p.revoked[Fingerprint(c)] {
+				return refuse(ReasonRevoked, "certificate %q (serial %s, key %s) is in ring.revoked", c.Subject.CommonName, c.SerialNumber.Text(16), Fingerprint(c))
+			}
+		}
+	}
+	return nil
 }
 
 // LeafScope reads a certificate's scope from its one spiffe:// URI SAN
