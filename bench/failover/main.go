@@ -167,42 +167,16 @@ func run() int {
 
 // run does the whole benchmark; the caller stops the processes afterwards.
 func (b *bench) run(ctx context.Context) error {
-	if b.has("meridian") || b.has("meridian-ring") {
-		if err := b.build(ctx); err != nil {
-			return err
-		}
-		b.res.MeridianVersion = b.meridianVersion()
-	}
-	if b.has("pdns") {
-		bin, err := findPdns(ctx, b.p.Pdns)
-		if err != nil {
-			return err
-		}
-		b.pdnsBin = bin
-		b.res.PdnsVersion = b.pdnsVersion()
+	if err := b.findBinaries(ctx); err != nil {
+		return err
 	}
 	var err error
 	if b.tmp, err = os.MkdirTemp("", "meridian-bench-failover-"); err != nil {
 		return err
 	}
-	for i, name := range []string{"A", "B"} {
-		be := newBackend(name, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(61 + i)}), uint16(b.p.BasePort)))
-		b.backends = append(b.backends, be)
-	}
-	if err := b.checkPorts(); err != nil {
+	addrs, err := b.startBackends()
+	if err != nil {
 		return err
-	}
-	for _, be := range b.backends {
-		if err := be.start(); err != nil {
-			return err
-		}
-		if err := be.check(); err != nil {
-			return err
-		}
-	}
-	var addrs []netip.Addr
-	for _, be := range b.backends {
-		addrs = append(addrs, be.addr.Addr())
 	}
 	b.poller = newPoller(svcName, addrs, b.p.Poll)
 	var targets []target
@@ -226,6 +200,51 @@ func (b *bench) run(ctx context.Context) error {
 	defer cancel()
 	go b.poller.run(pctx, targets)
 	return b.trials(ctx)
+}
+
+// findBinaries builds meridian and finds pdns_server, for the servers
+// compared, and records their versions.
+func (b *bench) findBinaries(ctx context.Context) error {
+	if b.has("meridian") || b.has("meridian-ring") {
+		if err := b.build(ctx); err != nil {
+			return err
+		}
+		b.res.MeridianVersion = b.meridianVersion()
+	}
+	if b.has("pdns") {
+		bin, err := findPdns(ctx, b.p.Pdns)
+		if err != nil {
+			return err
+		}
+		b.pdnsBin = bin
+		b.res.PdnsVersion = b.pdnsVersion()
+	}
+	return nil
+}
+
+// startBackends starts the two HTTP backends, A and B, checks that they
+// answer and returns their addresses.
+func (b *bench) startBackends() ([]netip.Addr, error) {
+	for i, name := range []string{"A", "B"} {
+		be := newBackend(name, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(61 + i)}), uint16(b.p.BasePort)))
+		b.backends = append(b.backends, be)
+	}
+	if err := b.checkPorts(); err != nil {
+		return nil, err
+	}
+	for _, be := range b.backends {
+		if err := be.start(); err != nil {
+			return nil, err
+		}
+		if err := be.check(); err != nil {
+			return nil, err
+		}
+	}
+	var addrs []netip.Addr
+	for _, be := range b.backends {
+		addrs = append(addrs, be.addr.Addr())
+	}
+	return addrs, nil
 }
 
 // build sets b.bin: MERIDIAN_BIN, or bin/meridian built like `make build`.

@@ -122,84 +122,10 @@ func (r *results) text() string {
 	r.summarizeAll()
 	cols := r.columns()
 	var s strings.Builder
-	fmt.Fprintf(&s, "## Failover: Meridian vs PowerDNS Lua records (make bench-failover)\n\n")
-	fmt.Fprintf(&s, "- date: %s, run time %.0f s\n", r.Started.Format("2006-01-02 15:04 UTC"), r.Seconds)
-	fmt.Fprintf(&s, "- machine: %s\n", r.Machine)
-	if r.PdnsVersion != "" {
-		fmt.Fprintf(&s, "- PowerDNS Authoritative %s: bind backend, `enable-lua-records=yes`, `ifurlup` over both backends with `selector='all'`; every health setting at its default: lua-health-checks-interval 5 s, ifurlup timeout 2 s, one failed check = down\n", r.PdnsVersion)
-	}
-	if r.MeridianVersion != "" {
-		fmt.Fprintf(&s, "- Meridian %s: `meridian serve`, http health_check, every health and decision setting at its default (see bench/failover/README.md); restarted with an empty state before every trial\n", r.MeridianVersion)
-	}
-	for _, k := range slices.Sorted(maps.Keys(r.Settings)) {
-		fmt.Fprintf(&s, "- %s: %s\n", k, r.Settings[k])
-	}
-	s.WriteString("\n| trial |")
-	for _, c := range cols {
-		fmt.Fprintf(&s, " %s |", labels[c])
-	}
-	s.WriteString("\n|---|")
-	for range cols {
-		s.WriteString("--:|")
-	}
-	s.WriteString("\n")
-	for _, ph := range r.phases() {
-		if len(ph.trials) == 0 {
-			continue
-		}
-		fmt.Fprintf(&s, "| %s, median (max) of %d |", ph.label, len(ph.trials))
-		for _, c := range cols {
-			fmt.Fprintf(&s, " %s |", fmtSummary(r.Summary[ph.key][c]))
-		}
-		s.WriteString("\n")
-	}
-	if f := r.Flap; f != nil {
-		fmt.Fprintf(&s, "| flap %s (%.0f s; %d real flips = %.1f/min): answer changes per minute |", f.Backend, f.Seconds, f.RealFlips, float64(f.RealFlips)*60/f.Seconds)
-		for _, c := range cols {
-			fmt.Fprintf(&s, " %.1f |", f.Servers[c].ChangesPerMin)
-		}
-		fmt.Fprintf(&s, "\n| flap: dead backend still answered (share of its %.0f s down) |", f.DownTotalS)
-		for _, c := range cols {
-			fmt.Fprintf(&s, " %.1f s (%.0f %%) |", f.Servers[c].DeadAnsweredS, f.Servers[c].DeadAnsweredPc)
-		}
-		fmt.Fprintf(&s, "\n| flap: live backend left out (share of its %.0f s up) |", f.UpTotalS)
-		for _, c := range cols {
-			fmt.Fprintf(&s, " %.1f s (%.0f %%) |", f.Servers[c].LiveMissingS, f.Servers[c].LiveMissingPc)
-		}
-		s.WriteString("\n")
-	}
-	if l := r.Loss; l != nil {
-		fmt.Fprintf(&s, "| %d %% loss on both backends for %.0f s: false downs (answer changes) |", l.Percent, l.Seconds)
-		for _, c := range cols {
-			fmt.Fprintf(&s, " %d (%d) |", l.Servers[c].FalseDowns, l.Servers[c].Changes)
-		}
-		s.WriteString("\n")
-	}
+	r.writeSettings(&s)
+	r.writeTable(&s, cols)
 	if len(r.Kill)+len(r.Blackhole) > 0 {
-		s.WriteString("\nEvery trial (seconds; `>` = not done at the bound):\n\n")
-		names := slices.Clone(cols)
-		if slices.Contains(r.Targets, "ring-a") {
-			names = append(names, "ring-a", "ring-b")
-		}
-		for _, ph := range r.phases() {
-			if len(ph.trials) == 0 {
-				continue
-			}
-			fmt.Fprintf(&s, "- %s (backend per trial:", ph.key)
-			for _, t := range ph.trials {
-				fmt.Fprintf(&s, " %s", t.Backend)
-			}
-			s.WriteString(")\n")
-			for _, n := range names {
-				fmt.Fprintf(&s, "  - %s:", labels[n])
-				for _, t := range ph.trials {
-					if m, ok := pick(t, ph.back)[n]; ok {
-						fmt.Fprintf(&s, " %s", strings.TrimSuffix(fmtMeasure(m), " s"))
-					}
-				}
-				s.WriteString("\n")
-			}
-		}
+		r.writeTrials(&s, cols)
 	}
 	if l := r.Loss; l != nil {
 		s.WriteString("\nLoss applied (checks received / held unanswered):")
@@ -216,6 +142,98 @@ func (r *results) text() string {
 		fmt.Fprintf(&s, "\n**FAILED**: %s\n", r.Error)
 	}
 	return s.String()
+}
+
+// writeSettings writes the report's title and the list of what ran: date,
+// machine, the servers' versions and settings.
+func (r *results) writeSettings(s *strings.Builder) {
+	fmt.Fprintf(s, "## Failover: Meridian vs PowerDNS Lua records (make bench-failover)\n\n")
+	fmt.Fprintf(s, "- date: %s, run time %.0f s\n", r.Started.Format("2006-01-02 15:04 UTC"), r.Seconds)
+	fmt.Fprintf(s, "- machine: %s\n", r.Machine)
+	if r.PdnsVersion != "" {
+		fmt.Fprintf(s, "- PowerDNS Authoritative %s: bind backend, `enable-lua-records=yes`, `ifurlup` over both backends with `selector='all'`; every health setting at its default: lua-health-checks-interval 5 s, ifurlup timeout 2 s, one failed check = down\n", r.PdnsVersion)
+	}
+	if r.MeridianVersion != "" {
+		fmt.Fprintf(s, "- Meridian %s: `meridian serve`, http health_check, every health and decision setting at its default (see bench/failover/README.md); restarted with an empty state before every trial\n", r.MeridianVersion)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Settings)) {
+		fmt.Fprintf(s, "- %s: %s\n", k, r.Settings[k])
+	}
+}
+
+// writeTable writes the summary table: one row per phase, then the flap
+// and loss rows, one column per server.
+func (r *results) writeTable(s *strings.Builder, cols []string) {
+	s.WriteString("\n| trial |")
+	for _, c := range cols {
+		fmt.Fprintf(s, " %s |", labels[c])
+	}
+	s.WriteString("\n|---|")
+	for range cols {
+		s.WriteString("--:|")
+	}
+	s.WriteString("\n")
+	for _, ph := range r.phases() {
+		if len(ph.trials) == 0 {
+			continue
+		}
+		fmt.Fprintf(s, "| %s, median (max) of %d |", ph.label, len(ph.trials))
+		for _, c := range cols {
+			fmt.Fprintf(s, " %s |", fmtSummary(r.Summary[ph.key][c]))
+		}
+		s.WriteString("\n")
+	}
+	if f := r.Flap; f != nil {
+		fmt.Fprintf(s, "| flap %s (%.0f s; %d real flips = %.1f/min): answer changes per minute |", f.Backend, f.Seconds, f.RealFlips, float64(f.RealFlips)*60/f.Seconds)
+		for _, c := range cols {
+			fmt.Fprintf(s, " %.1f |", f.Servers[c].ChangesPerMin)
+		}
+		fmt.Fprintf(s, "\n| flap: dead backend still answered (share of its %.0f s down) |", f.DownTotalS)
+		for _, c := range cols {
+			fmt.Fprintf(s, " %.1f s (%.0f %%) |", f.Servers[c].DeadAnsweredS, f.Servers[c].DeadAnsweredPc)
+		}
+		fmt.Fprintf(s, "\n| flap: live backend left out (share of its %.0f s up) |", f.UpTotalS)
+		for _, c := range cols {
+			fmt.Fprintf(s, " %.1f s (%.0f %%) |", f.Servers[c].LiveMissingS, f.Servers[c].LiveMissingPc)
+		}
+		s.WriteString("\n")
+	}
+	if l := r.Loss; l != nil {
+		fmt.Fprintf(s, "| %d %% loss on both backends for %.0f s: false downs (answer changes) |", l.Percent, l.Seconds)
+		for _, c := range cols {
+			fmt.Fprintf(s, " %d (%d) |", l.Servers[c].FalseDowns, l.Servers[c].Changes)
+		}
+		s.WriteString("\n")
+	}
+}
+
+// writeTrials writes every kill and blackhole trial's measure per server
+// (and per ring node when the ring ran).
+func (r *results) writeTrials(s *strings.Builder, cols []string) {
+	s.WriteString("\nEvery trial (seconds; `>` = not done at the bound):\n\n")
+	names := slices.Clone(cols)
+	if slices.Contains(r.Targets, "ring-a") {
+		names = append(names, "ring-a", "ring-b")
+	}
+	for _, ph := range r.phases() {
+		if len(ph.trials) == 0 {
+			continue
+		}
+		fmt.Fprintf(s, "- %s (backend per trial:", ph.key)
+		for _, t := range ph.trials {
+			fmt.Fprintf(s, " %s", t.Backend)
+		}
+		s.WriteString(")\n")
+		for _, n := range names {
+			fmt.Fprintf(s, "  - %s:", labels[n])
+			for _, t := range ph.trials {
+				if m, ok := pick(t, ph.back)[n]; ok {
+					fmt.Fprintf(s, " %s", strings.TrimSuffix(fmtMeasure(m), " s"))
+				}
+			}
+			s.WriteString("\n")
+		}
+	}
 }
 
 // write writes path.txt and path.json.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"syscall"
 	"time"
@@ -32,62 +33,24 @@ func (b *bench) churn(ctx context.Context) error {
 	logf("churn: %d endpoints (%d%%) answer 503 from now on; measuring %v, waiting up to %v for every node to decide them down",
 		len(failing), b.p.ChurnPercent, b.p.ChurnWindow, b.p.DownTimeout)
 
-	type wres struct {
-		w   *windowResult
-		err error
-	}
-	started := make(chan time.Time, 1)
-	wc := make(chan wres, 1)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		w, err := b.window(wctx, b.p.ChurnWindow, func() {
-			b.backend.setFailing(failing)
-			started <- time.Now()
-		})
-		wc <- wres{w, err}
-	}()
-	var tFail time.Time
-	select {
-	case tFail = <-started:
-	case r := <-wc:
-		return fmt.Errorf("churn window: %w", r.err)
-	case <-ctx.Done():
-		return ctx.Err()
+	tFail, wc, err := b.startChurnWindow(ctx, wctx, failing)
+	if err != nil {
+		return err
 	}
-
 	// Down: poll every node until each has decided every failing endpoint down.
-	deadline := tFail.Add(b.p.DownTimeout)
-	for {
-		if err := benchenv.Sleep(ctx, 2*time.Second); err != nil {
-			return err
-		}
-		if err := b.checkAlive(); err != nil {
-			return err
-		}
-		c.DownViews = b.pollAll(ctx, failing)
-		done := true
-		for i, v := range c.DownViews {
-			c.FalseDowns[i] = max(c.FalseDowns[i], v.OtherDown)
-			if v.Err == nil && v.FailDown == len(failing) {
-				if c.DownAfter[i] == 0 {
-					c.DownAfter[i] = max(v.LastDownSince.Sub(tFail), time.Millisecond)
-				}
-			} else {
-				done = false
-			}
-		}
-		if done {
-			logf("churn: every node decided all %d failed endpoints down (slowest %.1f s after the failure)", len(failing), maxDur(c.DownAfter).Seconds())
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-wc
-			return fmt.Errorf("churn: not every node decided the %d failed endpoints down within %v (BENCH_RING_DOWN_TIMEOUT):\n%s",
-				len(failing), b.p.DownTimeout, churnLines(c.DownViews, len(failing), "down"))
-		}
+	done, err := b.awaitDecided(ctx, c, failing, "down", tFail, tFail.Add(b.p.DownTimeout))
+	if err != nil {
+		return err
 	}
+	if !done {
+		cancel()
+		<-wc
+		return fmt.Errorf("churn: not every node decided the %d failed endpoints down within %v (BENCH_RING_DOWN_TIMEOUT):\n%s",
+			len(failing), b.p.DownTimeout, churnLines(c.DownViews, len(failing), "down"))
+	}
+	logf("churn: every node decided all %d failed endpoints down (slowest %.1f s after the failure)", len(failing), maxDur(c.DownAfter).Seconds())
 	r := <-wc
 	if r.err != nil {
 		return fmt.Errorf("churn window: %w", r.err)
@@ -98,37 +61,90 @@ func (b *bench) churn(ctx context.Context) error {
 	b.backend.setFailing(nil)
 	tUp := time.Now()
 	logf("churn: the %d endpoints are healthy again; waiting up to %v for every node to decide them up (hold-down included)", len(failing), b.p.RecoverTimeout)
-	deadline = tUp.Add(b.p.RecoverTimeout)
+	done, err = b.awaitDecided(ctx, c, failing, "up", tUp, tUp.Add(b.p.RecoverTimeout))
+	if err != nil {
+		return err
+	}
+	if !done {
+		return fmt.Errorf("churn: not every node decided the %d recovered endpoints up within %v (BENCH_RING_RECOVER_TIMEOUT):\n%s",
+			len(failing), b.p.RecoverTimeout, churnLines(c.UpViews, len(failing), "up"))
+	}
+	logf("churn: every node decided them up again (slowest %.1f s after recovery)", maxDur(c.UpAfter).Seconds())
+	return nil
+}
+
+// churnWindow is the outcome of the measurement window of the churn phase.
+type churnWindow struct {
+	w   *windowResult
+	err error
+}
+
+// startChurnWindow starts the ChurnWindow measurement under wctx, which
+// makes the failing endpoints fail as it starts; it returns when that
+// happened and the channel the window's outcome arrives on.
+func (b *bench) startChurnWindow(ctx, wctx context.Context, failing map[netip.Addr]bool) (time.Time, <-chan churnWindow, error) {
+	started := make(chan time.Time, 1)
+	wc := make(chan churnWindow, 1)
+	go func() {
+		w, err := b.window(wctx, b.p.ChurnWindow, func() {
+			b.backend.setFailing(failing)
+			started <- time.Now()
+		})
+		wc <- churnWindow{w, err}
+	}()
+	select {
+	case tFail := <-started:
+		return tFail, wc, nil
+	case r := <-wc:
+		return time.Time{}, nil, fmt.Errorf("churn window: %w", r.err)
+	case <-ctx.Done():
+		return time.Time{}, nil, ctx.Err()
+	}
+}
+
+// awaitDecided polls every node every two seconds until each has decided
+// every failing endpoint want ("down" or "up"), recording when each node got
+// there (after since), the false downs and the last views. It reports false
+// when deadline passed first.
+func (b *bench) awaitDecided(ctx context.Context, c *churnResult, failing map[netip.Addr]bool, want string, since, deadline time.Time) (bool, error) {
+	after, views := c.UpAfter, &c.UpViews
+	if want == "down" {
+		after, views = c.DownAfter, &c.DownViews
+	}
 	for {
 		if err := benchenv.Sleep(ctx, 2*time.Second); err != nil {
-			return err
+			return false, err
 		}
 		if err := b.checkAlive(); err != nil {
-			return err
+			return false, err
 		}
-		c.UpViews = b.pollAll(ctx, failing)
+		*views = b.pollAll(ctx, failing)
 		done := true
-		for i, v := range c.UpViews {
+		for i, v := range *views {
 			c.FalseDowns[i] = max(c.FalseDowns[i], v.OtherDown)
-			if v.Err == nil && v.FailUp == len(failing) {
-				if c.UpAfter[i] == 0 {
-					c.UpAfter[i] = max(v.LastUpSince.Sub(tUp), time.Millisecond)
+			decided, at := v.FailUp, v.LastUpSince
+			if want == "down" {
+				decided, at = v.FailDown, v.LastDownSince
+			}
+			if v.Err == nil && decided == len(failing) {
+				if after[i] == 0 {
+					after[i] = max(at.Sub(since), time.Millisecond)
 				}
 			} else {
 				done = false
 			}
 		}
 		if done {
-			logf("churn: every node decided them up again (slowest %.1f s after recovery)", maxDur(c.UpAfter).Seconds())
-			return nil
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("churn: not every node decided the %d recovered endpoints up within %v (BENCH_RING_RECOVER_TIMEOUT):\n%s",
-				len(failing), b.p.RecoverTimeout, churnLines(c.UpViews, len(failing), "up"))
+			return false, nil
 		}
 	}
 }
 
+// churnLines describes, one line per node, how far it got deciding the
+// failing endpoints want.
 func churnLines(vs []healthView, failing int, want string) string {
 	var lines []string
 	for _, v := range vs {

@@ -87,6 +87,8 @@ type healthView struct {
 	Missing       map[string]int     // prober -> endpoints without a vote of it
 }
 
+// health reads the node's /v1/health and counts what it says about the
+// endpoints (failing: the endpoints made to fail) and the probers' votes.
 func (n *node) health(ctx context.Context, failing map[netip.Addr]bool, probers int) healthView {
 	v := healthView{Node: n.name, MinFresh: -1}
 	body, err := get(ctx, "http://"+n.httpAddr+"/v1/health")
@@ -109,54 +111,64 @@ func (n *node) health(ctx context.Context, failing map[netip.Addr]bool, probers 
 	}
 	for _, e := range r.Endpoints {
 		v.Endpoints++
-		fresh := 0
-		voted := map[string]bool{}
-		for _, vo := range e.Votes {
-			voted[vo.Prober] = true
-			if vo.Fresh {
-				fresh++
-			} else {
-				v.Stale[vo.Prober]++
-				v.StaleAge[vo.Prober] = max(v.StaleAge[vo.Prober], vo.AgeSeconds)
-			}
-		}
-		for _, m := range members {
-			if !voted[m] {
-				v.Missing[m]++
-			}
-		}
-		if fresh >= probers {
-			v.FullVotes++
-		}
-		if v.MinFresh < 0 || fresh < v.MinFresh {
-			v.MinFresh = fresh
-		}
+		v.countVotes(e, members, probers)
 		addr, _ := netip.ParseAddr(e.Target)
-		isFailing := failing[addr]
-		switch e.State {
-		case "up":
-			v.Up++
-			if isFailing {
-				v.FailUp++
-				if e.Since.After(v.LastUpSince) {
-					v.LastUpSince = e.Since
-				}
-			}
-		case "down":
-			v.Down++
-			if isFailing {
-				v.FailDown++
-				if e.Since.After(v.LastDownSince) {
-					v.LastDownSince = e.Since
-				}
-			} else {
-				v.OtherDown++
-			}
-		default:
-			v.Unk++
-		}
+		v.countState(e, failing[addr])
 	}
 	return v
+}
+
+// countVotes counts an endpoint's fresh, stale and missing prober votes.
+func (v *healthView) countVotes(e api.EndpointHealth, members []string, probers int) {
+	fresh := 0
+	voted := map[string]bool{}
+	for _, vo := range e.Votes {
+		voted[vo.Prober] = true
+		if vo.Fresh {
+			fresh++
+		} else {
+			v.Stale[vo.Prober]++
+			v.StaleAge[vo.Prober] = max(v.StaleAge[vo.Prober], vo.AgeSeconds)
+		}
+	}
+	for _, m := range members {
+		if !voted[m] {
+			v.Missing[m]++
+		}
+	}
+	if fresh >= probers {
+		v.FullVotes++
+	}
+	if v.MinFresh < 0 || fresh < v.MinFresh {
+		v.MinFresh = fresh
+	}
+}
+
+// countState counts an endpoint's decided state, and for a failing one when
+// it was decided.
+func (v *healthView) countState(e api.EndpointHealth, isFailing bool) {
+	switch e.State {
+	case "up":
+		v.Up++
+		if isFailing {
+			v.FailUp++
+			if e.Since.After(v.LastUpSince) {
+				v.LastUpSince = e.Since
+			}
+		}
+	case "down":
+		v.Down++
+		if isFailing {
+			v.FailDown++
+			if e.Since.After(v.LastDownSince) {
+				v.LastDownSince = e.Since
+			}
+		} else {
+			v.OtherDown++
+		}
+	default:
+		v.Unk++
+	}
 }
 
 func (v healthView) String() string {

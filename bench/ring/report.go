@@ -31,33 +31,12 @@ type report struct {
 	logDir          string
 }
 
+// markdown renders the report: the set-up, the steady, churn and restart
+// sections, the findings and the node logs.
 func (r *report) markdown() string {
 	var s strings.Builder
 	p := r.p
-	status := "ok"
-	if r.err != nil {
-		status = "**FAILED**"
-	}
-	fmt.Fprintf(&s, "## Ring benchmark (`make bench-ring`), %s — %s\n\n", r.started.UTC().Format("2006-01-02 15:04 UTC"), status)
-	ver := r.meridianVersion
-	if r.meridianGo != "" {
-		ver += ", built with " + r.meridianGo
-	}
-	fmt.Fprintf(&s, "| | |\n|---|---|\n")
-	fmt.Fprintf(&s, "| machine | %s, nproc %d, %s, Linux %s |\n", cpuModel(), runtime.NumCPU(), memTotal(), kernel())
-	fmt.Fprintf(&s, "| Go | harness %s; meridian %s |\n", runtime.Version(), ver)
-	fmt.Fprintf(&s, "| ring | %d probers (`meridian serve`) in %d regions, one loopback host, memberlist WAN defaults, gossip encrypted (one AES-256 key) |\n", p.Probers, p.Regions)
-	fmt.Fprintf(&s, "| endpoints | %d = %d weighted services × %d, `GET /healthz` on 127.1.x.y:%d, all served by one HTTP server in the harness (probers at niceness +%d) |\n",
-		p.Endpoints, (p.Endpoints+p.PerService-1)/p.PerService, p.PerService, p.BasePort, p.Nice)
-	fmt.Fprintf(&s, "| health | interval %v (±10%% jitter), timeout, fall, rise at their defaults (3 s, 3, 2): %.0f probes/s expected per prober |\n",
-		p.Interval, float64(p.Endpoints)/p.Interval.Seconds())
-	fmt.Fprintf(&s, "| startup | every node: %d members and every endpoint up after %s; fresh votes from every prober on every endpoint after %s; vote broadcasts died down after %s |\n",
-		p.Probers, fmtAfter(r.upAfter), fmtAfter(r.votesAfter), fmtAfter(r.settledAfter))
-	if w := r.steady; w != nil {
-		fmt.Fprintf(&s, "| steady window | %.0f s after a %v warm-up; machine %.0f %% busy (steal %.1f %%); harness (backend + scrapes) %.1f %% of one core; backend answered %.0f req/s |\n",
-			w.End.Sub(w.Start).Seconds(), p.Warmup, w.MachineBusy, w.Steal, w.HarnessCPU, w.BackendOK+w.BackendKO)
-	}
-	s.WriteString("\n")
+	r.writeSetup(&s)
 	if r.err != nil {
 		fmt.Fprintf(&s, "**FAILED:** %s\n\n", indentBlock(r.err.Error()))
 	}
@@ -95,6 +74,36 @@ func (r *report) markdown() string {
 		s.WriteString("\n")
 	}
 	return s.String()
+}
+
+// writeSetup writes the report's title and the table of what ran where:
+// machine, versions, ring, endpoints, probing, start-up and steady window.
+func (r *report) writeSetup(s *strings.Builder) {
+	p := r.p
+	status := "ok"
+	if r.err != nil {
+		status = "**FAILED**"
+	}
+	fmt.Fprintf(s, "## Ring benchmark (`make bench-ring`), %s — %s\n\n", r.started.UTC().Format("2006-01-02 15:04 UTC"), status)
+	ver := r.meridianVersion
+	if r.meridianGo != "" {
+		ver += ", built with " + r.meridianGo
+	}
+	fmt.Fprintf(s, "| | |\n|---|---|\n")
+	fmt.Fprintf(s, "| machine | %s, nproc %d, %s, Linux %s |\n", cpuModel(), runtime.NumCPU(), memTotal(), kernel())
+	fmt.Fprintf(s, "| Go | harness %s; meridian %s |\n", runtime.Version(), ver)
+	fmt.Fprintf(s, "| ring | %d probers (`meridian serve`) in %d regions, one loopback host, memberlist WAN defaults, gossip encrypted (one AES-256 key) |\n", p.Probers, p.Regions)
+	fmt.Fprintf(s, "| endpoints | %d = %d weighted services × %d, `GET /healthz` on 127.1.x.y:%d, all served by one HTTP server in the harness (probers at niceness +%d) |\n",
+		p.Endpoints, (p.Endpoints+p.PerService-1)/p.PerService, p.PerService, p.BasePort, p.Nice)
+	fmt.Fprintf(s, "| health | interval %v (±10%% jitter), timeout, fall, rise at their defaults (3 s, 3, 2): %.0f probes/s expected per prober |\n",
+		p.Interval, float64(p.Endpoints)/p.Interval.Seconds())
+	fmt.Fprintf(s, "| startup | every node: %d members and every endpoint up after %s; fresh votes from every prober on every endpoint after %s; vote broadcasts died down after %s |\n",
+		p.Probers, fmtAfter(r.upAfter), fmtAfter(r.votesAfter), fmtAfter(r.settledAfter))
+	if w := r.steady; w != nil {
+		fmt.Fprintf(s, "| steady window | %.0f s after a %v warm-up; machine %.0f %% busy (steal %.1f %%); harness (backend + scrapes) %.1f %% of one core; backend answered %.0f req/s |\n",
+			w.End.Sub(w.Start).Seconds(), p.Warmup, w.MachineBusy, w.Steal, w.HarnessCPU, w.BackendOK+w.BackendKO)
+	}
+	s.WriteString("\n")
 }
 
 func steadyTable(s *strings.Builder, w *windowResult) {

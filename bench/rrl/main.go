@@ -57,6 +57,8 @@ type scenario struct {
 // tally is what the client got back.
 type tally struct{ sent, answered, slipped, refused int64 }
 
+// run starts meridian and floods it with each scenario in turn, printing a
+// markdown table of what the client got back.
 func run() error {
 	var env benchenv.Env
 	bin := os.Getenv("MERIDIAN_BIN")
@@ -77,40 +79,15 @@ func run() error {
 	}
 	defer os.RemoveAll(dir)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cfg := filepath.Join(dir, "meridian.yaml")
-	if err := os.WriteFile(cfg, []byte(meridianConfig(addr, names, slices.Contains(only, "exempt"))), 0o644); err != nil {
-		return err
-	}
-	logf, err := os.Create(filepath.Join(dir, "meridian.log"))
+	stop, err := startMeridian(bin, dir, meridianConfig(addr, names, slices.Contains(only, "exempt")), addr)
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "serve", "--config", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", bin, err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
-	if err := waitServing(addr, 30*time.Second); err != nil {
-		b, _ := os.ReadFile(logf.Name())
-		return fmt.Errorf("%w; log:\n%s", err, b)
-	}
-	rnd := rand.New(rand.NewPCG(1, 2))
-	scenarios := []scenario{
-		{"many-names", fmt.Sprintf("%d names round-robin", names), "127.0.1.10", func(i int) string { return fmt.Sprintf("n%d.%s.", i%names, zone) }},
-		{"one-name", "one name", "127.0.2.10", func(int) string { return "n7." + zone + "." }},
-		{"nxdomain", "a random nonexistent name each", "127.0.3.10", func(int) string { return fmt.Sprintf("r%016x.%s.", rnd.Uint64(), zone) }},
-		{"exempt", "one name, source in rrl.exempt", "127.0.9.10", func(int) string { return "n7." + zone + "." }},
-	}
+	defer stop()
 	fmt.Printf("RRL defaults (200/s per /24 and response identity, window 15 s, slip 2); client: %d queries/s for %d s per scenario\n\n", rate, secs)
 	fmt.Println("| scenario | queries | answered | slipped (TC) | no reply | answered % |")
 	fmt.Println("|---|---|---|---|---|---|")
-	for _, sc := range scenarios {
+	for _, sc := range scenarios(names) {
 		if !slices.Contains(only, sc.name) {
 			continue
 		}
@@ -123,6 +100,49 @@ func run() error {
 			100*float64(t.answered)/float64(t.sent))
 	}
 	return nil
+}
+
+// scenarios are the four client runs, over names served names.
+func scenarios(names int) []scenario {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	return []scenario{
+		{"many-names", fmt.Sprintf("%d names round-robin", names), "127.0.1.10", func(i int) string { return fmt.Sprintf("n%d.%s.", i%names, zone) }},
+		{"one-name", "one name", "127.0.2.10", func(int) string { return "n7." + zone + "." }},
+		{"nxdomain", "a random nonexistent name each", "127.0.3.10", func(int) string { return fmt.Sprintf("r%016x.%s.", rnd.Uint64(), zone) }},
+		{"exempt", "one name, source in rrl.exempt", "127.0.9.10", func(int) string { return "n7." + zone + "." }},
+	}
+}
+
+// startMeridian writes config into dir, starts `meridian serve` on it
+// (logging to dir/meridian.log) and waits until it answers on addr; stop
+// ends it.
+func startMeridian(bin, dir, config, addr string) (stop func(), err error) {
+	cfg := filepath.Join(dir, "meridian.yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "meridian.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--config", cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	stop = func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		logf.Close()
+	}
+	if err := waitServing(addr, 30*time.Second); err != nil {
+		b, _ := os.ReadFile(logf.Name())
+		stop()
+		return nil, fmt.Errorf("%w; log:\n%s", err, b)
+	}
+	return stop, nil
 }
 
 // meridianConfig is a meridian config with names weighted services under zone,
@@ -182,29 +202,11 @@ func flood(addr string, sc scenario, rate int, d time.Duration) (tally, error) {
 	}
 	defer conn.Close()
 	conn.SetReadBuffer(4 << 20)
-	var answered, slipped, refused atomic.Int64
+	var rs replies
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		buf := make([]byte, 4096)
-		r := new(dns.Msg)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return // the deadline after the last query
-			}
-			if r.Unpack(buf[:n]) != nil {
-				continue
-			}
-			switch {
-			case r.Truncated && len(r.Answer) == 0:
-				slipped.Add(1)
-			case r.Rcode == dns.RcodeSuccess || r.Rcode == dns.RcodeNameError:
-				answered.Add(1)
-			default:
-				refused.Add(1)
-			}
-		}
+		rs.read(conn)
 	}()
 	m := new(dns.Msg)
 	buf := make([]byte, 512)
@@ -227,6 +229,33 @@ func flood(addr string, sc scenario, rate int, d time.Duration) (tally, error) {
 	}
 	conn.SetReadDeadline(time.Now().Add(time.Second))
 	<-done
-	t.answered, t.slipped, t.refused = answered.Load(), slipped.Load(), refused.Load()
+	t.answered, t.slipped, t.refused = rs.answered.Load(), rs.slipped.Load(), rs.refused.Load()
 	return t, nil
+}
+
+// replies counts the replies a flood gets back.
+type replies struct{ answered, slipped, refused atomic.Int64 }
+
+// read counts the replies arriving on conn until reading fails (the
+// deadline after the last query).
+func (rs *replies) read(conn *net.UDPConn) {
+	buf := make([]byte, 4096)
+	r := new(dns.Msg)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return // the deadline after the last query
+		}
+		if r.Unpack(buf[:n]) != nil {
+			continue
+		}
+		switch {
+		case r.Truncated && len(r.Answer) == 0:
+			rs.slipped.Add(1)
+		case r.Rcode == dns.RcodeSuccess || r.Rcode == dns.RcodeNameError:
+			rs.answered.Add(1)
+		default:
+			rs.refused.Add(1)
+		}
+	}
 }

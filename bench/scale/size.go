@@ -61,37 +61,16 @@ func measureSize(ctx context.Context, p params, tmp string, n int) (sizeResult, 
 	return r, err
 }
 
+// measureInto measures one size into r: the config check, the start of
+// `meridian serve` until ready, its memory, the SIGHUP reloads and the
+// extra measures.
 func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error {
-	dir := filepath.Join(tmp, strconv.Itoa(r.Services))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	s := &server{
-		cfg:      filepath.Join(dir, "meridian.yaml"),
-		dnsAddr:  fmt.Sprintf("127.0.0.1:%d", p.BasePort),
-		httpBase: fmt.Sprintf("http://127.0.0.1:%d", p.BasePort+1),
-		services: r.Services,
-	}
-	server := fmt.Sprintf("  dns: {listen: [%q]}\n  http: {listen: %q}\n  log: {level: warn}\n  state_dir: %s",
-		s.dnsAddr, strings.TrimPrefix(s.httpBase, "http://"), filepath.Join(dir, "state"))
-	if err := writeConfig(s.cfg, r.Services, server); err != nil {
-		return err
-	}
-	if fi, err := os.Stat(s.cfg); err == nil {
-		r.FileMB = mb(fi.Size())
-	}
-
-	logf("%d services: check-config", r.Services)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, p.Bin, "check-config", s.cfg)
-	out, err := cmd.CombinedOutput()
+	s, dir, err := prepareSize(p, tmp, r)
 	if err != nil {
-		return fmt.Errorf("check-config: %w: %s", err, out)
+		return err
 	}
-	r.CheckSec = time.Since(start).Seconds()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.CheckMaxMB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
-		r.CheckCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	if err := checkConfig(ctx, p, s.cfg, r); err != nil {
+		return err
 	}
 
 	logf("%d services: serve", r.Services)
@@ -103,7 +82,7 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 	}
 	defer logFile.Close()
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	start = time.Now()
+	start := time.Now()
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -118,38 +97,13 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 	if err := benchenv.Sleep(ctx, p.Settle); err != nil {
 		return err
 	}
-	var m memory
-	if m, err = s.memory(); err != nil {
+	m, err := s.memory()
+	if err != nil {
 		return err
 	}
 	r.LoadRSSMB, r.LoadHeapMB = m.rssMB, m.heapMB
-
-	for i := range p.Reloads {
-		before, err := s.reloads()
-		if err != nil {
-			return err
-		}
-		start := time.Now()
-		if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-			return err
-		}
-		err = waitFor(ctx, exited, p.ReadyTimeout, func() (bool, error) {
-			n, err := s.reloads()
-			return n > before, err
-		})
-		if err != nil {
-			return fmt.Errorf("reload %d: %w (log: %s)", i+1, err, logFile.Name())
-		}
-		st := step{Sec: time.Since(start).Seconds()}
-		if err := benchenv.Sleep(ctx, p.Settle); err != nil {
-			return err
-		}
-		if m, err = s.memory(); err != nil {
-			return err
-		}
-		st.RSSMB, st.HeapMB = m.rssMB, m.heapMB
-		r.Reloads = append(r.Reloads, st)
-		logf("%d services: reload %d: %.2fs, RSS %.0f MB", r.Services, i+1, st.Sec, st.RSSMB)
+	if m, err = measureReloads(ctx, p, s, exited, logFile.Name(), r, m); err != nil {
+		return err
 	}
 	for _, ms := range measures {
 		rows, err := ms(ctx, s)
@@ -163,6 +117,82 @@ func measureInto(ctx context.Context, p params, tmp string, r *sizeResult) error
 		r.PeakRSSMB = m.hwmMB
 	}
 	return nil
+}
+
+// prepareSize writes the config of one size into its own directory under
+// tmp and returns the server it is for (not started) and the directory.
+func prepareSize(p params, tmp string, r *sizeResult) (*server, string, error) {
+	dir := filepath.Join(tmp, strconv.Itoa(r.Services))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", err
+	}
+	s := &server{
+		cfg:      filepath.Join(dir, "meridian.yaml"),
+		dnsAddr:  fmt.Sprintf("127.0.0.1:%d", p.BasePort),
+		httpBase: fmt.Sprintf("http://127.0.0.1:%d", p.BasePort+1),
+		services: r.Services,
+	}
+	server := fmt.Sprintf("  dns: {listen: [%q]}\n  http: {listen: %q}\n  log: {level: warn}\n  state_dir: %s",
+		s.dnsAddr, strings.TrimPrefix(s.httpBase, "http://"), filepath.Join(dir, "state"))
+	if err := writeConfig(s.cfg, r.Services, server); err != nil {
+		return nil, "", err
+	}
+	if fi, err := os.Stat(s.cfg); err == nil {
+		r.FileMB = mb(fi.Size())
+	}
+	return s, dir, nil
+}
+
+// checkConfig runs `meridian check-config` on cfg and records its time,
+// peak memory and CPU.
+func checkConfig(ctx context.Context, p params, cfg string, r *sizeResult) error {
+	logf("%d services: check-config", r.Services)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, p.Bin, "check-config", cfg)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("check-config: %w: %s", err, out)
+	}
+	r.CheckSec = time.Since(start).Seconds()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.CheckMaxMB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
+		r.CheckCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	return nil
+}
+
+// measureReloads sends the running server p.Reloads SIGHUPs one after the
+// other and records how long each took and the memory after it; it returns
+// the memory last read (m when there was no reload).
+func measureReloads(ctx context.Context, p params, s *server, exited <-chan struct{}, logName string, r *sizeResult, m memory) (memory, error) {
+	for i := range p.Reloads {
+		before, err := s.reloads()
+		if err != nil {
+			return m, err
+		}
+		start := time.Now()
+		if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			return m, err
+		}
+		err = waitFor(ctx, exited, p.ReadyTimeout, func() (bool, error) {
+			n, err := s.reloads()
+			return n > before, err
+		})
+		if err != nil {
+			return m, fmt.Errorf("reload %d: %w (log: %s)", i+1, err, logName)
+		}
+		st := step{Sec: time.Since(start).Seconds()}
+		if err := benchenv.Sleep(ctx, p.Settle); err != nil {
+			return m, err
+		}
+		if m, err = s.memory(); err != nil {
+			return m, err
+		}
+		st.RSSMB, st.HeapMB = m.rssMB, m.heapMB
+		r.Reloads = append(r.Reloads, st)
+		logf("%d services: reload %d: %.2fs, RSS %.0f MB", r.Services, i+1, st.Sec, st.RSSMB)
+	}
+	return m, nil
 }
 
 func writeConfig(path string, n int, server string) error {

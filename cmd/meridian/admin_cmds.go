@@ -89,105 +89,131 @@ func unset(cmd *cobra.Command, f *adminFlags, kinds []string, req admin.Request)
 	return nil
 }
 
-// forceFlag adds --force to a command made by adminCommands' mk.
+// forceFlag adds --force to a command made by adminCommand.
 func forceFlag(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.Bool("force", false, "do it even if a service would be left below min_healthy (recorded on the override)")
 }
 
+// adminCommands are the operator override commands: drain, force, weight,
+// their removals, the override list and shift.
 func adminCommands() []*cobra.Command {
-	mk := func(use, short string, run func(cmd *cobra.Command, f *adminFlags, args []string) error, change, needsReason bool) *cobra.Command {
-		f := &adminFlags{}
-		cmd := &cobra.Command{Use: use, Short: short, RunE: func(cmd *cobra.Command, args []string) error {
-			if needsReason && strings.TrimSpace(f.reason) == "" {
-				return errors.New("--reason is required: say why (it is shown with the override)")
-			}
-			return run(cmd, f, args)
-		}}
-		f.add(cmd, change)
-		if needsReason {
-			cmd.Flags().StringVar(&f.reason, "reason", "", "why (required; shown on the status page and in explain)")
-			cmd.Flags().StringVar(&f.expires, "for", "", "expire after this long, e.g. 30m (default: until removed)")
-		}
-		return cmd
-	}
-	drain := mk("drain (cluster NAME | endpoint SERVICE TARGET)", "Take a cluster or an endpoint out of the answers without deleting anything",
-		func(cmd *cobra.Command, f *adminFlags, args []string) error {
-			req, err := target(args)
-			if err != nil {
-				return err
-			}
-			req.Kind = admin.KindDrain
-			return set(cmd, f, req)
-		}, true, true)
+	drain := adminCommand("drain (cluster NAME | endpoint SERVICE TARGET)", "Take a cluster or an endpoint out of the answers without deleting anything",
+		runDrain, true, true)
 	forceFlag(drain)
-	undrain := mk("undrain (cluster NAME | endpoint SERVICE TARGET)", "Remove a drain",
-		func(cmd *cobra.Command, f *adminFlags, args []string) error {
-			req, err := target(args)
-			if err != nil {
-				return err
-			}
-			return unset(cmd, f, []string{admin.KindDrain}, req)
-		}, true, false)
-	force := mk("force (up|down) (cluster NAME | endpoint SERVICE TARGET)", "Force a cluster or an endpoint up or down whatever the probes say",
-		func(cmd *cobra.Command, f *adminFlags, args []string) error {
-			if len(args) < 1 || (args[0] != "up" && args[0] != "down") {
-				return errors.New("first argument: up or down")
-			}
-			req, err := target(args[1:])
-			if err != nil {
-				return err
-			}
-			req.Kind = "force-" + args[0]
-			return set(cmd, f, req)
-		}, true, true)
+	undrain := adminCommand("undrain (cluster NAME | endpoint SERVICE TARGET)", "Remove a drain",
+		runUndrain, true, false)
+	force := adminCommand("force (up|down) (cluster NAME | endpoint SERVICE TARGET)", "Force a cluster or an endpoint up or down whatever the probes say",
+		runForce, true, true)
 	forceFlag(force)
-	unforce := mk("unforce (cluster NAME | endpoint SERVICE TARGET)", "Remove a force up/down",
-		func(cmd *cobra.Command, f *adminFlags, args []string) error {
-			req, err := target(args)
-			if err != nil {
-				return err
-			}
-			return unset(cmd, f, []string{admin.KindForceUp, admin.KindForceDown}, req)
-		}, true, false)
-	weight := mk("weight SERVICE TARGET WEIGHT", "Override an endpoint's weight (0..1000)",
-		func(cmd *cobra.Command, f *adminFlags, args []string) error {
-			if len(args) != 3 {
-				return errors.New("give SERVICE TARGET WEIGHT")
-			}
-			w, err := strconv.Atoi(args[2])
-			if err != nil {
-				return fmt.Errorf("weight %q is not an integer (allowed: 0..1000)", args[2])
-			}
-			return set(cmd, f, admin.Request{Kind: admin.KindWeight, Service: args[0], Endpoint: args[1], Weight: &w})
-		}, true, true)
-	unweight := mk("unweight SERVICE TARGET", "Remove a weight override",
-		func(cmd *cobra.Command, f *adminFlags, args []string) error {
-			if len(args) != 2 {
-				return errors.New("give SERVICE TARGET")
-			}
-			return unset(cmd, f, []string{admin.KindWeight}, admin.Request{Service: args[0], Endpoint: args[1]})
-		}, true, false)
-	list := mk("overrides", "List the operator overrides in force",
-		func(cmd *cobra.Command, f *adminFlags, _ []string) error {
-			var ovs []admin.Override
-			if err := newClient(f.addr).do("GET", "/v1/admin/overrides", nil, &ovs); err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tKIND\tTARGET\tWHO\tREASON\tSINCE\tEXPIRES")
-			for _, o := range ovs {
-				exp := "-"
-				if o.Expires != nil {
-					exp = time.Until(*o.Expires).Round(time.Second).String()
-				}
-				kind := o.Kind
-				if o.Forced != "" {
-					kind += " (forced past " + strings.SplitN(o.Forced, ":", 2)[0] + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, kind, o.Target(), o.Who, o.Reason, o.At.Format(time.RFC3339), exp)
-			}
-			return tw.Flush()
-		}, false, false)
+	unforce := adminCommand("unforce (cluster NAME | endpoint SERVICE TARGET)", "Remove a force up/down",
+		runUnforce, true, false)
+	weight := adminCommand("weight SERVICE TARGET WEIGHT", "Override an endpoint's weight (0..1000)",
+		runWeight, true, true)
+	unweight := adminCommand("unweight SERVICE TARGET", "Remove a weight override",
+		runUnweight, true, false)
+	list := adminCommand("overrides", "List the operator overrides in force",
+		listOverrides, false, false)
 	return []*cobra.Command{drain, undrain, force, unforce, weight, unweight, list, shiftCommand()}
+}
+
+// adminCommand builds one admin command: change adds --token-file,
+// needsReason adds (and requires) --reason and --for.
+func adminCommand(use, short string, run func(cmd *cobra.Command, f *adminFlags, args []string) error, change, needsReason bool) *cobra.Command {
+	f := &adminFlags{}
+	cmd := &cobra.Command{Use: use, Short: short, RunE: func(cmd *cobra.Command, args []string) error {
+		if needsReason && strings.TrimSpace(f.reason) == "" {
+			return errors.New("--reason is required: say why (it is shown with the override)")
+		}
+		return run(cmd, f, args)
+	}}
+	f.add(cmd, change)
+	if needsReason {
+		cmd.Flags().StringVar(&f.reason, "reason", "", "why (required; shown on the status page and in explain)")
+		cmd.Flags().StringVar(&f.expires, "for", "", "expire after this long, e.g. 30m (default: until removed)")
+	}
+	return cmd
+}
+
+// runDrain is `meridian drain`.
+func runDrain(cmd *cobra.Command, f *adminFlags, args []string) error {
+	req, err := target(args)
+	if err != nil {
+		return err
+	}
+	req.Kind = admin.KindDrain
+	return set(cmd, f, req)
+}
+
+// runUndrain is `meridian undrain`.
+func runUndrain(cmd *cobra.Command, f *adminFlags, args []string) error {
+	req, err := target(args)
+	if err != nil {
+		return err
+	}
+	return unset(cmd, f, []string{admin.KindDrain}, req)
+}
+
+// runForce is `meridian force up|down`.
+func runForce(cmd *cobra.Command, f *adminFlags, args []string) error {
+	if len(args) < 1 || (args[0] != "up" && args[0] != "down") {
+		return errors.New("first argument: up or down")
+	}
+	req, err := target(args[1:])
+	if err != nil {
+		return err
+	}
+	req.Kind = "force-" + args[0]
+	return set(cmd, f, req)
+}
+
+// runUnforce is `meridian unforce`.
+func runUnforce(cmd *cobra.Command, f *adminFlags, args []string) error {
+	req, err := target(args)
+	if err != nil {
+		return err
+	}
+	return unset(cmd, f, []string{admin.KindForceUp, admin.KindForceDown}, req)
+}
+
+// runWeight is `meridian weight SERVICE TARGET WEIGHT`.
+func runWeight(cmd *cobra.Command, f *adminFlags, args []string) error {
+	if len(args) != 3 {
+		return errors.New("give SERVICE TARGET WEIGHT")
+	}
+	w, err := strconv.Atoi(args[2])
+	if err != nil {
+		return fmt.Errorf("weight %q is not an integer (allowed: 0..1000)", args[2])
+	}
+	return set(cmd, f, admin.Request{Kind: admin.KindWeight, Service: args[0], Endpoint: args[1], Weight: &w})
+}
+
+// runUnweight is `meridian unweight SERVICE TARGET`.
+func runUnweight(cmd *cobra.Command, f *adminFlags, args []string) error {
+	if len(args) != 2 {
+		return errors.New("give SERVICE TARGET")
+	}
+	return unset(cmd, f, []string{admin.KindWeight}, admin.Request{Service: args[0], Endpoint: args[1]})
+}
+
+// listOverrides is `meridian overrides`: a table of the overrides in force.
+func listOverrides(cmd *cobra.Command, f *adminFlags, _ []string) error {
+	var ovs []admin.Override
+	if err := newClient(f.addr).do("GET", "/v1/admin/overrides", nil, &ovs); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tTARGET\tWHO\tREASON\tSINCE\tEXPIRES")
+	for _, o := range ovs {
+		exp := "-"
+		if o.Expires != nil {
+			exp = time.Until(*o.Expires).Round(time.Second).String()
+		}
+		kind := o.Kind
+		if o.Forced != "" {
+			kind += " (forced past " + strings.SplitN(o.Forced, ":", 2)[0] + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.ID, kind, o.Target(), o.Who, o.Reason, o.At.Format(time.RFC3339), exp)
+	}
+	return tw.Flush()
 }

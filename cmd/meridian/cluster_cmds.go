@@ -140,6 +140,7 @@ func (k *kubeFlags) clients(member bool) (join.Clusters, error) {
 	return c, nil
 }
 
+// newClusterJoin is `meridian cluster join`.
 func newClusterJoin() *cobra.Command {
 	var k kubeFlags
 	var o join.Options
@@ -160,47 +161,7 @@ objects of the same names without them are refused, and nothing is changed.
 Running join again updates the objects and mints a new token: that is how to
 renew it. The token is never printed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := join.NewPlan(o)
-			if err != nil {
-				return err
-			}
-			if err := k.load(true); err != nil {
-				return err
-			}
-			ep, err := join.EndpointFor(k.raw, k.memberContext, p.Options.Server, os.ReadFile)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if dryRun {
-				y, err := p.Manifests(ep)
-				if err != nil {
-					return err
-				}
-				_, err = out.Write(y)
-				return err
-			}
-			c, err := k.clients(true)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), clusterTimeout)
-			defer cancel()
-			minted := time.Now()
-			res, err := join.Join(ctx, c, p, ep)
-			printActions(out, res.Actions)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "member %s joined (hub context %s, member context %s); token valid until %s\n",
-				p.Options.Name, k.hubContext, k.memberContext, res.TokenExpires.UTC().Format(time.RFC3339))
-			if res.Shortened(minted) {
-				fmt.Fprintf(out, "note: --token-expiry %s was asked; the member's apiserver granted %s (its --service-account-max-token-expiration). Run join again before then to renew it.\n",
-					res.TokenAsked, res.TokenExpires.Sub(minted).Round(time.Minute))
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runClusterJoin(cmd, &k, o, dryRun) },
 	}
 	k.add(cmd, true)
 	f := cmd.Flags()
@@ -213,6 +174,50 @@ renew it. The token is never printed.`,
 	f.DurationVar(&o.TokenExpiry, "token-expiry", join.DefaultTokenExpiry, "lifetime asked for the token (at least 10m; the apiserver may grant less)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the objects join would make (the token is a placeholder) and contact no cluster")
 	return cmd
+}
+
+// runClusterJoin is `meridian cluster join`: it prints the plan's manifests
+// with --dry-run, else joins the member and prints what it did.
+func runClusterJoin(cmd *cobra.Command, k *kubeFlags, o join.Options, dryRun bool) error {
+	p, err := join.NewPlan(o)
+	if err != nil {
+		return err
+	}
+	if err := k.load(true); err != nil {
+		return err
+	}
+	ep, err := join.EndpointFor(k.raw, k.memberContext, p.Options.Server, os.ReadFile)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if dryRun {
+		y, err := p.Manifests(ep)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(y)
+		return err
+	}
+	c, err := k.clients(true)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), clusterTimeout)
+	defer cancel()
+	minted := time.Now()
+	res, err := join.Join(ctx, c, p, ep)
+	printActions(out, res.Actions)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "member %s joined (hub context %s, member context %s); token valid until %s\n",
+		p.Options.Name, k.hubContext, k.memberContext, res.TokenExpires.UTC().Format(time.RFC3339))
+	if res.Shortened(minted) {
+		fmt.Fprintf(out, "note: --token-expiry %s was asked; the member's apiserver granted %s (its --service-account-max-token-expiration). Run join again before then to renew it.\n",
+			res.TokenAsked, res.TokenExpires.Sub(minted).Round(time.Minute))
+	}
+	return nil
 }
 
 func newClusterUnjoin() *cobra.Command {

@@ -11,8 +11,16 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
+// newDNSSEC is `meridian dnssec` with its keygen and ds subcommands.
 func newDNSSEC() *cobra.Command {
 	d := &cobra.Command{Use: "dnssec", Short: "DNSSEC key tools (online signing of zones)"}
+	d.AddCommand(newDNSSECKeygen(), newDNSSECDS())
+	return d
+}
+
+// newDNSSECKeygen is `meridian dnssec keygen`: it writes a new CSK as BIND
+// files and prints its config lines and DS record.
+func newDNSSECKeygen() *cobra.Command {
 	var zone, alg, out, base string
 	var ttl uint32
 	keygen := &cobra.Command{
@@ -58,7 +66,11 @@ record to publish at the parent.`,
 	f.StringVar(&out, "out", ".", "directory for the key files (created)")
 	f.StringVar(&base, "name", "", "base name of the files, NAME.key and NAME.private (default K<zone>+<alg>+<tag>; a Kubernetes Secret's keys cannot contain '+': zones[].dnssec.key_directory finds the zone's keys whatever their names)")
 	f.Uint32Var(&ttl, "ttl", 3600, "TTL written into the .key file (the served DNSKEY TTL is the zone's ns_ttl)")
+	return keygen
+}
 
+// newDNSSECDS is `meridian dnssec ds`: it prints the DS records of keys.
+func newDNSSECDS() *cobra.Command {
 	var dsZone string
 	ds := &cobra.Command{
 		Use:   "ds --zone ZONE KEYFILE...",
@@ -88,6 +100,5 @@ record to publish at the parent.`,
 		},
 	}
 	ds.Flags().StringVar(&dsZone, "zone", "", "zone apex of the keys (required)")
-	d.AddCommand(keygen, ds)
-	return d
+	return ds
 }

@@ -62,8 +62,10 @@ not located (geo services then answer their default).`,
 	return cmd
 }
 
+// printExplanation prints one explanation, and the explanations of the
+// CNAME chain it follows, as indented text.
 func printExplanation(out io.Writer, e engine.Explanation, indent string) {
-	p := func(format string, args ...any) { fmt.Fprintf(out, indent+format+"\n", args...) }
+	p := explainPrinter(out, indent)
 	p("%s %s: %s", e.Name, e.Type, e.Rcode)
 	if e.Zone == "" {
 		p("  zone:     (none: not served here)")
@@ -75,31 +77,7 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 		p("  strategy: %s", e.Strategy)
 	}
 	if c := e.Client; c != nil {
-		who := "none given"
-		switch c.Source {
-		case "ecs":
-			who = fmt.Sprintf("%s/%d (ECS subnet)", c.Addr, c.Bits)
-		case "client":
-			who = c.Addr + " (source address)"
-		}
-		p("  client:   %s", who)
-		switch {
-		case c.Located:
-			by := c.LocatedBy
-			if by == "" {
-				by = "locator"
-			}
-			where := fmt.Sprintf("located by %s: %s", by, explainPlace(c.Region, c.Country, c.Continent))
-			if c.Network != "" {
-				where += " (network " + c.Network + ")"
-			}
-			p("  location: %s", where)
-		case c.Source != "none":
-			p("  location: not located")
-		}
-		if c.Source == "ecs" && (c.UsedForAnswer || c.Scope > 0) {
-			p("  scope:    /%d", c.Scope)
-		}
+		printExplainClient(p, c)
 	}
 	if e.Bucket != "" {
 		p("  bucket:   %s", e.Bucket)
@@ -119,42 +97,99 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 	}
 	if len(e.Candidates) > 0 {
 		fmt.Fprintln(out)
-		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		if e.Sticky != nil {
-			fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSCORE\tRANK\tSTATE\tKEPT\tWHY\tNOTE")
-		} else {
-			fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSTATE\tKEPT\tWHY\tNOTE")
-		}
-		for _, c := range e.Candidates {
-			share, state, kept, note := "-", c.State, "no", c.Note
-			if c.Kept {
-				kept = "yes"
-				share = strings.TrimSuffix(fmt.Sprintf("%.1f", c.Share), ".0") + "%"
-			}
-			if c.Drained {
-				state += ",drained"
-			}
-			if note == "" {
-				note = "-"
-			}
-			weight := strconv.Itoa(c.Weight)
-			if c.Capacity != nil && c.EffectiveWeight != nil {
-				// configured × ready fraction = effective (capacity-aware services)
-				weight += fmt.Sprintf("×%d%%=%s", c.Capacity.Percent, strconv.FormatFloat(*c.EffectiveWeight, 'f', -1, 64))
-			}
-			if e.Sticky != nil {
-				score, rank := "-", "-"
-				if c.Rank > 0 {
-					score, rank = fmt.Sprintf("%.1f", c.Score), fmt.Sprint(c.Rank)
-				}
-				fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, weight, share, score, rank, state, kept, c.Why, note)
-				continue
-			}
-			fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, weight, share, state, kept, c.Why, note)
-		}
-		tw.Flush()
+		printCandidates(out, e, indent)
 	}
 	fmt.Fprintln(out)
+	printExplainAnswer(p, e)
+	for _, next := range e.Chain {
+		fmt.Fprintln(out)
+		p("  then, following the CNAME:")
+		printExplanation(out, next, indent+"    ")
+	}
+}
+
+// explainPrinter returns a printf that writes one indented line to out.
+func explainPrinter(out io.Writer, indent string) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(out, indent+format+"\n", args...) }
+}
+
+// printExplainClient prints who the client is and where it was located.
+func printExplainClient(p func(format string, args ...any), c *engine.ExplainClient) {
+	who := "none given"
+	switch c.Source {
+	case "ecs":
+		who = fmt.Sprintf("%s/%d (ECS subnet)", c.Addr, c.Bits)
+	case "client":
+		who = c.Addr + " (source address)"
+	}
+	p("  client:   %s", who)
+	switch {
+	case c.Located:
+		by := c.LocatedBy
+		if by == "" {
+			by = "locator"
+		}
+		where := fmt.Sprintf("located by %s: %s", by, explainPlace(c.Region, c.Country, c.Continent))
+		if c.Network != "" {
+			where += " (network " + c.Network + ")"
+		}
+		p("  location: %s", where)
+	case c.Source != "none":
+		p("  location: not located")
+	}
+	if c.Source == "ecs" && (c.UsedForAnswer || c.Scope > 0) {
+		p("  scope:    /%d", c.Scope)
+	}
+}
+
+// printCandidates prints the table of candidate endpoints; sticky answers
+// get the extra SCORE and RANK columns.
+func printCandidates(out io.Writer, e engine.Explanation, indent string) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	if e.Sticky != nil {
+		fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSCORE\tRANK\tSTATE\tKEPT\tWHY\tNOTE")
+	} else {
+		fmt.Fprintln(tw, indent+"  TARGET\tCLUSTER\tWEIGHT\tSHARE\tSTATE\tKEPT\tWHY\tNOTE")
+	}
+	for _, c := range e.Candidates {
+		share, state, kept, note := "-", c.State, "no", c.Note
+		if c.Kept {
+			kept = "yes"
+			share = strings.TrimSuffix(fmt.Sprintf("%.1f", c.Share), ".0") + "%"
+		}
+		if c.Drained {
+			state += ",drained"
+		}
+		if note == "" {
+			note = "-"
+		}
+		weight := candidateWeight(c)
+		if e.Sticky != nil {
+			score, rank := "-", "-"
+			if c.Rank > 0 {
+				score, rank = fmt.Sprintf("%.1f", c.Score), fmt.Sprint(c.Rank)
+			}
+			fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, weight, share, score, rank, state, kept, c.Why, note)
+			continue
+		}
+		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", indent, c.Target, c.Cluster, weight, share, state, kept, c.Why, note)
+	}
+	tw.Flush()
+}
+
+// candidateWeight is the WEIGHT cell of a candidate: the configured weight,
+// and for capacity-aware services the ready fraction and effective weight.
+func candidateWeight(c engine.ExplainCandidate) string {
+	weight := strconv.Itoa(c.Weight)
+	if c.Capacity != nil && c.EffectiveWeight != nil {
+		// configured × ready fraction = effective (capacity-aware services)
+		weight += fmt.Sprintf("×%d%%=%s", c.Capacity.Percent, strconv.FormatFloat(*c.EffectiveWeight, 'f', -1, 64))
+	}
+	return weight
+}
+
+// printExplainAnswer prints the answer and authority records and the notes.
+func printExplainAnswer(p func(format string, args ...any), e engine.Explanation) {
 	switch {
 	case len(e.Answer) == 0:
 		p("  answer: (empty)")
@@ -176,11 +211,6 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 		for _, n := range e.Notes {
 			p("    - %s", n)
 		}
-	}
-	for _, next := range e.Chain {
-		fmt.Fprintln(out)
-		p("  then, following the CNAME:")
-		printExplanation(out, next, indent+"    ")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -70,6 +71,8 @@ func age(t time.Time) string {
 	return time.Since(t).Round(time.Second).String()
 }
 
+// printStatus prints the health report: endpoints, clusters, probers,
+// untrusted members and the recent changes.
 func printStatus(cmd *cobra.Command, rep api.HealthReport) {
 	out := cmd.OutOrStdout()
 	if rep.Probing {
@@ -77,9 +80,38 @@ func printStatus(cmd *cobra.Command, rep api.HealthReport) {
 	} else {
 		fmt.Fprintf(out, "probing is off: health comes from the config only\n\n")
 	}
+	printEndpointStates(out, rep.Endpoints)
+	if len(rep.Clusters) > 0 {
+		fmt.Fprintln(out)
+		printClusterStates(out, rep.Clusters)
+	}
+	if len(rep.Probers) > 0 {
+		fmt.Fprintln(out)
+		printProbers(out, rep.Probers)
+	}
+	if len(rep.Untrusted) > 0 {
+		fmt.Fprintln(out, "\nUNTRUSTED MEMBERS (count for nothing: not in ring.peers, not signed by the listed key, beyond max_nodes, or no recent signed summary)")
+		for _, u := range rep.Untrusted {
+			fmt.Fprintf(out, "  %s\t%s\t%s\n", u.Name, u.Addr, u.Role)
+		}
+	}
+	if len(rep.Changes) > 0 {
+		fmt.Fprintln(out, "\nRECENT CHANGES")
+		for i, c := range rep.Changes {
+			if i == 10 {
+				break
+			}
+			fmt.Fprintf(out, "  %s  %s: %s -> %s (%s) %s\n", c.At.Format(time.TimeOnly), c.Subject, c.From, c.To, c.Reason, strings.Join(c.Voters, ","))
+		}
+	}
+}
+
+// printEndpointStates prints the table of endpoint states with their
+// hold-downs, brakes and votes.
+func printEndpointStates(out io.Writer, endpoints []api.EndpointHealth) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVICE\tENDPOINT\tCLUSTER\tSTATE\tSINCE\tREASON\tVOTES")
-	for _, e := range rep.Endpoints {
+	for _, e := range endpoints {
 		state := e.State
 		if e.Admin != "" {
 			state += " [" + e.Admin + " in config]"
@@ -97,47 +129,34 @@ func printStatus(cmd *cobra.Command, rep api.HealthReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.TrimSuffix(e.Service, "."), e.Target, e.Cluster, state, age(e.Since), e.Reason, votes(e.Votes))
 	}
 	tw.Flush()
-	if len(rep.Clusters) > 0 {
-		fmt.Fprintln(out)
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLUSTER\tSTATE\tHEARTBEAT\tSINCE\tREASON\tVOTES")
-		for _, c := range rep.Clusters {
-			hb := "not monitored"
-			if c.Monitored {
-				hb = "monitored"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.State, hb, age(c.Since), c.Reason, votes(c.Votes))
+}
+
+// printClusterStates prints the table of cluster states.
+func printClusterStates(out io.Writer, clusters []api.ClusterHealth) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tSTATE\tHEARTBEAT\tSINCE\tREASON\tVOTES")
+	for _, c := range clusters {
+		hb := "not monitored"
+		if c.Monitored {
+			hb = "monitored"
 		}
-		tw.Flush()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.State, hb, age(c.Since), c.Reason, votes(c.Votes))
 	}
-	if len(rep.Probers) > 0 {
-		fmt.Fprintln(out)
-		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "MEMBER\tREGION\tROLE\tADDR\tLAST VOTE\tOUTLIER")
-		for _, p := range rep.Probers {
-			last := "-"
-			if p.LastVoteAgeSecond != nil {
-				last = (time.Duration(*p.LastVoteAgeSecond * float64(time.Second))).Round(time.Second).String() + " ago"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", p.Name, p.Region, p.Role, p.Addr, last, p.Outlier)
+	tw.Flush()
+}
+
+// printProbers prints the table of ring members that probe.
+func printProbers(out io.Writer, probers []api.ProberHealth) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tREGION\tROLE\tADDR\tLAST VOTE\tOUTLIER")
+	for _, p := range probers {
+		last := "-"
+		if p.LastVoteAgeSecond != nil {
+			last = (time.Duration(*p.LastVoteAgeSecond * float64(time.Second))).Round(time.Second).String() + " ago"
 		}
-		tw.Flush()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", p.Name, p.Region, p.Role, p.Addr, last, p.Outlier)
 	}
-	if len(rep.Untrusted) > 0 {
-		fmt.Fprintln(out, "\nUNTRUSTED MEMBERS (count for nothing: not in ring.peers, not signed by the listed key, beyond max_nodes, or no recent signed summary)")
-		for _, u := range rep.Untrusted {
-			fmt.Fprintf(out, "  %s\t%s\t%s\n", u.Name, u.Addr, u.Role)
-		}
-	}
-	if len(rep.Changes) > 0 {
-		fmt.Fprintln(out, "\nRECENT CHANGES")
-		for i, c := range rep.Changes {
-			if i == 10 {
-				break
-			}
-			fmt.Fprintf(out, "  %s  %s: %s -> %s (%s) %s\n", c.At.Format(time.TimeOnly), c.Subject, c.From, c.To, c.Reason, strings.Join(c.Voters, ","))
-		}
-	}
+	tw.Flush()
 }
 
 func printPlacement(cmd *cobra.Command, ps []propagation.Status) {
@@ -353,11 +372,17 @@ others accept it only for the name, role, region (probers) or cluster
 	return c
 }
 
+// agentOptions are the flags of `meridian agent`.
+type agentOptions struct {
+	ring                                              ring.Config
+	cluster, identity, credCert, credKey, trustDomain string
+	cas, revoked                                      []string
+	interval                                          time.Duration
+}
+
+// newAgent is `meridian agent`: a ring member that sends a cluster's heartbeat.
 func newAgent() *cobra.Command {
-	var c ring.Config
-	var cluster, identity, credCert, credKey, trustDomain string
-	var cas, revoked []string
-	var interval time.Duration
+	o := &agentOptions{}
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Join the prober ring next to a cluster and send its heartbeat",
@@ -366,79 +391,24 @@ every --interval over the prober ring. Configure the cluster with
 heartbeat: {agent: true} so that probers fail it over when the heartbeat
 stops for longer than its grace.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cluster == "" {
-				return fmt.Errorf("--cluster is required (the cluster name in the config)")
-			}
-			if c.NodeName == "" {
-				c.NodeName = "agent-" + cluster
-			}
-			c.Role, c.Cluster = ring.RoleAgent, cluster
-			mr := model.Ring{CA: cas, Revoked: revoked, Credential: model.RingCredential{CertFile: credCert, KeyFile: credKey}}
-			if err := ringCAFlags(mr, trustDomain); err != nil {
-				return err
-			}
-			var created bool
-			if credCert == "" {
-				if identity == "" {
-					identity = filepath.Join(app.StateDir("", c.NodeName), "ring-identity.pem")
-				}
-				id, made, err := ring.LoadOrCreateIdentity(identity)
-				if err != nil {
-					return err
-				}
-				c.Identity, created = id, made
-			}
-			var err error
-			if c.Trust, err = ring.LoadTrust(trustDomain, mr); err != nil {
-				return err
-			}
-			if c.Credential, err = ring.LoadCredential(mr); err != nil {
-				return err
-			}
-			r, err := ring.Start(c)
-			if err != nil {
-				return err
-			}
-			entry := fmt.Sprintf("{name: %s, role: agent, cluster: %s, public_key: %q}", c.NodeName, cluster, r.PublicKey())
-			switch {
-			case c.Credential != nil:
-				slog.Info("agent started with its ring credential", "credential", r.Credential())
-			case created:
-				slog.Warn("agent identity created: list it in the probers' ring.peers, or its heartbeats are refused", "file", identity, "peer", entry)
-			default:
-				slog.Info("agent started: the probers must list it in ring.peers", "identity", identity, "peer", entry)
-			}
-			ctxKeep, stopKeep := context.WithCancel(context.Background())
-			defer stopKeep()
-			keeper := &ring.Keeper{Ring: r, Logger: slog.Default()}
-			keeper.Started(trustDomain, mr)
-			go keeper.Run(ctxKeep, ring.DefaultTrustCheck) // a credential renewed on disk is taken without a restart
-			defer r.Shutdown()
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			t := time.NewTicker(interval)
-			defer t.Stop()
-			r.SendHeartbeat(cluster, time.Now())
-			for {
-				select {
-				case <-ctx.Done():
-					return nil
-				case now := <-t.C:
-					r.SendHeartbeat(cluster, now)
-				}
-			}
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run() },
 	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+// addFlags registers the agent's flags on cmd.
+func (o *agentOptions) addFlags(cmd *cobra.Command) {
+	c := &o.ring
 	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "cluster this agent speaks for (required)")
+	f.StringVar(&o.cluster, "cluster", "", "cluster this agent speaks for (required)")
 	f.StringVar(&c.NodeName, "node-name", "", "ring node name (default agent-CLUSTER)")
-	f.StringVar(&identity, "identity-file", "", "Ed25519 identity key, created when missing (default ring-identity.pem in the state directory; see `meridian ring identity`); not used with --credential")
-	f.StringSliceVar(&cas, "ca", nil, "PEM file of ring CA certificates (repeatable; the probers' ring.ca)")
-	f.StringVar(&credCert, "credential", "", "this agent's credential from the ring CA: its certificate (PEM; with the key in it unless --credential-key); see `meridian ring ca issue --role agent`")
-	f.StringVar(&credKey, "credential-key", "", "the credential's key (PKCS#8 PEM), when not in --credential's file")
-	f.StringVar(&trustDomain, "ring", "", "the ring's trust domain (the probers' ring.trust_domain; required with --ca)")
-	f.StringSliceVar(&revoked, "revoked", nil, "revoked credentials, serial:HEX or sha256:HEX (repeatable)")
+	f.StringVar(&o.identity, "identity-file", "", "Ed25519 identity key, created when missing (default ring-identity.pem in the state directory; see `meridian ring identity`); not used with --credential")
+	f.StringSliceVar(&o.cas, "ca", nil, "PEM file of ring CA certificates (repeatable; the probers' ring.ca)")
+	f.StringVar(&o.credCert, "credential", "", "this agent's credential from the ring CA: its certificate (PEM; with the key in it unless --credential-key); see `meridian ring ca issue --role agent`")
+	f.StringVar(&o.credKey, "credential-key", "", "the credential's key (PKCS#8 PEM), when not in --credential's file")
+	f.StringVar(&o.trustDomain, "ring", "", "the ring's trust domain (the probers' ring.trust_domain; required with --ca)")
+	f.StringSliceVar(&o.revoked, "revoked", nil, "revoked credentials, serial:HEX or sha256:HEX (repeatable)")
 	f.StringVar(&c.Region, "region", "agent", "region label of this agent")
 	f.StringVar(&c.Bind, "bind", "127.0.0.1:7947", "gossip bind address")
 	f.StringVar(&c.Advertise, "advertise", "", "gossip advertise address (default: bind)")
@@ -446,8 +416,84 @@ stops for longer than its grace.`,
 	f.StringVar(&c.KeyFile, "key-file", "", "gossip keyring file (same as the probers' ring.key_file)")
 	f.StringVar(&c.Label, "label", "", "gossip label (same as the probers' ring.label)")
 	f.BoolVar(&c.RequireEncryption, "require-encryption", false, "refuse to start without --key-file")
-	f.DurationVar(&interval, "interval", model.DefaultHeartbeatPeriod, "heartbeat period")
-	return cmd
+	f.DurationVar(&o.interval, "interval", model.DefaultHeartbeatPeriod, "heartbeat period")
+}
+
+// run joins the ring and sends the heartbeat every interval until the
+// process is interrupted.
+func (o *agentOptions) run() error {
+	if o.cluster == "" {
+		return fmt.Errorf("--cluster is required (the cluster name in the config)")
+	}
+	if o.ring.NodeName == "" {
+		o.ring.NodeName = "agent-" + o.cluster
+	}
+	o.ring.Role, o.ring.Cluster = ring.RoleAgent, o.cluster
+	mr := model.Ring{CA: o.cas, Revoked: o.revoked, Credential: model.RingCredential{CertFile: o.credCert, KeyFile: o.credKey}}
+	if err := ringCAFlags(mr, o.trustDomain); err != nil {
+		return err
+	}
+	r, err := o.startRing(mr)
+	if err != nil {
+		return err
+	}
+	ctxKeep, stopKeep := context.WithCancel(context.Background())
+	defer stopKeep()
+	keeper := &ring.Keeper{Ring: r, Logger: slog.Default()}
+	keeper.Started(o.trustDomain, mr)
+	go keeper.Run(ctxKeep, ring.DefaultTrustCheck) // a credential renewed on disk is taken without a restart
+	defer r.Shutdown()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	t := time.NewTicker(o.interval)
+	defer t.Stop()
+	r.SendHeartbeat(o.cluster, time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			r.SendHeartbeat(o.cluster, now)
+		}
+	}
+}
+
+// startRing loads the agent's identity (or credential) and trust, joins the
+// ring and logs how the probers are to accept this agent.
+func (o *agentOptions) startRing(mr model.Ring) (*ring.Ring, error) {
+	c := &o.ring
+	var created bool
+	if o.credCert == "" {
+		if o.identity == "" {
+			o.identity = filepath.Join(app.StateDir("", c.NodeName), "ring-identity.pem")
+		}
+		id, made, err := ring.LoadOrCreateIdentity(o.identity)
+		if err != nil {
+			return nil, err
+		}
+		c.Identity, created = id, made
+	}
+	var err error
+	if c.Trust, err = ring.LoadTrust(o.trustDomain, mr); err != nil {
+		return nil, err
+	}
+	if c.Credential, err = ring.LoadCredential(mr); err != nil {
+		return nil, err
+	}
+	r, err := ring.Start(*c)
+	if err != nil {
+		return nil, err
+	}
+	entry := fmt.Sprintf("{name: %s, role: agent, cluster: %s, public_key: %q}", c.NodeName, o.cluster, r.PublicKey())
+	switch {
+	case c.Credential != nil:
+		slog.Info("agent started with its ring credential", "credential", r.Credential())
+	case created:
+		slog.Warn("agent identity created: list it in the probers' ring.peers, or its heartbeats are refused", "file", o.identity, "peer", entry)
+	default:
+		slog.Info("agent started: the probers must list it in ring.peers", "identity", o.identity, "peer", entry)
+	}
+	return r, nil
 }
 
 // ringCAFlags checks the agent's CA flags as the config's ring section is

@@ -89,78 +89,100 @@ func newRingCAInit() *cobra.Command {
 	return c
 }
 
+// issueOptions are the flags of `meridian ring ca issue`.
+type issueOptions struct {
+	caDir, out, secret, namespace string
+	scope                         ringca.Scope
+	expires                       time.Duration
+	caps                          []string
+}
+
+// newRingCAIssue is `meridian ring ca issue`.
 func newRingCAIssue() *cobra.Command {
-	var caDir, out, secret, namespace string
-	var s ringca.Scope
-	var expires time.Duration
-	var caps []string
+	o := &issueOptions{}
+	s := &o.scope
 	c := &cobra.Command{
 		Use:   "issue",
 		Short: "Issue a node (or site) credential: a certificate and its new key, as one PEM file or a Kubernetes Secret",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := loadAuthority(caDir)
-			if err != nil {
-				return err
-			}
-			s.TrustDomain = a.TrustDomain()
-			for _, c := range caps {
-				if err := s.SetCapability(c); err != nil {
-					return fmt.Errorf("--capability: %w", err)
-				}
-			}
-			if s.TrustDomain == "" {
-				return fmt.Errorf("%s names no ring (no spiffe:// URI): make the CA with `meridian ring ca init`", filepath.Join(caDir, "ca.crt"))
-			}
-			if err := s.Validate(); err != nil {
-				return fmt.Errorf("credential: %w (flags --name, --role, --region, --cluster, --max-nodes, --capability)", err)
-			}
-			pub, key, err := ed25519.GenerateKey(rand.Reader)
-			if err != nil {
-				return err
-			}
-			der, err := a.Issue(s, pub, expires, time.Now())
-			if err != nil {
-				return fmt.Errorf("--expires %s: %w", expires, err)
-			}
-			keyPEM, err := ringca.EncodeKey(key)
-			if err != nil {
-				return err
-			}
-			certPEM, caPEM := ringca.EncodeCert(der), ringca.EncodeCert(a.Cert.Raw)
-			var data []byte
-			if secret != "" {
-				data, err = tlsSecret(secret, namespace, certPEM, keyPEM, caPEM)
-				if err != nil {
-					return err
-				}
-			} else {
-				data = append(append(certPEM, keyPEM...), caPEM...)
-			}
-			if out == "" || out == "-" {
-				if _, err := cmd.OutOrStdout().Write(data); err != nil {
-					return err
-				}
-			} else if err := writeNew(out, data, 0o600); err != nil {
-				return err
-			}
-			printIssued(cmd.ErrOrStderr(), der, out)
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := c.Flags()
-	f.StringVar(&caDir, "ca-dir", ".", "directory holding ca.crt and ca.key (`meridian ring ca init --dir`)")
+	f.StringVar(&o.caDir, "ca-dir", ".", "directory holding ca.crt and ca.key (`meridian ring ca init --dir`)")
 	f.StringVar(&s.Name, "name", "", "node name, or a site's prefix ending in * (e.g. 'east-*', with ring.node_name: \"east-{hostname}\") (required)")
 	f.StringVar(&s.Role, "role", ringca.RoleProber, "prober (votes from --region) or agent (the heartbeat of --cluster only)")
 	f.StringVar(&s.Region, "region", "", "a prober's region: it cannot vote as another")
 	f.StringVar(&s.Cluster, "cluster", "", "an agent's cluster: the only heartbeat it may send")
 	f.IntVar(&s.MaxNodes, "max-nodes", 0, "with a name ending in *: how many of its nodes may count at once (replicas + maxSurge)")
-	f.StringSliceVar(&caps, "capability", nil, "admin: the node may change traffic over the ring (its overrides are accepted by its peers; probers only). Default: none")
-	f.DurationVar(&expires, "expires", 8760*time.Hour, "validity of the credential")
-	f.StringVarP(&out, "out", "o", "", "write to this file (mode 0600, never overwritten) instead of stdout")
-	f.StringVar(&secret, "secret", "", "print a Kubernetes Secret of type kubernetes.io/tls with this name (tls.crt, tls.key, ca.crt: cert-manager's layout) instead of a PEM file")
-	f.StringVarP(&namespace, "namespace", "n", "meridian", "the Secret's namespace (with --secret)")
+	f.StringSliceVar(&o.caps, "capability", nil, "admin: the node may change traffic over the ring (its overrides are accepted by its peers; probers only). Default: none")
+	f.DurationVar(&o.expires, "expires", 8760*time.Hour, "validity of the credential")
+	f.StringVarP(&o.out, "out", "o", "", "write to this file (mode 0600, never overwritten) instead of stdout")
+	f.StringVar(&o.secret, "secret", "", "print a Kubernetes Secret of type kubernetes.io/tls with this name (tls.crt, tls.key, ca.crt: cert-manager's layout) instead of a PEM file")
+	f.StringVarP(&o.namespace, "namespace", "n", "meridian", "the Secret's namespace (with --secret)")
 	return c
+}
+
+// run issues the credential and writes it to --out (or stdout) as a PEM
+// file or a Secret, then describes it on stderr.
+func (o *issueOptions) run(cmd *cobra.Command) error {
+	a, err := loadAuthority(o.caDir)
+	if err != nil {
+		return err
+	}
+	der, keyPEM, err := o.issue(a)
+	if err != nil {
+		return err
+	}
+	certPEM, caPEM := ringca.EncodeCert(der), ringca.EncodeCert(a.Cert.Raw)
+	var data []byte
+	if o.secret != "" {
+		data, err = tlsSecret(o.secret, o.namespace, certPEM, keyPEM, caPEM)
+		if err != nil {
+			return err
+		}
+	} else {
+		data = append(append(certPEM, keyPEM...), caPEM...)
+	}
+	if o.out == "" || o.out == "-" {
+		if _, err := cmd.OutOrStdout().Write(data); err != nil {
+			return err
+		}
+	} else if err := writeNew(o.out, data, 0o600); err != nil {
+		return err
+	}
+	printIssued(cmd.ErrOrStderr(), der, o.out)
+	return nil
+}
+
+// issue checks the scope the flags give and has the CA sign a certificate of it
+// for a new key: it returns the certificate (DER) and the key (PEM).
+func (o *issueOptions) issue(a ringca.Authority) (der, keyPEM []byte, err error) {
+	s := &o.scope
+	s.TrustDomain = a.TrustDomain()
+	for _, c := range o.caps {
+		if err := s.SetCapability(c); err != nil {
+			return nil, nil, fmt.Errorf("--capability: %w", err)
+		}
+	}
+	if s.TrustDomain == "" {
+		return nil, nil, fmt.Errorf("%s names no ring (no spiffe:// URI): make the CA with `meridian ring ca init`", filepath.Join(o.caDir, "ca.crt"))
+	}
+	if err := s.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("credential: %w (flags --name, --role, --region, --cluster, --max-nodes, --capability)", err)
+	}
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err = a.Issue(*s, pub, o.expires, time.Now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("--expires %s: %w", o.expires, err)
+	}
+	keyPEM, err = ringca.EncodeKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return der, keyPEM, nil
 }
 
 func newRingCAShow() *cobra.Command {

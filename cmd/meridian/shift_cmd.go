@@ -49,72 +49,90 @@ func shiftCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why (required; shown on the status page and in explain)")
 	cmd.Flags().StringVar(&f.expires, "for", "", "remove the shift after this long, e.g. 24h (default: until aborted)")
 
-	find := func(f *adminFlags, service string) (admin.Override, error) {
-		var ovs []admin.Override
-		if err := newClient(f.addr).do("GET", "/v1/admin/overrides", nil, &ovs); err != nil {
-			return admin.Override{}, err
-		}
-		want := strings.TrimSuffix(service, ".")
-		for _, o := range ovs {
-			if o.Kind == admin.KindShift && strings.TrimSuffix(o.Service, ".") == want && o.Shift != nil {
-				return o, nil
-			}
-		}
-		return admin.Override{}, fmt.Errorf("no shift in force for %s", want)
-	}
-	sub := func(use, short string, change bool, run func(cmd *cobra.Command, f *adminFlags, service string) error) (*cobra.Command, *adminFlags) {
-		sf := &adminFlags{}
-		c := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-			return run(cmd, sf, args[0])
-		}}
-		sf.add(c, change)
-		return c, sf
-	}
-	status, _ := sub("status SERVICE", "Where a service's shift stands: step, share, last rollback", false, func(cmd *cobra.Command, f *adminFlags, service string) error {
-		o, err := find(f, service)
-		if err != nil {
-			return err
-		}
-		printShift(cmd.OutOrStdout(), o)
-		return nil
-	})
-	operate := func(action string) func(cmd *cobra.Command, f *adminFlags, service string) error {
-		return func(cmd *cobra.Command, f *adminFlags, service string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			var o admin.Override
-			if err := c.do("POST", "/v1/admin/shifts/"+url.PathEscape(strings.TrimSuffix(service, "."))+"/"+action, api.ShiftRequest{Reason: f.reason}, &o); err != nil {
-				return err
-			}
-			printShift(cmd.OutOrStdout(), o)
-			return nil
-		}
-	}
-	pause, pf := sub("pause SERVICE", "Pause a service's shift where it stands", true, operate("pause"))
+	status, _ := shiftSubcommand("status SERVICE", "Where a service's shift stands: step, share, last rollback", false, showShift)
+	pause, pf := shiftSubcommand("pause SERVICE", "Pause a service's shift where it stands", true, operateShift("pause"))
 	pause.Flags().StringVar(&pf.reason, "reason", "", "why (recorded with the pause)")
-	resume, _ := sub("resume SERVICE", "Resume a paused (or rolled-back) shift", true, operate("resume"))
-	abort, _ := sub("abort SERVICE", "End a service's shift: its traffic goes back to the configured weights", true, func(cmd *cobra.Command, f *adminFlags, service string) error {
-		o, err := find(f, service)
-		if err != nil {
-			return err
-		}
-		c, err := f.client()
-		if err != nil {
-			return err
-		}
-		if err := c.do("DELETE", "/v1/admin/overrides/"+o.ID, nil, nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "aborted the shift of %s to %s at %d%% (id %s); the configured weights apply again\n",
-			strings.TrimSuffix(o.Service, "."), o.Shift.Spec.To, o.Shift.Percent(), o.ID)
-		return nil
-	})
+	resume, _ := shiftSubcommand("resume SERVICE", "Resume a paused (or rolled-back) shift", true, operateShift("resume"))
+	abort, _ := shiftSubcommand("abort SERVICE", "End a service's shift: its traffic goes back to the configured weights", true, abortShift)
 	cmd.AddCommand(status, pause, resume, abort)
 	return cmd
 }
 
+// shiftAction is what a shift subcommand does for one service.
+type shiftAction func(cmd *cobra.Command, f *adminFlags, service string) error
+
+// shiftSubcommand builds a shift subcommand that takes one SERVICE argument
+// and the admin flags (the changing ones when change is set).
+func shiftSubcommand(use, short string, change bool, run shiftAction) (*cobra.Command, *adminFlags) {
+	sf := &adminFlags{}
+	c := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		return run(cmd, sf, args[0])
+	}}
+	sf.add(c, change)
+	return c, sf
+}
+
+// findShift returns the shift override in force for service.
+func findShift(f *adminFlags, service string) (admin.Override, error) {
+	var ovs []admin.Override
+	if err := newClient(f.addr).do("GET", "/v1/admin/overrides", nil, &ovs); err != nil {
+		return admin.Override{}, err
+	}
+	want := strings.TrimSuffix(service, ".")
+	for _, o := range ovs {
+		if o.Kind == admin.KindShift && strings.TrimSuffix(o.Service, ".") == want && o.Shift != nil {
+			return o, nil
+		}
+	}
+	return admin.Override{}, fmt.Errorf("no shift in force for %s", want)
+}
+
+// showShift is `meridian shift status SERVICE`.
+func showShift(cmd *cobra.Command, f *adminFlags, service string) error {
+	o, err := findShift(f, service)
+	if err != nil {
+		return err
+	}
+	printShift(cmd.OutOrStdout(), o)
+	return nil
+}
+
+// operateShift returns the action that POSTs action (pause, resume) to a
+// service's shift and prints the shift it gets back.
+func operateShift(action string) shiftAction {
+	return func(cmd *cobra.Command, f *adminFlags, service string) error {
+		c, err := f.client()
+		if err != nil {
+			return err
+		}
+		var o admin.Override
+		if err := c.do("POST", "/v1/admin/shifts/"+url.PathEscape(strings.TrimSuffix(service, "."))+"/"+action, api.ShiftRequest{Reason: f.reason}, &o); err != nil {
+			return err
+		}
+		printShift(cmd.OutOrStdout(), o)
+		return nil
+	}
+}
+
+// abortShift is `meridian shift abort SERVICE`: it deletes the shift override.
+func abortShift(cmd *cobra.Command, f *adminFlags, service string) error {
+	o, err := findShift(f, service)
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	if err := c.do("DELETE", "/v1/admin/overrides/"+o.ID, nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "aborted the shift of %s to %s at %d%% (id %s); the configured weights apply again\n",
+		strings.TrimSuffix(o.Service, "."), o.Shift.Spec.To, o.Shift.Percent(), o.ID)
+	return nil
+}
+
+// printShift prints where a shift stands.
 func printShift(w io.Writer, o admin.Override) {
 	if o.Shift == nil {
 		fmt.Fprintf(w, "%s %s: %s (id %s)\n", o.Kind, o.Target(), o.Describe(), o.ID)

@@ -76,25 +76,13 @@ func (l *Lab) Member(name string) *Member {
 func Start(t testing.TB, bins string, members ...string) *Lab {
 	t.Helper()
 	begin := time.Now()
-	if len(members) == 0 {
-		t.Fatal("kubelab: Start needs at least one member name")
-	}
-	seen := map[string]bool{}
-	for _, name := range members {
-		if name == "" || seen[name] || filepath.Base(name) != name {
-			t.Fatalf("kubelab: bad or duplicate member name %q", name)
-		}
-		seen[name] = true
-	}
+	checkMemberNames(t, members)
 	// First, so that its removal is the last cleanup: after every process stopped.
 	dir := t.TempDir()
 	lab := &Lab{dir: dir}
-	var procs []*proc
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, p := range procs {
-				t.Logf("kubelab: last lines of %s (%s):\n%s", p.name, p.logPath, p.tail(60))
-			}
+			lab.logTails(t)
 		}
 	})
 
@@ -105,51 +93,8 @@ func Start(t testing.TB, bins string, members ...string) *Lab {
 	}
 
 	ports := freePorts(t, 2+len(members))
-	clientPort, peerPort := ports[0], ports[1]
-	lab.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", clientPort)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-	lab.etcd = &proc{
-		name: "etcd",
-		bin:  filepath.Join(bins, "etcd"),
-		args: []string{
-			"--name=kubelab",
-			"--data-dir=" + filepath.Join(dir, "etcd-data"),
-			"--listen-client-urls=" + lab.EtcdURL,
-			"--advertise-client-urls=" + lab.EtcdURL,
-			"--listen-peer-urls=" + peerURL,
-			"--initial-advertise-peer-urls=" + peerURL,
-			"--initial-cluster=kubelab=" + peerURL,
-			"--initial-cluster-state=new",
-			"--unsafe-no-fsync",
-			"--log-level=warn",
-		},
-		logPath: filepath.Join(dir, "etcd.log"),
-	}
-	procs = append(procs, lab.etcd)
-	t.Cleanup(func() {
-		if err := lab.etcd.stop(stopGrace); err != nil {
-			t.Errorf("kubelab: %v", err)
-		}
-	})
-	if err := lab.etcd.start(); err != nil {
-		t.Fatalf("kubelab: %v", err)
-	}
-
-	for i, name := range members {
-		m, err := newMember(lab, bins, name, ports[2+i])
-		if err != nil {
-			t.Fatalf("kubelab: member %s: %v", name, err)
-		}
-		lab.Members = append(lab.Members, m)
-		procs = append(procs, m.proc)
-	}
-	for _, m := range lab.Members {
-		t.Cleanup(func() {
-			if err := m.proc.stop(stopGrace); err != nil {
-				t.Errorf("kubelab: %v", err)
-			}
-		})
-	}
+	lab.startEtcd(t, bins, ports[0], ports[1])
+	lab.addMembers(t, bins, members, ports[2:])
 
 	if err := waitReady(lab.etcd, etcdProbe(lab.EtcdURL)); err != nil {
 		t.Fatalf("kubelab: %v", err)
@@ -171,6 +116,89 @@ func Start(t testing.TB, bins string, members ...string) *Lab {
 	lab.StartDuration = time.Since(begin)
 	t.Logf("kubelab: etcd ready in %s, %d kube-apiserver(s) ready in %s", etcdReady.Round(time.Millisecond), len(members), lab.StartDuration.Round(time.Millisecond))
 	return lab
+}
+
+// checkMemberNames fails the test unless there is at least one member and
+// every name is a distinct, plain file name.
+func checkMemberNames(t testing.TB, members []string) {
+	t.Helper()
+	if len(members) == 0 {
+		t.Fatal("kubelab: Start needs at least one member name")
+	}
+	seen := map[string]bool{}
+	for _, name := range members {
+		if name == "" || seen[name] || filepath.Base(name) != name {
+			t.Fatalf("kubelab: bad or duplicate member name %q", name)
+		}
+		seen[name] = true
+	}
+}
+
+// logTails logs the last lines of the log of etcd and of every member.
+func (l *Lab) logTails(t testing.TB) {
+	var procs []*proc
+	if l.etcd != nil {
+		procs = append(procs, l.etcd)
+	}
+	for _, m := range l.Members {
+		procs = append(procs, m.proc)
+	}
+	for _, p := range procs {
+		t.Logf("kubelab: last lines of %s (%s):\n%s", p.name, p.logPath, p.tail(60))
+	}
+}
+
+// startEtcd starts the lab's etcd on the client and peer ports (without
+// waiting for it) and has t.Cleanup stop it.
+func (l *Lab) startEtcd(t testing.TB, bins string, clientPort, peerPort int) {
+	t.Helper()
+	l.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	l.etcd = &proc{
+		name: "etcd",
+		bin:  filepath.Join(bins, "etcd"),
+		args: []string{
+			"--name=kubelab",
+			"--data-dir=" + filepath.Join(l.dir, "etcd-data"),
+			"--listen-client-urls=" + l.EtcdURL,
+			"--advertise-client-urls=" + l.EtcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=kubelab=" + peerURL,
+			"--initial-cluster-state=new",
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		},
+		logPath: filepath.Join(l.dir, "etcd.log"),
+	}
+	t.Cleanup(func() {
+		if err := l.etcd.stop(stopGrace); err != nil {
+			t.Errorf("kubelab: %v", err)
+		}
+	})
+	if err := l.etcd.start(); err != nil {
+		t.Fatalf("kubelab: %v", err)
+	}
+}
+
+// addMembers prepares one member per name, its apiserver on the port of the
+// same index (not started), and has t.Cleanup stop them.
+func (l *Lab) addMembers(t testing.TB, bins string, names []string, ports []int) {
+	t.Helper()
+	for i, name := range names {
+		m, err := newMember(l, bins, name, ports[i])
+		if err != nil {
+			t.Fatalf("kubelab: member %s: %v", name, err)
+		}
+		l.Members = append(l.Members, m)
+	}
+	for _, m := range l.Members {
+		t.Cleanup(func() {
+			if err := m.proc.stop(stopGrace); err != nil {
+				t.Errorf("kubelab: %v", err)
+			}
+		})
+	}
 }
 
 // probe reports nil when the process serves.

@@ -87,6 +87,8 @@ var (
 // TokenUser authenticates with a bearer token (a ServiceAccountToken, say).
 func TokenUser(token string) KubeUser { return KubeUser{Token: token} }
 
+// newMember prepares a member: its CAs, certs and keys in its own
+// directory, and its kube-apiserver process on port (not started).
 func newMember(lab *Lab, bins, name string, port int) (*Member, error) {
 	dir := filepath.Join(lab.dir, "member-"+name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -100,50 +102,69 @@ func newMember(lab *Lab, bins, name string, port int) (*Member, error) {
 		lab:    lab,
 		dir:    dir,
 	}
-	var err error
-	if m.serverCA, err = newAuthority("kubelab-" + name + "-server-ca"); err != nil {
+	if err := m.writeCerts(); err != nil {
 		return nil, err
 	}
-	if m.clientCA, err = newAuthority("kubelab-" + name + "-client-ca"); err != nil {
+	var err error
+	if m.ready, err = httpsProbe(m.URL, "/readyz", m.CAPEM, m.adminCert, m.adminKey); err != nil {
 		return nil, err
+	}
+	m.proc = m.apiserver(bins)
+	return m, nil
+}
+
+// writeCerts makes the member's server and client CAs, its admin client
+// cert, and writes the apiserver's serving cert, client CA and service
+// account key into its directory.
+func (m *Member) writeCerts() error {
+	var err error
+	if m.serverCA, err = newAuthority("kubelab-" + m.Name + "-server-ca"); err != nil {
+		return err
+	}
+	if m.clientCA, err = newAuthority("kubelab-" + m.Name + "-client-ca"); err != nil {
+		return err
 	}
 	m.CAPEM, m.ClientCAPEM = m.serverCA.certPEM, m.clientCA.certPEM
 	servingCert, servingKey, err := m.serverCA.issue(leaf{
-		commonName: "kube-apiserver-" + name,
+		commonName: "kube-apiserver-" + m.Name,
 		ips:        []net.IP{net.IPv4(127, 0, 0, 1)},
 		dnsNames:   []string{"localhost"},
 		server:     true,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if m.adminCert, m.adminKey, err = m.issueClient(AdminUser); err != nil {
-		return nil, err
+		return err
 	}
 	saKey, err := newSAKey()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	files := map[string][]byte{
 		"serving.crt": servingCert, "serving.key": servingKey,
 		"client-ca.crt": m.ClientCAPEM, "sa.key": saKey,
 	}
 	for f, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-			return nil, err
+		if err := os.WriteFile(filepath.Join(m.dir, f), b, 0o600); err != nil {
+			return err
 		}
 	}
-	if m.ready, err = httpsProbe(m.URL, "/readyz", m.CAPEM, m.adminCert, m.adminKey); err != nil {
-		return nil, err
-	}
-	m.proc = &proc{
+	return nil
+}
+
+// apiserver is the member's kube-apiserver process, on the lab's etcd under
+// a prefix of its own.
+func (m *Member) apiserver(bins string) *proc {
+	name, dir := m.Name, m.dir
+	return &proc{
 		name: "kube-apiserver-" + name,
 		bin:  filepath.Join(bins, "kube-apiserver"),
 		args: []string{
-			"--etcd-servers=" + lab.EtcdURL,
+			"--etcd-servers=" + m.lab.EtcdURL,
 			"--etcd-prefix=/registry-" + name,
 			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(port),
+			"--secure-port=" + strconv.Itoa(m.Port),
 			"--cert-dir=" + dir,
 			"--tls-cert-file=" + filepath.Join(dir, "serving.crt"),
 			"--tls-private-key-file=" + filepath.Join(dir, "serving.key"),
@@ -158,9 +179,8 @@ func newMember(lab *Lab, bins, name string, port int) (*Member, error) {
 			"--endpoint-reconciler-type=none",
 			"--profiling=false",
 		},
-		logPath: filepath.Join(lab.dir, "kube-apiserver-"+name+".log"),
+		logPath: filepath.Join(m.lab.dir, "kube-apiserver-"+name+".log"),
 	}
-	return m, nil
 }
 
 func newSAKey() ([]byte, error) {

@@ -23,7 +23,26 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		return err
 	}
 	warnECSTrust(a.log, &l.File.Desired)
-	srv := dnsserver.New(dnsserver.Config{
+	srv := dnsserver.New(a.dnsConfig(c, exempt), a.pipe.Store())
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	a.defer_(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	a.dnsUp.Store(true)
+	for _, ap := range srv.Addrs() {
+		a.dnsAddrs = append(a.dnsAddrs, ap.String())
+	}
+	return nil
+}
+
+// dnsConfig is the DNS server's configuration from server.dns, with the
+// RRL exemptions parsed.
+func (a *App) dnsConfig(c config.DNS, exempt *geo.PrefixSet) dnsserver.Config {
+	return dnsserver.Config{
 		Listen:            c.Listen,
 		UDPSockets:        c.UDPSockets,
 		MaxTCPConnections: c.MaxTCPConnections,
@@ -63,20 +82,7 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		Logger:    a.log,
 		Metrics:   dnsserver.NewMetrics(a.reg),
 		Transfers: a.pipe.Transfers(),
-	}, a.pipe.Store())
-	if err := srv.Start(); err != nil {
-		return err
 	}
-	a.defer_(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	a.dnsUp.Store(true)
-	for _, ap := range srv.Addrs() {
-		a.dnsAddrs = append(a.dnsAddrs, ap.String())
-	}
-	return nil
 }
 
 // warnECSTrust warns at start when answers depend on the client's place

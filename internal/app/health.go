@@ -52,19 +52,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	if a.node == "" {
 		return fmt.Errorf("ring.node_name is empty and the host name is unknown")
 	}
-	id, err := a.ringIdentity(d)
-	if err != nil {
-		return err
-	}
-	cfg, err := ring.FromConfig(d, a.node, ring.RoleProber)
-	if err != nil {
-		return err
-	}
-	cred, err := ring.LoadCredential(d.Ring)
-	if err != nil {
-		return err
-	}
-	advertise, err := a.advertiseFrom(d)
+	cfg, err := a.ringConfig(d)
 	if err != nil {
 		return err
 	}
@@ -72,18 +60,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	p.probes.Update(d)
 	p.voter = &follow.Voter{Logger: a.log, Poke: p.poke, Start: time.Now()}
 	p.prober = health.NewProber(health.ProberOptions{OnResult: p.onResult, OnSuspect: p.voter.OnSuspect, Logger: a.log, Metrics: health.NewMetrics(a.reg)})
-	cfg.Advertise = advertise
-	cfg.RequireEncryption = cfg.RequireEncryption || a.opts.RequireEncryption
-	cfg.Logger, cfg.Metrics = a.log, ring.NewMetrics(a.reg)
-	cfg.OnConfirm = p.onConfirm
-	cfg.OnHeartbeat = p.voter.OnHeartbeat
-	cfg.OnChange = func() { p.poke(); poke(p.sitesWake) }
-	cfg.OnShared, cfg.SharedState = a.pipe.OnShared, a.pipe.SharedState
-	cfg.Identity, cfg.Credential = id, cred
-	cfg.KeyringState = filepath.Join(a.state, "ring-keyring")
-	cfg.Known = p.probes.Known
-	cfg.RTTs = p.latencyRTTs
-	cfg.OnRTT = func() { poke(p.latWake) }
+	p.hookRing(&cfg)
 	r, err := ring.Start(cfg)
 	if err != nil {
 		return err
@@ -109,30 +86,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	a.pipe.SetRing(r)
 	a.probing.Store(p)
 	p.configure(d)
-	// The ring leaves after the prober and the follower have stopped (the
-	// cleanup stack runs newest first); probing stops before the steps
-	// started earlier, so a node going away never votes its own stopped
-	// demo backends down.
-	a.defer_(func() {
-		a.pipe.SetBroadcast(nil)
-		a.pipe.SetRing(nil)
-		if err := r.Shutdown(); err != nil {
-			a.log.Warn("ring shutdown", "err", err)
-		}
-	})
-	a.goBackground(func(ctx context.Context) {
-		if err := p.prober.Run(ctx); err != nil {
-			a.log.Error("prober stopped", "err", err)
-		}
-	})
-	a.goBackground(func(ctx context.Context) { p.follower.Run(ctx, p.wake, min(d.Health.Interval.D()/2, time.Second)) })
-	a.goBackground(func(ctx context.Context) { p.latency.Run(ctx, p.latWake, min(d.Health.Interval.D()/2, time.Second)) })
-	a.goBackground(func(ctx context.Context) { sitesF.Run(ctx, p.sitesWake, 5*time.Second) })
-	args := []any{"node", a.node, "region", d.Ring.Region, "gossip", r.LocalAddr(), "seeds", d.Ring.Seeds, "public_key", r.PublicKey(), "peers", len(d.Ring.Peers)}
-	if cred != nil {
-		args = append(args, "credential", r.Credential())
-	}
-	a.log.Info("probing enabled", args...)
+	p.run(d, cfg.Credential != nil)
 	return nil
 }
 

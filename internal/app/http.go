@@ -43,31 +43,8 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 	}
 	out := &httpServers{}
 	metrics := api.NewMetrics(a.reg)
-	apiOpts := api.Options{Health: a.healthReport, Admin: shiftControl{adminControl{a.pipe, a.shifts}}, Simulate: a.simulator, Tokens: a.tokens, Overview: a.overview,
-		MaxEventStreams: hc.MaxEventStreams, Metrics: metrics}
-	if a.kube != nil {
-		apiOpts.Kube = a.kubeReport
-		if pc := a.kube.prop; pc != nil {
-			apiOpts.Place = func() any { return pc.Statuses() }
-		}
-	}
-	if a.backends != nil {
-		apiOpts.Demo = demoControl{a.backends}
-	}
-	if p := a.probing.Load(); p != nil {
-		apiOpts.Keys = ringKeys{p.ring}
-	}
-	if t := a.tokens; t != nil && t.Path() != "" {
-		a.watchFile(a.ctx, t.Path(), func() {
-			err := t.Reload()
-			metrics.Reloaded("tokens", err)
-			if err != nil {
-				a.log.Error("admin token file reload failed: the last good tokens stay in force", "file", t.Path(), "err", err)
-				return
-			}
-			a.log.Info("admin token file reloaded", "file", t.Path(), "tokens", t.Len())
-		})
-	}
+	apiOpts := a.apiOptions(hc, metrics)
+	a.watchTokens(metrics)
 	tlsConf, err := a.httpTLS(hc.TLS, metrics)
 	if err != nil {
 		return err
@@ -78,21 +55,7 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 		scheme = "https"
 	}
 	serve := func(addr, name string, h http.Handler) (*http.Server, string, error) {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, "", err
-		}
-		srv := api.NewServer(h, tlsConf, a.log)
-		lim := api.Limits{Max: hc.MaxConnections, PerClient: hc.MaxConnectionsPerClient}
-		if name == "probe" {
-			srv, lim = api.NewProbeServer(a.ready, metrics, a.log), api.ProbeLimits
-		}
-		go func() {
-			if err := srv.Serve(api.Listen(srv, ln, lim, name, metrics)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				a.log.Error("http server", "listener", name, "err", err)
-			}
-		}()
-		return srv, ln.Addr().String(), nil
+		return a.serveHTTP(hc, tlsConf, metrics, addr, name, h)
 	}
 	a.defer_(out.shutdown)
 	if out.main, out.addr, err = serve(hc.Listen, "main", handler); err != nil {
@@ -116,6 +79,64 @@ func (a *App) startHTTP(l *serving.Loaded) error {
 		a.log.Info("probe http listening: /healthz and /readyz only", "addr", probeAddr, "scheme", "http", "max_connections", api.ProbeMaxConnections)
 	}
 	return nil
+}
+
+// apiOptions are the API's options: what the app has to show and to change
+// (Kubernetes, propagation, demo backends and ring keys when they run).
+func (a *App) apiOptions(hc config.HTTP, metrics *api.Metrics) api.Options {
+	apiOpts := api.Options{Health: a.healthReport, Admin: shiftControl{adminControl{a.pipe, a.shifts}}, Simulate: a.simulator, Tokens: a.tokens, Overview: a.overview,
+		MaxEventStreams: hc.MaxEventStreams, Metrics: metrics}
+	if a.kube != nil {
+		apiOpts.Kube = a.kubeReport
+		if pc := a.kube.prop; pc != nil {
+			apiOpts.Place = func() any { return pc.Statuses() }
+		}
+	}
+	if a.backends != nil {
+		apiOpts.Demo = demoControl{a.backends}
+	}
+	if p := a.probing.Load(); p != nil {
+		apiOpts.Keys = ringKeys{p.ring}
+	}
+	return apiOpts
+}
+
+// watchTokens reloads the admin token file when it changes.
+func (a *App) watchTokens(metrics *api.Metrics) {
+	t := a.tokens
+	if t == nil || t.Path() == "" {
+		return
+	}
+	a.watchFile(a.ctx, t.Path(), func() {
+		err := t.Reload()
+		metrics.Reloaded("tokens", err)
+		if err != nil {
+			a.log.Error("admin token file reload failed: the last good tokens stay in force", "file", t.Path(), "err", err)
+			return
+		}
+		a.log.Info("admin token file reloaded", "file", t.Path(), "tokens", t.Len())
+	})
+}
+
+// serveHTTP listens on addr and serves h there in the background with the
+// connection limits of the listener name ("probe": the probe server, which
+// ignores h and TLS). It returns the server and the address it listens on.
+func (a *App) serveHTTP(hc config.HTTP, tlsConf *tls.Config, metrics *api.Metrics, addr, name string, h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	srv := api.NewServer(h, tlsConf, a.log)
+	lim := api.Limits{Max: hc.MaxConnections, PerClient: hc.MaxConnectionsPerClient}
+	if name == "probe" {
+		srv, lim = api.NewProbeServer(a.ready, metrics, a.log), api.ProbeLimits
+	}
+	go func() {
+		if err := srv.Serve(api.Listen(srv, ln, lim, name, metrics)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("http server", "listener", name, "err", err)
+		}
+	}()
+	return srv, ln.Addr().String(), nil
 }
 
 // hostsSummary describes the Host allow-list for the startup log.

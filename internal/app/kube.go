@@ -97,7 +97,7 @@ func (a *App) startKubeLoops(l *serving.Loaded) error {
 		a.goBackground(k.lead.Run)
 		a.log.Info("kubernetes writer election enabled: only the Lease holder writes status and propagates", "lease", k.lead.Status().Lease, "identity", a.node)
 	}
-	// A change after a quiet spell is merged at once; the changes during a
+	// A change after a quiet period is merged at once; the changes during a
 	// merge or in the window after it become one following merge, so a
 	// burst of informer events (start-up lists every object) is a merge
 	// per window.

@@ -274,6 +274,8 @@ func createdFrom(flagValue, env string) (time.Time, error) {
 	return time.Unix(sec, 0).UTC(), nil
 }
 
+// run is mkimage: it reads the flags, builds the image, writes it and
+// prints its digest.
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
 	binary := fs.String("binary", "bin/meridian", "the static meridian binary (CGO_ENABLED=0)")
@@ -312,19 +314,34 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *tarPath != "" {
-		if err := os.MkdirAll(filepath.Dir(*tarPath), 0o755); err != nil {
+	if err := writeImage(*tarPath, *ociDir, ref, img); err != nil {
+		return err
+	}
+	return printImage(stdout, ref, img, *tarPath, *ociDir)
+}
+
+// writeImage writes img as a `docker load` tarball to tarPath and as an OCI
+// layout to ociDir; an empty path skips that output.
+func writeImage(tarPath, ociDir string, ref name.Tag, img v1.Image) error {
+	if tarPath != "" {
+		if err := os.MkdirAll(filepath.Dir(tarPath), 0o755); err != nil {
 			return err
 		}
-		if err := writeTarball(*tarPath, ref, img); err != nil {
+		if err := writeTarball(tarPath, ref, img); err != nil {
 			return err
 		}
 	}
-	if *ociDir != "" {
-		if err := writeLayout(*ociDir, ref, img); err != nil {
+	if ociDir != "" {
+		if err := writeLayout(ociDir, ref, img); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// printImage prints the image's reference with its digest, its image ID,
+// its compressed size and where it was written.
+func printImage(stdout io.Writer, ref name.Tag, img v1.Image, tarPath, ociDir string) error {
 	digest, err := img.Digest()
 	if err != nil {
 		return fmt.Errorf("digest: %w", err)
@@ -340,11 +357,11 @@ func run(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%s@%s\n", ref, digest)
 	fmt.Fprintf(stdout, "image ID (config digest, as `docker load` shows it) %s\n", config)
 	fmt.Fprintf(stdout, "compressed size %d bytes (%.1f MiB)", size, float64(size)/(1<<20))
-	if *tarPath != "" {
-		fmt.Fprintf(stdout, "; tarball %s", *tarPath)
+	if tarPath != "" {
+		fmt.Fprintf(stdout, "; tarball %s", tarPath)
 	}
-	if *ociDir != "" {
-		fmt.Fprintf(stdout, "; OCI layout %s", *ociDir)
+	if ociDir != "" {
+		fmt.Fprintf(stdout, "; OCI layout %s", ociDir)
 	}
 	fmt.Fprintln(stdout)
 	return nil
