@@ -232,6 +232,14 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		defer m.wg.Done()
 		m.trust.Run(ctx, ring.DefaultTrustCheck)
 	}()
+	m.runFollowers(ctx, r, wake, latWake, sitesWake)
+	return nil
+}
+
+// runFollowers starts the followers of the ring's decisions, RTT summaries
+// and sites, each woken by its channel; the decisions' follower leaves the
+// ring when ctx ends.
+func (m *Meridian) runFollowers(ctx context.Context, r *ring.Ring, wake, latWake, sitesWake <-chan struct{}) {
 	m.follower = &serving.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
 	lat := &serving.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor()}
@@ -252,7 +260,6 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		defer r.Shutdown()
 		m.follower.Run(ctx, wake, time.Second)
 	}()
-	return nil
 }
 
 // observerTrust is the ring section as an observer follows it: it
