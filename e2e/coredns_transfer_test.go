@@ -54,6 +54,20 @@ func transferConfigs(t *testing.T, keyFile string, notify int, serial uint32, ea
 	return serve, serve[:i] + serve[j:]
 }
 
+// bindKeyFile writes a fresh HMAC-SHA256 key named xfr-key to dir in the
+// format tsig-keygen writes, which `meridian serve`, CoreDNS's tsig plugin
+// and BIND read, and returns the file and the key's secret (base64).
+func bindKeyFile(t *testing.T, dir string) (file, secret string) {
+	t.Helper()
+	raw := make([]byte, 32) // as tsig-keygen makes them
+	rand.Read(raw)
+	secret = base64.StdEncoding.EncodeToString(raw)
+	file = filepath.Join(dir, "xfr.key")
+	text := fmt.Sprintf("key \"xfr-key\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", secret)
+	require.NoError(t, os.WriteFile(file, []byte(text), 0o600))
+	return file, secret
+}
+
 // digAXFRLines returns the records of dig's AXFR of xfr.test from port (args: the
 // key, the source address), one per line, sorted, without TSIG records and
 // comments; nil when the transfer failed.
@@ -80,11 +94,7 @@ func digAXFRLines(port int, args ...string) []string {
 func TestCoreDNSTransfersTheZoneAsMeridianServeDoes(t *testing.T) {
 	sbin(t, "named")
 	dir := t.TempDir()
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	secret := base64.StdEncoding.EncodeToString(raw)
-	keyFile := filepath.Join(dir, "xfr.key")
-	require.NoError(t, os.WriteFile(keyFile, []byte(fmt.Sprintf("key \"xfr-key\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", secret)), 0o600))
+	keyFile, secret := bindKeyFile(t, dir)
 	key := "hmac-sha256:xfr-key:" + secret
 
 	const serial0 = 2026120401
