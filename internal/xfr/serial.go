@@ -18,6 +18,14 @@ func SerialLess(a, b uint32) bool {
 	return a != b && int32(b-a) > 0
 }
 
+// UpToDate reports whether a client at serial client needs no transfer
+// of a zone at serial current: its serial is not older (RFC 1982). An IXFR
+// from it is answered with the current SOA alone, by Server and by the
+// CoreDNS plugin.
+func UpToDate(client, current uint32) bool {
+	return !SerialLess(client, current)
+}
+
 // NextSerial is s+1 modulo 2^32, skipping 0 (which zones[].soa.serial
 // reserves for "automatic").
 func NextSerial(s uint32) uint32 {

@@ -315,155 +315,225 @@ func reply(req *dns.Msg, rcode int) *dns.Msg {
 	return m
 }
 
+// request is one query as handle sees it, with what the zone
+// configuration says about it (read under the server's lock).
+type request struct {
+	msg   *dns.Msg
+	in    []byte // wire form, for the TSIG check
+	src   netip.Addr
+	tcp   bool
+	name  string // the question's name, canonical
+	qtype uint16
+	xfr   bool      // AXFR or IXFR
+	tsig  *dns.TSIG // nil: unsigned
+
+	found   bool // a transfer zone matches (for AXFR/IXFR: the name is its apex)
+	cfg     Zone
+	history []version
+	key     *Key // the key the TSIG names, when we have it (nil: unknown)
+}
+
 // handle decides the answer to req. Order of checks for AXFR/IXFR: zone
 // configured, source allowed, TSIG present, TSIG valid.
 func (s *Server) handle(req *dns.Msg, in []byte, src netip.Addr, tcp bool) *answer {
-	src = src.Unmap()
 	a := &answer{kind: "query"}
 	if len(req.Question) != 1 {
-		s.count("", a.kind, "formerr")
-		a.msgs = []*dns.Msg{reply(req, dns.RcodeFormatError)}
-		return a
+		return s.fail(a, req, dns.RcodeFormatError, "formerr")
 	}
-	q := req.Question[0]
-	name := dns.CanonicalName(q.Name)
-	isXfr := q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR
-	if isXfr {
-		a.kind = strings.ToLower(dns.TypeToString[q.Qtype])
+	r := s.newRequest(req, in, src, tcp)
+	if r.xfr {
+		a.kind = strings.ToLower(dns.TypeToString[r.qtype])
 	}
-	s.mu.RLock()
-	var zs *zoneState
-	if isXfr {
-		zs = s.zones[name]
-	} else {
-		zs = s.zoneFor(name)
+	if r.found {
+		a.zone = label(r.cfg.Apex)
 	}
-	var cfg Zone
-	var history []version
-	if zs != nil {
-		cfg, history = zs.cfg, zs.history
-		a.zone = label(cfg.Apex)
-	}
-	tsig := req.IsTsig()
-	var key *Key
-	if tsig != nil {
-		kn := dns.CanonicalName(tsig.Hdr.Name)
-		if zs != nil && cfg.Key.Name == kn {
-			key = &cfg.Key
-		} else if !isXfr {
-			for _, z := range s.zones {
-				if z.cfg.Key.Name == kn {
-					k := z.cfg.Key
-					key = &k
-					break
-				}
-			}
+	if r.xfr {
+		if reason := r.refusal(); reason != "" {
+			return s.refuse(r, a, reason)
 		}
 	}
-	s.mu.RUnlock()
+	if r.tsig != nil {
+		if bad := s.checkTSIG(r, a); bad != nil {
+			return bad
+		}
+	}
+	if !r.xfr {
+		return s.signedQuery(req, r.src, tcp, a)
+	}
+	if !tcp && r.qtype == dns.TypeAXFR {
+		return s.refuse(r, a, "refused_udp")
+	}
+	return s.transfer(r, a)
+}
 
-	refuse := func(reason string) *answer {
-		s.count(a.zone, a.kind, reason)
-		if isXfr {
-			s.warn("refused", "zone transfer refused", "zone", name, "type", a.kind, "client", src.String(), "reason", reason)
-		}
-		a.msgs = []*dns.Msg{reply(req, dns.RcodeRefused)}
-		return a
+// newRequest reads req's question (there is one) and finds its transfer
+// zone and the key its TSIG names.
+func (s *Server) newRequest(req *dns.Msg, in []byte, src netip.Addr, tcp bool) *request {
+	q := req.Question[0]
+	r := &request{msg: req, in: in, src: src.Unmap(), tcp: tcp, name: dns.CanonicalName(q.Name), qtype: q.Qtype, tsig: req.IsTsig()}
+	r.xfr = q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var zs *zoneState
+	if r.xfr {
+		zs = s.zones[r.name]
+	} else {
+		zs = s.zoneFor(r.name)
+	}
+	if zs != nil {
+		r.found, r.cfg, r.history = true, zs.cfg, zs.history
+	}
+	if r.tsig != nil {
+		r.key = s.keyFor(dns.CanonicalName(r.tsig.Hdr.Name), zs, r.xfr)
+	}
+	return r
+}
+
+// keyFor returns the key named kn: the zone's or, for a query that is not
+// a transfer, any configured zone's (nil: none). Call it under s.mu.
+func (s *Server) keyFor(kn string, zs *zoneState, isXfr bool) *Key {
+	if zs != nil && zs.cfg.Key.Name == kn {
+		k := zs.cfg.Key
+		return &k
 	}
 	if isXfr {
-		switch {
-		case zs == nil:
-			return refuse("refused_not_configured")
-		case !allowed(src, cfg.Allow):
-			return refuse("refused_acl")
-		case tsig == nil:
-			return refuse("refused_no_tsig")
+		return nil
+	}
+	for _, z := range s.zones {
+		if z.cfg.Key.Name == kn {
+			k := z.cfg.Key
+			return &k
 		}
 	}
-	if tsig != nil {
-		a.tsigName, a.tsigAlg = tsig.Hdr.Name, tsig.Algorithm
-		notauth := func(code uint16, reason string) *answer {
-			s.count(a.zone, a.kind, reason)
-			s.warn("tsig", "TSIG check failed: answered NOTAUTH", "zone", name, "type", a.kind, "client", src.String(),
-				"key", tsig.Hdr.Name, "error", dns.RcodeToString[int(code)])
-			a.tsigErr = code
-			a.msgs = []*dns.Msg{reply(req, dns.RcodeNotAuth)}
-			return a
-		}
-		if key == nil || dns.CanonicalName(tsig.Algorithm) != Algorithm {
-			return notauth(dns.RcodeBadKey, "badkey")
-		}
-		switch err := dns.TsigVerify(in, key.Secret, "", false); {
-		case errors.Is(err, dns.ErrTime):
-			a.key, a.reqMAC = key, tsig.MAC
-			return notauth(dns.RcodeBadTime, "badtime")
-		case err != nil:
-			return notauth(dns.RcodeBadSig, "badsig")
-		}
-		a.key, a.reqMAC = key, tsig.MAC
+	return nil
+}
+
+// refusal is why a transfer request is refused before its TSIG is checked
+// ("" when it is not): zone not configured, source not allowed, no TSIG.
+func (r *request) refusal() string {
+	switch {
+	case !r.found:
+		return "refused_not_configured"
+	case !allowed(r.src, r.cfg.Allow):
+		return "refused_acl"
+	case r.tsig == nil:
+		return "refused_no_tsig"
 	}
-	if !isXfr {
-		return s.signedQuery(req, src, tcp, a)
+	return ""
+}
+
+// refuse answers REFUSED and counts reason; a refused transfer is logged
+// (within the throttle's budget).
+func (s *Server) refuse(r *request, a *answer, reason string) *answer {
+	s.count(a.zone, a.kind, reason)
+	if r.xfr {
+		s.warn("refused", "zone transfer refused", "zone", r.name, "type", a.kind, "client", r.src.String(), "reason", reason)
 	}
-	if !tcp && q.Qtype == dns.TypeAXFR {
-		return refuse("refused_udp")
+	a.msgs = []*dns.Msg{reply(r.msg, dns.RcodeRefused)}
+	return a
+}
+
+// fail answers rcode without records and counts result.
+func (s *Server) fail(a *answer, req *dns.Msg, rcode int, result string) *answer {
+	s.count(a.zone, a.kind, result)
+	a.msgs = []*dns.Msg{reply(req, rcode)}
+	return a
+}
+
+// checkTSIG verifies the request's TSIG and sets a up to sign the answer
+// with its key. It returns the NOTAUTH answer when the check fails, nil
+// when it passes.
+func (s *Server) checkTSIG(r *request, a *answer) *answer {
+	tsig := r.tsig
+	a.tsigName, a.tsigAlg = tsig.Hdr.Name, tsig.Algorithm
+	if r.key == nil || dns.CanonicalName(tsig.Algorithm) != Algorithm {
+		return s.notAuth(r, a, dns.RcodeBadKey, "badkey")
 	}
+	switch err := dns.TsigVerify(r.in, r.key.Secret, "", false); {
+	case errors.Is(err, dns.ErrTime):
+		a.key, a.reqMAC = r.key, tsig.MAC
+		return s.notAuth(r, a, dns.RcodeBadTime, "badtime")
+	case err != nil:
+		return s.notAuth(r, a, dns.RcodeBadSig, "badsig")
+	}
+	a.key, a.reqMAC = r.key, tsig.MAC
+	return nil
+}
+
+// notAuth answers NOTAUTH with the TSIG error code (BADKEY, BADSIG:
+// unsigned; BADTIME: signed), counting and logging reason.
+func (s *Server) notAuth(r *request, a *answer, code uint16, reason string) *answer {
+	s.count(a.zone, a.kind, reason)
+	s.warn("tsig", "TSIG check failed: answered NOTAUTH", "zone", r.name, "type", a.kind, "client", r.src.String(),
+		"key", r.tsig.Hdr.Name, "error", dns.RcodeToString[int(code)])
+	a.tsigErr = code
+	a.msgs = []*dns.Msg{reply(r.msg, dns.RcodeNotAuth)}
+	return a
+}
+
+// transfer answers an AXFR or IXFR that passed the checks from the
+// current snapshot, and prepares the log line written once it is sent.
+func (s *Server) transfer(r *request, a *answer) *answer {
 	snap := s.src.Load()
 	var zd engine.ZoneData
 	ok := false
 	if snap != nil {
-		zd, ok = snap.ZoneData(cfg.Apex)
+		zd, ok = snap.ZoneData(r.cfg.Apex)
 	}
 	if !ok {
-		s.count(a.zone, a.kind, "error")
-		a.msgs = []*dns.Msg{reply(req, dns.RcodeServerFailure)}
-		return a
+		return s.fail(a, r.msg, dns.RcodeServerFailure, "error")
 	}
-	cur := zd.SOA.Serial
-	mode, clientSerial := "full", uint32(0)
-	var rrs []dns.RR
-	if q.Qtype == dns.TypeIXFR {
-		var csoa *dns.SOA
-		for _, rr := range req.Ns {
-			if soa, ok := rr.(*dns.SOA); ok {
-				csoa = soa
-			}
-		}
+	clientSerial := uint32(0)
+	if r.qtype == dns.TypeIXFR {
+		csoa := clientSOA(r.msg)
 		if csoa == nil {
-			s.count(a.zone, a.kind, "formerr")
-			a.msgs = []*dns.Msg{reply(req, dns.RcodeFormatError)}
-			return a
+			return s.fail(a, r.msg, dns.RcodeFormatError, "formerr")
 		}
 		clientSerial = csoa.Serial
-		switch {
-		case !SerialLess(clientSerial, cur) || !tcp:
-			// Up to date, or over UDP: the current SOA alone (RFC 1995
-			// section 2: "use TCP" when it is behind).
-			mode, rrs = "uptodate", []dns.RR{zd.SOA}
-		default:
-			for _, v := range history {
-				if v.soa.Serial == clientSerial {
-					mode, rrs = "incremental", ixfrDiff(v, zd)
-					break
-				}
-			}
-		}
 	}
-	if rrs == nil {
-		rrs = make([]dns.RR, 0, len(zd.Records)+2)
-		rrs = append(rrs, zd.SOA)
-		rrs = append(rrs, zd.Records...)
-		rrs = append(rrs, zd.SOA)
-	}
-	a.msgs = chunk(req, rrs)
+	mode, rrs := r.records(zd, clientSerial)
+	a.msgs = chunk(r.msg, rrs)
 	s.count(a.zone, a.kind, mode)
-	kind := a.kind
+	name, kind, src, key, cur := r.name, a.kind, r.src, r.tsig.Hdr.Name, zd.SOA.Serial
 	a.logTransfer = func(messages int, d time.Duration) {
 		s.log.Info("zone transfer", "zone", name, "type", kind, "mode", mode, "client", src.String(),
-			"key", tsig.Hdr.Name, "serial", cur, "client_serial", clientSerial, "records", len(rrs),
+			"key", key, "serial", cur, "client_serial", clientSerial, "records", len(rrs),
 			"messages", messages, "duration", d.Round(time.Microsecond))
 	}
 	return a
+}
+
+// clientSOA is the SOA an IXFR request carries in its authority section
+// (the client's version; nil: none).
+func clientSOA(req *dns.Msg) *dns.SOA {
+	var csoa *dns.SOA
+	for _, rr := range req.Ns {
+		if soa, ok := rr.(*dns.SOA); ok {
+			csoa = soa
+		}
+	}
+	return csoa
+}
+
+// records is what a transfer of zd to a client at clientSerial (IXFR; 0
+// for AXFR) carries, and its mode: the current SOA alone when the client
+// is up to date or asks over UDP ("uptodate"), one condensed difference
+// from a version in the history ("incremental"), else the whole zone
+// ("full").
+func (r *request) records(zd engine.ZoneData, clientSerial uint32) (mode string, rrs []dns.RR) {
+	if r.qtype == dns.TypeIXFR {
+		if UpToDate(clientSerial, zd.SOA.Serial) || !r.tcp {
+			// Up to date, or over UDP: the current SOA alone (RFC 1995
+			// section 2: "use TCP" when it is behind).
+			return "uptodate", []dns.RR{zd.SOA}
+		}
+		for _, v := range r.history {
+			if v.soa.Serial == clientSerial {
+				return "incremental", ixfrDiff(v, zd)
+			}
+		}
+	}
+	return "full", FullZone(zd)
 }
 
 // signedQuery answers an ordinary query that carried a valid TSIG (a
@@ -471,9 +541,7 @@ func (s *Server) handle(req *dns.Msg, in []byte, src netip.Addr, tcp bool) *answ
 func (s *Server) signedQuery(req *dns.Msg, src netip.Addr, tcp bool, a *answer) *answer {
 	snap := s.src.Load()
 	if snap == nil {
-		s.count(a.zone, a.kind, "error")
-		a.msgs = []*dns.Msg{reply(req, dns.RcodeServerFailure)}
-		return a
+		return s.fail(a, req, dns.RcodeServerFailure, "error")
 	}
 	plain := req.Copy()
 	plain.Extra = plain.Extra[:len(plain.Extra)-1]
@@ -529,6 +597,17 @@ func allowed(src netip.Addr, allow []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// FullZone is the whole zone zd in AXFR form: its SOA, every record, and
+// the SOA again (RFC 5936 section 2.2). Server transfers it, and the
+// CoreDNS plugin hands it to CoreDNS's transfer plugin: both front ends
+// transfer the same records with the snapshot's serial.
+func FullZone(zd engine.ZoneData) []dns.RR {
+	rrs := make([]dns.RR, 0, len(zd.Records)+2)
+	rrs = append(rrs, zd.SOA)
+	rrs = append(rrs, zd.Records...)
+	return append(rrs, zd.SOA)
 }
 
 // ixfrDiff is the IXFR answer from version old to the current content: one

@@ -5,9 +5,11 @@
 // second implementation of answering or of what feeds it. With `ring` it
 // joins the prober ring as an observer: it follows the probers' decisions
 // and the operators' overrides (drain, force, weight) exactly as a serve
-// node does. Its scope is written down in docs/adr/0010-plugin-scope.md:
-// Kubernetes sources and zone transfers are refused at start, with the
-// section named, because a serve node does them.
+// node does. It serves zone transfers through CoreDNS's transfer plugin
+// (transfer.go). Its scope is written down in docs/adr/0010-plugin-scope.md:
+// Kubernetes sources are refused at start, with the section named, because
+// a serve node does them; so is zones[].transfer, whose allow-list and key
+// the Corefile's transfer and tsig plugins replace.
 package meridian
 
 import (
@@ -52,6 +54,7 @@ type Meridian struct {
 	ring     *ring.Ring       // nil without ring
 	trust    *ring.Keeper     // nil without ring: ring.peers, ring.ca and ring.revoked followed
 	follower *follow.Follower // nil without ring
+	notify   notifications    // NOTIFY through CoreDNS's transfer plugin (transfer.go)
 }
 
 // pipelineMetrics are the pipeline's metrics, registered once per process
@@ -76,7 +79,7 @@ func (m *Meridian) Start() error {
 		return fmt.Errorf("meridian: %w", err)
 	}
 	followMetrics() // registered with the pipeline's, ring or not
-	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope}
+	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope, Changed: m.changed}
 	if m.Ring {
 		// The ring's overrides, kept in memory: a restarted plugin gets
 		// them back from the probers' push/pull within seconds.
@@ -89,6 +92,7 @@ func (m *Meridian) Start() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.startNotify(ctx)
 	if w, err := config.NewWatcher(m.ConfigPath, slogFor()); err != nil {
 		log.Warningf("config file watching disabled: %v", err)
 	} else {
@@ -170,7 +174,7 @@ func (m *Meridian) scope(l *serving.Loaded) error {
 	}
 	for i, z := range d.Zones {
 		if z.Transfer != nil {
-			errs = append(errs, fmt.Errorf("zones[%d].transfer (zone %s): the CoreDNS plugin does not serve zone transfers; use CoreDNS's transfer plugin with a secondary of `meridian serve`, or serve the zone's transfers from `meridian serve`", i, z.Apex))
+			errs = append(errs, fmt.Errorf("zones[%d].transfer (zone %s): in CoreDNS, who may transfer a zone and with which key is configured in the Corefile: remove this section from the plugin's config and add CoreDNS's transfer plugin (`transfer { to ADDRESS... }`, with the tsig plugin for TSIG); the plugin serves the zone's AXFR/IXFR through it (`meridian serve` reads this section itself)", i, z.Apex))
 		}
 	}
 	if len(errs) > 0 {
@@ -240,6 +244,14 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		defer m.wg.Done()
 		m.trust.Run(ctx, ring.DefaultTrustCheck)
 	}()
+	m.runFollowers(ctx, r, wake, latWake, sitesWake)
+	return nil
+}
+
+// runFollowers starts the followers of the ring's decisions, RTT summaries
+// and sites, each woken by its channel; the decisions' follower leaves the
+// ring when ctx ends.
+func (m *Meridian) runFollowers(ctx context.Context, r *ring.Ring, wake, latWake, sitesWake <-chan struct{}) {
 	m.follower = &follow.Follower{Pipeline: m.pipe, Ring: r, Logger: slogFor(), Metrics: followMetrics(),
 		Probers: func(n int) { ringMembers.Set(float64(n)) }}
 	lat := &follow.LatencyFollower{Pipeline: m.pipe, Ring: r, Logger: slogFor(), Metrics: followMetrics()}
@@ -260,7 +272,6 @@ func (m *Meridian) startRing(ctx context.Context, l *serving.Loaded) error {
 		defer r.Shutdown()
 		m.follower.Run(ctx, wake, time.Second)
 	}()
-	return nil
 }
 
 // observerTrust is the ring section as an observer follows it: it

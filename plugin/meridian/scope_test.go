@@ -33,9 +33,9 @@ func TestThePluginRefusesWhatItDoesNotServe(t *testing.T) {
 		to      string
 		message []string
 	}{
-		{"a zone with transfers is refused naming the zone and what to use instead", "    soa: {serial: 2026112901, minimum: 20}",
+		{"a zone with a transfer section is refused naming the zone and CoreDNS's transfer plugin instead", "    soa: {serial: 2026112901, minimum: 20}",
 			"    soa: {serial: 2026112901, minimum: 20}\n    transfer: {allow: [127.0.0.1], tsig_key_file: " + keyFile + "}",
-			[]string{"zones[0].transfer (zone gslb.test.)", "does not serve zone transfers", "meridian serve"}},
+			[]string{"zones[0].transfer (zone gslb.test.)", "CoreDNS's transfer plugin (`transfer { to ADDRESS... }`", "tsig plugin", "meridian serve"}},
 		{"a Kubernetes member is refused naming the cluster", "  - {name: east, region: us-east}",
 			"  - {name: east, region: us-east, kubernetes: {kubeconfig: " + kubeconfig + "}}",
 			[]string{"clusters[0].kubernetes (cluster east)", "does not watch member clusters"}},

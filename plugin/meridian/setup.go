@@ -7,6 +7,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/edns"
+	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/miekg/dns"
 )
 
@@ -22,7 +23,14 @@ func setup(c *caddy.Controller) error {
 	// CoreDNS copies only registered EDNS0 options from a request to a
 	// reply; the ECS reply (with our scope) must survive.
 	edns.SetSupportedOption(dns.EDNS0SUBNET)
-	c.OnStartup(m.Start)
+	c.OnStartup(func() error {
+		// CoreDNS's transfer plugin of this server block (if any) sends the
+		// NOTIFYs; it finds the plugin's Transfer method on its own.
+		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok {
+			m.notify.to = t
+		}
+		return m.Start()
+	})
 	c.OnShutdown(m.Stop)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		m.Next = next
