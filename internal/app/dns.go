@@ -62,7 +62,7 @@ func (a *App) startDNS(l *serving.Loaded) error {
 		},
 		Logger:    a.log,
 		Metrics:   dnsserver.NewMetrics(a.reg),
-		Transfers: a.pipe.Transfers(),
+		Transfers: transferServer(a.pipe),
 	}, a.pipe.Store())
 	if err := srv.Start(); err != nil {
 		return err

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/dnsserver"
+	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/serving"
 	"github.com/meridian-gslb/meridian/internal/xfr"
+	"github.com/meridian-gslb/meridian/internal/zonekeys"
 )
 
 // startPipeline opens the persisted state (overrides, zone serials), builds
@@ -35,12 +38,15 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 	if err != nil {
 		a.log.Warn("zone serial state unreadable: serials restart from the Unix time", "file", spath, "err", err)
 	}
+	keys := zonekeys.New(zonekeys.Options{Logger: a.log, TSIG: true})
 	opts := serving.Options{
 		Logger: a.log, Metrics: serving.NewMetrics(a.reg),
 		Admin: store, Relay: true,
-		Transfers: &xfr.Options{Logger: a.log, Registerer: a.reg, Ready: a.ready},
-		Serials:   serials,
-		Changed:   a.changed,
+		Keys: keys,
+		Transfers: func(st *engine.Store) serving.Publisher {
+			return xfr.NewPublisher(st, keys, serials, xfr.Options{Logger: a.log, Registerer: a.reg, Ready: a.ready})
+		},
+		Changed: a.changed,
 	}
 	if a.kube != nil {
 		opts.Kube = a.kube.src
@@ -51,9 +57,19 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 	if n := len(store.Active()); n > 0 {
 		a.log.Info("admin overrides restored", "file", path, "active", n)
 	}
+	a.goBackground(func(ctx context.Context) { keys.Run(ctx, a.pipe.Republish) })
 	a.goBackground(func(ctx context.Context) { a.pipe.RunExpiry(ctx, time.Second) })
 	a.shifts = &serving.ShiftRunner{Pipeline: a.pipe, Notify: shiftNotifier{a}, Active: a.writer.Writer}
 	a.goBackground(a.shifts.Run)
+	return nil
+}
+
+// transferServer is the transfer server of the pipeline's publisher (nil,
+// transfers REFUSED, without one).
+func transferServer(p *serving.Pipeline) dnsserver.Transfers {
+	if x, ok := p.Transfers().(*xfr.Publisher); ok {
+		return x.Server()
+	}
 	return nil
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/zonekeys"
 )
 
 var log = clog.NewWithPlugin(pluginName)
@@ -68,7 +69,8 @@ func (m *Meridian) Start() error {
 	if err != nil {
 		return fmt.Errorf("meridian: %w", err)
 	}
-	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope}
+	keys := zonekeys.New(zonekeys.Options{Logger: slogFor()})
+	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope, Keys: keys}
 	if m.Ring {
 		// The ring's overrides, kept in memory: a restarted plugin gets
 		// them back from the probers' push/pull within seconds.
@@ -81,6 +83,8 @@ func (m *Meridian) Start() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); keys.Run(ctx, m.pipe.Republish) }()
 	if w, err := config.NewWatcher(m.ConfigPath, slogFor()); err != nil {
 		log.Warningf("config file watching disabled: %v", err)
 	} else {
