@@ -27,8 +27,8 @@ type warnLog struct {
 }
 
 func (w *warnLog) Enabled(context.Context, slog.Level) bool { return true }
-func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler        { return w }
-func (w *warnLog) WithGroup(string) slog.Handler             { return w }
+func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *warnLog) WithGroup(string) slog.Handler            { return w }
 func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn {
 		w.mu.Lock()
