@@ -2,6 +2,7 @@ package zonekeys
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -37,13 +38,8 @@ func (w *Watcher) readSigners(d *model.Desired) (map[string]*signerEntry, error)
 			continue
 		}
 		id := signerID(z)
-		e := signerEntry{apex: model.CanonicalName(z.Apex), ttl: uint32(z.NSTTL), keyFiles: z.DNSSEC.KeyFiles, dir: z.DNSSEC.KeyDirectory}
-		w.mu.Lock()
-		if prev, ok := w.signers[id]; ok {
-			e = *prev
-		}
-		w.mu.Unlock()
-		if err := w.readSigner(&e, true); err != nil {
+		e := prior(&w.mu, w.signers, id, signerEntry{apex: model.CanonicalName(z.Apex), ttl: uint32(z.NSTTL), keyFiles: z.DNSSEC.KeyFiles, dir: z.DNSSEC.KeyDirectory})
+		if err := e.read(w.log, true); err != nil {
 			return nil, fmt.Errorf("dnssec: zone %s: %w", e.apex, err)
 		}
 		out[id] = &e
@@ -51,30 +47,19 @@ func (w *Watcher) readSigners(d *model.Desired) (map[string]*signerEntry, error)
 	return out, nil
 }
 
-// pollSigners reads the active signers' files again and returns the zones
-// whose signer changed.
-func (w *Watcher) pollSigners() []string {
-	var changed []string
-	for id, e := range activeCopies(&w.mu, w.signers) {
-		was := e.signer
-		_ = w.readSigner(&e, false) // an active entry has a signer: a failure keeps it
-		w.mu.Lock()
-		if cur, ok := w.signers[id]; ok {
-			cur.files, cur.signer, cur.failed = e.files, e.signer, e.failed
-		}
-		w.mu.Unlock()
-		if e.signer != was {
-			changed = append(changed, e.apex)
-		}
-	}
-	return changed
+// readAgain reads the files of an active entry again (a failure keeps its
+// signer) and returns its zone and whether its signer changed.
+func (e *signerEntry) readAgain(log *slog.Logger) (string, bool) {
+	was := e.signer
+	_ = e.read(log, false)
+	return e.apex, e.signer != was
 }
 
-// readSigner reads e's key files into e unless their names, sizes and
+// read reads e's key files into e unless their names, sizes and
 // modification times are those e's signer was read from. A failure keeps
 // the signer read before, with a warning (always when loud, else once per
 // failure), or is the error when there is none.
-func (w *Watcher) readSigner(e *signerEntry, loud bool) error {
+func (e *signerEntry) read(log *slog.Logger, loud bool) error {
 	files, err := dnssec.ZoneKeyFiles(e.apex, e.keyFiles, e.dir)
 	var id string
 	if err == nil {
@@ -92,10 +77,7 @@ func (w *Watcher) readSigner(e *signerEntry, loud bool) error {
 		if e.signer == nil {
 			return err
 		}
-		if loud || err.Error() != e.failed {
-			w.log.Warn("dnssec: cannot load the zone's keys again: signing with the keys loaded before", "zone", e.apex, "err", err)
-		}
-		e.failed = err.Error()
+		e.keep(log, loud, err, "dnssec: cannot load the zone's keys again: signing with the keys loaded before", "zone", e.apex)
 		return nil
 	}
 	e.files, e.signer, e.failed = id, s, ""

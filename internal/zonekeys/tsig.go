@@ -2,6 +2,7 @@ package zonekeys
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/xfr"
@@ -12,7 +13,7 @@ type tsigEntry struct {
 	file string
 	zone string // a zone whose transfer section names the file, for the log
 	key  xfr.Key
-	read bool // key was read once
+	good bool // key was read once
 	book
 }
 
@@ -28,13 +29,8 @@ func (w *Watcher) readTSIGKeys(d *model.Desired) (map[string]*tsigEntry, error) 
 		if _, ok := out[t.TSIGKeyFile]; ok {
 			continue
 		}
-		e := tsigEntry{file: t.TSIGKeyFile, zone: z.Apex}
-		w.mu.Lock()
-		if prev, ok := w.tsig[t.TSIGKeyFile]; ok {
-			e = *prev
-		}
-		w.mu.Unlock()
-		if err := w.readTSIG(&e, true); err != nil {
+		e := prior(&w.mu, w.tsig, t.TSIGKeyFile, tsigEntry{file: t.TSIGKeyFile, zone: z.Apex})
+		if err := e.read(w.log, true); err != nil {
 			return nil, fmt.Errorf("zones[%d].transfer.tsig_key_file: %w", i, err)
 		}
 		out[e.file] = &e
@@ -42,40 +38,26 @@ func (w *Watcher) readTSIGKeys(d *model.Desired) (map[string]*tsigEntry, error) 
 	return out, nil
 }
 
-// pollTSIGKeys reads the active TSIG key files again and returns the files
-// whose key changed.
-func (w *Watcher) pollTSIGKeys() []string {
-	var changed []string
-	for file, e := range activeCopies(&w.mu, w.tsig) {
-		was := e.key
-		_ = w.readTSIG(&e, false) // an active entry has a key: a failure keeps it
-		w.mu.Lock()
-		if cur, ok := w.tsig[file]; ok {
-			cur.key, cur.failed = e.key, e.failed
-		}
-		w.mu.Unlock()
-		if e.key != was {
-			changed = append(changed, file)
-		}
-	}
-	return changed
+// readAgain reads the file of an active entry again (a failure keeps its
+// key) and returns the file and whether its key changed.
+func (e *tsigEntry) readAgain(log *slog.Logger) (string, bool) {
+	was := e.key
+	_ = e.read(log, false)
+	return e.file, e.key != was
 }
 
-// readTSIG reads e's key file into e. A failure keeps the key read before,
+// read reads e's key file into e. A failure keeps the key read before,
 // with a warning (always when loud, else once per failure), or is the
 // error when there is none.
-func (w *Watcher) readTSIG(e *tsigEntry, loud bool) error {
+func (e *tsigEntry) read(log *slog.Logger, loud bool) error {
 	key, err := xfr.LoadKeyFile(e.file)
 	if err != nil {
-		if !e.read {
+		if !e.good {
 			return err
 		}
-		if loud || err.Error() != e.failed {
-			w.log.Warn("TSIG key file unreadable: keeping the last good key", "zone", e.zone, "file", e.file, "err", err)
-		}
-		e.failed = err.Error()
+		e.keep(log, loud, err, "TSIG key file unreadable: keeping the last good key", "zone", e.zone, "file", e.file)
 		return nil
 	}
-	e.key, e.read, e.failed = key, true, ""
+	e.key, e.good, e.failed = key, true, ""
 	return nil
 }

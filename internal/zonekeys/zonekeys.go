@@ -77,6 +77,16 @@ type book struct {
 
 func (b *book) bookkeeping() *book { return b }
 
+// keep notes that reading the files again failed with err, so the key read
+// before is kept: it logs msg with args at WARN when loud (a Load), else
+// only when the failure is not the one noted last (a poll).
+func (b *book) keep(log *slog.Logger, loud bool, err error, msg string, args ...any) {
+	if loud || err.Error() != b.failed {
+		log.Warn(msg, append(args, "err", err)...)
+	}
+	b.failed = err.Error()
+}
+
 // New returns a watcher that has read nothing yet.
 func New(opts Options) *Watcher {
 	if opts.Logger == nil {
@@ -171,24 +181,51 @@ func (w *Watcher) Run(ctx context.Context, republish func() error) {
 func (w *Watcher) poll() []string {
 	w.readMu.Lock()
 	defer w.readMu.Unlock()
-	return append(w.pollSigners(), w.pollTSIGKeys()...)
+	return append(pollEntries(&w.mu, w.signers, w.log), pollEntries(&w.mu, w.tsig, w.log)...)
 }
 
-// activeCopies returns copies of the active entries of m, to be read again
-// without holding mu.
-func activeCopies[T any, E interface {
-	*T
-	bookkeeping() *book
-}](mu *sync.Mutex, m map[string]E) map[string]T {
+// prior returns a copy of m's entry id, to be read again without holding
+// mu, or fresh when there is none.
+func prior[T any](mu *sync.Mutex, m map[string]*T, id string, fresh T) T {
 	mu.Lock()
 	defer mu.Unlock()
-	out := map[string]T{}
+	if e, ok := m[id]; ok {
+		return *e
+	}
+	return fresh
+}
+
+// pollEntries reads the active entries of m again, each a copy read
+// without holding mu, stores what was read and returns the names of the
+// entries whose key changed.
+func pollEntries[T any, E interface {
+	*T
+	bookkeeping() *book
+	readAgain(log *slog.Logger) (name string, changed bool)
+}](mu *sync.Mutex, m map[string]E, log *slog.Logger) []string {
+	mu.Lock()
+	copies := map[string]T{}
 	for k, e := range m {
 		if e.bookkeeping().active {
-			out[k] = *e
+			copies[k] = *e
 		}
 	}
-	return out
+	mu.Unlock()
+	var changed []string
+	for k, c := range copies {
+		name, ch := E(&c).readAgain(log)
+		if ch {
+			changed = append(changed, name)
+		}
+		mu.Lock()
+		if cur, ok := m[k]; ok {
+			used := cur.bookkeeping().used // a lookup may have come since the copy
+			*cur = c
+			cur.bookkeeping().used = used
+		}
+		mu.Unlock()
+	}
+	return changed
 }
 
 // Signers returns the signers of d's zones that have a dnssec section,

@@ -199,9 +199,13 @@ func TestLoad(t *testing.T) {
 
 // activeSigners lists the apexes of the signers polled.
 func (w *Watcher) activeSigners() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var out []string
-	for _, e := range activeCopies(&w.mu, w.signers) {
-		out = append(out, e.apex)
+	for _, e := range w.signers {
+		if e.active {
+			out = append(out, e.apex)
+		}
 	}
 	return out
 }
