@@ -81,7 +81,7 @@ func (a *App) dnsConfig(c config.DNS, exempt *geo.PrefixSet) dnsserver.Config {
 		},
 		Logger:    a.log,
 		Metrics:   dnsserver.NewMetrics(a.reg),
-		Transfers: a.pipe.Transfers(),
+		Transfers: transferServer(a.pipe),
 	}
 }
 

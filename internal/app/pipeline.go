@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/dnsserver"
+	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/follow"
 	"github.com/meridian-gslb/meridian/internal/notify"
 	"github.com/meridian-gslb/meridian/internal/serving"
@@ -15,6 +17,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/shift/runner"
 	"github.com/meridian-gslb/meridian/internal/whatif"
 	"github.com/meridian-gslb/meridian/internal/xfr"
+	"github.com/meridian-gslb/meridian/internal/zonekeys"
 )
 
 // startPipeline opens the persisted state (overrides, zone serials), builds
@@ -41,12 +44,15 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 	}
 	a.followMetrics = follow.NewMetrics(a.reg) // registered with the pipeline's, ring or not
 	simulations, shiftMetrics := whatif.NewMetrics(a.reg), runner.NewMetrics(a.reg)
+	keys := zonekeys.New(zonekeys.Options{Logger: a.log, TSIG: true})
 	opts := serving.Options{
 		Logger: a.log, Metrics: serving.NewMetrics(a.reg),
 		Admin: store, Relay: true,
-		Transfers: &xfr.Options{Logger: a.log, Registerer: a.reg, Ready: a.ready},
-		Serials:   serials,
-		Changed:   a.changed,
+		Keys: keys,
+		Transfers: func(st *engine.Store) serving.Publisher {
+			return xfr.NewPublisher(st, keys, serials, xfr.Options{Logger: a.log, Registerer: a.reg, Ready: a.ready})
+		},
+		Changed: a.changed,
 	}
 	if a.kube != nil {
 		opts.Kube = a.kube.src
@@ -58,9 +64,19 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 		a.log.Info("admin overrides restored", "file", path, "active", n)
 	}
 	a.simulator = &whatif.Simulator{Source: a.pipe, Metrics: simulations}
+	a.goBackground(func(ctx context.Context) { keys.Run(ctx, a.pipe.Republish) })
 	a.goBackground(func(ctx context.Context) { a.pipe.RunExpiry(ctx, time.Second) })
 	a.shifts = &runner.Runner{Pipeline: a.pipe, Notify: shiftNotifier{a}, Active: a.writer.Writer, Metrics: shiftMetrics}
 	a.goBackground(a.shifts.Run)
+	return nil
+}
+
+// transferServer is the transfer server of the pipeline's publisher (nil,
+// transfers REFUSED, without one).
+func transferServer(p *serving.Pipeline) dnsserver.Transfers {
+	if x, ok := p.Transfers().(*xfr.Publisher); ok {
+		return x.Server()
+	}
 	return nil
 }
 

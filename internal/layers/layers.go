@@ -40,7 +40,7 @@ var Layers = []Layer{
 		Doc:  "talks to the world: probes, gossip, Kubernetes, DNS and HTTP listeners, providers",
 		Packages: []string{
 			"internal/health", "internal/ring", "internal/kube", "internal/kube/join", "internal/propagation",
-			"internal/capacity/observe", "internal/dnsserver", "internal/xfr", "internal/api",
+			"internal/capacity/observe", "internal/dnsserver", "internal/xfr", "internal/zonekeys", "internal/api",
 			"providers", "providers/apicall", "providers/cloudflare", "providers/cloudflare/cffake",
 			"providers/rfc2136", "providers/rfc2136/rfc2136fake", "providers/route53", "providers/route53/route53fake",
 		},

@@ -17,7 +17,6 @@ import (
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/latency"
 	"github.com/meridian-gslb/meridian/internal/model"
-	"github.com/meridian-gslb/meridian/internal/xfr"
 )
 
 // State is what a Pipeline serves: one immutable value, replaced as a
@@ -69,12 +68,17 @@ type Options struct {
 	// Kube merges the Kubernetes sources (nil: the file alone).
 	Kube KubeSource
 
-	// Transfers, when set, runs a transfer server (AXFR/IXFR, NOTIFY,
-	// TSIG) over the pipeline's store for zones with a transfer section,
-	// with serials kept in Serials (nil: in memory). Without it such zones
-	// are served with their configured serial (use Accept to refuse them).
-	Transfers *xfr.Options
-	Serials   *xfr.Serials
+	// Keys gives the DNSSEC signers (internal/zonekeys.Watcher, which
+	// reads the key files outside the lock; nil: a zone with a dnssec
+	// section is refused).
+	Keys Keys
+
+	// Transfers, when set, is called once by New with the pipeline's
+	// store and returns the publisher for zones with a transfer section
+	// (internal/xfr.NewPublisher: managed serials, a transfer server with
+	// AXFR/IXFR, NOTIFY and TSIG). Without it such zones are served with
+	// their configured serial (use Accept to refuse them).
+	Transfers func(*engine.Store) Publisher
 
 	// Accept is asked about every file before it is used (at start and
 	// at each reload): an error refuses the file with that reason.
@@ -94,8 +98,7 @@ type Pipeline struct {
 	log     *slog.Logger
 	m       *Metrics
 	store   engine.Store
-	signers signerCache
-	xfr     transfers
+	publish Publisher // made by Options.Transfers (nil: the store publishes alone)
 
 	mu  sync.Mutex // serializes changes
 	cur atomic.Pointer[State]
@@ -124,7 +127,7 @@ func New(l *Loaded, opts Options) (*Pipeline, error) {
 		p.m = NewMetrics(newPrivateRegistry())
 	}
 	if opts.Transfers != nil {
-		p.xfr.init(xfr.New(&p.store, *opts.Transfers), opts.Serials)
+		p.publish = opts.Transfers(&p.store)
 	}
 	if a := opts.Admin; a != nil {
 		for _, e := range a.Skipped() {
@@ -137,6 +140,9 @@ func New(l *Loaded, opts Options) (*Pipeline, error) {
 	}
 	eff, err := p.merge(l)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.loadKeys(l); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -158,9 +164,9 @@ func (p *Pipeline) Admin() *admin.Store { return p.opts.Admin }
 // Store is what the DNS front end answers from.
 func (p *Pipeline) Store() *engine.Store { return &p.store }
 
-// Transfers is the transfer server for the DNS front end (nil without
-// Options.Transfers).
-func (p *Pipeline) Transfers() *xfr.Server { return p.xfr.srv }
+// Transfers is the publisher Options.Transfers made (nil without it); the
+// DNS front end takes the transfer server from it.
+func (p *Pipeline) Transfers() Publisher { return p.publish }
 
 // State is what is served now (never nil after New).
 func (p *Pipeline) State() *State { return p.cur.Load() }
@@ -181,14 +187,18 @@ func (p *Pipeline) merge(l *Loaded) (*config.File, error) {
 
 // Reload replaces the config file. A file that is refused or does not
 // compile leaves the previous State serving; the error says why and is
-// kept in State.ReloadErr. prev is the State before the call.
+// kept in State.ReloadErr. prev is the State before the call. The new
+// file's key files are read before the lock is taken.
 func (p *Pipeline) Reload(l *Loaded, loadErr error) (prev *State, err error) {
-	p.mu.Lock()
-	prev = p.cur.Load()
 	err = loadErr
 	if err == nil {
 		err = p.accept(l)
 	}
+	if err == nil {
+		err = p.loadKeys(l)
+	}
+	p.mu.Lock()
+	prev = p.cur.Load()
 	var eff *config.File
 	if err == nil {
 		// The services the file did not change keep the previous values:
@@ -411,18 +421,22 @@ func (p *Pipeline) whatIf(s *State, extra []admin.Override) (*engine.Snapshot, e
 }
 
 // compile publishes d with the DNSSEC signers of its signed zones and, for
-// zones with transfers, managed serials.
+// zones with transfers, managed serials. It reads no file: the keys come
+// from Options.Keys.
 func (p *Pipeline) compile(d *model.Desired, opts engine.Options) (*engine.Snapshot, error) {
-	signers, err := p.signers.forZones(d, p.log)
+	signers, err := p.signers(d)
 	if err != nil {
-		return nil, fmt.Errorf("dnssec: %w", err)
+		return nil, err
 	}
 	opts.Signers = signers
 	// Only the pipeline publishes to its store, under its lock: the
 	// current snapshot is the one this compile follows. The services whose
 	// inputs did not change are shared with it, not compiled again.
 	opts.Previous = p.store.Load()
-	return p.xfr.publish(&p.store, d, opts, p.log)
+	if p.publish == nil {
+		return p.store.Publish(d, opts)
+	}
+	return p.publish.Publish(d, opts)
 }
 
 func overrideIDs(ovs []admin.Override) string {

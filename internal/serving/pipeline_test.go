@@ -23,6 +23,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/xfr"
+	"github.com/meridian-gslb/meridian/internal/zonekeys"
 )
 
 const baseConfig = `
@@ -365,7 +366,7 @@ func TestPipelineSigning(t *testing.T) {
 	signed := strings.Replace(baseConfig, "    soa: {serial: 7, minimum: 20}", "    soa: {serial: 7, minimum: 20}\n    dnssec: {key_files: ["+priv+"]}", 1)
 
 	t.Run("a zone with dnssec is signed through the zone's signer", func(t *testing.T) {
-		p := newPipeline(t, load(t, signed), Options{})
+		p := newPipeline(t, load(t, signed), Options{Keys: zonekeys.New(zonekeys.Options{Logger: discard()})})
 		req := new(dns.Msg)
 		req.SetQuestion("app.gslb.test.", dns.TypeA)
 		req.SetEdns0(1232, true)
@@ -381,17 +382,20 @@ func TestPipelineSigning(t *testing.T) {
 	})
 
 	t.Run("unchanged key files keep their signer across publishes; a file gone bad keeps the last good key", func(t *testing.T) {
-		p := newPipeline(t, load(t, signed), Options{})
+		p := newPipeline(t, load(t, signed), Options{Keys: zonekeys.New(zonekeys.Options{Logger: discard()})})
 		d := &p.State().Served
-		s1, err := p.signers.forZones(*d, p.log)
+		require.NoError(t, p.opts.Keys.Load(*d))
+		s1, err := p.opts.Keys.Signers(*d)
 		require.NoError(t, err)
-		s2, err := p.signers.forZones(*d, p.log)
+		require.NoError(t, p.opts.Keys.Load(*d))
+		s2, err := p.opts.Keys.Signers(*d)
 		require.NoError(t, err)
 		assert.Same(t, s1["gslb.test."], s2["gslb.test."])
 		require.NoError(t, os.WriteFile(priv, []byte("garbage\n"), 0o600))
 		later := time.Now().Add(time.Minute)
 		require.NoError(t, os.Chtimes(priv, later, later))
-		s3, err := p.signers.forZones(*d, p.log)
+		require.NoError(t, p.opts.Keys.Load(*d))
+		s3, err := p.opts.Keys.Signers(*d)
 		require.NoError(t, err)
 		assert.Same(t, s1["gslb.test."], s3["gslb.test."])
 	})
@@ -403,7 +407,7 @@ func TestPipelineSigning(t *testing.T) {
 			require.ErrorContains(t, err, "missing.private", "refused by the config already")
 			return
 		}
-		_, err = New(l, Options{Metrics: NewMetrics(prometheus.NewRegistry())})
+		_, err = New(l, Options{Metrics: NewMetrics(prometheus.NewRegistry()), Keys: zonekeys.New(zonekeys.Options{Logger: discard()})})
 		require.ErrorContains(t, err, "zone gslb.test.")
 	})
 }
@@ -417,7 +421,10 @@ func TestPipelineTransfers(t *testing.T) {
 	t.Run("a zone with transfers gets a managed serial that moves only with its content", func(t *testing.T) {
 		serials, err := xfr.OpenSerials(filepath.Join(dir, "serials.json"))
 		require.NoError(t, err)
-		p := newPipeline(t, load(t, withXfr), Options{Transfers: &xfr.Options{}, Serials: serials})
+		keys := zonekeys.New(zonekeys.Options{Logger: discard(), TSIG: true})
+		p := newPipeline(t, load(t, withXfr), Options{Keys: keys, Transfers: func(st *engine.Store) Publisher {
+			return xfr.NewPublisher(st, keys, serials, xfr.Options{Logger: discard()})
+		}})
 		serial := func() uint32 {
 			zd, ok := p.Store().Load().ZoneData("gslb.test.")
 			require.True(t, ok)

@@ -32,6 +32,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/zonekeys"
 )
 
 var log = clog.NewWithPlugin(pluginName)
@@ -79,7 +80,8 @@ func (m *Meridian) Start() error {
 		return fmt.Errorf("meridian: %w", err)
 	}
 	followMetrics() // registered with the pipeline's, ring or not
-	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope, Changed: m.changed}
+	keys := zonekeys.New(zonekeys.Options{Logger: slogFor()})
+	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope, Changed: m.changed, Keys: keys}
 	if m.Ring {
 		// The ring's overrides, kept in memory: a restarted plugin gets
 		// them back from the probers' push/pull within seconds.
@@ -93,6 +95,8 @@ func (m *Meridian) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	m.startNotify(ctx)
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); keys.Run(ctx, m.pipe.Republish) }()
 	if w, err := config.NewWatcher(m.ConfigPath, slogFor()); err != nil {
 		log.Warningf("config file watching disabled: %v", err)
 	} else {

@@ -1,0 +1,158 @@
+package xfr
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+// KeySource gives the TSIG key of a transfer section's tsig_key_file as it
+// was read last (internal/zonekeys reads the files, off the publish path).
+// TSIGKey must not read the disk: it is called under the serving
+// pipeline's lock.
+type KeySource interface {
+	TSIGKey(file string) (Key, bool)
+}
+
+// Publisher is the zone transfer side of the serving pipeline: it publishes
+// snapshots to the pipeline's store with managed serials for the zones
+// with a transfer section, and keeps the transfer server's zones, IXFR
+// history and NOTIFYs in step. Its calls are serialized by the caller (the
+// pipeline's lock).
+type Publisher struct {
+	st      *engine.Store
+	srv     *Server
+	serials *Serials
+	keys    KeySource
+	log     *slog.Logger
+	known   map[string]bool // zones notified at least once by this process
+}
+
+// NewPublisher returns a publisher to st, with a transfer server answering
+// from st (see New for opts), serials kept in serials (nil: in memory) and
+// TSIG keys from keys.
+func NewPublisher(st *engine.Store, keys KeySource, serials *Serials, opts Options) *Publisher {
+	if serials == nil {
+		serials, _ = OpenSerials("") // in memory: cannot fail
+	}
+	srv := New(st, opts)
+	return &Publisher{st: st, srv: srv, serials: serials, keys: keys, log: srv.log, known: map[string]bool{}}
+}
+
+// Server is the transfer server for the DNS front end.
+func (x *Publisher) Server() *Server { return x.srv }
+
+// zones builds the transfer configuration of d's zones with the TSIG keys
+// of the key source. A key the source never read fails the publish with the
+// reason (the source refuses a config whose keys it cannot read, so this
+// is a key source that was not given the config).
+func (x *Publisher) zones(d *model.Desired) ([]Zone, error) {
+	var out []Zone
+	for i, z := range d.Zones {
+		t := z.Transfer
+		if t == nil {
+			continue
+		}
+		p := fmt.Sprintf("zones[%d].transfer", i)
+		key, ok := x.keys.TSIGKey(t.TSIGKeyFile)
+		if !ok {
+			return nil, fmt.Errorf("%s.tsig_key_file: %s: not read", p, t.TSIGKeyFile)
+		}
+		xz := Zone{Apex: z.Apex, Key: key}
+		for j, s := range t.Allow {
+			pfx, err := model.ParseAllow(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s.allow[%d]: %w", p, j, err)
+			}
+			xz.Allow = append(xz.Allow, pfx)
+		}
+		for j, s := range t.Notify {
+			ap, err := model.ParseNotifyTarget(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s.notify[%d]: %w", p, j, err)
+			}
+			xz.Notify = append(xz.Notify, ap)
+		}
+		out = append(out, xz)
+	}
+	return out, nil
+}
+
+// Publish stores d in the store with managed serials for zones that have
+// transfers: it compiles once to see each zone's content, gives a zone
+// whose content changed the next serial (RFC 1982; persisted, so it also
+// increases across restarts), publishes with those serials in the SOA, then
+// records the versions for IXFR and sends NOTIFY for the changed zones.
+// It writes the serial file when a serial changed; it reads no file.
+func (x *Publisher) Publish(d *model.Desired, opts engine.Options) (*engine.Snapshot, error) {
+	zones, err := x.zones(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(zones) == 0 {
+		x.srv.Configure(nil)
+		return x.st.Publish(d, opts)
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	withSerials, changed, err := x.nextSerials(d, zones, opts)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := x.st.Publish(withSerials, opts)
+	if err != nil {
+		return nil, err
+	}
+	x.srv.Configure(zones)
+	for _, z := range zones {
+		zd, _ := snap.ZoneData(z.Apex)
+		x.srv.Record(zd)
+		if changed[z.Apex] || !x.known[z.Apex] {
+			x.known[z.Apex] = true
+			x.srv.Notify(z.Apex, zd.SOA.Serial)
+		}
+	}
+	return snap, nil
+}
+
+// nextSerials returns a copy of d whose transfer zones carry their managed
+// serials, and the zones whose content changed (given the next serial,
+// persisted).
+func (x *Publisher) nextSerials(d *model.Desired, zones []Zone, opts engine.Options) (*model.Desired, map[string]bool, error) {
+	withSerials := *d
+	withSerials.Zones = slices.Clone(d.Zones)
+	idx := map[string]int{}
+	for i, z := range withSerials.Zones {
+		if z.Transfer != nil {
+			idx[z.Apex] = i
+			withSerials.Zones[i].SOA.Serial = 1 // any fixed value: the content hash leaves it out
+		}
+	}
+	preview, err := engine.Compile(&withSerials, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	changed := map[string]bool{}
+	for _, z := range zones {
+		i := idx[z.Apex]
+		zd, _ := preview.ZoneData(z.Apex)
+		prev, hadPrev := x.serials.Get(z.Apex)
+		serial, ch := x.serials.Next(z.Apex, ContentHash(zd), d.Zones[i].SOA.Serial, opts.Now)
+		withSerials.Zones[i].SOA.Serial = serial
+		if ch {
+			changed[z.Apex] = true
+			x.log.Info("zone content changed: new serial", "zone", z.Apex, "serial", serial, "previous", prev.Serial, "had_previous", hadPrev)
+		}
+	}
+	if len(changed) > 0 {
+		if err := x.serials.Save(); err != nil {
+			x.log.Warn("zone serials not persisted: a restart may reuse a serial", "file", x.serials.Path(), "err", err)
+		}
+	}
+	return &withSerials, changed, nil
+}
