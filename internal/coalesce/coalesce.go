@@ -1,10 +1,10 @@
 // Package coalesce runs a piece of work after changes, with a leading
 // edge:
 //
-//   - the first change after a quiet spell runs the work at once;
+//   - the first change after a quiet period runs the work at once;
 //   - changes that arrive while the work runs, or within the window after
 //     it finished, become one following run, at the end of that window;
-//   - a window in which nothing changed ends the spell: the next change
+//   - a window in which nothing changed ends the period: the next change
 //     runs at once again.
 //
 // A burst of changes (an informer's start-up lists every object) so runs

@@ -28,7 +28,7 @@ func TestRun(t *testing.T) {
 	for _, tc := range []struct {
 		name, script string
 	}{
-		{"a change after a quiet spell runs at once, without waiting for a window",
+		{"a change after a quiet period runs at once, without waiting for a window",
 			"poke run done window fire poke run done window fire"},
 		{"changes during a run become one run at the end of the window after it",
 			"poke run poke poke done window fire run done window fire"},

@@ -47,7 +47,7 @@ type Sites interface {
 // state (internal/app's member clusters). A service that does not validate
 // is left out and reported on its objects; when the merged whole fails the
 // file alone comes back with the error. PrepareNext is called after every
-// publish: the source may make its next merge's work ahead, off the path
+// publish: the source may prepare its next merge's work in advance, off the path
 // of the next change (a no-op is fine).
 type KubeSource interface {
 	Merge(l *Loaded) (*config.File, error)

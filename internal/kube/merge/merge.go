@@ -55,7 +55,7 @@ type Kube struct {
 	namesOf   *config.File
 	// validated is what the last build validated (kube.BuildSafe).
 	validated *kube.Validated
-	// spare is the next merge's services list, made ahead (PrepareNext);
+	// spare is the next merge's services list, prepared in advance (PrepareNext);
 	// next is what the last merge would have wanted of it.
 	spare spareList
 	next  spareList
@@ -63,7 +63,7 @@ type Kube struct {
 	release *time.Timer
 }
 
-// spareList is a merged services list made ahead of a merge: the services
+// spareList is a merged services list prepared before a merge: the services
 // of file copied, and room after them for at least kube services.
 type spareList struct {
 	file *config.File
@@ -72,7 +72,7 @@ type spareList struct {
 }
 
 // spareFrom is the number of services of the file from which the merged
-// list is made ahead of a merge (PrepareNext): below it, the copy costs
+// list is prepared before a merge (PrepareNext): below it, the copy costs
 // less than the memory held for it.
 var spareFrom = 4096
 

@@ -383,7 +383,7 @@ func TestKubeMergeIsTheWholeNormalized(t *testing.T) {
 	assert.NotSame(t, &byName(f, "g.gslb.test.").Endpoints[0], &byName(f2, "g.gslb.test.").Endpoints[0], "the changed one is new")
 }
 
-func TestAMergeIntoTheListMadeAheadIsTheWholeNormalized(t *testing.T) {
+func TestAMergeIntoThePreparedListIsTheWholeNormalized(t *testing.T) {
 	old := spareFrom
 	spareFrom = 1
 	t.Cleanup(func() { spareFrom = old })
@@ -411,7 +411,7 @@ func TestAMergeIntoTheListMadeAheadIsTheWholeNormalized(t *testing.T) {
 		change func() *serving.Loaded
 		used   bool
 	}{
-		{"a hostname moved is merged into the list made ahead", func() *serving.Loaded {
+		{"a hostname moved is merged into the prepared list", func() *serving.Loaded {
 			objs[0].Settings.Hostnames = []string{"moved.gslb.test."}
 			return l
 		}, true},
@@ -427,14 +427,14 @@ func TestAMergeIntoTheListMadeAheadIsTheWholeNormalized(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			k.PrepareNext()
 			spare := k.spare.buf
-			require.NotNil(t, spare, "a list is made ahead")
+			require.NotNil(t, spare, "a list is prepared")
 			l := tc.change()
 			f, err := k.merge(l, nil, objs, func(kube.Result) {})
 			require.NoError(t, err)
 			assert.Equal(t, whole(l, objs), f.Desired)
 			assert.Equal(t, len(f.Services), cap(f.Services), "no room after the list: an append copies it")
-			assert.Equal(t, tc.used, &spare[0] == &f.Services[0], "the list made ahead is used")
-			assert.Nil(t, k.spare.buf, "a list made ahead serves one merge")
+			assert.Equal(t, tc.used, &spare[0] == &f.Services[0], "the prepared list is used")
+			assert.Nil(t, k.spare.buf, "a prepared list serves one merge")
 			for i := range l.File.Services {
 				assert.Same(t, &l.File.Services[i].Endpoints[0], &f.Services[i].Endpoints[0], "the file's services are the values it loaded")
 			}
@@ -444,7 +444,7 @@ func TestAMergeIntoTheListMadeAheadIsTheWholeNormalized(t *testing.T) {
 
 func TestOneKubernetesChangeIsServedAndThePreviousStateIsUntouched(t *testing.T) {
 	for _, ahead := range []bool{false, true} {
-		t.Run(fmt.Sprintf("merged list made ahead %t", ahead), func(t *testing.T) {
+		t.Run(fmt.Sprintf("merged list prepared %t", ahead), func(t *testing.T) {
 			if ahead {
 				old := spareFrom
 				spareFrom = 1
@@ -476,7 +476,7 @@ func oneKubernetesChange(t *testing.T, ahead bool) {
 	src.objs[len(src.objs)-1].Settings.Weight = &zero // the west object of the last service
 	require.NoError(t, p.Remerge())
 	next := p.State()
-	require.Equal(t, ahead, src.k.spare.buf != nil, "the next merged list is made ahead")
+	require.Equal(t, ahead, src.k.spare.buf != nil, "the next merged list is prepared")
 
 	require.NotSame(t, prev, next)
 	assert.Equal(t, map[string]bool{east: true}, answers(t, p, name), "the change is served")
@@ -494,7 +494,7 @@ func oneKubernetesChange(t *testing.T, ahead bool) {
 	spare := src.k.spare.buf
 	require.NoError(t, p.Remerge())
 	if ahead {
-		require.Same(t, &spare[0], &p.State().Effective.Services[0], "the second merge is into the list made ahead")
+		require.Same(t, &spare[0], &p.State().Effective.Services[0], "the second merge is into the prepared list")
 	}
 	assert.Equal(t, map[string]bool{east: true, west: true}, answers(t, p, name), "and back")
 	assert.Equal(t, before, frozen(prev), "the first state is still untouched")
