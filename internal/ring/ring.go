@@ -185,17 +185,18 @@ func metaInput(name string, md meta) []byte {
 
 // Ring is a running ring node.
 type Ring struct {
-	cfg   Config
-	log   *slog.Logger
-	m     *Metrics
-	mlp   atomic.Pointer[memberlist.Memberlist] // set once Create returns; messages can arrive before
-	ml    *memberlist.Memberlist                // == mlp.Load() after Start; only used outside callbacks
-	q     *memberlist.TransmitLimitedQueue
-	store *store
-	rtt   rttStore // RTT summaries of every prober, ours included
-	meta  atomic.Pointer[[]byte]
-	creds *credStore              // other nodes' verified credentials
-	own   atomic.Pointer[ownCred] // this node's credential, nil without one
+	localAddr string // the gossip address memberlist bound, set once in Start
+	cfg       Config
+	log       *slog.Logger
+	m         *Metrics
+	mlp       atomic.Pointer[memberlist.Memberlist] // set once Create returns; messages can arrive before
+	ml        *memberlist.Memberlist                // == mlp.Load() after Start; only used outside callbacks
+	q         *memberlist.TransmitLimitedQueue
+	store     *store
+	rtt       rttStore // RTT summaries of every prober, ours included
+	meta      atomic.Pointer[[]byte]
+	creds     *credStore              // other nodes' verified credentials
+	own       atomic.Pointer[ownCred] // this node's credential, nil without one
 	// dnsAddrs are the public DNS addresses of this node's site, in its metadata.
 	dnsAddrs atomic.Pointer[[]string]
 	metaMu   sync.Mutex // one metadata change (credential, DNS addresses) at a time
@@ -364,6 +365,8 @@ func Start(cfg Config) (*Ring, error) {
 	}
 	r.ml = ml
 	r.mlp.Store(ml)
+	n := ml.LocalNode() // read once, before any gossip: memberlist rewrites the node under its lock later
+	r.localAddr = net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
 	r.registerGossipBytes()
 	r.updateMembers()
 	r.joinSeeds()
@@ -602,10 +605,7 @@ func (r *Ring) halt() error {
 }
 
 // LocalAddr is the gossip address other nodes reach this node at.
-func (r *Ring) LocalAddr() string {
-	n := r.ml.LocalNode()
-	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
-}
+func (r *Ring) LocalAddr() string { return r.localAddr }
 
 // Name is this node's name.
 func (r *Ring) Name() string { return r.cfg.NodeName }
