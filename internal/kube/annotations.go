@@ -111,7 +111,10 @@ var settingReaders = []struct {
 	anno string
 	read func(v string, s *Settings) error
 }{
-	{AnnoStrategy, readStrategy},
+	{AnnoStrategy, func(v string, s *Settings) (err error) {
+		s.Strategy, err = oneOf(v, model.Strategies, "a strategy")
+		return err
+	}},
 	{AnnoWeight, readWeight},
 	{AnnoFailoverOrder, readFailoverOrder},
 	{AnnoTTL, func(v string, s *Settings) (err error) { s.TTL, err = parseTTL(v); return err }},
@@ -120,28 +123,37 @@ var settingReaders = []struct {
 	{AnnoLatencyTolerance, readLatencyTolerance},
 	{AnnoMinHealthy, readMinHealthy},
 	{AnnoDrain, readDrain},
-	{AnnoSticky, readSticky},
+	{AnnoSticky, func(v string, s *Settings) (err error) {
+		s.Sticky, err = oneOf(v, model.StickyModes, "a sticky mode")
+		return err
+	}},
 	{AnnoCapacity, readCapacity},
 }
 
-// readStrategy reads meridian.io/strategy.
-func readStrategy(v string, s *Settings) error {
+// oneOf reads a value that must be one of allowed (what names it in the
+// error): "" and an error for anything else.
+func oneOf(v string, allowed []string, what string) (string, error) {
 	v = strings.TrimSpace(v)
-	if !slices.Contains(model.Strategies, v) {
-		return fmt.Errorf("is not a strategy (allowed: %s)", strings.Join(model.Strategies, ", "))
+	if !slices.Contains(allowed, v) {
+		return "", fmt.Errorf("is not %s (allowed: %s)", what, strings.Join(allowed, ", "))
 	}
-	s.Strategy = v
-	return nil
+	return v, nil
 }
 
 // readWeight reads meridian.io/weight.
 func readWeight(v string, s *Settings) error {
-	w, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || w < 0 || w > model.MaxWeight {
+	w, ok := boundedInt(v, model.MaxWeight)
+	if !ok {
 		return fmt.Errorf("is not a weight (allowed: an integer 0..%d; 0 = only when every weighted endpoint is down)", model.MaxWeight)
 	}
 	s.Weight = &w
 	return nil
+}
+
+// boundedInt reads an integer 0..limit; ok is false for anything else.
+func boundedInt(v string, limit int) (n int, ok bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	return n, err == nil && n >= 0 && n <= limit
 }
 
 // readFailoverOrder reads meridian.io/failover-order.
@@ -169,8 +181,8 @@ func readLatencyTolerance(v string, s *Settings) error {
 
 // readMinHealthy reads meridian.io/min-healthy.
 func readMinHealthy(v string, s *Settings) error {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 || n > model.MaxMinHealthy {
+	n, ok := boundedInt(v, model.MaxMinHealthy)
+	if !ok {
 		return fmt.Errorf("is not a min_healthy (allowed: an integer 0..%d; 0 = no guard)", model.MaxMinHealthy)
 	}
 	s.MinHealthy = &n
@@ -184,16 +196,6 @@ func readDrain(v string, s *Settings) error {
 		return errors.New("is not a boolean (allowed: true, false)")
 	}
 	s.Drain = d
-	return nil
-}
-
-// readSticky reads meridian.io/sticky.
-func readSticky(v string, s *Settings) error {
-	v = strings.TrimSpace(v)
-	if !slices.Contains(model.StickyModes, v) {
-		return fmt.Errorf("is not a sticky mode (allowed: %s)", strings.Join(model.StickyModes, ", "))
-	}
-	s.Sticky = v
 	return nil
 }
 

@@ -178,10 +178,7 @@ func (s *sliceSource) upsert(o any) {
 }
 
 func (s *sliceSource) remove(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	sl, ok := o.(*discoveryv1.EndpointSlice)
+	sl, ok := withoutTombstone(o).(*discoveryv1.EndpointSlice)
 	if !ok {
 		return
 	}

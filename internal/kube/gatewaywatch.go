@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -230,10 +229,7 @@ func (s *routeSource) upsertRoute(u *unstructured.Unstructured) {
 
 // remove drops a deleted route, or forgets a deleted Gateway.
 func (s *routeSource) remove(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	u, ok := o.(*unstructured.Unstructured)
+	u, ok := withoutTombstone(o).(*unstructured.Unstructured)
 	if !ok {
 		return
 	}

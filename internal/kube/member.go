@@ -301,6 +301,15 @@ func handlers(sink objectSink, upsert, remove func(any)) cache.ResourceEventHand
 	}
 }
 
+// withoutTombstone is the object of a deletion the informer missed (a
+// tombstone), else o.
+func withoutTombstone(o any) any {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return o
+}
+
 // watchedNamespaces are the namespaces the informers watch: each of
 // kubernetes.namespaces, or all.
 func watchedNamespaces(k model.Kubernetes) []string {

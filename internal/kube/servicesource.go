@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 )
@@ -62,9 +61,7 @@ func (s *serviceSource) upsert(o any) {
 
 // remove drops a deleted Service or Ingress.
 func (s *serviceSource) remove(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
+	o = withoutTombstone(o)
 	if meta, ok := o.(metav1.Object); ok {
 		s.sink.drop(ObjectRef{s.cluster, kindOf(o), meta.GetNamespace(), meta.GetName()})
 	}
