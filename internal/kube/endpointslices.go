@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/meridian-gslb/meridian/internal/model"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // SliceCounts are the endpoints the EndpointSlices of one Service list,

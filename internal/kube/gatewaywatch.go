@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-gslb/meridian/internal/model"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // gatewayResources are the Gateway API resources Meridian watches, by
