@@ -39,7 +39,9 @@ const (
 )
 
 // config is the Meridian config: the two members, status annotations on,
-// RRL out of the way of the loopback queries.
+// RRL out of the way of the loopback queries, and the per-namespace
+// hostname limit (default 1000) above the largest size: every Service is
+// in the one namespace "scale".
 const config = `
 server: {dns: {rrl: {responses_per_second: 1000000}}}
 zones:
@@ -48,7 +50,7 @@ zones:
 clusters:
   - {name: east, region: us-east, kubernetes: {kubeconfig: "%s"}}
   - {name: west, region: us-west, kubernetes: {kubeconfig: "%s"}}
-kubernetes: {status_annotation: true}
+kubernetes: {status_annotation: true, max_hostnames_per_namespace: 20000}
 `
 
 // result is one size's figures.

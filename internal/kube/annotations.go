@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -84,111 +85,131 @@ func Watched(annotations map[string]string) bool {
 func ParseAnnotations(a map[string]string) (Settings, []FieldError) {
 	var s Settings
 	var errs []FieldError
-	bad := func(anno, format string, args ...any) {
-		errs = append(errs, FieldError{Annotation: anno, Value: a[anno], Msg: fmt.Sprintf(format, args...)})
-	}
 	host, ok := a[AnnoHostname]
 	switch hs, err := parseHostnames(host); {
 	case !ok:
-		bad(AnnoHostname, "is missing (allowed: fully qualified names separated by commas, e.g. app.gslb.example.com)")
+		errs = append(errs, FieldError{Annotation: AnnoHostname, Msg: "is missing (allowed: fully qualified names separated by commas, e.g. app.gslb.example.com)"})
 	case err != nil:
-		bad(AnnoHostname, "%v", err)
+		errs = append(errs, FieldError{Annotation: AnnoHostname, Value: host, Msg: err.Error()})
 	default:
 		s.Hostnames = hs
 	}
-	if v, ok := a[AnnoStrategy]; ok {
-		v = strings.TrimSpace(v)
-		if !slices.Contains(model.Strategies, v) {
-			bad(AnnoStrategy, "is not a strategy (allowed: %s)", strings.Join(model.Strategies, ", "))
-		} else {
-			s.Strategy = v
-		}
-	}
-	if v, ok := a[AnnoWeight]; ok {
-		w, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || w < 0 || w > model.MaxWeight {
-			bad(AnnoWeight, "is not a weight (allowed: an integer 0..%d; 0 = only when every weighted endpoint is down)", model.MaxWeight)
-		} else {
-			s.Weight = &w
-		}
-	}
-	if v, ok := a[AnnoFailoverOrder]; ok {
-		order, err := parseList(v)
-		if err != nil || len(order) == 0 {
-			bad(AnnoFailoverOrder, "is not a cluster list (allowed: cluster names separated by commas, primary first, e.g. east,west)")
-		} else if d := firstDuplicate(order); d != "" {
-			bad(AnnoFailoverOrder, "names cluster %q twice (allowed: each cluster once)", d)
-		} else {
-			s.FailoverOrder = order
-		}
-	}
-	if v, ok := a[AnnoTTL]; ok {
-		ttl, err := parseTTL(v)
-		if err != nil {
-			bad(AnnoTTL, "%v", err)
-		} else {
-			s.TTL = ttl
-		}
-	}
-	if v, ok := a[AnnoHealthCheck]; ok {
-		c, err := ParseHealthCheck(v)
-		if err != nil {
-			bad(AnnoHealthCheck, "%v", err)
-		} else {
-			s.HealthCheck = c
-		}
-	}
-	if v, ok := a[AnnoGeo]; ok {
-		g, err := parseGeo(v)
-		if err != nil {
-			bad(AnnoGeo, "%v", err)
-		} else {
-			s.Geo = g
-		}
-	}
-	if v, ok := a[AnnoLatencyTolerance]; ok {
-		var p model.Percent
-		if err := p.UnmarshalText([]byte(v)); err != nil || p < 0 || p > model.MaxLatencyTolerance {
-			bad(AnnoLatencyTolerance, "is not a tolerance (allowed: a percentage 0%%..%v%%, e.g. 30%%)", model.MaxLatencyTolerance)
-		} else {
-			s.LatencyTolerance = &p
-		}
-	}
-	if v, ok := a[AnnoMinHealthy]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 0 || n > model.MaxMinHealthy {
-			bad(AnnoMinHealthy, "is not a min_healthy (allowed: an integer 0..%d; 0 = no guard)", model.MaxMinHealthy)
-		} else {
-			s.MinHealthy = &n
-		}
-	}
-	if v, ok := a[AnnoDrain]; ok {
-		d, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			bad(AnnoDrain, "is not a boolean (allowed: true, false)")
-		} else {
-			s.Drain = d
-		}
-	}
-	if v, ok := a[AnnoSticky]; ok {
-		v = strings.TrimSpace(v)
-		if !slices.Contains(model.StickyModes, v) {
-			bad(AnnoSticky, "is not a sticky mode (allowed: %s)", strings.Join(model.StickyModes, ", "))
-		} else {
-			s.Sticky = v
-		}
-	}
-	if v, ok := a[AnnoCapacity]; ok {
-		switch strings.TrimSpace(v) {
-		case "true":
-			s.Capacity = new(true)
-		case "false":
-			s.Capacity = new(false)
-		default:
-			bad(AnnoCapacity, "is not a boolean (allowed: true: weights follow the ready fraction of the Services behind the object, false)")
+	for _, r := range settingReaders {
+		if v, ok := a[r.anno]; ok {
+			if err := r.read(v, &s); err != nil {
+				errs = append(errs, FieldError{Annotation: r.anno, Value: v, Msg: err.Error()})
+			}
 		}
 	}
 	return s, errs
+}
+
+// settingReaders read the optional annotations into Settings, in the
+// order their errors are reported; each returns what is wrong with a
+// rejected value (the FieldError's Msg) and leaves the setting unset.
+var settingReaders = []struct {
+	anno string
+	read func(v string, s *Settings) error
+}{
+	{AnnoStrategy, func(v string, s *Settings) (err error) {
+		s.Strategy, err = oneOf(v, model.Strategies, "a strategy")
+		return err
+	}},
+	{AnnoWeight, readWeight},
+	{AnnoFailoverOrder, readFailoverOrder},
+	{AnnoTTL, func(v string, s *Settings) (err error) { s.TTL, err = parseTTL(v); return err }},
+	{AnnoHealthCheck, func(v string, s *Settings) (err error) { s.HealthCheck, err = ParseHealthCheck(v); return err }},
+	{AnnoGeo, func(v string, s *Settings) (err error) { s.Geo, err = parseGeo(v); return err }},
+	{AnnoLatencyTolerance, readLatencyTolerance},
+	{AnnoMinHealthy, readMinHealthy},
+	{AnnoDrain, readDrain},
+	{AnnoSticky, func(v string, s *Settings) (err error) {
+		s.Sticky, err = oneOf(v, model.StickyModes, "a sticky mode")
+		return err
+	}},
+	{AnnoCapacity, readCapacity},
+}
+
+// oneOf reads a value that must be one of allowed (what names it in the
+// error): "" and an error for anything else.
+func oneOf(v string, allowed []string, what string) (string, error) {
+	v = strings.TrimSpace(v)
+	if !slices.Contains(allowed, v) {
+		return "", fmt.Errorf("is not %s (allowed: %s)", what, strings.Join(allowed, ", "))
+	}
+	return v, nil
+}
+
+// readWeight reads meridian.io/weight.
+func readWeight(v string, s *Settings) error {
+	w, ok := boundedInt(v, model.MaxWeight)
+	if !ok {
+		return fmt.Errorf("is not a weight (allowed: an integer 0..%d; 0 = only when every weighted endpoint is down)", model.MaxWeight)
+	}
+	s.Weight = &w
+	return nil
+}
+
+// boundedInt reads an integer 0..limit; ok is false for anything else.
+func boundedInt(v string, limit int) (n int, ok bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	return n, err == nil && n >= 0 && n <= limit
+}
+
+// readFailoverOrder reads meridian.io/failover-order.
+func readFailoverOrder(v string, s *Settings) error {
+	order, err := parseList(v)
+	if err != nil || len(order) == 0 {
+		return errors.New("is not a cluster list (allowed: cluster names separated by commas, primary first, e.g. east,west)")
+	}
+	if d := firstDuplicate(order); d != "" {
+		return fmt.Errorf("names cluster %q twice (allowed: each cluster once)", d)
+	}
+	s.FailoverOrder = order
+	return nil
+}
+
+// readLatencyTolerance reads meridian.io/latency-tolerance.
+func readLatencyTolerance(v string, s *Settings) error {
+	var p model.Percent
+	if err := p.UnmarshalText([]byte(v)); err != nil || p < 0 || p > model.MaxLatencyTolerance {
+		return fmt.Errorf("is not a tolerance (allowed: a percentage 0%%..%v%%, e.g. 30%%)", model.MaxLatencyTolerance)
+	}
+	s.LatencyTolerance = &p
+	return nil
+}
+
+// readMinHealthy reads meridian.io/min-healthy.
+func readMinHealthy(v string, s *Settings) error {
+	n, ok := boundedInt(v, model.MaxMinHealthy)
+	if !ok {
+		return fmt.Errorf("is not a min_healthy (allowed: an integer 0..%d; 0 = no guard)", model.MaxMinHealthy)
+	}
+	s.MinHealthy = &n
+	return nil
+}
+
+// readDrain reads meridian.io/drain.
+func readDrain(v string, s *Settings) error {
+	d, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return errors.New("is not a boolean (allowed: true, false)")
+	}
+	s.Drain = d
+	return nil
+}
+
+// readCapacity reads meridian.io/capacity.
+func readCapacity(v string, s *Settings) error {
+	switch strings.TrimSpace(v) {
+	case "true":
+		s.Capacity = new(true)
+	case "false":
+		s.Capacity = new(false)
+	default:
+		return errors.New("is not a boolean (allowed: true: weights follow the ready fraction of the Services behind the object, false)")
+	}
+	return nil
 }
 
 // parseList splits a comma-separated list, trimming blanks; an empty item is an error.

@@ -221,8 +221,29 @@ func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
 		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{},
 		Backends: map[string]map[string][]Backend{}, Limited: map[ObjectRef][]string{}, OverLimit: map[string]int{}}
-	// The objects in order, by pointer (objs is only read): sorting
-	// pointers moves 8 bytes a swap, not an Object.
+	sorted := oldestFirst(objs)
+	groups, names := byHostname(sorted, r.limit(sorted, base.Kubernetes))
+	owners, ledger := claims.Decide(claims.PolicyFrom(base), claimsOf(groups, fileNames), first, now)
+	r.First = ledger
+	for _, name := range names {
+		r.serve(name, groups[name], fileNames[name], owners[name], base, v)
+	}
+	for _, o := range sorted {
+		for _, p := range o.Problems {
+			r.problem(o.Ref, p)
+		}
+	}
+	for ref := range r.Problems {
+		slices.Sort(r.Problems[ref])
+		r.Problems[ref] = slices.Compact(r.Problems[ref])
+	}
+	return r
+}
+
+// oldestFirst is the objects in order (creationTimestamp, then cluster,
+// namespace, kind and name), by pointer (objs is only read): sorting
+// pointers moves 8 bytes a swap, not an Object.
+func oldestFirst(objs []Object) []*Object {
 	sorted := make([]*Object, len(objs))
 	for i := range objs {
 		sorted[i] = &objs[i]
@@ -231,7 +252,12 @@ func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Ref.Cluster, b.Ref.Cluster),
 			cmp.Compare(a.Ref.Namespace, b.Ref.Namespace), cmp.Compare(a.Ref.Kind, b.Ref.Kind), cmp.Compare(a.Ref.Name, b.Ref.Name))
 	})
-	hosts := r.limit(sorted, base.Kubernetes)
+	return sorted
+}
+
+// byHostname groups the valid objects of sorted by the names hosts gives
+// each (order kept), and returns the names sorted.
+func byHostname(sorted []*Object, hosts func(*Object) []string) (map[string][]*Object, []string) {
 	groups := map[string][]*Object{}
 	var names []string
 	for _, o := range sorted {
@@ -246,56 +272,48 @@ func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated
 		}
 	}
 	slices.Sort(names)
-	owners, ledger := claims.Decide(claims.PolicyFrom(base), claimsOf(groups, fileNames), first, now)
-	r.First = ledger
-	for _, name := range names {
-		g := groups[name]
-		if fileNames[name] {
-			why := fmt.Sprintf("%s is defined in the config file; the config file's definition is served (remove one of the two)", name)
-			r.Dropped[name] = why
-			for _, o := range g {
-				r.Sources[name] = append(r.Sources[name], o.Ref)
-				r.problem(o.Ref, why)
-			}
-			continue
-		}
-		g = r.owned(owners[name], g)
-		if len(g) == 0 {
-			r.Dropped[name] = unowned(owners[name])
-			continue
-		}
+	return groups, names
+}
+
+// serve decides one name: dropped when the config file defines it
+// (inFile) or no owning object gives it an address or a valid service,
+// else served from the objects of g its owners d allow.
+func (r *Result) serve(name string, g []*Object, inFile bool, d claims.Decision, base *model.Desired, v *Validated) {
+	if inFile {
+		why := fmt.Sprintf("%s is defined in the config file; the config file's definition is served (remove one of the two)", name)
+		r.Dropped[name] = why
 		for _, o := range g {
 			r.Sources[name] = append(r.Sources[name], o.Ref)
+			r.problem(o.Ref, why)
 		}
-		svc, owner := r.service(name, g)
-		r.Owner[name] = owner
+		return
+	}
+	g = r.owned(d, g)
+	if len(g) == 0 {
+		r.Dropped[name] = unowned(d)
+		return
+	}
+	for _, o := range g {
+		r.Sources[name] = append(r.Sources[name], o.Ref)
+	}
+	svc, owner := r.service(name, g)
+	r.Owner[name] = owner
+	for _, o := range g {
+		r.Settings[o.Ref] = SettingsOf{Strategy: svc.Strategy}
+	}
+	if len(svc.Endpoints) == 0 {
+		r.Dropped[name] = noAddress(g)
+		return
+	}
+	if err := v.validate(base, svc); err != nil {
+		why := fmt.Sprintf("%s is not served: %v", name, err)
+		r.Dropped[name] = why
 		for _, o := range g {
-			r.Settings[o.Ref] = SettingsOf{Strategy: svc.Strategy}
+			r.problem(o.Ref, why)
 		}
-		if len(svc.Endpoints) == 0 {
-			r.Dropped[name] = noAddress(g)
-			continue
-		}
-		if err := v.validate(base, svc); err != nil {
-			why := fmt.Sprintf("%s is not served: %v", name, err)
-			r.Dropped[name] = why
-			for _, o := range g {
-				r.problem(o.Ref, why)
-			}
-			continue
-		}
-		r.Services = append(r.Services, svc)
+		return
 	}
-	for _, o := range sorted {
-		for _, p := range o.Problems {
-			r.problem(o.Ref, p)
-		}
-	}
-	for ref := range r.Problems {
-		slices.Sort(r.Problems[ref])
-		r.Problems[ref] = slices.Compact(r.Problems[ref])
-	}
-	return r
+	r.Services = append(r.Services, svc)
 }
 
 // claimsOf lists the claims of the grouped objects on names the file does
@@ -349,52 +367,77 @@ func (r *Result) problem(ref ObjectRef, msg string) {
 // object that decided its strategy.
 func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 	svc := model.Service{Name: name}
+	owner := r.serviceLevel(&svc, g)
+	if svc.Strategy == "" {
+		svc.Strategy = model.StrategyWeighted
+	}
+	r.dropIgnored(&svc, g)
+	clusters := r.endpoints(&svc, g)
+	r.policy(&svc, g, clusters)
+	return svc, owner
+}
+
+// level is one service-level setting: the annotation that sets it, and
+// how it is read from Settings and applied to the service.
+type level struct {
+	anno  string
+	isSet func(*Settings) bool
+	equal func(a, b *Settings) bool
+	show  func(*Settings) string
+	apply func(*model.Service, *Settings)
+}
+
+// levels are the service-level settings, in the order they are decided.
+var levels = []level{
+	{AnnoStrategy, func(s *Settings) bool { return s.Strategy != "" },
+		func(a, b *Settings) bool { return a.Strategy == b.Strategy },
+		func(s *Settings) string { return s.Strategy },
+		func(svc *model.Service, s *Settings) { svc.Strategy = s.Strategy }},
+	{AnnoTTL, func(s *Settings) bool { return s.TTL != 0 },
+		func(a, b *Settings) bool { return a.TTL == b.TTL },
+		func(s *Settings) string { return fmt.Sprint(s.TTL) },
+		func(svc *model.Service, s *Settings) { svc.TTL = s.TTL }},
+	{AnnoHealthCheck, func(s *Settings) bool { return s.HealthCheck != nil },
+		func(a, b *Settings) bool { return checkString(a.HealthCheck) == checkString(b.HealthCheck) },
+		func(s *Settings) string { return checkString(s.HealthCheck) },
+		func(svc *model.Service, s *Settings) { c := *s.HealthCheck; svc.HealthCheck = &c }},
+	{AnnoLatencyTolerance, func(s *Settings) bool { return s.LatencyTolerance != nil },
+		func(a, b *Settings) bool { return *a.LatencyTolerance == *b.LatencyTolerance },
+		func(s *Settings) string { return s.LatencyTolerance.String() },
+		func(svc *model.Service, s *Settings) {
+			t := *s.LatencyTolerance
+			svc.Latency = &model.LatencyPolicy{Tolerance: &t}
+		}},
+	{AnnoFailoverOrder, func(s *Settings) bool { return s.FailoverOrder != nil },
+		func(a, b *Settings) bool { return slices.Equal(a.FailoverOrder, b.FailoverOrder) },
+		func(s *Settings) string { return strings.Join(s.FailoverOrder, ",") },
+		func(svc *model.Service, s *Settings) {
+			svc.Failover = &model.FailoverPolicy{Order: slices.Clone(s.FailoverOrder)}
+		}},
+	{AnnoSticky, func(s *Settings) bool { return s.Sticky != "" },
+		func(a, b *Settings) bool { return a.Sticky == b.Sticky },
+		func(s *Settings) string { return s.Sticky },
+		func(svc *model.Service, s *Settings) { svc.Sticky = s.Sticky }},
+	{AnnoMinHealthy, func(s *Settings) bool { return s.MinHealthy != nil },
+		func(a, b *Settings) bool { return *a.MinHealthy == *b.MinHealthy },
+		func(s *Settings) string { return fmt.Sprint(*s.MinHealthy) },
+		func(svc *model.Service, s *Settings) { n := *s.MinHealthy; svc.MinHealthy = &n }},
+	{AnnoCapacity, func(s *Settings) bool { return s.Capacity != nil },
+		func(a, b *Settings) bool { return *a.Capacity == *b.Capacity },
+		func(s *Settings) string { return fmt.Sprint(*s.Capacity) },
+		func(svc *model.Service, s *Settings) {
+			if *s.Capacity {
+				svc.Capacity = &model.Capacity{Source: model.CapacitySourceKubernetes, FromObjects: true}
+			}
+		}},
+}
+
+// serviceLevel applies each service-level setting of the oldest object of
+// g that sets it, reports each object that sets another value as a
+// conflict, and returns the object that decided the strategy (else the
+// oldest).
+func (r *Result) serviceLevel(svc *model.Service, g []*Object) ObjectRef {
 	owner := g[0].Ref
-	type level struct {
-		anno  string
-		isSet func(*Settings) bool
-		equal func(a, b *Settings) bool
-		show  func(*Settings) string
-		apply func(*Settings)
-	}
-	levels := []level{
-		{AnnoStrategy, func(s *Settings) bool { return s.Strategy != "" },
-			func(a, b *Settings) bool { return a.Strategy == b.Strategy },
-			func(s *Settings) string { return s.Strategy },
-			func(s *Settings) { svc.Strategy = s.Strategy }},
-		{AnnoTTL, func(s *Settings) bool { return s.TTL != 0 },
-			func(a, b *Settings) bool { return a.TTL == b.TTL },
-			func(s *Settings) string { return fmt.Sprint(s.TTL) },
-			func(s *Settings) { svc.TTL = s.TTL }},
-		{AnnoHealthCheck, func(s *Settings) bool { return s.HealthCheck != nil },
-			func(a, b *Settings) bool { return checkString(a.HealthCheck) == checkString(b.HealthCheck) },
-			func(s *Settings) string { return checkString(s.HealthCheck) },
-			func(s *Settings) { c := *s.HealthCheck; svc.HealthCheck = &c }},
-		{AnnoLatencyTolerance, func(s *Settings) bool { return s.LatencyTolerance != nil },
-			func(a, b *Settings) bool { return *a.LatencyTolerance == *b.LatencyTolerance },
-			func(s *Settings) string { return s.LatencyTolerance.String() },
-			func(s *Settings) { t := *s.LatencyTolerance; svc.Latency = &model.LatencyPolicy{Tolerance: &t} }},
-		{AnnoFailoverOrder, func(s *Settings) bool { return s.FailoverOrder != nil },
-			func(a, b *Settings) bool { return slices.Equal(a.FailoverOrder, b.FailoverOrder) },
-			func(s *Settings) string { return strings.Join(s.FailoverOrder, ",") },
-			func(s *Settings) { svc.Failover = &model.FailoverPolicy{Order: slices.Clone(s.FailoverOrder)} }},
-		{AnnoSticky, func(s *Settings) bool { return s.Sticky != "" },
-			func(a, b *Settings) bool { return a.Sticky == b.Sticky },
-			func(s *Settings) string { return s.Sticky },
-			func(s *Settings) { svc.Sticky = s.Sticky }},
-		{AnnoMinHealthy, func(s *Settings) bool { return s.MinHealthy != nil },
-			func(a, b *Settings) bool { return *a.MinHealthy == *b.MinHealthy },
-			func(s *Settings) string { return fmt.Sprint(*s.MinHealthy) },
-			func(s *Settings) { n := *s.MinHealthy; svc.MinHealthy = &n }},
-		{AnnoCapacity, func(s *Settings) bool { return s.Capacity != nil },
-			func(a, b *Settings) bool { return *a.Capacity == *b.Capacity },
-			func(s *Settings) string { return fmt.Sprint(*s.Capacity) },
-			func(s *Settings) {
-				if *s.Capacity {
-					svc.Capacity = &model.Capacity{Source: model.CapacitySourceKubernetes, FromObjects: true}
-				}
-			}},
-	}
 	for _, l := range levels {
 		var winner *Object
 		for _, o := range g {
@@ -403,7 +446,7 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			}
 			if winner == nil {
 				winner = o
-				l.apply(&o.Settings)
+				l.apply(svc, &o.Settings)
 				if l.anno == AnnoStrategy {
 					owner = o.Ref
 				}
@@ -419,9 +462,13 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			}
 		}
 	}
-	if svc.Strategy == "" {
-		svc.Strategy = model.StrategyWeighted
-	}
+	return owner
+}
+
+// dropIgnored drops the settings the strategy does not use (failover
+// order, capacity, latency tolerance) and reports them on each object
+// that sets them.
+func (r *Result) dropIgnored(svc *model.Service, g []*Object) {
 	if svc.Strategy != model.StrategyFailover {
 		if svc.Failover != nil {
 			for _, o := range g {
@@ -448,6 +495,13 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 		}
 		svc.Latency = nil
 	}
+}
+
+// endpoints adds an endpoint per target of each object of g (an address
+// listed twice in one cluster counts once), sorted by cluster and target,
+// records the backends of a capacity-aware service, and returns the
+// clusters, sorted.
+func (r *Result) endpoints(svc *model.Service, g []*Object) []string {
 	seen := map[string]bool{}
 	var clusters []string
 	for _, o := range g {
@@ -455,7 +509,7 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			clusters = append(clusters, o.Ref.Cluster)
 		}
 		if svc.Capacity != nil {
-			r.addBackends(name, o)
+			r.addBackends(svc.Name, o)
 		}
 		for _, t := range o.Targets {
 			e := model.Endpoint{Cluster: o.Ref.Cluster, Drain: o.Settings.Drain}
@@ -480,6 +534,14 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Address+a.CNAME, b.Address+b.CNAME))
 	})
 	slices.Sort(clusters)
+	return clusters
+}
+
+// policy completes the strategy's policy: a failover service without
+// failover-order fails over in the order of clusters; a geo service
+// serves each object's places from its cluster; meridian.io/geo on
+// another strategy is reported.
+func (r *Result) policy(svc *model.Service, g []*Object, clusters []string) {
 	switch svc.Strategy {
 	case model.StrategyFailover:
 		if svc.Failover == nil {
@@ -500,7 +562,6 @@ func (r *Result) service(name string, g []*Object) (model.Service, ObjectRef) {
 			}
 		}
 	}
-	return svc, owner
 }
 
 // addBackends records the Services behind o for each of its targets of

@@ -10,6 +10,12 @@
 //     route and its accepting Gateways to addresses), and polls its /readyz for the
 //     cluster heartbeat (Poller). A member that fails is NotReady with a
 //     Reason and retried; the others keep serving.
+//   - A member (member.go) holds the clients, the lifecycle and the objects
+//     its sources share (objects.go); the work is done by one source per
+//     kind (servicesource.go: Services and Ingresses; gatewaywatch.go:
+//     Gateway API routes and Gateways; endpointslices.go: EndpointSlices)
+//     and the status writer (status.go). The informers keep slim objects:
+//     what Meridian reads and nothing else (slim.go).
 //   - ParseAnnotations validates every meridian.io/ annotation of an object
 //     like the matching config field; an object whose annotations are
 //     rejected keeps serving its last valid settings.

@@ -2,17 +2,20 @@ package kube
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // SliceCounts are the endpoints the EndpointSlices of one Service list,
@@ -41,26 +44,6 @@ func countSlice(s *discoveryv1.EndpointSlice) SliceCounts {
 // sliceKey names a Service: NAMESPACE/NAME.
 type sliceKey struct{ namespace, service string }
 
-// trimSlice keeps what countSlice and the cache need of an EndpointSlice:
-// names, labels and each endpoint's conditions (no addresses, topology or
-// managed fields), so a large cluster's slices cost little memory.
-func trimSlice(o any) (any, error) {
-	s, ok := o.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return o, nil
-	}
-	out := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion,
-			Labels: map[string]string{discoveryv1.LabelServiceName: s.Labels[discoveryv1.LabelServiceName]}},
-		AddressType: s.AddressType,
-		Endpoints:   make([]discoveryv1.Endpoint, len(s.Endpoints)),
-	}
-	for i, e := range s.Endpoints {
-		out.Endpoints[i].Conditions = e.Conditions
-	}
-	return out, nil
-}
-
 // EnableEndpointSlices makes every member (and every member started later)
 // watch EndpointSlices, for capacity-aware services (source kubernetes). It
 // needs list and watch on discovery.k8s.io endpointslices; a member that
@@ -79,7 +62,7 @@ func (mg *Manager) EnableEndpointSlices() {
 		ctx, cs := mem.ctx, mem.watch
 		mem.mu.Unlock()
 		if ctx != nil && cs != nil {
-			mem.startSlices(ctx, cs)
+			mem.slices.start(ctx, cs)
 		}
 	}
 }
@@ -98,16 +81,43 @@ func (mg *Manager) EndpointCounts(cluster, namespace, name string) (SliceCounts,
 	mg.mu.Lock()
 	mem := mg.members[cluster]
 	mg.mu.Unlock()
-	if mem == nil {
+	if mem == nil || !mem.ready() {
 		return SliceCounts{}, false
 	}
-	mem.mu.Lock()
-	defer mem.mu.Unlock()
-	if mem.state != StateReady || mem.slicesSynced == nil || !mem.slicesSynced() {
+	return mem.slices.counts(namespace, name)
+}
+
+// sliceSource watches a member's EndpointSlices, for capacity-aware
+// services, and counts the endpoints of each Service. Its informers keep
+// slim copies (trimSlice).
+type sliceSource struct {
+	cluster  string
+	log      *slog.Logger
+	kcfg     model.Kubernetes
+	sink     objectSink
+	onChange func() // Options.OnEndpointSlices
+
+	mu      sync.Mutex
+	started bool
+	synced  func() bool                         // nil until started
+	slices  map[sliceKey]map[string]SliceCounts // Service -> slice name -> counts
+	owner   map[string]sliceKey                 // NAMESPACE/slice name -> its Service
+}
+
+func newSliceSource(cluster string, log *slog.Logger, k model.Kubernetes, sink objectSink, onChange func()) *sliceSource {
+	return &sliceSource{cluster: cluster, log: log, kcfg: k, sink: sink, onChange: onChange,
+		slices: map[sliceKey]map[string]SliceCounts{}, owner: map[string]sliceKey{}}
+}
+
+// counts sums the counts of the Service namespace/name; ok is false until
+// the slices are watched and listed.
+func (s *sliceSource) counts(namespace, name string) (c SliceCounts, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.synced == nil || !s.synced() {
 		return SliceCounts{}, false
 	}
-	var c SliceCounts
-	for _, sc := range mem.slices[sliceKey{namespace, name}] {
+	for _, sc := range s.slices[sliceKey{namespace, name}] {
 		c.Ready += sc.Ready
 		c.NotReady += sc.NotReady
 		c.Slices += sc.Slices
@@ -115,92 +125,82 @@ func (mg *Manager) EndpointCounts(cluster, namespace, name string) (SliceCounts,
 	return c, true
 }
 
-// startSlices starts the EndpointSlice informers of a member once.
-func (m *member) startSlices(ctx context.Context, cs kubernetes.Interface) {
-	m.mu.Lock()
-	if m.slicesStarted {
-		m.mu.Unlock()
+// start starts the EndpointSlice informers once.
+func (s *sliceSource) start(ctx context.Context, cs kubernetes.Interface) {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
 		return
 	}
-	m.slicesStarted = true
-	m.mu.Unlock()
-	nss := m.kcfg.Namespaces
-	if len(nss) == 0 {
-		nss = []string{metav1.NamespaceAll}
-	}
+	s.started = true
+	s.mu.Unlock()
 	var synced []cache.InformerSynced
-	for _, ns := range nss {
-		f := informers.NewSharedInformerFactoryWithOptions(cs, m.kcfg.Resync.D(), informers.WithNamespace(ns),
+	for _, ns := range watchedNamespaces(s.kcfg) {
+		f := informers.NewSharedInformerFactoryWithOptions(cs, s.kcfg.Resync.D(), informers.WithNamespace(ns),
 			informers.WithTransform(trimSlice))
 		inf := f.Discovery().V1().EndpointSlices().Informer()
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { m.safely(o, m.sliceUpsert) },
-			UpdateFunc: func(_, o any) { m.safely(o, m.sliceUpsert) },
-			DeleteFunc: func(o any) { m.safely(o, m.sliceRemove) },
-		}); err != nil {
-			m.mg.log.Error("kubernetes: endpointslice informer", "cluster", m.src.Cluster, "err", err)
+		if _, err := inf.AddEventHandler(handlers(s.sink, s.upsert, s.remove)); err != nil {
+			s.log.Error("kubernetes: endpointslice informer", "cluster", s.cluster, "err", err)
 		}
 		synced = append(synced, inf.HasSynced)
 		f.Start(ctx.Done())
 	}
-	m.mu.Lock()
-	m.slicesSynced = func() bool {
-		for _, s := range synced {
-			if !s() {
+	s.mu.Lock()
+	s.synced = func() bool {
+		for _, ok := range synced {
+			if !ok() {
 				return false
 			}
 		}
 		return true
 	}
-	m.mu.Unlock()
-	m.mg.log.Info("kubernetes: watching EndpointSlices for capacity-aware services", "cluster", m.src.Cluster)
+	s.mu.Unlock()
+	s.log.Info("kubernetes: watching EndpointSlices for capacity-aware services", "cluster", s.cluster)
 }
 
-func (m *member) sliceUpsert(o any) {
-	s, ok := o.(*discoveryv1.EndpointSlice)
+func (s *sliceSource) upsert(o any) {
+	sl, ok := o.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return
 	}
-	svc := s.Labels[discoveryv1.LabelServiceName]
-	m.mu.Lock()
-	m.dropSliceLocked(s.Namespace, s.Name)
+	svc := sl.Labels[discoveryv1.LabelServiceName]
+	s.mu.Lock()
+	s.dropLocked(sl.Namespace, sl.Name)
 	if svc != "" {
-		k := sliceKey{s.Namespace, svc}
-		if m.slices[k] == nil {
-			m.slices[k] = map[string]SliceCounts{}
+		k := sliceKey{sl.Namespace, svc}
+		if s.slices[k] == nil {
+			s.slices[k] = map[string]SliceCounts{}
 		}
-		m.slices[k][s.Name] = countSlice(s)
-		m.sliceOwner[s.Namespace+"/"+s.Name] = k
+		s.slices[k][sl.Name] = countSlice(sl)
+		s.owner[sl.Namespace+"/"+sl.Name] = k
 	}
-	m.mu.Unlock()
-	m.mg.opts.OnEndpointSlices()
+	s.mu.Unlock()
+	s.onChange()
 }
 
-func (m *member) sliceRemove(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	s, ok := o.(*discoveryv1.EndpointSlice)
+func (s *sliceSource) remove(o any) {
+	sl, ok := withoutTombstone(o).(*discoveryv1.EndpointSlice)
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	m.dropSliceLocked(s.Namespace, s.Name)
-	m.mu.Unlock()
-	m.mg.opts.OnEndpointSlices()
+	s.mu.Lock()
+	s.dropLocked(sl.Namespace, sl.Name)
+	s.mu.Unlock()
+	s.onChange()
 }
 
-// dropSliceLocked forgets a slice (its service label may have changed).
-func (m *member) dropSliceLocked(namespace, name string) {
+// dropLocked forgets a slice (its service label may have changed); s.mu
+// is held.
+func (s *sliceSource) dropLocked(namespace, name string) {
 	id := namespace + "/" + name
-	k, ok := m.sliceOwner[id]
+	k, ok := s.owner[id]
 	if !ok {
 		return
 	}
-	delete(m.sliceOwner, id)
-	delete(m.slices[k], name)
-	if len(m.slices[k]) == 0 {
-		delete(m.slices, k)
+	delete(s.owner, id)
+	delete(s.slices[k], name)
+	if len(s.slices[k]) == 0 {
+		delete(s.slices, k)
 	}
 }
 

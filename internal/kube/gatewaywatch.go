@@ -2,10 +2,11 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +18,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // gatewayResources are the Gateway API resources Meridian watches, by
@@ -86,67 +89,107 @@ func discoverGateway(cs kubernetes.Interface) (map[string]schema.GroupVersionRes
 	return out, nil
 }
 
-// tryGateway starts the Gateway API informers of the kinds the member
-// serves; it is called on every heartbeat until all of them run, so CRDs
-// installed later are picked up. It logs the absence of the CRDs once.
-func (m *member) tryGateway(ctx context.Context, cs kubernetes.Interface) {
-	m.mu.Lock()
-	cfg, running := m.watchCfg, len(m.gvrs)
-	m.mu.Unlock()
+// routeSource watches a member's Gateway API routes (HTTPRoute,
+// GRPCRoute, TLSRoute) and Gateways, where the CRDs are served, and hands
+// each watched route, with the addresses of the Gateways that accepted it,
+// to the sink. Its informers keep slim copies (slimGatewayObject).
+type routeSource struct {
+	cluster string
+	log     *slog.Logger
+	kcfg    model.Kubernetes
+	sink    objectSink
+
+	// eventMu serialises route and Gateway events: a Gateway's change
+	// re-reads the routes, and must not bring back an older or deleted one.
+	eventMu sync.Mutex
+
+	absentLogged bool // try's goroutine only
+
+	mu        sync.Mutex
+	dyn       dynamic.Interface
+	factories []dynamicinformer.DynamicSharedInformerFactory // one per watched namespace
+	gvrs      map[string]schema.GroupVersionResource         // kind -> watched resource
+	gateways  map[string]*gwv1.Gateway                       // NAMESPACE/NAME -> last seen
+}
+
+func newRouteSource(cluster string, log *slog.Logger, k model.Kubernetes, sink objectSink) *routeSource {
+	return &routeSource{cluster: cluster, log: log, kcfg: k, sink: sink,
+		gvrs: map[string]schema.GroupVersionResource{}, gateways: map[string]*gwv1.Gateway{}}
+}
+
+// try starts the informers of the Gateway API kinds the member serves; it
+// is called on every heartbeat until all of them run, so CRDs installed
+// later are picked up. It logs the absence of the CRDs once. cfg is the
+// member's watch configuration.
+func (s *routeSource) try(ctx context.Context, cs kubernetes.Interface, cfg *rest.Config) {
+	s.mu.Lock()
+	running := len(s.gvrs)
+	s.mu.Unlock()
 	if running == len(gatewayResources) || cfg == nil {
 		return
 	}
 	gvrs, err := discoverGateway(cs)
 	if err != nil {
-		m.mg.log.Warn("kubernetes: Gateway API discovery failed; retried", "cluster", m.src.Cluster, "err", err)
+		s.log.Warn("kubernetes: Gateway API discovery failed; retried", "cluster", s.cluster, "err", err)
 		return
 	}
 	if len(gvrs) == 0 {
-		if !m.gwAbsentLogged {
-			m.gwAbsentLogged = true
-			m.mg.log.Info("kubernetes: the Gateway API CRDs are not installed; HTTPRoutes, GRPCRoutes and TLSRoutes are not watched (checked again with each heartbeat)", "cluster", m.src.Cluster)
+		if !s.absentLogged {
+			s.absentLogged = true
+			s.log.Info("kubernetes: the Gateway API CRDs are not installed; HTTPRoutes, GRPCRoutes and TLSRoutes are not watched (checked again with each heartbeat)", "cluster", s.cluster)
 		}
 		return
 	}
-	m.mu.Lock()
-	if m.dyn == nil {
-		m.dyn, err = dynamic.NewForConfig(cfg)
+	factories, kinds, err := s.claim(cfg, gvrs)
+	if err != nil {
+		s.log.Error("kubernetes: Gateway API client", "cluster", s.cluster, "err", err)
+		return
+	}
+	if len(kinds) > 0 {
+		s.startInformers(ctx, factories, kinds, gvrs)
+	}
+}
+
+// claim makes the dynamic client and the informer factories once, and
+// records as watched the kinds of gvrs not watched yet, Gateways first;
+// it returns the factories and those kinds.
+func (s *routeSource) claim(cfg *rest.Config, gvrs map[string]schema.GroupVersionResource) ([]dynamicinformer.DynamicSharedInformerFactory, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dyn == nil {
+		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
-			m.mu.Unlock()
-			m.mg.log.Error("kubernetes: Gateway API client", "cluster", m.src.Cluster, "err", err)
-			return
+			return nil, nil, err
 		}
-		nss := m.kcfg.Namespaces
-		if len(nss) == 0 {
-			nss = []string{metav1.NamespaceAll}
-		}
-		for _, ns := range nss {
-			m.gwFactories = append(m.gwFactories, dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.dyn, m.kcfg.Resync.D(), ns, nil))
+		s.dyn = dyn
+		for _, ns := range watchedNamespaces(s.kcfg) {
+			s.factories = append(s.factories, dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, s.kcfg.Resync.D(), ns, nil))
 		}
 	}
 	var kinds []string
 	for _, r := range gatewayResources { // Gateways first
 		if gvr, ok := gvrs[r.kind]; ok {
-			if _, running := m.gvrs[r.kind]; !running {
-				m.gvrs[r.kind] = gvr
+			if _, running := s.gvrs[r.kind]; !running {
+				s.gvrs[r.kind] = gvr
 				kinds = append(kinds, r.kind)
 			}
 		}
 	}
-	factories := m.gwFactories
-	m.mu.Unlock()
-	if len(kinds) == 0 {
-		return
-	}
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { m.safely(o, m.upsert) },
-		UpdateFunc: func(_, o any) { m.safely(o, m.upsert) },
-		DeleteFunc: func(o any) { m.safely(o, m.remove) },
-	}
+	return s.factories, kinds, nil
+}
+
+// startInformers starts the informers of kinds in every factory, each
+// keeping slim copies.
+func (s *routeSource) startInformers(ctx context.Context, factories []dynamicinformer.DynamicSharedInformerFactory, kinds []string, gvrs map[string]schema.GroupVersionResource) {
+	h := handlers(s.sink, s.upsert, s.remove)
 	for _, f := range factories {
 		for _, k := range kinds {
-			if _, err := f.ForResource(gvrs[k]).Informer().AddEventHandler(h); err != nil {
-				m.mg.log.Error("kubernetes: Gateway API informer", "cluster", m.src.Cluster, "kind", k, "err", err)
+			inf := f.ForResource(gvrs[k]).Informer()
+			if err := inf.SetTransform(slimGatewayObject); err != nil {
+				s.log.Error("kubernetes: Gateway API informer", "cluster", s.cluster, "kind", k, "err", err)
+			}
+			if _, err := inf.AddEventHandler(h); err != nil {
+				s.log.Error("kubernetes: Gateway API informer", "cluster", s.cluster, "kind", k, "err", err)
 			}
 		}
 		f.Start(ctx.Done())
@@ -155,8 +198,49 @@ func (m *member) tryGateway(ctx context.Context, cs kubernetes.Interface) {
 		for _, f := range factories {
 			f.WaitForCacheSync(ctx.Done())
 		}
-		m.mg.log.Info("kubernetes: watching annotated Gateway API routes", "cluster", m.src.Cluster, "namespaces", orAll(strings.Join(m.kcfg.Namespaces, ",")), "kinds", kinds)
+		s.log.Info("kubernetes: watching annotated Gateway API routes", "cluster", s.cluster, "namespaces", orAll(strings.Join(s.kcfg.Namespaces, ",")), "kinds", kinds)
 	}()
+}
+
+// upsert reads an added or changed route or Gateway.
+func (s *routeSource) upsert(o any) {
+	s.eventMu.Lock()
+	defer s.eventMu.Unlock()
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	if u.GetKind() == KindGateway {
+		s.gatewayChanged(GatewayKey(u.GetNamespace(), u.GetName()), u)
+		return
+	}
+	s.upsertRoute(u)
+}
+
+// upsertRoute reads a route: a watched one is put, one that is no longer
+// watched is dropped. s.eventMu is held.
+func (s *routeSource) upsertRoute(u *unstructured.Unstructured) {
+	in, watched := s.routeObject(u)
+	if !watched {
+		s.sink.drop(in.ref)
+		return
+	}
+	s.sink.put(in)
+}
+
+// remove drops a deleted route, or forgets a deleted Gateway.
+func (s *routeSource) remove(o any) {
+	u, ok := withoutTombstone(o).(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	s.eventMu.Lock()
+	defer s.eventMu.Unlock()
+	if u.GetKind() == KindGateway {
+		s.gatewayChanged(GatewayKey(u.GetNamespace(), u.GetName()), nil)
+		return
+	}
+	s.sink.drop(ObjectRef{s.cluster, u.GetKind(), u.GetNamespace(), u.GetName()})
 }
 
 // isRouteKind reports whether kind is a watched Gateway API route.
@@ -179,71 +263,72 @@ func readRoute(u *unstructured.Unstructured) (Route, *routeShape, error) {
 
 // gatewayChanged records a Gateway (nil: deleted) and, when its addresses
 // changed, re-reads every watched route, so an address change is served at
-// once (a Gateway's other changes, and resyncs, cost nothing). m.routeMu is
+// once (a Gateway's other changes, and resyncs, cost nothing). s.eventMu is
 // held.
-func (m *member) gatewayChanged(key string, u *unstructured.Unstructured) {
+func (s *routeSource) gatewayChanged(key string, u *unstructured.Unstructured) {
 	var gw *gwv1.Gateway
 	if u != nil {
-		var s gatewayShape
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
-			m.mg.log.Warn("kubernetes: unreadable Gateway; its addresses are not served", "cluster", m.src.Cluster, "gateway", key, "err", err)
+		var sh gatewayShape
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &sh); err != nil {
+			s.log.Warn("kubernetes: unreadable Gateway; its addresses are not served", "cluster", s.cluster, "gateway", key, "err", err)
 		} else {
-			gw = &gwv1.Gateway{ObjectMeta: s.ObjectMeta}
-			gw.Status.Addresses = s.Status.Addresses
+			gw = &gwv1.Gateway{ObjectMeta: sh.ObjectMeta}
+			gw.Status.Addresses = sh.Status.Addresses
 		}
 	}
-	m.mu.Lock()
-	old, had := m.gateways[key]
+	s.mu.Lock()
+	old, had := s.gateways[key]
 	if had == (gw != nil) && (gw == nil || slices.EqualFunc(old.Status.Addresses, gw.Status.Addresses, sameAddress)) {
-		m.mu.Unlock()
+		s.mu.Unlock()
 		return
 	}
 	if gw == nil {
-		delete(m.gateways, key)
+		delete(s.gateways, key)
 	} else {
-		m.gateways[key] = gw
+		s.gateways[key] = gw
 	}
-	var routes []any
-	for ref, st := range m.objs {
-		if isRouteKind(ref.Kind) && st.runtime != nil {
-			routes = append(routes, st.runtime)
-		}
-	}
-	m.mu.Unlock()
-	for _, r := range routes {
-		m.safely(r, m.upsertLocked)
+	s.mu.Unlock()
+	for _, r := range s.sink.watchedRoutes() {
+		s.sink.safely(r, func(o any) {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				s.upsertRoute(u)
+			}
+		})
 	}
 }
 
 // routeObject reads a watched route: its ref, the annotations it is read
 // with, its targets and problems; watched is false for routes Meridian
 // ignores.
-func (m *member) routeObject(u *unstructured.Unstructured) (ref ObjectRef, anno map[string]string, targets, problems []string, annoErr *FieldError, watched bool) {
-	ref = ObjectRef{m.src.Cluster, u.GetKind(), u.GetNamespace(), u.GetName()}
+func (s *routeSource) routeObject(u *unstructured.Unstructured) (in objectRead, watched bool) {
+	in = objectRead{ref: ObjectRef{s.cluster, u.GetKind(), u.GetNamespace(), u.GetName()},
+		uid: u.GetUID(), created: u.GetCreationTimestamp().Time, obj: u, own: u.GetAnnotations()}
 	r, _, err := readRoute(u)
 	if err != nil {
-		anno, watched, _ = RouteAnnotations(u.GetAnnotations(), nil)
-		return ref, anno, nil, []string{fmt.Sprintf("not served: the route is unreadable: %v", err)}, nil, watched
+		in.anno, watched, _ = RouteAnnotations(in.own, nil)
+		in.problems = []string{fmt.Sprintf("not served: the route is unreadable: %v", err)}
+	} else {
+		in.anno, watched, in.annoErr = RouteAnnotations(in.own, r.Hostnames)
+		if !watched {
+			return in, false
+		}
+		s.mu.Lock()
+		in.targets, in.problems = RouteTargets(r, s.gateways)
+		s.mu.Unlock()
 	}
-	anno, watched, annoErr = RouteAnnotations(u.GetAnnotations(), r.Hostnames)
-	if !watched {
-		return ref, anno, nil, nil, nil, false
-	}
-	m.mu.Lock()
-	targets, problems = RouteTargets(r, m.gateways)
-	m.mu.Unlock()
-	return ref, anno, targets, problems, annoErr, true
+	in.backends = backendsOf(u)
+	return in, watched
 }
 
-// patchRouteStatus writes meridian.io/status on a route.
-func (m *member) patchRouteStatus(ctx context.Context, ref ObjectRef, text, manager string) error {
-	m.mu.Lock()
-	dyn, gvr, ok := m.dyn, m.gvrs[ref.Kind], m.gvrs[ref.Kind].Resource != ""
-	m.mu.Unlock()
+// patchStatus writes meridian.io/status on a route.
+func (s *routeSource) patchStatus(ctx context.Context, ref ObjectRef, text, manager string) error {
+	s.mu.Lock()
+	dyn, gvr, ok := s.dyn, s.gvrs[ref.Kind], s.gvrs[ref.Kind].Resource != ""
+	s.mu.Unlock()
 	if dyn == nil || !ok {
 		return fmt.Errorf("kind %s is not watched", ref.Kind)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnoStatus: text}}})
+	patch, err := statusPatch(text)
 	if err != nil {
 		return err
 	}
@@ -253,12 +338,12 @@ func (m *member) patchRouteStatus(ctx context.Context, ref ObjectRef, text, mana
 	return err
 }
 
-// gatewayKinds lists the Gateway API kinds watched now, sorted.
-func (m *member) gatewayKinds() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.gvrs))
-	for k := range m.gvrs {
+// kinds lists the Gateway API kinds watched now, sorted.
+func (s *routeSource) kinds() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.gvrs))
+	for k := range s.gvrs {
 		out = append(out, k)
 	}
 	slices.Sort(out)

@@ -64,21 +64,21 @@ func onlyObject(t *testing.T, m *member) Object {
 
 func TestARouteFollowsItsGatewayWhateverTheOrderOfEvents(t *testing.T) {
 	m := gwMember(t)
-	m.upsert(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "True"))
+	m.routes.upsert(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "True"))
 	o := onlyObject(t, m)
 	assert.True(t, o.Valid)
 	assert.Empty(t, o.Targets, "the Gateway is not seen yet")
 	assert.Equal(t, []string{"parent Gateway shop/gw accepted the route but is not found"}, o.Problems)
 
-	m.upsert(uGateway(nil, "198.51.100.1"))
+	m.routes.upsert(uGateway(nil, "198.51.100.1"))
 	o = onlyObject(t, m)
 	assert.Equal(t, []string{"198.51.100.1"}, o.Targets, "the Gateway's arrival re-reads the route")
 	assert.Empty(t, o.Problems)
 
-	m.upsert(uGateway(map[string]any{"a": "b"}, "198.51.100.2"))
+	m.routes.upsert(uGateway(map[string]any{"a": "b"}, "198.51.100.2"))
 	assert.Equal(t, []string{"198.51.100.2"}, onlyObject(t, m).Targets, "an address change is taken at once")
 
-	m.remove(cache.DeletedFinalStateUnknown{Key: "shop/gw", Obj: uGateway(nil, "198.51.100.2")})
+	m.routes.remove(cache.DeletedFinalStateUnknown{Key: "shop/gw", Obj: uGateway(nil, "198.51.100.2")})
 	o = onlyObject(t, m)
 	assert.Empty(t, o.Targets, "a deleted Gateway gives no address")
 	assert.Equal(t, []string{"parent Gateway shop/gw accepted the route but is not found"}, o.Problems)
@@ -86,8 +86,8 @@ func TestARouteFollowsItsGatewayWhateverTheOrderOfEvents(t *testing.T) {
 
 func TestARouteThatIsNotAcceptedCarriesTheReason(t *testing.T) {
 	m := gwMember(t)
-	m.upsert(uGateway(nil, "198.51.100.1"))
-	m.upsert(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "False"))
+	m.routes.upsert(uGateway(nil, "198.51.100.1"))
+	m.routes.upsert(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "False"))
 	o := onlyObject(t, m)
 	assert.Empty(t, o.Targets)
 	require.Len(t, o.Problems, 1)
@@ -96,21 +96,21 @@ func TestARouteThatIsNotAcceptedCarriesTheReason(t *testing.T) {
 
 func TestARouteLeavesWhenItsAnnotationsGoAndADeletedRouteStaysGone(t *testing.T) {
 	m := gwMember(t)
-	m.upsert(uGateway(nil, "198.51.100.1"))
-	m.upsert(uRoute("web", map[string]string{AnnoHostnamesFromSpec: "true"}, "True"))
+	m.routes.upsert(uGateway(nil, "198.51.100.1"))
+	m.routes.upsert(uRoute("web", map[string]string{AnnoHostnamesFromSpec: "true"}, "True"))
 	assert.Equal(t, []string{"app.gslb.example.com."}, onlyObject(t, m).Settings.Hostnames, "spec.hostnames are served on opt-in")
-	m.upsert(uRoute("web", nil, "True"))
+	m.routes.upsert(uRoute("web", nil, "True"))
 	assert.Empty(t, m.objects(), "without the annotations the route is not watched")
 
-	m.upsert(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "True"))
-	m.remove(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "True"))
-	m.upsert(uGateway(nil, "198.51.100.9"))
+	m.routes.upsert(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "True"))
+	m.routes.remove(uRoute("web", map[string]string{AnnoHostname: "app.gslb.example.com"}, "True"))
+	m.routes.upsert(uGateway(nil, "198.51.100.9"))
 	assert.Empty(t, m.objects(), "a Gateway change does not bring back a deleted route")
 }
 
 func TestAnInvalidOptInKeepsTheRouteWithoutSettings(t *testing.T) {
 	m := gwMember(t)
-	m.upsert(uRoute("web", map[string]string{AnnoHostnamesFromSpec: "yes"}, "True"))
+	m.routes.upsert(uRoute("web", map[string]string{AnnoHostnamesFromSpec: "yes"}, "True"))
 	o := onlyObject(t, m)
 	assert.False(t, o.Valid)
 	assert.Equal(t, 1, m.invalid())
@@ -123,10 +123,10 @@ func TestStatusIsWrittenOnARouteThroughTheDynamicClient(t *testing.T) {
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{gvr: "HTTPRouteList"}, route.DeepCopy())
 	cs := fake.NewClientset()
-	m.state, m.cs, m.writer, m.dyn = StateReady, cs, cs, dyn
-	m.gvrs[KindHTTPRoute] = gvr
-	m.events = newEventWriter(cs, nil)
-	m.upsert(route)
+	m.state, m.cs, m.writer.cs, m.routes.dyn = StateReady, cs, cs, dyn
+	m.routes.gvrs[KindHTTPRoute] = gvr
+	m.writer.events = newEventWriter(cs, nil)
+	m.routes.upsert(route)
 	ref := onlyObject(t, m).Ref
 	r := Build(m.objects(), base())
 

@@ -41,6 +41,18 @@ func inlineKubeconfig(data []byte) (*clientcmdapi.Config, error) {
 		}
 		return nil, fmt.Errorf("kubeconfig refused: it does not parse as a kubeconfig (YAML or JSON)%s; nothing from it is used", where)
 	}
+	errs := userProblems(cfg)
+	errs = append(errs, clusterProblems(cfg)...)
+	errs = append(errs, contextProblems(cfg)...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("kubeconfig refused (only inline credentials and CA data are allowed; nothing from it is used): %s", strings.Join(errs, "; "))
+	}
+	return cfg, nil
+}
+
+// userProblems lists what a Secret's kubeconfig may not carry in its
+// users: exec and auth-provider plugins, and files.
+func userProblems(cfg *clientcmdapi.Config) []string {
 	var errs []string
 	for _, name := range sortedKeys(cfg.AuthInfos) {
 		u := cfg.AuthInfos[name]
@@ -59,6 +71,13 @@ func inlineKubeconfig(data []byte) (*clientcmdapi.Config, error) {
 			}
 		}
 	}
+	return errs
+}
+
+// clusterProblems lists what a Secret's kubeconfig may not carry in its
+// clusters: CA files, unverified TLS, servers that are not https://.
+func clusterProblems(cfg *clientcmdapi.Config) []string {
+	var errs []string
 	for _, name := range sortedKeys(cfg.Clusters) {
 		c := cfg.Clusters[name]
 		p := fmt.Sprintf("clusters[%s]", name)
@@ -72,24 +91,27 @@ func inlineKubeconfig(data []byte) (*clientcmdapi.Config, error) {
 			errs = append(errs, fmt.Sprintf("%s.server: %q is not an https:// URL: the credentials would cross the network unverified", p, c.Server))
 		}
 	}
+	return errs
+}
+
+// contextProblems checks that the current context names a cluster and a
+// user that exist.
+func contextProblems(cfg *clientcmdapi.Config) []string {
 	ctx, ok := cfg.Contexts[cfg.CurrentContext]
 	switch {
 	case cfg.CurrentContext == "":
-		errs = append(errs, "current-context: is not set")
+		return []string{"current-context: is not set"}
 	case !ok:
-		errs = append(errs, fmt.Sprintf("current-context: context %q is not defined", cfg.CurrentContext))
-	default:
-		if _, ok := cfg.Clusters[ctx.Cluster]; !ok {
-			errs = append(errs, fmt.Sprintf("contexts[%s].cluster: cluster %q is not defined", cfg.CurrentContext, ctx.Cluster))
-		}
-		if _, ok := cfg.AuthInfos[ctx.AuthInfo]; !ok {
-			errs = append(errs, fmt.Sprintf("contexts[%s].user: user %q is not defined", cfg.CurrentContext, ctx.AuthInfo))
-		}
+		return []string{fmt.Sprintf("current-context: context %q is not defined", cfg.CurrentContext)}
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("kubeconfig refused (only inline credentials and CA data are allowed; nothing from it is used): %s", strings.Join(errs, "; "))
+	var errs []string
+	if _, ok := cfg.Clusters[ctx.Cluster]; !ok {
+		errs = append(errs, fmt.Sprintf("contexts[%s].cluster: cluster %q is not defined", cfg.CurrentContext, ctx.Cluster))
 	}
-	return cfg, nil
+	if _, ok := cfg.AuthInfos[ctx.AuthInfo]; !ok {
+		errs = append(errs, fmt.Sprintf("contexts[%s].user: user %q is not defined", cfg.CurrentContext, ctx.AuthInfo))
+	}
+	return errs
 }
 
 func sortedKeys[V any](m map[string]V) []string {

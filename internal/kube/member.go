@@ -2,219 +2,326 @@ package kube
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
-	"slices"
-	"strings"
-	"syscall"
+	"runtime/debug"
+	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
-// Member states, as shown on /v1/kube and in logs.
-const (
-	StateReady    = "Ready"    // reachable, TLS verified, credentials accepted, /readyz ok
-	StateNotReady = "NotReady" // not usable: the reason says why; nothing is sent to it
-	StateOffline  = "Offline"  // its heartbeat was lost past the grace (decided by the ring)
-)
+// member is one member cluster: its clients and lifecycle, and the
+// objects its sources share. The work is done by its parts: one source per
+// kind (services, routes, slices) and the status writer.
+type member struct {
+	mg   *Manager
+	src  MemberSource
+	kcfg model.Kubernetes
 
-// MemberSource is where a member's connection comes from.
-type MemberSource struct {
-	Cluster    string
-	Config     model.KubeMember // file members
-	Kubeconfig []byte           // Secret members: the kubeconfig's bytes
-	Origin     string           // "config" or "secret NAMESPACE/NAME", for messages
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	state    string
+	reason   string
+	since    time.Time
+	cs       kubernetes.Interface // one-shot requests: connect_timeout bounds each
+	cfg      *rest.Config
+	watch    kubernetes.Interface // informers: no overall timeout (watchConfig)
+	watchCfg *rest.Config
+	ctx      context.Context // the run's context, once connected
+
+	objs     *objectSet     // the watched objects: what the sources share
+	services *serviceSource // Services and Ingresses (servicesource.go)
+	routes   *routeSource   // Gateway API routes and Gateways (gatewaywatch.go)
+	slices   *sliceSource   // EndpointSlices (endpointslices.go)
+	writer   *statusWriter  // meridian.io/status and Events (status.go)
 }
 
-// restConfig builds the member's client configuration for one-shot
-// requests (the readiness probe, discovery, other controllers through
-// Manager.Config): timeout bounds each whole request. Informers use
-// watchConfig's. TLS is always verified: a kubeconfig that turns
-// verification off is refused.
-func (s MemberSource) restConfig(timeout time.Duration) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	switch {
-	case s.Kubeconfig != nil:
-		cfg, err = inlineRestConfig(s.Kubeconfig)
-	case s.Config.InCluster:
-		cfg, err = rest.InClusterConfig()
-	default:
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: s.Config.Kubeconfig}
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-			&clientcmd.ConfigOverrides{CurrentContext: s.Config.Context}).ClientConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig (%s): %w", s.Origin, err)
-	}
-	if cfg.Insecure {
-		return nil, fmt.Errorf("kubeconfig (%s): insecure-skip-tls-verify is set; Meridian always verifies member certificates (give certificate-authority or certificate-authority-data instead)", s.Origin)
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = timeout
-	cfg.UserAgent = "meridian"
-	cfg.QPS, cfg.Burst = 20, 40
-	return cfg, nil
+// objectSink is where a source hands what it reads: the member, which
+// parses the annotations and keeps the result in its objectSet.
+type objectSink interface {
+	// put stores a watched object; drop forgets one that is gone or no
+	// longer watched. Both may be called from any informer goroutine.
+	put(in objectRead)
+	drop(ref ObjectRef)
+	// safely handles o on an informer goroutine, recovering a panic.
+	safely(o any, handle func(any))
+	// watchedRoutes returns the cached objects of the watched routes.
+	watchedRoutes() []any
 }
 
-// watchConfig derives, from a member's request configuration, the one its
-// informers (LIST and WATCH) and status writes use: no overall request
-// timeout (a watch stays open until the server ends it after its own
-// timeoutSeconds; a LIST of many objects takes what it takes), while
-// dialing and the TLS handshake stay bounded by timeout, so an unreachable
-// or silent server still fails fast.
-//
-// The TLS handshake bound needs a transport of our own (client-go's is
-// fixed at 10s); a configuration whose credentials come from an exec or
-// auth-provider plugin (file members only: a Secret's kubeconfig may not
-// have them) keeps client-go's transport, with the dial bound only.
-func watchConfig(cfg *rest.Config, timeout time.Duration) (*rest.Config, error) {
-	out := rest.CopyConfig(cfg)
-	out.Timeout = 0
-	dial := (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
-	if cfg.ExecProvider != nil || cfg.AuthProvider != nil || cfg.WrapTransport != nil || cfg.Transport != nil {
-		out.Dial = dial
-		return out, nil
-	}
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("client TLS configuration: %w", err)
-	}
-	proxy := http.ProxyFromEnvironment
-	if cfg.Proxy != nil {
-		proxy = cfg.Proxy
-	}
-	out.Transport = utilnet.SetTransportDefaults(&http.Transport{
-		Proxy:               proxy,
-		DialContext:         dial,
-		TLSHandshakeTimeout: timeout,
-		TLSClientConfig:     tlsCfg,
-		MaxIdleConnsPerHost: 25,
-		DisableCompression:  cfg.DisableCompression,
-	})
-	// The transport carries the TLS settings now; client-go refuses both.
-	out.TLSClientConfig = rest.TLSClientConfig{}
-	return out, nil
+var _ objectSink = (*member)(nil)
+
+func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
+	m := &member{mg: mg, src: s, kcfg: k, state: StateNotReady, reason: "connecting", since: time.Now(), objs: newObjectSet()}
+	m.services = &serviceSource{cluster: s.Cluster, log: mg.log, kcfg: k, sink: m}
+	m.routes = newRouteSource(s.Cluster, mg.log, k, m)
+	m.slices = newSliceSource(s.Cluster, mg.log, k, m, mg.opts.OnEndpointSlices)
+	m.writer = newStatusWriter(s.Cluster, mg, k, m.objs, m.routes)
+	return m
 }
 
-// clientCertProblem checks the client certificate in cfg locally, so an
-// expired one is named as such (the server only answers 401).
-func clientCertProblem(cfg *rest.Config, now time.Time) error {
-	data := cfg.TLSClientConfig.CertData
-	if len(data) == 0 && cfg.TLSClientConfig.CertFile != "" {
-		b, err := os.ReadFile(cfg.TLSClientConfig.CertFile)
+func (m *member) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	m.cancel, m.done = cancel, make(chan struct{})
+	go func() { defer close(m.done); m.run(ctx) }()
+}
+
+func (m *member) stop() {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+	}
+}
+
+func (m *member) setState(state, reason string) {
+	m.mu.Lock()
+	changed := m.state != state || m.reason != reason
+	if changed {
+		m.state, m.reason, m.since = state, reason, time.Now()
+	}
+	m.mu.Unlock()
+	if !changed {
+		return
+	}
+	if state == StateReady {
+		m.mg.log.Info("kubernetes member ready", "cluster", m.src.Cluster, "origin", m.src.Origin)
+	} else {
+		m.mg.log.Warn("kubernetes member not ready: nothing is sent to it", "cluster", m.src.Cluster, "reason", reason, "origin", m.src.Origin)
+	}
+	m.mg.m.transitions.WithLabelValues(m.src.Cluster, state).Inc()
+	go m.mg.opts.OnChange()
+}
+
+func (m *member) status() MemberStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return MemberStatus{Cluster: m.src.Cluster, State: m.state, Reason: m.reason, Since: m.since, Origin: m.src.Origin, Objects: m.objs.len()}
+}
+
+// ready reports whether the member is Ready now.
+func (m *member) ready() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state == StateReady
+}
+
+func (m *member) clientOrErr() (kubernetes.Interface, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cs == nil {
+		return nil, fmt.Errorf("member %s: %s", m.src.Cluster, m.reason)
+	}
+	return m.cs, nil
+}
+
+// run connects (retrying every retry_interval until it works), starts the
+// sources, then keeps checking /readyz so the state follows the member.
+func (m *member) run(ctx context.Context) {
+	retry := m.kcfg.RetryInterval.D()
+	if retry <= 0 {
+		retry = model.DefaultKubeRetryInterval
+	}
+	timeout := m.kcfg.ConnectTimeout.D()
+	if timeout <= 0 {
+		timeout = model.DefaultKubeConnectTimeout
+	}
+	cs := m.connectUntilDone(ctx, retry, timeout)
+	if cs == nil {
+		return
+	}
+	m.mu.Lock()
+	m.ctx = ctx
+	watch, wcfg := m.watch, m.watchCfg
+	m.mu.Unlock()
+	m.services.start(ctx, watch)
+	if m.mg.endpointSlicesOn() {
+		m.slices.start(ctx, watch)
+	}
+	m.routes.try(ctx, cs, wcfg)
+	t := time.NewTicker(retry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := readyz(cctx, cs)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
 		if err != nil {
-			return fmt.Errorf("client certificate: %w", err)
+			m.setState(StateNotReady, Reason(err))
+		} else {
+			m.setState(StateReady, "")
+			m.routes.try(ctx, cs, wcfg)
 		}
-		data = b
 	}
-	if len(data) == 0 {
-		return nil
+}
+
+// connectUntilDone calls connect every retry until it works; nil when ctx
+// ended first.
+func (m *member) connectUntilDone(ctx context.Context, retry, timeout time.Duration) kubernetes.Interface {
+	for {
+		cs, err := m.connect(ctx, timeout)
+		if err == nil {
+			return cs
+		}
+		m.setState(StateNotReady, err.Error())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retry):
+		}
 	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return errors.New("client certificate: no PEM block")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+}
+
+// connect builds the clients and proves them: local certificate check,
+// then /readyz through verified TLS with the member's credentials.
+func (m *member) connect(ctx context.Context, timeout time.Duration) (kubernetes.Interface, error) {
+	cfg, err := m.src.restConfig(timeout)
 	if err != nil {
-		return fmt.Errorf("client certificate: %w", err)
+		return nil, err
 	}
-	switch {
-	case now.After(cert.NotAfter):
-		return fmt.Errorf("client certificate expired at %s (subject %q)", cert.NotAfter.UTC().Format(time.RFC3339), cert.Subject.CommonName)
-	case now.Before(cert.NotBefore):
-		return fmt.Errorf("client certificate not valid before %s (subject %q)", cert.NotBefore.UTC().Format(time.RFC3339), cert.Subject.CommonName)
+	if err := clientCertProblem(cfg, time.Now()); err != nil {
+		return nil, err
 	}
-	return nil
-}
-
-// Reason classifies a failed request to a member into the reason shown
-// with NotReady: which of TLS, credentials or reachability failed.
-func Reason(err error) string {
-	var (
-		unknownCA x509.UnknownAuthorityError
-		invalid   x509.CertificateInvalidError
-		hostErr   x509.HostnameError
-		recErr    tls.RecordHeaderError
-		status    apierrors.APIStatus
-		opErr     *net.OpError
-		dnsErr    *net.DNSError
-	)
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &unknownCA):
-		return "untrusted server certificate: not signed by the configured CA (wrong CA?): " + short(err)
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return "server certificate expired or not yet valid: " + short(err)
-	case errors.As(err, &invalid):
-		return "invalid server certificate: " + short(err)
-	case errors.As(err, &hostErr):
-		return "server certificate does not match the host: " + short(err)
-	case errors.As(err, &recErr):
-		return "not a TLS server at that address: " + short(err)
-	case errors.As(err, &status) && status.Status().Code == 401:
-		return "credentials rejected (401 Unauthorized): expired or revoked client certificate or token"
-	case errors.As(err, &status) && status.Status().Code == 403:
-		return "forbidden (403): the credentials lack permission: " + short(err)
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "unreachable: connection refused: " + short(err)
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return "unreachable: timed out: " + short(err)
-	case errors.As(err, &dnsErr):
-		return "unreachable: host name not found: " + short(err)
-	case errors.As(err, &opErr):
-		return "unreachable: " + short(err)
-	}
-	return short(err)
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
-
-// short drops client-go's repetition of the URL from err's text.
-func short(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Sprintf("%s %s: %v", ue.Op, ue.URL, ue.Err)
-	}
-	return strings.TrimSpace(err.Error())
-}
-
-// readyz asks the member's kube-apiserver whether it is ready.
-func readyz(ctx context.Context, cs kubernetes.Interface) error {
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		// A verbose readyz failure lists every check; name the failed ones.
-		var failed []string
-		for line := range strings.SplitSeq(string(body)+"\n"+err.Error(), "\n") {
-			if name, ok := strings.CutPrefix(strings.TrimSpace(line), "[-]"); ok {
-				name, _, _ = strings.Cut(name, " ")
-				if !slices.Contains(failed, name) {
-					failed = append(failed, name)
-				}
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	wcfg, err := watchConfig(cfg, timeout)
+	if err != nil {
+		return nil, err
+	}
+	watch, err := kubernetes.NewForConfig(wcfg)
+	if err != nil {
+		return nil, fmt.Errorf("watch client: %w", err)
+	}
+	writer, err := statusClient(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := readyz(cctx, cs); err != nil {
+		return nil, fmt.Errorf("%s", Reason(err))
+	}
+	m.mu.Lock()
+	m.cs, m.cfg, m.watch, m.watchCfg = cs, cfg, watch, wcfg
+	m.mu.Unlock()
+	m.writer.connect(writer)
+	m.setState(StateReady, "")
+	return cs, nil
+}
+
+// put parses the annotations of a watched object a source read and keeps
+// the result; a rejected annotation is logged and counted, and the object
+// keeps its last valid settings.
+func (m *member) put(in objectRead) {
+	settings, errs := ParseAnnotations(in.anno)
+	errs = routeErrors(in.anno, in.own, in.annoErr, errs)
+	changed := m.objs.put(in, settings, errs)
+	if len(errs) > 0 {
+		for _, e := range errs {
+			m.mg.m.annotationErrors.WithLabelValues(m.src.Cluster, e.Annotation).Inc()
+		}
+		m.mg.log.Warn("kubernetes: invalid annotation; the object keeps its last valid settings",
+			"object", in.ref.String(), "errors", joinErrs(errs))
+	}
+	if changed {
+		go m.mg.opts.OnChange()
+	}
+}
+
+// drop forgets an object and what the status writer reported on it.
+func (m *member) drop(ref ObjectRef) {
+	had := m.objs.remove(ref)
+	m.writer.forget(ref)
+	if had {
+		go m.mg.opts.OnChange()
+	}
+}
+
+func (m *member) watchedRoutes() []any { return m.objs.routes() }
+
+// safely handles a watched object on the informer's goroutine: a tenant's
+// object is input, and a panic while reading it skips that object (logged
+// and counted) instead of stopping the process (client-go re-panics).
+func (m *member) safely(o any, handle func(any)) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.mg.m.panics.WithLabelValues(m.src.Cluster).Inc()
+			name := "?"
+			if mo, ok := o.(metav1.Object); ok {
+				name = mo.GetNamespace() + "/" + mo.GetName()
 			}
+			m.mg.log.Error("kubernetes: recovered from a panic while handling an object; it is skipped", "cluster", m.src.Cluster, "object", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
-		if len(failed) > 0 {
-			return fmt.Errorf("GET /readyz: kube-apiserver not ready (failed checks: %s)", strings.Join(failed, ", "))
-		}
-		return fmt.Errorf("GET /readyz: %w", err)
+	}()
+	handle(o)
+}
+
+func (m *member) objects() []Object { return m.objs.list() }
+
+// invalid counts objects whose current annotations are rejected.
+func (m *member) invalid() int { return m.objs.invalid() }
+
+// writeStatus is the status writer's pass over the member's objects; a
+// member that is not Ready gets nothing.
+func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string, annotation bool) (failed int) {
+	m.mu.Lock()
+	ready, ctx := m.state == StateReady, m.ctx
+	m.mu.Unlock()
+	if !ready {
+		return 0
 	}
-	return nil
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return m.writer.write(ctx, statuses, problems, annotation)
+}
+
+// handlers are a source's informer event handlers: each object is handled
+// through sink.safely.
+func handlers(sink objectSink, upsert, remove func(any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { sink.safely(o, upsert) },
+		UpdateFunc: func(_, o any) { sink.safely(o, upsert) },
+		DeleteFunc: func(o any) { sink.safely(o, remove) },
+	}
+}
+
+// withoutTombstone is the object of a deletion the informer missed (a
+// tombstone), else o.
+func withoutTombstone(o any) any {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return o
+}
+
+// watchedNamespaces are the namespaces the informers watch: each of
+// kubernetes.namespaces, or all.
+func watchedNamespaces(k model.Kubernetes) []string {
+	if len(k.Namespaces) == 0 {
+		return []string{metav1.NamespaceAll}
+	}
+	return k.Namespaces
+}
+
+func orAll(ns string) string {
+	if ns == "" {
+		return "(all)"
+	}
+	return ns
 }

@@ -20,7 +20,22 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
-	m := &metrics{
+	m := newCounters()
+	for _, l := range Limits {
+		m.overLimit.WithLabelValues(l)
+	}
+	for _, k := range claims.Kinds {
+		m.conflicts.WithLabelValues(k)
+	}
+	if reg != nil {
+		reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, m.overLimit, m.firstClaims, m.panics, memberCollector(mg))
+	}
+	return m
+}
+
+// newCounters declares the counters and gauges the package updates.
+func newCounters() *metrics {
+	return &metrics{
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "meridian_kube_member_transitions_total",
 			Help: "Member cluster state changes, by cluster and new state (Ready, NotReady).",
@@ -58,20 +73,16 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 			Help: "Names in this node's ledger of first claimants (names no kubernetes.claims entry covers, owned by the namespace that claimed them first; kept in the state directory).",
 		}),
 	}
-	for _, l := range Limits {
-		m.overLimit.WithLabelValues(l)
-	}
-	for _, k := range claims.Kinds {
-		m.conflicts.WithLabelValues(k)
-	}
-	if reg == nil {
-		return m
-	}
+}
+
+// memberCollector reports each member's state, object counts and Gateway
+// API kinds when scraped.
+func memberCollector(mg *Manager) collector {
 	members := prometheus.NewDesc("meridian_kube_member_ready", "1 when the member cluster is Ready (reachable, TLS verified, credentials accepted), else 0.", []string{"cluster"}, nil)
 	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services, Ingresses and Gateway API routes watched, by cluster.", []string{"cluster"}, nil)
 	invalid := prometheus.NewDesc("meridian_kube_invalid_objects", "Watched objects whose current annotations are rejected (they serve their last valid settings), by cluster.", []string{"cluster"}, nil)
 	gwKinds := prometheus.NewDesc("meridian_kube_gateway_api_kinds", "1 for each Gateway API kind (Gateway, HTTPRoute, GRPCRoute, TLSRoute) watched in the member cluster (its CRD is served), by cluster and kind.", []string{"cluster", "kind"}, nil)
-	reg.MustRegister(m.transitions, m.annotationErrors, m.statusWrites, m.events, m.conflicts, m.ownerChanges, m.overLimit, m.firstClaims, m.panics, collector{
+	return collector{
 		descs: []*prometheus.Desc{members, objects, invalid, gwKinds},
 		collect: func(ch chan<- prometheus.Metric) {
 			for _, mem := range mg.list() {
@@ -83,13 +94,12 @@ func newMetrics(reg prometheus.Registerer, mg *Manager) *metrics {
 				ch <- prometheus.MustNewConstMetric(members, prometheus.GaugeValue, ready, st.Cluster)
 				ch <- prometheus.MustNewConstMetric(objects, prometheus.GaugeValue, float64(st.Objects), st.Cluster)
 				ch <- prometheus.MustNewConstMetric(invalid, prometheus.GaugeValue, float64(mem.invalid()), st.Cluster)
-				for _, k := range mem.gatewayKinds() {
+				for _, k := range mem.routes.kinds() {
 					ch <- prometheus.MustNewConstMetric(gwKinds, prometheus.GaugeValue, 1, st.Cluster, k)
 				}
 			}
 		},
-	})
-	return m
+	}
 }
 
 type collector struct {

@@ -14,7 +14,7 @@ func TestAPanicWhileHandlingAWatchedObjectIsRecoveredAndCounted(t *testing.T) {
 	svc := lb("team-a", "web", "app.gslb.example.com", "192.0.2.10", time.Now())
 	assert.NotPanics(t, func() { l.mem.safely(svc, func(any) { panic("a bug some object runs into") }) })
 	assert.Equal(t, 1.0, testutil.ToFloat64(l.mg.m.panics.WithLabelValues("east")))
-	l.mem.safely(svc, l.mem.upsert)
+	l.mem.safely(svc, l.mem.services.upsert)
 	assert.Len(t, l.mem.objects(), 1, "the next object is handled as usual")
 }
 

@@ -11,14 +11,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/meridian-gslb/meridian/internal/kube/claims"
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // Status is the meridian.io/status annotation Meridian writes on each
@@ -46,49 +49,95 @@ func (s Status) Text() string {
 // decides how many start per second.
 const statusWorkers = 16
 
-// writeStatus records an Event for each new annotation error and problem
-// of an object and, without the annotation, for each change of its
-// serving; with annotation it patches meridian.io/status where it differs
-// (an unchanged text is not written: counted as result "unchanged"). The
+// statusWriter writes back, for a member's objects, what Meridian serves
+// for them: Events, and the meridian.io/status annotation. It remembers
+// what it reported per object, so each pass writes only what changed. Its
+// writes have their own client and rate (kubernetes.status_qps,
+// status_burst). Safe for concurrent use.
+type statusWriter struct {
+	cluster string
+	mg      *Manager // log, metrics and the field manager
+	objs    *objectSet
+	routes  routeStatusPatcher
+
+	mu        sync.Mutex
+	cs        kubernetes.Interface // status writes: watchConfig's, paced by limiter only; nil until connected
+	events    *eventWriter
+	limiter   *rate.Limiter          // status writes (Events, meridian.io/status): status_qps, status_burst
+	evented   map[ObjectRef][]string // errors and problems last reported as Events per object
+	served    map[ObjectRef]string   // serving last reported as an Event per object
+	forbidden bool                   // a status patch was forbidden (logged once)
+	// passed is, per object, what the last status pass was given for it
+	// (statusPass): a pass given the same again has nothing to do for it.
+	passed map[ObjectRef]statusPass
+}
+
+// routeStatusPatcher writes meridian.io/status on a Gateway API route.
+type routeStatusPatcher interface {
+	patchStatus(ctx context.Context, ref ObjectRef, text, manager string) error
+}
+
+var _ routeStatusPatcher = (*routeSource)(nil)
+
+func newStatusWriter(cluster string, mg *Manager, k model.Kubernetes, objs *objectSet, routes routeStatusPatcher) *statusWriter {
+	qps, burst := k.StatusQPS, k.StatusBurst
+	if qps <= 0 {
+		qps = model.DefaultKubeStatusQPS
+	}
+	if burst <= 0 {
+		burst = model.DefaultKubeStatusBurst
+	}
+	return &statusWriter{cluster: cluster, mg: mg, objs: objs, routes: routes, limiter: rate.NewLimiter(rate.Limit(qps), burst),
+		evented: map[ObjectRef][]string{}, served: map[ObjectRef]string{}, passed: map[ObjectRef]statusPass{}}
+}
+
+// statusClient is the client of the status writes, from the member's
+// watch configuration: status writes have their own budget (the status
+// writer's limiter); client-go's limiter, shared with the informers'
+// requests, would hold them at 20/s.
+func statusClient(wcfg *rest.Config) (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(wcfg)
+	cfg.QPS = -1
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("status client: %w", err)
+	}
+	return cs, nil
+}
+
+// connect gives the writer its client (statusClient), once the member is
+// connected.
+func (w *statusWriter) connect(cs kubernetes.Interface) {
+	events := newEventWriter(cs, func(result string) { w.mg.m.events.WithLabelValues(w.cluster, result).Inc() })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	events.pace = w.limiter.Wait
+	w.cs, w.events = cs, events
+}
+
+// forget drops what was reported on an object that is gone.
+func (w *statusWriter) forget(ref ObjectRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.evented, ref)
+	delete(w.served, ref)
+	delete(w.passed, ref)
+	if w.events != nil {
+		w.events.forget(ref.String())
+	}
+}
+
+// write records an Event for each new annotation error and problem of an
+// object and, without the annotation, for each change of its serving;
+// with annotation it patches meridian.io/status where it differs (an
+// unchanged text is not written: counted as result "unchanged"). The
 // writes run in parallel, at most statusWorkers at once, each started
-// within the member's rate (kubernetes.status_qps and status_burst). A
-// member that is not Ready gets nothing. It returns how many writes failed
-// and are worth retrying.
-func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectRef][]string, annotation bool) (failed int) {
-	m.mu.Lock()
-	if m.state != StateReady || m.writer == nil {
-		m.mu.Unlock()
+// within the member's rate (kubernetes.status_qps and status_burst). It
+// returns how many writes failed and are worth retrying.
+func (w *statusWriter) write(ctx context.Context, statuses map[ObjectRef]Status, problems map[ObjectRef][]string, annotation bool) (failed int) {
+	jobs, cs, ew := w.due(statuses, problems, annotation)
+	if cs == nil {
 		return 0
-	}
-	cs, ew, ctx := m.writer, m.events, m.ctx
-	var jobs []statusJob
-	unchanged := 0
-	for ref, st := range m.objs {
-		in := statusPass{st: st, status: statuses[ref], problems: problems[ref], errs: joinErrs(st.errs), annotation: annotation}
-		if last, ok := m.passed[ref]; ok && last.same(&in) && (!annotation || st.status == last.text) {
-			// What the last pass did for it stands: its Events are
-			// recorded and its text is on the object.
-			if annotation {
-				unchanged++
-			}
-			continue
-		}
-		j := m.statusJob(ref, st, in.status, in.problems, annotation)
-		in.text = j.text
-		m.passed[ref] = in
-		if annotation && !j.patch {
-			unchanged++
-		}
-		if j.patch || len(j.warnings) > 0 || j.status != "" {
-			jobs = append(jobs, j)
-		}
-	}
-	m.mu.Unlock()
-	if unchanged > 0 {
-		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "unchanged").Add(float64(unchanged))
-	}
-	if ctx == nil {
-		ctx = context.Background()
 	}
 	var (
 		wg    sync.WaitGroup
@@ -98,9 +147,9 @@ func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectR
 	for range min(statusWorkers, len(jobs)) {
 		wg.Go(func() {
 			for j := range next {
-				m.recordEvents(ctx, ew, j)
+				w.recordEvents(ctx, ew, j)
 				if j.patch {
-					fails.Add(int64(m.patch(ctx, cs, j)))
+					fails.Add(int64(w.patch(ctx, cs, j)))
 				}
 			}
 		})
@@ -113,10 +162,47 @@ func (m *member) writeStatus(statuses map[ObjectRef]Status, problems map[ObjectR
 	return int(fails.Load())
 }
 
+// due works out the jobs of a pass, and counts the texts that are current
+// as "unchanged"; it returns the client and event writer to do them with
+// (cs nil: not connected, nothing is due).
+func (w *statusWriter) due(statuses map[ObjectRef]Status, problems map[ObjectRef][]string, annotation bool) ([]statusJob, kubernetes.Interface, *eventWriter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cs == nil {
+		return nil, nil, nil
+	}
+	var jobs []statusJob
+	unchanged := 0
+	w.objs.each(func(ref ObjectRef, st *objState) {
+		in := statusPass{st: st, status: statuses[ref], problems: problems[ref], errs: joinErrs(st.errs), annotation: annotation}
+		if last, ok := w.passed[ref]; ok && last.same(&in) && (!annotation || st.status == last.text) {
+			// What the last pass did for it stands: its Events are
+			// recorded and its text is on the object.
+			if annotation {
+				unchanged++
+			}
+			return
+		}
+		j := w.statusJob(ref, st, in.status, in.problems, annotation)
+		in.text = j.text
+		w.passed[ref] = in
+		if annotation && !j.patch {
+			unchanged++
+		}
+		if j.patch || len(j.warnings) > 0 || j.status != "" {
+			jobs = append(jobs, j)
+		}
+	})
+	if unchanged > 0 {
+		w.mg.m.statusWrites.WithLabelValues(w.cluster, "unchanged").Add(float64(unchanged))
+	}
+	return jobs, w.cs, w.events
+}
+
 // wait takes one token of the member's status write rate; false when the
 // member stopped.
-func (m *member) wait(ctx context.Context) bool {
-	return m.limiter.Wait(ctx) == nil
+func (w *statusWriter) wait(ctx context.Context) bool {
+	return w.limiter.Wait(ctx) == nil
 }
 
 // statusPass is what a status pass was given for one object: given the
@@ -149,8 +235,9 @@ type statusJob struct {
 	status   string   // a MeridianStatus Event's message, "" for none
 }
 
-// statusJob works out what is due for one object; m.mu is held.
-func (m *member) statusJob(ref ObjectRef, st *objState, s Status, problems []string, annotation bool) statusJob {
+// statusJob works out what is due for one object; w.mu and the object
+// set are locked.
+func (w *statusWriter) statusJob(ref ObjectRef, st *objState, s Status, problems []string, annotation bool) statusJob {
 	s.Problems = append(slices.Clone(problems), s.Problems...)
 	for _, e := range st.errs {
 		s.Errors = append(s.Errors, e.Error())
@@ -163,15 +250,15 @@ func (m *member) statusJob(ref ObjectRef, st *objState, s Status, problems []str
 	j := statusJob{ref: ref, obj: st.runtime, text: s.Text()}
 	reported := append(slices.Clone(s.Errors), problems...)
 	for _, msg := range reported {
-		if !slices.Contains(m.evented[ref], msg) {
+		if !slices.Contains(w.evented[ref], msg) {
 			j.warnings = append(j.warnings, msg)
 		}
 	}
-	m.evented[ref] = reported
+	w.evented[ref] = reported
 	if annotation {
 		j.patch = j.text != st.status
-	} else if key := servingKey(s); key != m.served[ref] {
-		m.served[ref] = key
+	} else if key := servingKey(s); key != w.served[ref] {
+		w.served[ref] = key
 		j.status = servingText(s)
 	}
 	return j
@@ -210,63 +297,71 @@ func eventReason(msg string) string {
 	return ReasonConflict
 }
 
-func (m *member) recordEvents(ctx context.Context, ew *eventWriter, j statusJob) {
+func (w *statusWriter) recordEvents(ctx context.Context, ew *eventWriter, j statusJob) {
 	if ew == nil || j.obj == nil {
 		return
 	}
 	for _, msg := range j.warnings {
 		if err := ew.write(ctx, j.ref.String(), j.obj, corev1.EventTypeWarning, eventReason(msg), msg); err != nil {
-			m.mg.log.Warn("kubernetes: recording an Event failed", "object", j.ref.String(), "err", err)
+			w.mg.log.Warn("kubernetes: recording an Event failed", "object", j.ref.String(), "err", err)
 		}
 	}
 	if j.status != "" {
 		if err := ew.write(ctx, j.ref.String(), j.obj, corev1.EventTypeNormal, ReasonStatus, j.status); err != nil {
-			m.mg.log.Warn("kubernetes: recording an Event failed", "object", j.ref.String(), "err", err)
+			w.mg.log.Warn("kubernetes: recording an Event failed", "object", j.ref.String(), "err", err)
 		}
 	}
 }
 
 // patch writes one object's meridian.io/status; it returns 1 when the
 // write failed and is worth retrying.
-func (m *member) patch(ctx context.Context, cs kubernetes.Interface, j statusJob) int {
-	if !m.wait(ctx) {
+func (w *statusWriter) patch(ctx context.Context, cs kubernetes.Interface, j statusJob) int {
+	if !w.wait(ctx) {
 		return 0 // the member stopped
 	}
 	var err error
 	if isRouteKind(j.ref.Kind) {
-		err = m.patchRouteStatus(ctx, j.ref, j.text, m.mg.opts.FieldManager)
+		err = w.routes.patchStatus(ctx, j.ref, j.text, w.mg.opts.FieldManager)
 	} else {
-		err = patchStatus(ctx, cs, j.ref, j.text, m.mg.opts.FieldManager)
+		err = patchStatus(ctx, cs, j.ref, j.text, w.mg.opts.FieldManager)
 	}
 	if err != nil {
-		m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "failure").Inc()
-		if apierrors.IsForbidden(err) {
-			m.mu.Lock()
-			first := !m.forbidden
-			m.forbidden = true
-			m.mu.Unlock()
-			if first {
-				m.mg.log.Error("kubernetes: not allowed to write meridian.io/status (kubernetes.status_annotation is true): grant patch on services and ingresses (deploy/kustomize/components/status-annotation) or set status_annotation: false; Events and GET /v1/kube still report status",
-					"cluster", m.src.Cluster, "object", j.ref.String(), "err", err)
-			}
-			return 0
-		}
-		m.mg.log.Warn("kubernetes: writing meridian.io/status failed; retried", "object", j.ref.String(), "err", err)
-		return 1
+		return w.failed(j, err)
 	}
-	m.mg.m.statusWrites.WithLabelValues(m.src.Cluster, "success").Inc()
-	m.mu.Lock()
-	m.forbidden = false
-	m.written[j.ref] = j.text
-	if st := m.objs[j.ref]; st != nil {
-		st.status = j.text
-	}
-	m.mu.Unlock()
+	w.mg.m.statusWrites.WithLabelValues(w.cluster, "success").Inc()
+	w.mu.Lock()
+	w.forbidden = false
+	w.mu.Unlock()
+	w.objs.setStatus(j.ref, j.text)
 	return 0
 }
 
+// failed counts and logs a failed status patch; it returns 1 when the
+// write is worth retrying (a forbidden one is not: it is logged once).
+func (w *statusWriter) failed(j statusJob, err error) int {
+	w.mg.m.statusWrites.WithLabelValues(w.cluster, "failure").Inc()
+	if !apierrors.IsForbidden(err) {
+		w.mg.log.Warn("kubernetes: writing meridian.io/status failed; retried", "object", j.ref.String(), "err", err)
+		return 1
+	}
+	w.mu.Lock()
+	first := !w.forbidden
+	w.forbidden = true
+	w.mu.Unlock()
+	if first {
+		w.mg.log.Error("kubernetes: not allowed to write meridian.io/status (kubernetes.status_annotation is true): grant patch on services and ingresses (deploy/kustomize/components/status-annotation) or set status_annotation: false; Events and GET /v1/kube still report status",
+			"cluster", w.cluster, "object", j.ref.String(), "err", err)
+	}
+	return 0
+}
+
+// statusPatch is the merge patch that sets meridian.io/status to text.
+func statusPatch(text string) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnoStatus: text}}})
+}
+
 func patchStatus(ctx context.Context, cs kubernetes.Interface, ref ObjectRef, text, manager string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnoStatus: text}}})
+	patch, err := statusPatch(text)
 	if err != nil {
 		return err
 	}

@@ -47,10 +47,10 @@ func newLab(t *testing.T, svcs ...*corev1.Service) *lab {
 	cs := fake.NewClientset(objs...)
 	mg := NewManager(context.Background(), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registry: prometheus.NewRegistry()})
 	mem := newMember(mg, MemberSource{Cluster: "east"}, model.Kubernetes{})
-	mem.state, mem.cs, mem.writer = StateReady, cs, cs
-	mem.events = newEventWriter(cs, nil)
+	mem.state, mem.cs, mem.writer.cs = StateReady, cs, cs
+	mem.writer.events = newEventWriter(cs, nil)
 	for _, s := range svcs {
-		mem.upsert(s)
+		mem.services.upsert(s)
 	}
 	return &lab{cs: cs, mg: mg, mem: mem}
 }
@@ -144,7 +144,7 @@ func TestAForbiddenStatusPatchIsNotRetried(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "web", errors.New("no patch"))
 	})
 	assert.Zero(t, l.write(true), "a forbidden write is reported once, not retried")
-	assert.True(t, l.mem.forbidden)
+	assert.True(t, l.mem.writer.forbidden)
 	l.cs.PrependReactor("patch", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("busy")
 	})
@@ -191,7 +191,7 @@ func TestStatusWritesStayWithinTheMembersRate(t *testing.T) {
 	l := newLab(t, svcs...)
 	// Three writes at once, the next one an hour later: the writes past
 	// the burst wait for their turn and end with the member.
-	l.mem.limiter = rate.NewLimiter(rate.Every(time.Hour), 3)
+	l.mem.writer.limiter = rate.NewLimiter(rate.Every(time.Hour), 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l.mem.ctx = ctx
@@ -231,7 +231,7 @@ func TestStatusWritesRunInParallel(t *testing.T) {
 		svcs = append(svcs, lb("team-a", fmt.Sprintf("web-%d", i), fmt.Sprintf("app%d.gslb.example.com", i), "198.51.100.1", t0))
 	}
 	l := newLab(t, svcs...)
-	l.mem.writer = cs
+	l.mem.writer.cs = cs
 	assert.Zero(t, l.write(true))
 	mu.Lock()
 	defer mu.Unlock()
@@ -243,15 +243,15 @@ func TestAPassGivenTheSameAsTheLastStillRestoresAHandEditedStatus(t *testing.T) 
 	l := newLab(t, web, lb("team-b", "api", "api.gslb.example.com", "203.0.113.66", t0))
 	assert.Zero(t, l.write(true))
 	require.Equal(t, []string{"patch", "patch"}, l.verbs("services"))
-	written := l.mem.objs[ObjectRef{"east", KindService, "team-a", "web"}].status
+	written := l.mem.objs.byRef[ObjectRef{"east", KindService, "team-a", "web"}].status
 	require.NotEmpty(t, written)
 
 	edited := web.DeepCopy()
 	edited.Annotations[AnnoStatus] = `{"served":false,"reason":"edited by hand"}`
-	l.mem.upsert(edited)
+	l.mem.services.upsert(edited)
 	assert.Zero(t, l.write(true))
 	assert.Equal(t, []string{"patch", "patch", "patch"}, l.verbs("services"), "the edited object is written again; the other is not")
-	assert.Equal(t, written, l.mem.objs[ObjectRef{"east", KindService, "team-a", "web"}].status)
+	assert.Equal(t, written, l.mem.objs.byRef[ObjectRef{"east", KindService, "team-a", "web"}].status)
 	assert.Equal(t, 1.0, testutil.ToFloat64(l.mg.m.statusWrites.WithLabelValues("east", "unchanged")))
 }
 
@@ -263,7 +263,7 @@ func TestAPassGivenTheSameStatusReportsANewAnnotationError(t *testing.T) {
 
 	bad := web.DeepCopy()
 	bad.Annotations[AnnoWeight] = "heavy"
-	l.mem.upsert(bad) // the last valid settings keep serving: the same status
+	l.mem.services.upsert(bad) // the last valid settings keep serving: the same status
 	assert.Zero(t, l.write(false))
 	evs := l.events(t, "team-a")
 	require.Len(t, evs, 2, "the new error is reported")
