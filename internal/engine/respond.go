@@ -77,6 +77,36 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 	if udpSize == 0 {
 		udpSize = DefaultUDPPayloadSize
 	}
+	rep.begin(req)
+	out := Outcome{MaxSize: dns.MinMsgSize}
+	opt := req.IsEdns0()
+	if opt != nil {
+		out.MaxSize = max(dns.MinMsgSize, min(int(opt.UDPSize()), udpSize))
+		rep.addOPT(udpSize, opt.Do())
+	}
+	fail := func(rcode int) Outcome {
+		rep.Msg.Rcode = rcode
+		out.Rcode = rcode
+		return out
+	}
+	if rcode, bad := requestError(req, opt); bad {
+		return fail(rcode)
+	}
+	client := Client{Addr: src.Unmap(), Bits: src.Unmap().BitLen()}
+	if opt != nil && !s.readECS(opt, src, rep, &out, &client) {
+		return fail(dns.RcodeFormatError)
+	}
+	q := &req.Question[0]
+	if rcode, bad := questionError(q); bad {
+		return fail(rcode)
+	}
+	s.answerQuestion(q, client, src, gate, rep, &out)
+	return out
+}
+
+// begin resets rep and starts the response to req: its id, opcode and
+// flags, and its question.
+func (rep *Reply) begin(req *dns.Msg) {
 	rep.reset()
 	m := &rep.Msg
 	m.Id = req.Id
@@ -88,76 +118,94 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 		m.Question = append(m.Question, req.Question[0])
 		rep.QName = req.Question[0].Name
 	}
-	out := Outcome{MaxSize: dns.MinMsgSize}
+}
 
-	opt := req.IsEdns0()
-	if opt != nil {
-		out.MaxSize = max(dns.MinMsgSize, min(int(opt.UDPSize()), udpSize))
-		rep.opt.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
-		rep.opt.SetUDPSize(uint16(udpSize))
-		rep.opt.SetDo(opt.Do())
-		rep.opt.Option = rep.opts[:0]
-		m.Extra = append(m.Extra, &rep.opt)
-	}
-	fail := func(rcode int) Outcome {
-		m.Rcode = rcode
-		out.Rcode = rcode
-		return out
-	}
+// addOPT adds the reply's OPT record, advertising udpSize and echoing the
+// DO bit.
+func (rep *Reply) addOPT(udpSize int, do bool) {
+	rep.opt.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
+	rep.opt.SetUDPSize(uint16(udpSize))
+	rep.opt.SetDo(do)
+	rep.opt.Option = rep.opts[:0]
+	rep.Msg.Extra = append(rep.Msg.Extra, &rep.opt)
+}
+
+// requestError checks the parts of req that come before its question's
+// content: opcode, question count, EDNS version and OPT count. It returns
+// the rcode to answer with when one is wrong.
+func requestError(req *dns.Msg, opt *dns.OPT) (rcode int, bad bool) {
 	switch {
 	case req.Opcode != dns.OpcodeQuery:
-		return fail(dns.RcodeNotImplemented)
+		return dns.RcodeNotImplemented, true
 	case len(req.Question) != 1:
-		return fail(dns.RcodeFormatError)
+		return dns.RcodeFormatError, true
 	case opt != nil && opt.Version() != 0:
-		return fail(dns.RcodeBadVers)
+		return dns.RcodeBadVers, true
 	case countOPT(req) > 1:
-		return fail(dns.RcodeFormatError)
+		return dns.RcodeFormatError, true
 	}
-	client := Client{Addr: src.Unmap(), Bits: src.Unmap().BitLen()}
-	if opt != nil {
-		for _, o := range opt.Option {
-			e, ok := o.(*dns.EDNS0_SUBNET)
-			if !ok {
-				continue // unknown options are ignored (RFC 6891 6.1.2)
-			}
-			if out.HasECS {
-				return fail(dns.RcodeFormatError) // more than one ECS option
-			}
-			c, ok := ecsClient(e)
-			if !ok {
-				return fail(dns.RcodeFormatError)
-			}
-			out.HasECS = true
-			switch {
-			case !s.trustsECS(src):
-				out.ECSIgnored = true // answered by the source address, scope 0
-			case c.Bits > 0:
-				client = c
-			}
-			rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
-			n := copy(rep.ecsIP[:], e.Address)
-			rep.ecs.Address = net.IP(rep.ecsIP[:n])
+	return 0, false
+}
+
+// readECS reads the query's ECS option, if any, from opt (RFC 7871): it
+// sets client to the subnet it gives when src is trusted to send one,
+// notes it in out, and keeps a copy in rep for the reply. It reports false
+// when the options are malformed (FORMERR): more than one ECS option, or
+// an invalid one.
+func (s *Snapshot) readECS(opt *dns.OPT, src netip.Addr, rep *Reply, out *Outcome, client *Client) bool {
+	for _, o := range opt.Option {
+		e, ok := o.(*dns.EDNS0_SUBNET)
+		if !ok {
+			continue // unknown options are ignored (RFC 6891 6.1.2)
 		}
+		if out.HasECS {
+			return false // more than one ECS option
+		}
+		c, ok := ecsClient(e)
+		if !ok {
+			return false
+		}
+		out.HasECS = true
+		switch {
+		case !s.trustsECS(src):
+			out.ECSIgnored = true // answered by the source address, scope 0
+		case c.Bits > 0:
+			*client = c
+		}
+		rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
+		n := copy(rep.ecsIP[:], e.Address)
+		rep.ecs.Address = net.IP(rep.ecsIP[:n])
 	}
-	q := req.Question[0]
+	return true
+}
+
+// questionError checks the class and type of q. It returns the rcode to
+// answer with when we do not answer them here.
+func questionError(q *dns.Question) (rcode int, bad bool) {
 	switch {
 	case q.Qclass != dns.ClassINET:
-		return fail(dns.RcodeRefused)
+		return dns.RcodeRefused, true
 	case q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR:
-		return fail(dns.RcodeRefused) // transfers are served by internal/xfr (dnsserver hands them over before Respond); here: refused
+		return dns.RcodeRefused, true // transfers are served by internal/xfr (dnsserver hands them over before Respond); here: refused
 	case q.Qtype == dns.TypeOPT:
-		return fail(dns.RcodeFormatError)
+		return dns.RcodeFormatError, true
 	case q.Qtype == dns.TypeTKEY || q.Qtype == dns.TypeTSIG || q.Qtype == dns.TypeMAILA || q.Qtype == dns.TypeMAILB:
-		return fail(dns.RcodeNotImplemented)
+		return dns.RcodeNotImplemented, true
 	}
+	return 0, false
+}
 
+// answerQuestion looks q up for client and fills rep's sections from the
+// result, then its signatures (for a DO query to a signed zone, metered by
+// gate per src) and its ECS option, and out's summary.
+func (s *Snapshot) answerQuestion(q *dns.Question, client Client, src netip.Addr, gate SignGate, rep *Reply, out *Outcome) {
+	m := &rep.Msg
 	r := &rep.Result
 	s.Lookup(q.Name, q.Qtype, client, r)
 	out.Rcode, out.Zone, out.Strategy, out.FailOpen = r.Rcode, r.Zone, r.Strategy, r.FailOpen
 	m.Rcode = r.Rcode
 	if r.Zone == "" {
-		return out
+		return
 	}
 	m.Authoritative = true
 	m.Compress = true
@@ -168,7 +216,7 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 	m.Ns = append(m.Ns, r.Ns...)
 	m.Extra = append(m.Extra, r.Extra...)
 	if s.signed && rep.opt.Do() {
-		s.signReply(m, q.Name, q.Qtype, &out, gate, src)
+		s.signReply(m, q.Name, q.Qtype, out, gate, src)
 	}
 	if out.HasECS {
 		if !out.ECSIgnored {
@@ -176,7 +224,6 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 		}
 		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
 	}
-	return out
 }
 
 // ecsClient validates an ECS option of a query (RFC 7871 section 7.1.2)
