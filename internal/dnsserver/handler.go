@@ -225,9 +225,20 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	}
 	m := &w.rep.Msg
 	w.classify(out.Rcode, out.Zone, len(m.Answer) > 0, m.Ns)
+	wire := w.pack(m, out.MaxSize, tcp)
+	restoreQuestionCase(wire, in)
+	w.count(&out)
+	return wire
+}
+
+// pack writes the response m into w.out: the fast way when it can (see
+// packFast), else with miekg/dns, truncated over UDP to maxSize, the
+// largest response the client accepts. A packing error panics (serve
+// recovers and answers SERVFAIL).
+func (w *worker) pack(m *dns.Msg, maxSize int, tcp bool) []byte {
 	limit := len(w.out)
 	if !tcp {
-		limit = out.MaxSize
+		limit = maxSize
 	}
 	wire, ok := []byte(nil), false
 	if !w.general {
@@ -239,14 +250,18 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 			panic(err)
 		}
 	}
-	if !tcp && len(wire) > out.MaxSize {
-		m.Truncate(out.MaxSize)
+	if !tcp && len(wire) > maxSize {
+		m.Truncate(maxSize)
 		if wire, err = m.PackBuffer(w.out); err != nil {
 			panic(err)
 		}
 		w.s.m.Truncated.Inc()
 	}
-	restoreQuestionCase(wire, in)
+	return wire
+}
+
+// count counts an answered query in the query and fail-open metrics.
+func (w *worker) count(out *engine.Outcome) {
 	var qtype uint16
 	if len(w.req.Question) > 0 {
 		qtype = w.req.Question[0].Qtype
@@ -255,7 +270,6 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	if out.FailOpen {
 		w.cc.failOpen(out.Zone).Inc()
 	}
-	return wire
 }
 
 // headerOnly answers with the request's ID and opcode, the given rcode and
