@@ -710,19 +710,20 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
 	svc.records(ms)
 	v4, v6, cn := svc.candidates(ms, clusters, h, capa)
-	b := poolBuilder{svc: svc, ms: ms, chains: [][]group{allGroup(ms)}, maxAnswers: ms.MaxAnswers}
+	chains := [][]group{allGroup(ms)}
 	switch ms.Strategy {
 	case model.StrategyFailover:
-		b.chains = [][]group{failoverGroups(ms)}
+		chains = [][]group{failoverGroups(ms)}
 	case model.StrategyGeo:
-		svc.geo, b.chains = geoBuckets(ms, clusters)
+		svc.geo, chains = geoBuckets(ms, clusters)
 	case model.StrategyLatency:
 		svc.lat = newLatencyIndex(ms, lt)
 	}
+	b := poolBuilder{svc: svc, ms: ms, maxAnswers: ms.MaxAnswers}
 	if len(cn) > 0 {
 		b.maxAnswers = 1 // a name has at most one CNAME
 	}
-	svc.v4, svc.v6, svc.cn = b.build(v4), b.build(v6), b.build(cn)
+	svc.v4, svc.v6, svc.cn = b.build(v4, chains), b.build(v6, chains), b.build(cn, chains)
 	svc.cname = len(cn) > 0
 	return svc, nil
 }
@@ -766,18 +767,20 @@ func (svc *service) candidates(ms *model.Service, clusters map[string]*model.Clu
 type poolBuilder struct {
 	svc        *service
 	ms         *model.Service
-	chains     [][]group // one chain per bucket (latency: made per family)
 	maxAnswers int
 	kept       bool // svc.pools holds a family's pools
 }
 
 // build returns the pools of one family's candidates: one per chain of
-// groups. The first family with one pool keeps it in the service itself.
-func (b *poolBuilder) build(cands []cand) []*pool {
+// groups (one chain per bucket; for latency the chains are made here, from
+// the family's RTTs). The first family with one pool keeps it in the
+// service itself. (chains is a parameter, not a field, so that it stays
+// on the stack.)
+func (b *poolBuilder) build(cands []cand, chains [][]group) []*pool {
 	if len(cands) == 0 {
 		return nil
 	}
-	svc, chains := b.svc, b.chains
+	svc := b.svc
 	if svc.lat != nil { // one chain per RTT bucket, from this family's RTTs
 		chains = svc.lat.chains(b.ms.Name, cands)
 	}
@@ -986,68 +989,68 @@ func geoBuckets(ms *model.Service, clusters map[string]*model.Cluster) (*geoInde
 		country: map[string]int{}, region: map[string]int{}, continent: map[string]int{},
 		tagCountry: map[string]int{}, tagRegion: map[string]int{}, tagContinent: map[string]int{},
 	}
-	bc := &geoChains{keys: map[string]int{}}
+	var def []string
 	if ms.Geo != nil {
-		bc.def = ms.Geo.Default
+		def = ms.Geo.Default
+	}
+	var chains [][]group
+	keys := map[string]int{}
+	// bucketOf returns the bucket of a set of clusters, adding it (and its
+	// chain) when it is new.
+	bucketOf := func(set []string) int {
+		set = slices.Clone(set)
+		slices.Sort(set)
+		set = slices.Compact(set)
+		key := strings.Join(set, ",")
+		if b, ok := keys[key]; ok {
+			return b
+		}
+		chain := []group{{clusters: set}}
+		if def != nil && !slices.Equal(set, def) {
+			chain = append(chain, group{clusters: def})
+		}
+		chain = append(chain, group{})
+		chains = append(chains, chain)
+		keys[key] = len(chains) - 1
+		return len(chains) - 1
 	}
 	// The default bucket first: index 0.
-	if bc.def != nil {
-		g.def = bc.bucketOf(bc.def)
+	if def != nil {
+		g.def = bucketOf(def)
 	} else {
-		bc.chains = append(bc.chains, []group{{}})
-		bc.keys["*"] = 0
+		chains = append(chains, []group{{}})
+		keys["*"] = 0
 		g.def = 0
 	}
 	if ms.Geo != nil {
-		for _, r := range ms.Geo.Rules {
-			b := bc.bucketOf(r.Clusters)
-			for _, c := range r.Countries {
-				setIfAbsent(g.country, c, b)
-			}
-			for _, c := range r.Regions {
-				setIfAbsent(g.region, c, b)
-			}
-			for _, c := range r.Continents {
-				setIfAbsent(g.continent, c, b)
-			}
+		g.ruleBuckets(ms.Geo.Rules, bucketOf)
+	}
+	g.tagBuckets(ms, clusters, bucketOf)
+	return g, chains
+}
+
+// ruleBuckets fills g's explicit maps from the service's geo rules: each
+// rule's countries, regions and continents go to the bucket of its
+// clusters (bucketOf), the first rule naming one winning.
+func (g *geoIndex) ruleBuckets(rules []model.GeoRule, bucketOf func([]string) int) {
+	for _, r := range rules {
+		b := bucketOf(r.Clusters)
+		for _, c := range r.Countries {
+			setIfAbsent(g.country, c, b)
+		}
+		for _, c := range r.Regions {
+			setIfAbsent(g.region, c, b)
+		}
+		for _, c := range r.Continents {
+			setIfAbsent(g.continent, c, b)
 		}
 	}
-	bc.tagBuckets(g, ms, clusters)
-	return g, bc.chains
-}
-
-// geoChains numbers the buckets of a geo service: one per distinct set of
-// clusters, each with its chain of groups (geoBuckets).
-type geoChains struct {
-	def    []string       // the default clusters (nil: none)
-	chains [][]group      // by bucket
-	keys   map[string]int // bucket by sorted cluster set
-}
-
-// bucketOf returns the bucket of a set of clusters, adding it (and its
-// chain: the set, the default clusters, every cluster) when it is new.
-func (bc *geoChains) bucketOf(set []string) int {
-	set = slices.Clone(set)
-	slices.Sort(set)
-	set = slices.Compact(set)
-	key := strings.Join(set, ",")
-	if b, ok := bc.keys[key]; ok {
-		return b
-	}
-	chain := []group{{clusters: set}}
-	if bc.def != nil && !slices.Equal(set, bc.def) {
-		chain = append(chain, group{clusters: bc.def})
-	}
-	chain = append(chain, group{})
-	bc.chains = append(bc.chains, chain)
-	bc.keys[key] = len(bc.chains) - 1
-	return len(bc.chains) - 1
 }
 
 // tagBuckets fills g's tag maps: the clusters the service has endpoints
 // in, grouped by their country, region and continent tags, each group a
-// bucket.
-func (bc *geoChains) tagBuckets(g *geoIndex, ms *model.Service, clusters map[string]*model.Cluster) {
+// bucket (bucketOf).
+func (g *geoIndex) tagBuckets(ms *model.Service, clusters map[string]*model.Cluster, bucketOf func([]string) int) {
 	byTag := [3]map[string][]string{{}, {}, {}}
 	seen := map[string]bool{}
 	for _, e := range ms.Endpoints {
@@ -1072,7 +1075,7 @@ func (bc *geoChains) tagBuckets(g *geoIndex, ms *model.Service, clusters map[str
 		}
 		slices.Sort(tags)
 		for _, tag := range tags {
-			m[tag] = bc.bucketOf(byTag[i][tag])
+			m[tag] = bucketOf(byTag[i][tag])
 		}
 	}
 }
