@@ -125,15 +125,10 @@ func readPlainName(in []byte, qname *[256]byte) (off, n int, ok bool) {
 // setHeaderBits sets the opcode, flags and rcode of req from the second
 // 16-bit word of a message header.
 func setHeaderBits(req *dns.Msg, bits uint16) {
-	req.Opcode = int(bits>>11) & 0xF
-	req.Authoritative = bits&0x0400 != 0
-	req.Truncated = bits&0x0200 != 0
-	req.RecursionDesired = bits&0x0100 != 0
-	req.RecursionAvailable = bits&0x0080 != 0
-	req.Zero = bits&0x0040 != 0
-	req.AuthenticatedData = bits&0x0020 != 0
-	req.CheckingDisabled = bits&0x0010 != 0
-	req.Rcode = int(bits & 0xF)
+	req.Opcode, req.Rcode = int(bits>>11)&0xF, int(bits&0xF)
+	req.Authoritative, req.Truncated = bits&0x0400 != 0, bits&0x0200 != 0
+	req.RecursionDesired, req.RecursionAvailable = bits&0x0100 != 0, bits&0x0080 != 0
+	req.Zero, req.AuthenticatedData, req.CheckingDisabled = bits&0x0040 != 0, bits&0x0020 != 0, bits&0x0010 != 0
 }
 
 // plainLabelByte reports whether c stands for itself in a name's
@@ -236,20 +231,32 @@ func fastSize(m *dns.Msg) (size int, opt *dns.OPT, ok bool) {
 // packHeader writes the header of m, with one question, its answers and
 // at most one additional record, into out.
 func packHeader(out []byte, m *dns.Msg) {
-	binary.BigEndian.PutUint16(out, m.Id)
 	bits := uint16(m.Opcode)<<11 | uint16(m.Rcode)
-	for _, f := range [...]struct {
-		set bool
-		bit uint16
-	}{
-		{m.Response, 0x8000}, {m.Authoritative, 0x0400}, {m.Truncated, 0x0200},
-		{m.RecursionDesired, 0x0100}, {m.RecursionAvailable, 0x0080}, {m.Zero, 0x0040},
-		{m.AuthenticatedData, 0x0020}, {m.CheckingDisabled, 0x0010},
-	} {
-		if f.set {
-			bits |= f.bit
-		}
+	if m.Response {
+		bits |= 0x8000
 	}
+	if m.Authoritative {
+		bits |= 0x0400
+	}
+	if m.Truncated {
+		bits |= 0x0200
+	}
+	if m.RecursionDesired {
+		bits |= 0x0100
+	}
+	if m.RecursionAvailable {
+		bits |= 0x0080
+	}
+	if m.Zero {
+		bits |= 0x0040
+	}
+	if m.AuthenticatedData {
+		bits |= 0x0020
+	}
+	if m.CheckingDisabled {
+		bits |= 0x0010
+	}
+	binary.BigEndian.PutUint16(out, m.Id)
 	binary.BigEndian.PutUint16(out[2:], bits)
 	binary.BigEndian.PutUint16(out[4:], 1)
 	binary.BigEndian.PutUint16(out[6:], uint16(len(m.Answer)))

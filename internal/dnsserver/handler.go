@@ -192,11 +192,7 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 		}
 	}
 	if t := w.s.cfg.Transfers; t != nil && t.Wants(&w.req) {
-		resp := t.Answer(&w.req, in, src, tcp)
-		if len(resp) >= headerLen {
-			w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0, nil)
-		}
-		return resp
+		return w.transfer(t, in, src, tcp)
 	}
 	snap := w.s.src.Load()
 	if snap == nil {
@@ -212,14 +208,7 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	}
 	if out.SignLimited {
 		if !tcp {
-			// Over UDP the source may be spoofed: send an empty truncated
-			// reply, so that a real resolver retries over TCP (its own
-			// bucket, and an address that a handshake has proved).
-			w.signLimitedUDP.Inc()
-			if resp := slipReply(w.out, in); resp != nil {
-				return resp
-			}
-			return w.headerOnly(in, dns.RcodeServerFailure)
+			return w.signLimitedUDPReply(in)
 		}
 		w.signLimitedTCP.Inc() // and answered with the SERVFAIL Respond built
 	}
@@ -227,8 +216,37 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	w.classify(out.Rcode, out.Zone, len(m.Answer) > 0, m.Ns)
 	wire := w.pack(m, out.MaxSize, tcp)
 	restoreQuestionCase(wire, in)
-	w.count(&out)
+	var qtype uint16
+	if len(w.req.Question) > 0 {
+		qtype = w.req.Question[0].Qtype
+	}
+	w.cc.query(queryKey{zone: out.Zone, strategy: out.Strategy, qtype: qtype, rcode: out.Rcode}).Inc()
+	if out.FailOpen {
+		w.cc.failOpen(out.Zone).Inc()
+	}
 	return wire
+}
+
+// transfer hands the query to t (a zone transfer or a TSIG-signed query)
+// and sets the RRL identity from its response.
+func (w *worker) transfer(t Transfers, in []byte, src netip.Addr, tcp bool) []byte {
+	resp := t.Answer(&w.req, in, src, tcp)
+	if len(resp) >= headerLen {
+		w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0, nil)
+	}
+	return resp
+}
+
+// signLimitedUDPReply answers a UDP query whose denial the signing limit
+// refused. The source may be spoofed: it gets an empty truncated reply, so
+// that a real resolver retries over TCP (its own bucket, and an address
+// that a handshake has proved).
+func (w *worker) signLimitedUDPReply(in []byte) []byte {
+	w.signLimitedUDP.Inc()
+	if resp := slipReply(w.out, in); resp != nil {
+		return resp
+	}
+	return w.headerOnly(in, dns.RcodeServerFailure)
 }
 
 // pack writes the response m into w.out: the fast way when it can (see
@@ -258,18 +276,6 @@ func (w *worker) pack(m *dns.Msg, maxSize int, tcp bool) []byte {
 		w.s.m.Truncated.Inc()
 	}
 	return wire
-}
-
-// count counts an answered query in the query and fail-open metrics.
-func (w *worker) count(out *engine.Outcome) {
-	var qtype uint16
-	if len(w.req.Question) > 0 {
-		qtype = w.req.Question[0].Qtype
-	}
-	w.cc.query(queryKey{zone: out.Zone, strategy: out.Strategy, qtype: qtype, rcode: out.Rcode}).Inc()
-	if out.FailOpen {
-		w.cc.failOpen(out.Zone).Inc()
-	}
 }
 
 // headerOnly answers with the request's ID and opcode, the given rcode and

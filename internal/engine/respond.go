@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"net"
 	"net/netip"
 
@@ -74,9 +75,7 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 // with no records and Outcome.SignLimited is set, so that the transport
 // can answer otherwise (the embedded server sends TC=1 over UDP).
 func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate SignGate, rep *Reply) Outcome {
-	if udpSize == 0 {
-		udpSize = DefaultUDPPayloadSize
-	}
+	udpSize = cmp.Or(udpSize, DefaultUDPPayloadSize)
 	rep.begin(req)
 	out := Outcome{MaxSize: dns.MinMsgSize}
 	opt := req.IsEdns0()
@@ -93,14 +92,44 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 		return fail(rcode)
 	}
 	client := Client{Addr: src.Unmap(), Bits: src.Unmap().BitLen()}
-	if opt != nil && !s.readECS(opt, src, rep, &out, &client) {
-		return fail(dns.RcodeFormatError)
+	if opt != nil {
+		ecs := s.readECS(opt, src, rep)
+		out.HasECS, out.ECSIgnored = ecs.found, ecs.ignored
+		if !ecs.ok {
+			return fail(dns.RcodeFormatError)
+		}
+		if ecs.use {
+			client = ecs.client
+		}
 	}
 	q := &req.Question[0]
 	if rcode, bad := questionError(q); bad {
 		return fail(rcode)
 	}
-	s.answerQuestion(q, client, src, gate, rep, &out)
+	// Not split out: a call costs on the per-query path.
+	m, r := &rep.Msg, &rep.Result
+	s.Lookup(q.Name, q.Qtype, client, r)
+	out.Rcode, out.Zone, out.Strategy, out.FailOpen = r.Rcode, r.Zone, r.Strategy, r.FailOpen
+	m.Rcode = r.Rcode
+	if r.Zone == "" {
+		return out
+	}
+	m.Authoritative, m.Compress = true, true
+	if len(r.Answer) > 0 && sameName(r.Answer[0].Header().Name, q.Name) {
+		m.Question[0].Name = r.Answer[0].Header().Name
+	}
+	m.Answer = append(m.Answer, r.Answer...)
+	m.Ns = append(m.Ns, r.Ns...)
+	m.Extra = append(m.Extra, r.Extra...)
+	if s.signed && rep.opt.Do() {
+		s.signReply(m, q.Name, q.Qtype, &out, gate, src)
+	}
+	if out.HasECS {
+		if !out.ECSIgnored {
+			rep.ecs.SourceScope = uint8(r.Scope)
+		}
+		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
+	}
 	return out
 }
 
@@ -147,36 +176,44 @@ func requestError(req *dns.Msg, opt *dns.OPT) (rcode int, bad bool) {
 	return 0, false
 }
 
-// readECS reads the query's ECS option, if any, from opt (RFC 7871): it
-// sets client to the subnet it gives when src is trusted to send one,
-// notes it in out, and keeps a copy in rep for the reply. It reports false
-// when the options are malformed (FORMERR): more than one ECS option, or
-// an invalid one.
-func (s *Snapshot) readECS(opt *dns.OPT, src netip.Addr, rep *Reply, out *Outcome, client *Client) bool {
+// queryECS is what a query's ECS option says (readECS).
+type queryECS struct {
+	client  Client // the subnet of the option, used when use is set
+	use     bool   // the source is trusted and the option has a prefix (not /0)
+	found   bool   // the query has an ECS option
+	ignored bool   // its source is not trusted: answered by the source address, scope 0
+	ok      bool   // false: FORMERR (more than one ECS option, or an invalid one; found and ignored then describe the first)
+}
+
+// readECS reads the query's ECS option, if any, from opt (RFC 7871), and
+// keeps a copy of it in rep for the reply.
+func (s *Snapshot) readECS(opt *dns.OPT, src netip.Addr, rep *Reply) queryECS {
+	var q queryECS
 	for _, o := range opt.Option {
 		e, ok := o.(*dns.EDNS0_SUBNET)
 		if !ok {
 			continue // unknown options are ignored (RFC 6891 6.1.2)
 		}
-		if out.HasECS {
-			return false // more than one ECS option
+		if q.found {
+			return q // more than one ECS option
 		}
 		c, ok := ecsClient(e)
 		if !ok {
-			return false
+			return q
 		}
-		out.HasECS = true
+		q.found = true
 		switch {
 		case !s.trustsECS(src):
-			out.ECSIgnored = true // answered by the source address, scope 0
+			q.ignored = true
 		case c.Bits > 0:
-			*client = c
+			q.client, q.use = c, true
 		}
 		rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
 		n := copy(rep.ecsIP[:], e.Address)
 		rep.ecs.Address = net.IP(rep.ecsIP[:n])
 	}
-	return true
+	q.ok = true
+	return q
 }
 
 // questionError checks the class and type of q. It returns the rcode to
@@ -193,37 +230,6 @@ func questionError(q *dns.Question) (rcode int, bad bool) {
 		return dns.RcodeNotImplemented, true
 	}
 	return 0, false
-}
-
-// answerQuestion looks q up for client and fills rep's sections from the
-// result, then its signatures (for a DO query to a signed zone, metered by
-// gate per src) and its ECS option, and out's summary.
-func (s *Snapshot) answerQuestion(q *dns.Question, client Client, src netip.Addr, gate SignGate, rep *Reply, out *Outcome) {
-	m := &rep.Msg
-	r := &rep.Result
-	s.Lookup(q.Name, q.Qtype, client, r)
-	out.Rcode, out.Zone, out.Strategy, out.FailOpen = r.Rcode, r.Zone, r.Strategy, r.FailOpen
-	m.Rcode = r.Rcode
-	if r.Zone == "" {
-		return
-	}
-	m.Authoritative = true
-	m.Compress = true
-	if len(r.Answer) > 0 && sameName(r.Answer[0].Header().Name, q.Name) {
-		m.Question[0].Name = r.Answer[0].Header().Name
-	}
-	m.Answer = append(m.Answer, r.Answer...)
-	m.Ns = append(m.Ns, r.Ns...)
-	m.Extra = append(m.Extra, r.Extra...)
-	if s.signed && rep.opt.Do() {
-		s.signReply(m, q.Name, q.Qtype, out, gate, src)
-	}
-	if out.HasECS {
-		if !out.ECSIgnored {
-			rep.ecs.SourceScope = uint8(r.Scope)
-		}
-		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
-	}
 }
 
 // ecsClient validates an ECS option of a query (RFC 7871 section 7.1.2)
