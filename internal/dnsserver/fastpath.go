@@ -231,37 +231,24 @@ func fastSize(m *dns.Msg) (size int, opt *dns.OPT, ok bool) {
 // packHeader writes the header of m, with one question, its answers and
 // at most one additional record, into out.
 func packHeader(out []byte, m *dns.Msg) {
-	bits := uint16(m.Opcode)<<11 | uint16(m.Rcode)
-	if m.Response {
-		bits |= 0x8000
-	}
-	if m.Authoritative {
-		bits |= 0x0400
-	}
-	if m.Truncated {
-		bits |= 0x0200
-	}
-	if m.RecursionDesired {
-		bits |= 0x0100
-	}
-	if m.RecursionAvailable {
-		bits |= 0x0080
-	}
-	if m.Zero {
-		bits |= 0x0040
-	}
-	if m.AuthenticatedData {
-		bits |= 0x0020
-	}
-	if m.CheckingDisabled {
-		bits |= 0x0010
-	}
+	bits := uint16(m.Opcode)<<11 | uint16(m.Rcode) |
+		flag(m.Response, 0x8000) | flag(m.Authoritative, 0x0400) | flag(m.Truncated, 0x0200) |
+		flag(m.RecursionDesired, 0x0100) | flag(m.RecursionAvailable, 0x0080) | flag(m.Zero, 0x0040) |
+		flag(m.AuthenticatedData, 0x0020) | flag(m.CheckingDisabled, 0x0010)
 	binary.BigEndian.PutUint16(out, m.Id)
 	binary.BigEndian.PutUint16(out[2:], bits)
 	binary.BigEndian.PutUint16(out[4:], 1)
 	binary.BigEndian.PutUint16(out[6:], uint16(len(m.Answer)))
 	binary.BigEndian.PutUint16(out[8:], 0)
 	binary.BigEndian.PutUint16(out[10:], uint16(len(m.Extra)))
+}
+
+// flag is bit when set, else 0: a header flag's bit.
+func flag(set bool, bit uint16) uint16 {
+	if set {
+		return bit
+	}
+	return 0
 }
 
 // packPlainName writes the plain name (see plainLabelByte) with a trailing
