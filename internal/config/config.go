@@ -363,137 +363,180 @@ func parentPath(p string) string {
 	return p[:i]
 }
 
+// fieldErrors collects the problems validation finds, in order.
+type fieldErrors []model.FieldError
+
+// add records a problem with the field at path.
+func (errs *fieldErrors) add(path, format string, args ...any) {
+	*errs = append(*errs, model.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// validate checks the server section, one part at a time, and returns its
+// problems in the order of the fields.
 func (s *Server) validate() []model.FieldError {
-	var errs []model.FieldError
-	add := func(path, format string, args ...any) {
-		errs = append(errs, model.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
-	}
-	for i, l := range s.DNS.Listen {
+	var errs fieldErrors
+	validateDNS(&errs, &s.DNS)
+	validateTCPLimits(&errs, &s.DNS)
+	validateSignLimit(&errs, &s.DNS.SignLimit)
+	validateRRL(&errs, &s.DNS.RRL)
+	validateHTTPListen(&errs, &s.HTTP)
+	validateHTTP(&errs, &s.HTTP)
+	validateLog(&errs, &s.Log)
+	return errs
+}
+
+// validateDNS checks server.dns's listen addresses, UDP sockets, TCP
+// connection cap and idle timeout, and UDP payload size.
+func validateDNS(errs *fieldErrors, d *DNS) {
+	for i, l := range d.Listen {
 		if _, err := netip.ParseAddrPort(l); err != nil {
-			add("server.dns.listen["+strconv.Itoa(i)+"]", "%q is not an IP:port address (e.g. 127.0.0.1:5353 or [::]:53)", l)
+			errs.add("server.dns.listen["+strconv.Itoa(i)+"]", "%q is not an IP:port address (e.g. 127.0.0.1:5353 or [::]:53)", l)
 		}
 	}
-	if s.DNS.UDPSockets < 0 || s.DNS.UDPSockets > 256 {
-		add("server.dns.udp_sockets", "%d is out of range (allowed 1..256; 0 = number of CPUs)", s.DNS.UDPSockets)
+	if d.UDPSockets < 0 || d.UDPSockets > 256 {
+		errs.add("server.dns.udp_sockets", "%d is out of range (allowed 1..256; 0 = number of CPUs)", d.UDPSockets)
 	}
-	if s.DNS.MaxTCPConnections < 0 {
-		add("server.dns.max_tcp_connections", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPConnections, DefaultMaxTCPConnections)
+	if d.MaxTCPConnections < 0 {
+		errs.add("server.dns.max_tcp_connections", "%d is out of range (allowed 1 or more; 0 = default %d)", d.MaxTCPConnections, DefaultMaxTCPConnections)
 	}
-	if s.DNS.TCPIdleTimeout < 0 {
-		add("server.dns.tcp_idle_timeout", "%s is negative (e.g. 10s)", s.DNS.TCPIdleTimeout)
+	if d.TCPIdleTimeout < 0 {
+		errs.add("server.dns.tcp_idle_timeout", "%s is negative (e.g. 10s)", d.TCPIdleTimeout)
 	}
-	if p := s.DNS.UDPPayloadSize; p != 0 && (p < 512 || p > 4096) {
-		add("server.dns.udp_payload_size", "%d is out of range (allowed 512..4096; 0 = default %d)", p, DefaultUDPPayloadSize)
+	if p := d.UDPPayloadSize; p != 0 && (p < 512 || p > 4096) {
+		errs.add("server.dns.udp_payload_size", "%d is out of range (allowed 512..4096; 0 = default %d)", p, DefaultUDPPayloadSize)
 	}
-	if s.DNS.MaxTCPPerClient < 0 {
-		add("server.dns.max_tcp_per_client", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPPerClient, DefaultMaxTCPPerClient)
+}
+
+// validateTCPLimits checks server.dns's per-client and per-site TCP
+// connection limits and the idle timeout under pressure.
+func validateTCPLimits(errs *fieldErrors, d *DNS) {
+	if d.MaxTCPPerClient < 0 {
+		errs.add("server.dns.max_tcp_per_client", "%d is out of range (allowed 1 or more; 0 = default %d)", d.MaxTCPPerClient, DefaultMaxTCPPerClient)
 	}
-	if p := s.DNS.TCPClientIPv4Prefix; p != 0 && (p < 8 || p > 32) {
-		add("server.dns.tcp_client_ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultTCPClientIPv4Prefix)
+	if p := d.TCPClientIPv4Prefix; p != 0 && (p < 8 || p > 32) {
+		errs.add("server.dns.tcp_client_ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultTCPClientIPv4Prefix)
 	}
-	if p := s.DNS.TCPClientIPv6Prefix; p != 0 && (p < 16 || p > 64) {
-		add("server.dns.tcp_client_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPClientIPv6Prefix)
+	if p := d.TCPClientIPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		errs.add("server.dns.tcp_client_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPClientIPv6Prefix)
 	}
-	if s.DNS.MaxTCPPerSite < 0 {
-		add("server.dns.max_tcp_per_site", "%d is out of range (allowed 1 or more; 0 = default %d)", s.DNS.MaxTCPPerSite, DefaultMaxTCPPerSite)
+	if d.MaxTCPPerSite < 0 {
+		errs.add("server.dns.max_tcp_per_site", "%d is out of range (allowed 1 or more; 0 = default %d)", d.MaxTCPPerSite, DefaultMaxTCPPerSite)
 	}
-	if p := s.DNS.TCPSiteIPv6Prefix; p != 0 && (p < 16 || p > 64) {
-		add("server.dns.tcp_site_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPSiteIPv6Prefix)
-	} else if c := cmp.Or(s.DNS.TCPClientIPv6Prefix, DefaultTCPClientIPv6Prefix); cmp.Or(p, DefaultTCPSiteIPv6Prefix) > c {
-		add("server.dns.tcp_site_ipv6_prefix", "/%d is longer than tcp_client_ipv6_prefix /%d (allowed: a site holds client prefixes, so /%d or shorter)", cmp.Or(p, DefaultTCPSiteIPv6Prefix), c, c)
+	if p := d.TCPSiteIPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		errs.add("server.dns.tcp_site_ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultTCPSiteIPv6Prefix)
+	} else if c := cmp.Or(d.TCPClientIPv6Prefix, DefaultTCPClientIPv6Prefix); cmp.Or(p, DefaultTCPSiteIPv6Prefix) > c {
+		errs.add("server.dns.tcp_site_ipv6_prefix", "/%d is longer than tcp_client_ipv6_prefix /%d (allowed: a site holds client prefixes, so /%d or shorter)", cmp.Or(p, DefaultTCPSiteIPv6Prefix), c, c)
 	}
-	if d := s.DNS.TCPPressureIdleTimeout; d < 0 {
-		add("server.dns.tcp_pressure_idle_timeout", "%s is negative (e.g. 2s)", d)
-	} else if idle := cmp.Or(s.DNS.TCPIdleTimeout, DefaultTCPIdleTimeout); d > idle {
-		add("server.dns.tcp_pressure_idle_timeout", "%s is longer than tcp_idle_timeout %s (allowed: up to tcp_idle_timeout; it shortens it under pressure)", d, idle)
+	if t := d.TCPPressureIdleTimeout; t < 0 {
+		errs.add("server.dns.tcp_pressure_idle_timeout", "%s is negative (e.g. 2s)", t)
+	} else if idle := cmp.Or(d.TCPIdleTimeout, DefaultTCPIdleTimeout); t > idle {
+		errs.add("server.dns.tcp_pressure_idle_timeout", "%s is longer than tcp_idle_timeout %s (allowed: up to tcp_idle_timeout; it shortens it under pressure)", t, idle)
 	}
-	sl := s.DNS.SignLimit
+}
+
+// validateSignLimit checks server.dns.sign_limit.
+func validateSignLimit(errs *fieldErrors, sl *SignLimit) {
 	if r := sl.SignaturesPerSec; r < 0 || r > MaxSignaturesPerSecPerPrefix {
-		add("server.dns.sign_limit.signatures_per_second", "%d is out of range (allowed 1..%d; 0 = default %d)", r, MaxSignaturesPerSecPerPrefix, DefaultSignaturesPerSec)
+		errs.add("server.dns.sign_limit.signatures_per_second", "%d is out of range (allowed 1..%d; 0 = default %d)", r, MaxSignaturesPerSecPerPrefix, DefaultSignaturesPerSec)
 	}
 	if w := sl.Window; w < 0 || w > 3600 {
-		add("server.dns.sign_limit.window", "%d is out of range (allowed 1..3600 seconds; 0 = default %d)", w, DefaultSignWindow)
+		errs.add("server.dns.sign_limit.window", "%d is out of range (allowed 1..3600 seconds; 0 = default %d)", w, DefaultSignWindow)
 	}
 	if p := sl.IPv4Prefix; p != 0 && (p < 8 || p > 32) {
-		add("server.dns.sign_limit.ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultSignLimitIPv4Prefix)
+		errs.add("server.dns.sign_limit.ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultSignLimitIPv4Prefix)
 	}
 	if p := sl.IPv6Prefix; p != 0 && (p < 16 || p > 64) {
-		add("server.dns.sign_limit.ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultSignLimitIPv6Prefix)
+		errs.add("server.dns.sign_limit.ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultSignLimitIPv6Prefix)
 	}
-	if r := s.DNS.RRL.ResponsesPerSec; r < 0 || r > 1_000_000 {
-		add("server.dns.rrl.responses_per_second", "%d is out of range (allowed 1..1000000; 0 = default %d)", r, DefaultRRLResponsesPerSec)
+}
+
+// validateRRL checks server.dns.rrl.
+func validateRRL(errs *fieldErrors, r *RRL) {
+	if n := r.ResponsesPerSec; n < 0 || n > 1_000_000 {
+		errs.add("server.dns.rrl.responses_per_second", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultRRLResponsesPerSec)
 	}
-	if b := s.DNS.RRL.BytesPerSec; b != 0 && (b < 512 || b > 1_000_000_000) {
-		add("server.dns.rrl.bytes_per_second", "%d is out of range (allowed 512..1000000000; 0 = default responses_per_second × %d)", b, DefaultRRLBytesPerResponse)
+	if b := r.BytesPerSec; b != 0 && (b < 512 || b > 1_000_000_000) {
+		errs.add("server.dns.rrl.bytes_per_second", "%d is out of range (allowed 512..1000000000; 0 = default responses_per_second × %d)", b, DefaultRRLBytesPerResponse)
 	}
-	if p := s.DNS.RRL.Slip; p != nil && (*p < 0 || *p > 10) {
-		add("server.dns.rrl.slip", "%d is out of range (allowed 0..10: 0 drops every limited response, 1 truncates every one, N truncates every Nth)", *p)
+	if p := r.Slip; p != nil && (*p < 0 || *p > 10) {
+		errs.add("server.dns.rrl.slip", "%d is out of range (allowed 0..10: 0 drops every limited response, 1 truncates every one, N truncates every Nth)", *p)
 	}
-	if p := s.DNS.RRL.IPv4Prefix; p != 0 && (p < 8 || p > 32) {
-		add("server.dns.rrl.ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultRRLIPv4Prefix)
+	if p := r.IPv4Prefix; p != 0 && (p < 8 || p > 32) {
+		errs.add("server.dns.rrl.ipv4_prefix", "%d is out of range (allowed 8..32; 0 = default %d)", p, DefaultRRLIPv4Prefix)
 	}
-	if p := s.DNS.RRL.IPv6Prefix; p != 0 && (p < 16 || p > 64) {
-		add("server.dns.rrl.ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultRRLIPv6Prefix)
+	if p := r.IPv6Prefix; p != 0 && (p < 16 || p > 64) {
+		errs.add("server.dns.rrl.ipv6_prefix", "%d is out of range (allowed 16..64; 0 = default %d)", p, DefaultRRLIPv6Prefix)
 	}
-	if w := s.DNS.RRL.Window; w < 0 || w > 3600 {
-		add("server.dns.rrl.window", "%d is out of range (allowed 1..3600 seconds; 0 = default %d)", w, DefaultRRLWindow)
+	if w := r.Window; w < 0 || w > 3600 {
+		errs.add("server.dns.rrl.window", "%d is out of range (allowed 1..3600 seconds; 0 = default %d)", w, DefaultRRLWindow)
 	}
-	if n := len(s.DNS.RRL.Exempt); n > MaxRRLExempt {
-		add("server.dns.rrl.exempt", "lists %d networks (allowed at most %d)", n, MaxRRLExempt)
+	if n := len(r.Exempt); n > MaxRRLExempt {
+		errs.add("server.dns.rrl.exempt", "lists %d networks (allowed at most %d)", n, MaxRRLExempt)
 	} else {
-		errs = append(errs, model.PrefixListErrors("server.dns.rrl.exempt", s.DNS.RRL.Exempt)...)
+		*errs = append(*errs, model.PrefixListErrors("server.dns.rrl.exempt", r.Exempt)...)
 	}
-	if l := s.HTTP.ReadOnlyListen; l != "" {
+}
+
+// validateHTTPListen checks server.http's listen addresses.
+func validateHTTPListen(errs *fieldErrors, h *HTTP) {
+	if l := h.ReadOnlyListen; l != "" {
 		if _, err := netip.ParseAddrPort(l); err != nil {
-			add("server.http.read_only_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8090)", l)
+			errs.add("server.http.read_only_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8090)", l)
 		}
 	}
-	if l := s.HTTP.Listen; l != "" && l != "off" {
+	if l := h.Listen; l != "" && l != "off" {
 		if _, err := netip.ParseAddrPort(l); err != nil {
-			add("server.http.listen", "%q is not an IP:port address or \"off\" (e.g. 127.0.0.1:8080)", l)
+			errs.add("server.http.listen", "%q is not an IP:port address or \"off\" (e.g. 127.0.0.1:8080)", l)
 		}
 	}
-	if l := s.HTTP.ProbeListen; l != "" {
+	if l := h.ProbeListen; l != "" {
 		if _, err := netip.ParseAddrPort(l); err != nil {
-			add("server.http.probe_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8081)", l)
-		} else if l == s.HTTP.Listen || l == s.HTTP.ReadOnlyListen {
-			add("server.http.probe_listen", "%q is also server.http.listen or read_only_listen (allowed: an address of its own)", l)
+			errs.add("server.http.probe_listen", "%q is not an IP:port address (e.g. 0.0.0.0:8081)", l)
+		} else if l == h.Listen || l == h.ReadOnlyListen {
+			errs.add("server.http.probe_listen", "%q is also server.http.listen or read_only_listen (allowed: an address of its own)", l)
 		}
 	}
-	if n := len(s.HTTP.AllowedHosts); n > MaxAllowedHosts {
-		add("server.http.allowed_hosts", "lists %d names (allowed at most %d; \"*.example.com\" covers a domain)", n, MaxAllowedHosts)
+}
+
+// validateHTTP checks server.http's allowed hosts, connection limits and TLS.
+func validateHTTP(errs *fieldErrors, h *HTTP) {
+	if n := len(h.AllowedHosts); n > MaxAllowedHosts {
+		errs.add("server.http.allowed_hosts", "lists %d names (allowed at most %d; \"*.example.com\" covers a domain)", n, MaxAllowedHosts)
 	}
-	for i, h := range s.HTTP.AllowedHosts {
-		if msg := allowedHostProblem(h); msg != "" {
-			add("server.http.allowed_hosts["+strconv.Itoa(i)+"]", "%q %s", h, msg)
+	for i, host := range h.AllowedHosts {
+		if msg := allowedHostProblem(host); msg != "" {
+			errs.add("server.http.allowed_hosts["+strconv.Itoa(i)+"]", "%q %s", host, msg)
 		}
 	}
-	if n := s.HTTP.MaxConnections; n < 0 || n > 1_000_000 {
-		add("server.http.max_connections", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxConns)
+	if n := h.MaxConnections; n < 0 || n > 1_000_000 {
+		errs.add("server.http.max_connections", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxConns)
 	}
-	if n := s.HTTP.MaxConnectionsPerClient; n < 0 || n > 1_000_000 {
-		add("server.http.max_connections_per_client", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxPerClient)
+	if n := h.MaxConnectionsPerClient; n < 0 || n > 1_000_000 {
+		errs.add("server.http.max_connections_per_client", "%d is out of range (allowed 1..1000000; 0 = default %d)", n, DefaultHTTPMaxPerClient)
 	}
-	if n := s.HTTP.MaxEventStreams; n < 0 || n > 100_000 {
-		add("server.http.max_event_streams", "%d is out of range (allowed 1..100000; 0 = default %d)", n, DefaultHTTPMaxStreams)
+	if n := h.MaxEventStreams; n < 0 || n > 100_000 {
+		errs.add("server.http.max_event_streams", "%d is out of range (allowed 1..100000; 0 = default %d)", n, DefaultHTTPMaxStreams)
 	}
-	if t := s.HTTP.TLS; t != nil {
+	if t := h.TLS; t != nil {
 		if strings.TrimSpace(t.CertFile) == "" {
-			add("server.http.tls.cert_file", "is required with server.http.tls (a PEM certificate file)")
+			errs.add("server.http.tls.cert_file", "is required with server.http.tls (a PEM certificate file)")
 		}
 		if strings.TrimSpace(t.KeyFile) == "" {
-			add("server.http.tls.key_file", "is required with server.http.tls (a PEM private key file, mode 600)")
+			errs.add("server.http.tls.key_file", "is required with server.http.tls (a PEM private key file, mode 600)")
 		}
 	}
-	if f := s.Log.Format; f != "" && f != "text" && f != "json" {
-		add("server.log.format", "%q is not allowed (allowed: text, json)", f)
+}
+
+// validateLog checks server.log.
+func validateLog(errs *fieldErrors, l *Log) {
+	if f := l.Format; f != "" && f != "text" && f != "json" {
+		errs.add("server.log.format", "%q is not allowed (allowed: text, json)", f)
 	}
-	switch s.Log.Level {
+	switch l.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
-		add("server.log.level", "%q is not allowed (allowed: debug, info, warn, error)", s.Log.Level)
+		errs.add("server.log.level", "%q is not allowed (allowed: debug, info, warn, error)", l.Level)
 	}
-	return errs
 }
 
 func (s *Server) applyDefaults() {

@@ -95,68 +95,85 @@ func plain(n *yaml3.Node, t reflect.Type) bool {
 	case yaml3.DocumentNode:
 		return len(n.Content) == 1 && plain(n.Content[0], t)
 	case yaml3.MappingNode:
-		if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 {
-			return false
-		}
-		switch t.Kind() {
-		case reflect.Struct:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i]
-				if k.Kind != yaml3.ScalarNode || k.Tag != "!!str" || k.Style&yaml3.TaggedStyle != 0 {
-					return false // also the merge key <<
-				}
-				ft, found := yamlFields(t)[k.Value]
-				if !found || !plain(n.Content[i+1], ft) {
-					return false
-				}
-			}
-			return true
-		case reflect.Map:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if !plain(n.Content[i], t.Key()) || !plain(n.Content[i+1], t.Elem()) {
-					return false
-				}
-			}
-			return true
-		}
-		return false
+		return plainMapping(n, t)
 	case yaml3.SequenceNode:
-		if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 || t.Kind() != reflect.Slice {
-			return false
-		}
-		for _, c := range n.Content {
-			if c.Kind == yaml3.ScalarNode && c.Tag == "!!null" {
-				return false // an empty item: yaml/v3 drops it, the positioned decoder keeps a zero value
+		return plainSequence(n, t)
+	case yaml3.ScalarNode:
+		return plainScalar(n, t)
+	}
+	return false // aliases
+}
+
+// plainMapping is plain for a mapping node n read into t (a struct whose
+// fields its keys name, or a map).
+func plainMapping(n *yaml3.Node, t reflect.Type) bool {
+	if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml3.ScalarNode || k.Tag != "!!str" || k.Style&yaml3.TaggedStyle != 0 {
+				return false // also the merge key <<
 			}
-			if !plain(c, t.Elem()) {
+			ft, found := yamlFields(t)[k.Value]
+			if !found || !plain(n.Content[i+1], ft) {
 				return false
 			}
 		}
 		return true
-	case yaml3.ScalarNode:
-		if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 {
-			return false
-		}
-		switch n.Tag {
-		case "!!str":
-			if n.Style == 0 && yaml11Bool(n.Value) {
+	case reflect.Map:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if !plain(n.Content[i], t.Key()) || !plain(n.Content[i+1], t.Elem()) {
 				return false
 			}
-			return true
-		case "!!int":
-			// Into a string field the positioned decoder writes the
-			// number (0017 → "17"), yaml/v3 the text: only a number
-			// written as the positioned decoder writes it is taken.
-			return !stringField(t) || canonicalInt(n.Value)
-		case "!!float":
-			return !stringField(t)
-		case "!!null":
-			return true
-		case "!!bool":
-			return n.Value == "true" || n.Value == "false"
+		}
+		return true
+	}
+	return false
+}
+
+// plainSequence is plain for a sequence node n read into the slice type t.
+func plainSequence(n *yaml3.Node, t reflect.Type) bool {
+	if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 || t.Kind() != reflect.Slice {
+		return false
+	}
+	for _, c := range n.Content {
+		if c.Kind == yaml3.ScalarNode && c.Tag == "!!null" {
+			return false // an empty item: yaml/v3 drops it, the positioned decoder keeps a zero value
+		}
+		if !plain(c, t.Elem()) {
+			return false
 		}
 	}
-	return false // aliases, timestamps, binary
+	return true
+}
+
+// plainScalar is plain for a scalar node n read into t.
+func plainScalar(n *yaml3.Node, t reflect.Type) bool {
+	if n.Anchor != "" || n.Style&yaml3.TaggedStyle != 0 {
+		return false
+	}
+	switch n.Tag {
+	case "!!str":
+		if n.Style == 0 && yaml11Bool(n.Value) {
+			return false
+		}
+		return true
+	case "!!int":
+		// Into a string field the positioned decoder writes the
+		// number (0017 → "17"), yaml/v3 the text: only a number
+		// written as the positioned decoder writes it is taken.
+		return !stringField(t) || canonicalInt(n.Value)
+	case "!!float":
+		return !stringField(t)
+	case "!!null":
+		return true
+	case "!!bool":
+		return n.Value == "true" || n.Value == "false"
+	}
+	return false // timestamps, binary
 }
 
 // stringField reports whether t is a string that yaml/v3 sets from a

@@ -395,34 +395,9 @@ func (p *itemParser) flowSeq(v reflect.Value, ti *typeInfo, t []byte, i int) (in
 	if ti.kind != kindSlice {
 		return 0, false
 	}
-	// Count the items first: commas at this depth (no quotes with
-	// brackets or commas in them: refused below when they differ).
-	n, depth, j := 0, 0, skipSpaces(t, i+1)
-	empty := j < len(t) && t[j] == ']'
-	for j = i + 1; j < len(t); j++ {
-		switch t[j] {
-		case '[', '{':
-			depth++
-		case '}':
-			depth--
-		case ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				n++
-			}
-		case '"', '\'':
-			return 0, false // counted wrong if it held a comma; rare in lists
-		}
-		if depth < 0 {
-			break
-		}
-	}
-	if depth >= 0 {
-		return 0, false // not closed on the line
-	}
-	if !empty {
-		n++
+	n, empty, ok := flowItems(t, i)
+	if !ok {
+		return 0, false
 	}
 	s := reflect.MakeSlice(ti.t, n, n)
 	i++
@@ -450,6 +425,41 @@ func (p *itemParser) flowSeq(v reflect.Value, ti *typeInfo, t []byte, i int) (in
 	}
 	v.Set(s)
 	return i + 1, true
+}
+
+// flowItems counts the items of the flow sequence at t[i] ('[') from the
+// commas at its depth, and reports whether it is empty. It reports false
+// when the sequence is not closed on the line or holds a quote (which could
+// hold a comma).
+func flowItems(t []byte, i int) (n int, empty, ok bool) {
+	depth, j := 0, skipSpaces(t, i+1)
+	empty = j < len(t) && t[j] == ']'
+	for j = i + 1; j < len(t); j++ {
+		switch t[j] {
+		case '[', '{':
+			depth++
+		case '}':
+			depth--
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		case '"', '\'':
+			return 0, false, false // counted wrong if it held a comma; rare in lists
+		}
+		if depth < 0 {
+			break
+		}
+	}
+	if depth >= 0 {
+		return 0, false, false // not closed on the line
+	}
+	if !empty {
+		n++
+	}
+	return n, empty, true
 }
 
 // scalar sets v from the scalar s (quoted: written in quotes).

@@ -60,62 +60,18 @@ func cutServices(data []byte) (servicesCut, bool) {
 	if bytes.IndexByte(data, '\r') >= 0 {
 		return c, false
 	}
-	// Find the key line.
-	start, line := -1, 1
-	for off := 0; off < len(data); line++ {
-		end := lineEnd(data, off)
-		if bytes.Equal(bytes.TrimRight(data[off:end], " "), servicesKey) {
-			start = end + 1
-			break
-		}
-		off = end + 1
-	}
+	start, line := servicesKeyLine(data)
 	if start < 0 || start > len(data) {
 		return c, false
 	}
 	c.keyLine = line
-	// The indentation of the first item.
-	var indent []byte
-	first := -1
-	off := start
-	for off < len(data) {
-		end := lineEnd(data, off)
-		l := data[off:end]
-		t := bytes.TrimLeft(l, " ")
-		if len(t) == 0 || t[0] == '#' {
-			off = end + 1
-			continue
-		}
-		n := len(l) - len(t)
-		if n == 0 || !itemOpen(t) {
-			return c, false
-		}
-		indent, first = l[:n], off
-		break
-	}
+	indent, first := firstItem(data, start)
 	if first < 0 {
 		return c, false
 	}
-	// Cut at every item line up to the end of the section.
-	var opens []int
-	sectionEnd := len(data)
-	for off := first; off < len(data); {
-		end := lineEnd(data, off)
-		l := data[off:end]
-		if len(l) > 0 && l[0] != ' ' && l[0] != '#' {
-			sectionEnd = off
-			break
-		}
-		if t := bytes.TrimLeft(l, " "); len(t) > 0 && t[0] != '#' && len(l)-len(t) < len(indent) {
-			return c, false // a line left of the items: decode whole
-		}
-		if bytes.HasPrefix(l, indent) && itemOpen(l[len(indent):]) {
-			opens = append(opens, off)
-		}
-		off = end + 1
-	}
-	if sectionEnd > len(data) {
-		sectionEnd = len(data)
+	opens, sectionEnd, ok := itemOpens(data, first, indent)
+	if !ok {
+		return c, false
 	}
 	c.items = len(opens)
 	for i := 0; i < len(opens); i += splitBatch {
@@ -131,6 +87,66 @@ func cutServices(data []byte) (servicesCut, bool) {
 	c.head = append(c.head, data[:first]...)
 	c.head = append(c.head, data[sectionEnd:]...)
 	return c, true
+}
+
+// servicesKeyLine finds the line `services:` alone at column 0 and returns
+// the offset just after it and its 1-based line number (start -1 when there
+// is none).
+func servicesKeyLine(data []byte) (start, line int) {
+	line = 1
+	for off := 0; off < len(data); line++ {
+		end := lineEnd(data, off)
+		if bytes.Equal(bytes.TrimRight(data[off:end], " "), servicesKey) {
+			return end + 1, line
+		}
+		off = end + 1
+	}
+	return -1, line
+}
+
+// firstItem returns the indentation and offset of the first item after the
+// services key (at start), skipping blank and comment lines; first is -1
+// when the next such line is not an indented item.
+func firstItem(data []byte, start int) (indent []byte, first int) {
+	for off := start; off < len(data); {
+		end := lineEnd(data, off)
+		l := data[off:end]
+		t := bytes.TrimLeft(l, " ")
+		if len(t) == 0 || t[0] == '#' {
+			off = end + 1
+			continue
+		}
+		n := len(l) - len(t)
+		if n == 0 || !itemOpen(t) {
+			return nil, -1
+		}
+		return l[:n], off
+	}
+	return nil, -1
+}
+
+// itemOpens returns the offset of every item line at indent from first up
+// to the end of the section (the next line at column 0 that is not blank or
+// a comment), and that end. It reports false when a line sits left of the
+// items: the file is then decoded whole.
+func itemOpens(data []byte, first int, indent []byte) (opens []int, sectionEnd int, ok bool) {
+	sectionEnd = len(data)
+	for off := first; off < len(data); {
+		end := lineEnd(data, off)
+		l := data[off:end]
+		if len(l) > 0 && l[0] != ' ' && l[0] != '#' {
+			sectionEnd = off
+			break
+		}
+		if t := bytes.TrimLeft(l, " "); len(t) > 0 && t[0] != '#' && len(l)-len(t) < len(indent) {
+			return nil, 0, false
+		}
+		if bytes.HasPrefix(l, indent) && itemOpen(l[len(indent):]) {
+			opens = append(opens, off)
+		}
+		off = end + 1
+	}
+	return opens, min(sectionEnd, len(data)), true
 }
 
 // lineEnd is the offset of the newline ending the line at off (len(data)

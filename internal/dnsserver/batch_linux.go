@@ -30,7 +30,7 @@ type mmsghdr struct {
 	_   [unsafe.Sizeof(uintptr(0)) - 4]byte
 }
 
-// sockaddrLen is the room kept for a peer's address: a sockaddr_in6, which
+// sockaddrLen is the space kept for a peer's address: a sockaddr_in6, which
 // also holds a sockaddr_in.
 const sockaddrLen = unix.SizeofSockaddrInet6
 

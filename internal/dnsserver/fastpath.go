@@ -45,32 +45,9 @@ func (w *worker) parseFast(in []byte) bool {
 	if arcount > 1 {
 		return false
 	}
-	// The question name, in presentation form, into w.qname.
-	off, n := headerLen, 0
-	for {
-		if off >= len(in) {
-			return false
-		}
-		l := int(in[off])
-		off++
-		if l == 0 {
-			break
-		}
-		if l > 63 || off+l > len(in) || n+l+1 > len(w.qname) {
-			return false // a pointer, an extended label type, or too long
-		}
-		for _, c := range in[off : off+l] {
-			if !plainLabelByte(c) {
-				return false // needs escaping in presentation form
-			}
-		}
-		n += copy(w.qname[n:], in[off:off+l])
-		w.qname[n] = '.'
-		n++
-		off += l
-	}
-	if n == 0 || off-headerLen > 255 || off+4 > len(in) {
-		return false // the root name, a name longer than 255 octets, or no type and class
+	off, n, ok := readPlainName(in, &w.qname)
+	if !ok || off+4 > len(in) {
+		return false // not a plain name, or no type and class
 	}
 	qtype := binary.BigEndian.Uint16(in[off:])
 	qclass := binary.BigEndian.Uint16(in[off+2:])
@@ -98,15 +75,7 @@ func (w *worker) parseFast(in []byte) bool {
 		return false
 	}
 	req.Id = binary.BigEndian.Uint16(in)
-	req.Opcode = int(bits>>11) & 0xF
-	req.Authoritative = bits&0x0400 != 0
-	req.Truncated = bits&0x0200 != 0
-	req.RecursionDesired = bits&0x0100 != 0
-	req.RecursionAvailable = bits&0x0080 != 0
-	req.Zero = bits&0x0040 != 0
-	req.AuthenticatedData = bits&0x0020 != 0
-	req.CheckingDisabled = bits&0x0010 != 0
-	req.Rcode = int(bits & 0xF)
+	setHeaderBits(req, bits)
 	name := unsafe.String(&w.qname[0], n)
 	if arcount == 1 {
 		req.Rcode |= int(w.reqOpt.ExtendedRcode())
@@ -116,6 +85,50 @@ func (w *worker) parseFast(in []byte) bool {
 	}
 	req.Question = append(req.Question, dns.Question{Name: name, Qtype: qtype, Qclass: qclass})
 	return true
+}
+
+// readPlainName reads the question name of the query in (at headerLen)
+// into qname in presentation form, and returns the offset after it and
+// the name's length in qname. It reports false for a name that is not
+// plain: compressed, with an extended label type or a byte that needs
+// escaping (see plainLabelByte), the root name, or longer than 255 octets.
+func readPlainName(in []byte, qname *[256]byte) (off, n int, ok bool) {
+	off = headerLen
+	for {
+		if off >= len(in) {
+			return 0, 0, false
+		}
+		l := int(in[off])
+		off++
+		if l == 0 {
+			break
+		}
+		if l > 63 || off+l > len(in) || n+l+1 > len(qname) {
+			return 0, 0, false // a pointer, an extended label type, or too long
+		}
+		for _, c := range in[off : off+l] {
+			if !plainLabelByte(c) {
+				return 0, 0, false // needs escaping in presentation form
+			}
+		}
+		n += copy(qname[n:], in[off:off+l])
+		qname[n] = '.'
+		n++
+		off += l
+	}
+	if n == 0 || off-headerLen > 255 {
+		return 0, 0, false // the root name, or a name longer than 255 octets
+	}
+	return off, n, true
+}
+
+// setHeaderBits sets the opcode, flags and rcode of req from the second
+// 16-bit word of a message header.
+func setHeaderBits(req *dns.Msg, bits uint16) {
+	req.Opcode, req.Rcode = int(bits>>11)&0xF, int(bits&0xF)
+	req.Authoritative, req.Truncated = bits&0x0400 != 0, bits&0x0200 != 0
+	req.RecursionDesired, req.RecursionAvailable = bits&0x0100 != 0, bits&0x0080 != 0
+	req.Zero, req.AuthenticatedData, req.CheckingDisabled = bits&0x0040 != 0, bits&0x0020 != 0, bits&0x0010 != 0
 }
 
 // plainLabelByte reports whether c stands for itself in a name's
@@ -134,87 +147,20 @@ func plainLabelByte(c byte) bool {
 // caller truncates the general way). Like PackBuffer, it sets the OPT's
 // extended rcode.
 func packFast(buf []byte, m *dns.Msg, limit int) ([]byte, bool) {
-	if len(m.Question) != 1 || len(m.Ns) != 0 || len(m.Extra) > 1 || m.Rcode < 0 || m.Rcode > 0xF ||
-		(len(m.Answer) > 0 && !m.Compress) {
+	size, opt, ok := fastSize(m)
+	if !ok {
 		return nil, false
 	}
-	var opt *dns.OPT
-	if len(m.Extra) == 1 {
-		o, ok := m.Extra[0].(*dns.OPT)
-		if !ok || len(o.Option) != 0 || o.Hdr.Name != "." {
-			return nil, false
-		}
-		opt = o
-	}
 	q := &m.Question[0]
-	size := headerLen + len(q.Name) + 1 + 4 // a plain name of n characters packs into n+1 octets
-	if opt != nil {
-		size += 11
-	}
-	for _, rr := range m.Answer {
-		switch rr := rr.(type) {
-		case *dns.A:
-			if rr.Hdr.Name != q.Name || rr.Hdr.Rrtype != dns.TypeA || rr.A.To4() == nil {
-				return nil, false
-			}
-			size += 16
-		case *dns.AAAA:
-			if rr.Hdr.Name != q.Name || rr.Hdr.Rrtype != dns.TypeAAAA || len(rr.AAAA) != net.IPv6len {
-				return nil, false
-			}
-			size += 28
-		default:
-			return nil, false
-		}
-	}
 	if size > limit || size > len(buf) || len(q.Name) < 2 || len(q.Name) > 255 {
 		return nil, false
 	}
 	out := buf[:size]
-	binary.BigEndian.PutUint16(out, m.Id)
-	bits := uint16(m.Opcode)<<11 | uint16(m.Rcode)
-	for _, f := range [...]struct {
-		set bool
-		bit uint16
-	}{
-		{m.Response, 0x8000}, {m.Authoritative, 0x0400}, {m.Truncated, 0x0200},
-		{m.RecursionDesired, 0x0100}, {m.RecursionAvailable, 0x0080}, {m.Zero, 0x0040},
-		{m.AuthenticatedData, 0x0020}, {m.CheckingDisabled, 0x0010},
-	} {
-		if f.set {
-			bits |= f.bit
-		}
-	}
-	binary.BigEndian.PutUint16(out[2:], bits)
-	binary.BigEndian.PutUint16(out[4:], 1)
-	binary.BigEndian.PutUint16(out[6:], uint16(len(m.Answer)))
-	binary.BigEndian.PutUint16(out[8:], 0)
-	binary.BigEndian.PutUint16(out[10:], uint16(len(m.Extra)))
-	// The question name: labels between the dots, each behind its length.
-	off := headerLen
-	start := 0
-	name := q.Name
-	if name[len(name)-1] != '.' {
+	packHeader(out, m)
+	off, ok := packPlainName(out, headerLen, q.Name)
+	if !ok {
 		return nil, false
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c != '.' {
-			if !plainLabelByte(c) {
-				return nil, false
-			}
-			continue
-		}
-		l := i - start
-		if l == 0 || l > 63 {
-			return nil, false
-		}
-		out[off] = byte(l)
-		off += 1 + copy(out[off+1:], name[start:i])
-		start = i + 1
-	}
-	out[off] = 0
-	off++
 	binary.BigEndian.PutUint16(out[off:], q.Qtype)
 	binary.BigEndian.PutUint16(out[off+2:], q.Qclass)
 	off += 4
@@ -241,6 +187,96 @@ func packFast(buf []byte, m *dns.Msg, limit int) ([]byte, bool) {
 		return nil, false // cannot happen: the sizes above are the packing's
 	}
 	return out, true
+}
+
+// fastSize returns the packed size of m and its OPT record (nil: none)
+// when m has the shape packFast packs; it reports false otherwise. The
+// question name is checked when it is packed.
+func fastSize(m *dns.Msg) (size int, opt *dns.OPT, ok bool) {
+	if len(m.Question) != 1 || len(m.Ns) != 0 || len(m.Extra) > 1 || m.Rcode < 0 || m.Rcode > 0xF ||
+		(len(m.Answer) > 0 && !m.Compress) {
+		return 0, nil, false
+	}
+	if len(m.Extra) == 1 {
+		o, ok := m.Extra[0].(*dns.OPT)
+		if !ok || len(o.Option) != 0 || o.Hdr.Name != "." {
+			return 0, nil, false
+		}
+		opt = o
+	}
+	q := &m.Question[0]
+	size = headerLen + len(q.Name) + 1 + 4 // a plain name of n characters packs into n+1 octets
+	if opt != nil {
+		size += 11
+	}
+	for _, rr := range m.Answer {
+		switch rr := rr.(type) {
+		case *dns.A:
+			if rr.Hdr.Name != q.Name || rr.Hdr.Rrtype != dns.TypeA || rr.A.To4() == nil {
+				return 0, nil, false
+			}
+			size += 16
+		case *dns.AAAA:
+			if rr.Hdr.Name != q.Name || rr.Hdr.Rrtype != dns.TypeAAAA || len(rr.AAAA) != net.IPv6len {
+				return 0, nil, false
+			}
+			size += 28
+		default:
+			return 0, nil, false
+		}
+	}
+	return size, opt, true
+}
+
+// packHeader writes the header of m, with one question, its answers and
+// at most one additional record, into out.
+func packHeader(out []byte, m *dns.Msg) {
+	bits := uint16(m.Opcode)<<11 | uint16(m.Rcode) |
+		flag(m.Response, 0x8000) | flag(m.Authoritative, 0x0400) | flag(m.Truncated, 0x0200) |
+		flag(m.RecursionDesired, 0x0100) | flag(m.RecursionAvailable, 0x0080) | flag(m.Zero, 0x0040) |
+		flag(m.AuthenticatedData, 0x0020) | flag(m.CheckingDisabled, 0x0010)
+	binary.BigEndian.PutUint16(out, m.Id)
+	binary.BigEndian.PutUint16(out[2:], bits)
+	binary.BigEndian.PutUint16(out[4:], 1)
+	binary.BigEndian.PutUint16(out[6:], uint16(len(m.Answer)))
+	binary.BigEndian.PutUint16(out[8:], 0)
+	binary.BigEndian.PutUint16(out[10:], uint16(len(m.Extra)))
+}
+
+// flag is bit when set, else 0: a header flag's bit.
+func flag(set bool, bit uint16) uint16 {
+	if set {
+		return bit
+	}
+	return 0
+}
+
+// packPlainName writes the plain name (see plainLabelByte) with a trailing
+// dot into out at off, as labels each behind its length, and returns the
+// offset after it. It reports false for any other name.
+func packPlainName(out []byte, off int, name string) (int, bool) {
+	if name[len(name)-1] != '.' {
+		return 0, false
+	}
+	start := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c != '.' {
+			if !plainLabelByte(c) {
+				return 0, false
+			}
+			continue
+		}
+		l := i - start
+		if l == 0 || l > 63 {
+			return 0, false
+		}
+		out[off] = byte(l)
+		off += 1 + copy(out[off+1:], name[start:i])
+		start = i + 1
+	}
+	out[off] = 0
+	return off + 1, true
 }
 
 // packRRHeader writes the header of an answer owned by the question's name

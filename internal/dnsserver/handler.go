@@ -192,11 +192,7 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 		}
 	}
 	if t := w.s.cfg.Transfers; t != nil && t.Wants(&w.req) {
-		resp := t.Answer(&w.req, in, src, tcp)
-		if len(resp) >= headerLen {
-			w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0, nil)
-		}
-		return resp
+		return w.transfer(t, in, src, tcp)
 	}
 	snap := w.s.src.Load()
 	if snap == nil {
@@ -212,22 +208,55 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	}
 	if out.SignLimited {
 		if !tcp {
-			// Over UDP the source may be spoofed: send an empty truncated
-			// reply, so that a real resolver retries over TCP (its own
-			// bucket, and an address that a handshake has proved).
-			w.signLimitedUDP.Inc()
-			if resp := slipReply(w.out, in); resp != nil {
-				return resp
-			}
-			return w.headerOnly(in, dns.RcodeServerFailure)
+			return w.signLimitedUDPReply(in)
 		}
 		w.signLimitedTCP.Inc() // and answered with the SERVFAIL Respond built
 	}
 	m := &w.rep.Msg
 	w.classify(out.Rcode, out.Zone, len(m.Answer) > 0, m.Ns)
+	wire := w.pack(m, out.MaxSize, tcp)
+	restoreQuestionCase(wire, in)
+	var qtype uint16
+	if len(w.req.Question) > 0 {
+		qtype = w.req.Question[0].Qtype
+	}
+	w.cc.query(queryKey{zone: out.Zone, strategy: out.Strategy, qtype: qtype, rcode: out.Rcode}).Inc()
+	if out.FailOpen {
+		w.cc.failOpen(out.Zone).Inc()
+	}
+	return wire
+}
+
+// transfer hands the query to t (a zone transfer or a TSIG-signed query)
+// and sets the RRL identity from its response.
+func (w *worker) transfer(t Transfers, in []byte, src netip.Addr, tcp bool) []byte {
+	resp := t.Answer(&w.req, in, src, tcp)
+	if len(resp) >= headerLen {
+		w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0, nil)
+	}
+	return resp
+}
+
+// signLimitedUDPReply answers a UDP query whose denial the signing limit
+// refused. The source may be spoofed: it gets an empty truncated reply, so
+// that a real resolver retries over TCP (its own bucket, and an address
+// that a handshake has proved).
+func (w *worker) signLimitedUDPReply(in []byte) []byte {
+	w.signLimitedUDP.Inc()
+	if resp := slipReply(w.out, in); resp != nil {
+		return resp
+	}
+	return w.headerOnly(in, dns.RcodeServerFailure)
+}
+
+// pack writes the response m into w.out: the fast way when it can (see
+// packFast), else with miekg/dns, truncated over UDP to maxSize, the
+// largest response the client accepts. A packing error panics (serve
+// recovers and answers SERVFAIL).
+func (w *worker) pack(m *dns.Msg, maxSize int, tcp bool) []byte {
 	limit := len(w.out)
 	if !tcp {
-		limit = out.MaxSize
+		limit = maxSize
 	}
 	wire, ok := []byte(nil), false
 	if !w.general {
@@ -239,21 +268,12 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 			panic(err)
 		}
 	}
-	if !tcp && len(wire) > out.MaxSize {
-		m.Truncate(out.MaxSize)
+	if !tcp && len(wire) > maxSize {
+		m.Truncate(maxSize)
 		if wire, err = m.PackBuffer(w.out); err != nil {
 			panic(err)
 		}
 		w.s.m.Truncated.Inc()
-	}
-	restoreQuestionCase(wire, in)
-	var qtype uint16
-	if len(w.req.Question) > 0 {
-		qtype = w.req.Question[0].Qtype
-	}
-	w.cc.query(queryKey{zone: out.Zone, strategy: out.Strategy, qtype: qtype, rcode: out.Rcode}).Inc()
-	if out.FailOpen {
-		w.cc.failOpen(out.Zone).Inc()
 	}
 	return wire
 }

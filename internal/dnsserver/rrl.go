@@ -39,6 +39,26 @@ type RRL struct {
 	Exempt *geo.PrefixSet
 }
 
+// withDefaults returns c with the defaults of an enabled RRL filled in.
+func (c RRL) withDefaults() RRL {
+	if c.ResponsesPerSec <= 0 {
+		c.ResponsesPerSec = 200
+	}
+	if c.Window <= 0 {
+		c.Window = 15
+	}
+	if c.BytesPerSec <= 0 {
+		c.BytesPerSec = c.ResponsesPerSec * DefaultRRLBytesPerResponse
+	}
+	if c.IPv4Prefix <= 0 || c.IPv4Prefix > 32 {
+		c.IPv4Prefix = 24
+	}
+	if c.IPv6Prefix <= 0 || c.IPv6Prefix > 64 {
+		c.IPv6Prefix = 56
+	}
+	return c
+}
+
 // DefaultRRLBytesPerResponse sets the default byte budget of an RRL
 // bucket: ResponsesPerSec × 512 bytes per second, so responses up to 512
 // bytes are counted by number alone, and a larger one (a DNSKEY set, a

@@ -88,6 +88,25 @@ const (
 
 // New returns a server that answers from src.
 func New(cfg Config, src Source) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, src: src, log: cfg.Logger, m: cfg.Metrics,
+		tcpConns: newConnTable(tcpLimits{perListener: cfg.MaxTCPConnections, perClient: cfg.MaxTCPPerClient, perSite: cfg.MaxTCPPerSite,
+			v4: cfg.TCPClientIPv4Prefix, v6: cfg.TCPClientIPv6Prefix, site: cfg.TCPSiteIPv6Prefix}, cfg.TCPPressureIdleTimeout)}
+	if cfg.RRL.Enabled {
+		s.cfg.RRL = cfg.RRL.withDefaults()
+		s.rrl = newLimiter(s.cfg.RRL, time.Now())
+	}
+	if cfg.SignLimit.Enabled {
+		s.cfg.SignLimit = cfg.SignLimit.withDefaults()
+		s.signUDP, s.signTCP = newSignGates(s.cfg.SignLimit, time.Now())
+	}
+	return s
+}
+
+// withDefaults returns cfg with the defaults of its sockets, TCP limits,
+// payload size, logger and metrics filled in (those of RRL and SignLimit
+// apply only when they are enabled: see their withDefaults).
+func (cfg Config) withDefaults() Config {
 	if cfg.UDPSockets <= 0 {
 		cfg.UDPSockets = runtime.GOMAXPROCS(0)
 	}
@@ -124,33 +143,7 @@ func New(cfg Config, src Source) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
-	s := &Server{cfg: cfg, src: src, log: cfg.Logger, m: cfg.Metrics,
-		tcpConns: newConnTable(tcpLimits{perListener: cfg.MaxTCPConnections, perClient: cfg.MaxTCPPerClient, perSite: cfg.MaxTCPPerSite,
-			v4: cfg.TCPClientIPv4Prefix, v6: cfg.TCPClientIPv6Prefix, site: cfg.TCPSiteIPv6Prefix}, cfg.TCPPressureIdleTimeout)}
-	if cfg.RRL.Enabled {
-		if cfg.RRL.ResponsesPerSec <= 0 {
-			cfg.RRL.ResponsesPerSec = 200
-		}
-		if cfg.RRL.Window <= 0 {
-			cfg.RRL.Window = 15
-		}
-		if cfg.RRL.BytesPerSec <= 0 {
-			cfg.RRL.BytesPerSec = cfg.RRL.ResponsesPerSec * DefaultRRLBytesPerResponse
-		}
-		if cfg.RRL.IPv4Prefix <= 0 || cfg.RRL.IPv4Prefix > 32 {
-			cfg.RRL.IPv4Prefix = 24
-		}
-		if cfg.RRL.IPv6Prefix <= 0 || cfg.RRL.IPv6Prefix > 64 {
-			cfg.RRL.IPv6Prefix = 56
-		}
-		s.cfg.RRL = cfg.RRL
-		s.rrl = newLimiter(cfg.RRL, time.Now())
-	}
-	if cfg.SignLimit.Enabled {
-		s.cfg.SignLimit = cfg.SignLimit.withDefaults()
-		s.signUDP, s.signTCP = newSignGates(s.cfg.SignLimit, time.Now())
-	}
-	return s
+	return cfg
 }
 
 func reusePort(_, _ string, c syscall.RawConn) error {
@@ -308,7 +301,7 @@ func (s *Server) serveUDP(uc *net.UDPConn) {
 }
 
 // acceptTCP serves the connections of one listener, counted in the
-// connection table (tcpconns.go): a connection beyond a cap makes room by
+// connection table (tcpconns.go): a connection beyond a cap frees a slot by
 // closing the oldest idle one of that cap's group, or is closed at once
 // when none is idle.
 func (s *Server) acceptTCP(ln net.Listener) {

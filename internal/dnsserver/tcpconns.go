@@ -18,7 +18,7 @@ import (
 // connection is refused. A site and a listener are shared by many
 // clients: when a new connection would exceed one of them, the group's
 // oldest idle connection (waiting for the length of its next query) is
-// closed to make room, and only when every connection of the group is
+// closed to free a slot, and only when every connection of the group is
 // busy is the new one refused. Above half of a listener's slots, a connection that goes
 // idle is given tcp_pressure_idle_timeout instead of tcp_idle_timeout,
 // and those already idle are cut to it.
@@ -86,7 +86,7 @@ func (t *connTable) sitePrefix(a netip.Addr) netip.Prefix {
 	return p
 }
 
-// admit counts c, from client address from, on listener ln. To make room it
+// admit counts c, from client address from, on listener ln. To free a slot it
 // may evict idle connections: they are returned, already uncounted, with
 // the reason of each, for the caller to close. When a group is full and
 // none of its connections is idle, c is refused: tc is nil and refused

@@ -48,7 +48,7 @@ func holdIdle(t *testing.T, src, addr string, n int) []net.Conn {
 // acceptance of issue 31 finding 4 on real sockets: 32 /24s each hold
 // their 32 connections, idle, which fills the listener's 1 024 slots; a
 // new client from a 33rd /24 is still served (the oldest idle connection
-// makes room, RFC 7766 section 6.2.2).
+// is closed to free a slot, RFC 7766 section 6.2.2).
 func TestIdleTCPConnectionsFromManyPrefixesDoNotLockOutANewClient(t *testing.T) {
 	raiseFileLimit(t, 4096)
 	_, m, addr := startRRLServer(t, Config{TCPIdleTimeout: time.Minute})
@@ -66,7 +66,7 @@ func TestIdleTCPConnectionsFromManyPrefixesDoNotLockOutANewClient(t *testing.T) 
 	c, err := tcpFrom(t, "127.0.200.10", addr)
 	require.NoError(t, err, "a new client is served while 1 024 idle connections are held")
 	c.Close()
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.TCPEvicted.WithLabelValues(tcpReasonTotal)), "the oldest idle connection made room")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.TCPEvicted.WithLabelValues(tcpReasonTotal)), "the oldest idle connection was closed to free a slot")
 	assert.Zero(t, testutil.ToFloat64(m.TCPRejected))
 	var b [1]byte
 	held[0].SetReadDeadline(time.Now().Add(2 * time.Second))

@@ -86,10 +86,7 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		s.zones[z.apex] = z
 		s.attachSigner(z, opts.Signers)
 	}
-	clusters := make(map[string]*model.Cluster, len(d.Clusters))
-	for i := range d.Clusters {
-		clusters[d.Clusters[i].Name] = &d.Clusters[i]
-	}
+	clusters := clustersByName(d.Clusters)
 	reuse := newReuser(opts.Previous, d, opts, clusters)
 	zs, names, err := s.compileServices(d, opts, clusters, reuse)
 	if err != nil {
@@ -108,6 +105,15 @@ func Compile(d *model.Desired, opts Options) (*Snapshot, error) {
 		s.incremental = true
 	}
 	return s, nil
+}
+
+// clustersByName indexes clusters by name.
+func clustersByName(clusters []model.Cluster) map[string]*model.Cluster {
+	byName := make(map[string]*model.Cluster, len(clusters))
+	for i := range clusters {
+		byName[clusters[i].Name] = &clusters[i]
+	}
+	return byName
 }
 
 // compileServices compiles (or shares, see reuser) the services of d into
@@ -279,6 +285,32 @@ func (s *Snapshot) compileFresh(d *model.Desired, opts Options, clusters map[str
 		}
 		return nil
 	}
+	errs, failed := compileOnWorkers(todo, workers, one)
+	if !failed {
+		return nil
+	}
+	// A worker stopped at its first error and the others at the next
+	// chunk: every service before the first error in todo was compiled,
+	// or its error is set; finish the ones a stop skipped, in order.
+	for k, i := range todo {
+		if errs[k] != nil {
+			return errs[k]
+		}
+		if s.services[i] == nil {
+			if err := one(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compileOnWorkers calls one(todo[k]) for every k on workers goroutines,
+// each taking chunks of todo in turn, until a call fails. It returns the
+// errors by position in todo and whether a call failed (the calls after it
+// in its chunk, and the chunks not taken yet, are then skipped). A panic in
+// a worker is raised again on the caller's goroutine.
+func compileOnWorkers(todo []int, workers int, one func(int) error) ([]error, bool) {
 	errs := make([]error, len(todo)) // by position in todo
 	var (
 		next     atomic.Int64
@@ -317,23 +349,7 @@ func (s *Snapshot) compileFresh(d *model.Desired, opts Options, clusters map[str
 	if panicked != nil {
 		panic(panicked)
 	}
-	if !failed.Load() {
-		return nil
-	}
-	// A worker stopped at its first error and the others at the next
-	// chunk: every service before the first error in todo was compiled,
-	// or its error is set; finish the ones a stop skipped, in order.
-	for k, i := range todo {
-		if errs[k] != nil {
-			return errs[k]
-		}
-		if s.services[i] == nil {
-			if err := one(i); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return errs, failed.Load()
 }
 
 // placeServices puts each compiled service at its name in its zone zs[i]:
@@ -456,6 +472,8 @@ func (s *Snapshot) zoneFor(name string) *zone {
 	return nil
 }
 
+// compileZone builds a zone's SOA (serial: now when the config has none),
+// its NS set with glue, and its static names (nameservers and hosts).
 func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
 	z := &zone{apex: mz.Apex, names: newNameTable()}
 	serial := mz.SOA.Serial
@@ -479,26 +497,8 @@ func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
 	apex.apex, apex.static = true, true
 	apex.hinfo = hinfo(mz.Apex, uint32(mz.SOA.TTL))
 	ttl := uint32(mz.NSTTL)
-	for _, ns := range mz.Nameservers {
-		z.ns = append(z.ns, &dns.NS{Hdr: hdr(mz.Apex, dns.TypeNS, ttl), Ns: ns.Name})
-		if !dns.IsSubDomain(mz.Apex, ns.Name) {
-			continue
-		}
-		n := z.ensure(ns.Name)
-		n.static = true
-		if n.hinfo == nil {
-			n.hinfo = hinfo(ns.Name, ttl)
-		}
-		for _, a := range ns.IPv4 {
-			rr := &dns.A{Hdr: hdr(ns.Name, dns.TypeA, ttl), A: netip.MustParseAddr(a).AsSlice()}
-			n.a = append(n.a, rr)
-			z.glue = append(z.glue, rr)
-		}
-		for _, a := range ns.IPv6 {
-			rr := &dns.AAAA{Hdr: hdr(ns.Name, dns.TypeAAAA, ttl), AAAA: netip.MustParseAddr(a).AsSlice()}
-			n.aaaa = append(n.aaaa, rr)
-			z.glue = append(z.glue, rr)
-		}
+	for i := range mz.Nameservers {
+		z.addNameserver(&mz.Nameservers[i], ttl)
 	}
 	for _, h := range mz.Hosts {
 		if !dns.IsSubDomain(mz.Apex, h.Name) {
@@ -518,6 +518,30 @@ func compileZone(mz *model.Zone, now time.Time) (*zone, error) {
 		}
 	}
 	return z, nil
+}
+
+// addNameserver adds ns to z's NS set and, when ns is inside z, its name
+// with its addresses, which are also the zone's glue.
+func (z *zone) addNameserver(ns *model.Nameserver, ttl uint32) {
+	z.ns = append(z.ns, &dns.NS{Hdr: hdr(z.apex, dns.TypeNS, ttl), Ns: ns.Name})
+	if !dns.IsSubDomain(z.apex, ns.Name) {
+		return
+	}
+	n := z.ensure(ns.Name)
+	n.static = true
+	if n.hinfo == nil {
+		n.hinfo = hinfo(ns.Name, ttl)
+	}
+	for _, a := range ns.IPv4 {
+		rr := &dns.A{Hdr: hdr(ns.Name, dns.TypeA, ttl), A: netip.MustParseAddr(a).AsSlice()}
+		n.a = append(n.a, rr)
+		z.glue = append(z.glue, rr)
+	}
+	for _, a := range ns.IPv6 {
+		rr := &dns.AAAA{Hdr: hdr(ns.Name, dns.TypeAAAA, ttl), AAAA: netip.MustParseAddr(a).AsSlice()}
+		n.aaaa = append(n.aaaa, rr)
+		z.glue = append(z.glue, rr)
+	}
 }
 
 func (z *zone) ensure(name string) *node {
@@ -680,11 +704,34 @@ type cand struct {
 	rrOpen    dns.RR // the same record with the fail-open TTL
 }
 
+// compileService compiles one service: its endpoints' records and status,
+// and each family's pools (one per geo or latency bucket).
 func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Health, capa Capacity, lt LatencyTable) (*service, error) {
 	svc := &service{name: ms.Name, strategy: ms.Strategy, noData: ms.WhenAllDown == model.WhenAllDownNoData, sticky: ms.Sticky == model.StickySubnet}
-	var v4, v6, cn []cand
-	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
 	svc.records(ms)
+	v4, v6, cn := svc.candidates(ms, clusters, h, capa)
+	chains := [][]group{allGroup(ms)}
+	switch ms.Strategy {
+	case model.StrategyFailover:
+		chains = [][]group{failoverGroups(ms)}
+	case model.StrategyGeo:
+		svc.geo, chains = geoBuckets(ms, clusters)
+	case model.StrategyLatency:
+		svc.lat = newLatencyIndex(ms, lt)
+	}
+	b := poolBuilder{svc: svc, ms: ms, maxAnswers: ms.MaxAnswers}
+	if len(cn) > 0 {
+		b.maxAnswers = 1 // a name has at most one CNAME
+	}
+	svc.v4, svc.v6, svc.cn = b.build(v4, chains), b.build(v6, chains), b.build(cn, chains)
+	svc.cname = len(cn) > 0
+	return svc, nil
+}
+
+// candidates records the status of each endpoint of ms in svc and returns
+// the endpoints as candidates with their records, by family.
+func (svc *service) candidates(ms *model.Service, clusters map[string]*model.Cluster, h Health, capa Capacity) (v4, v6, cn []cand) {
+	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
 	for i := range ms.Endpoints {
 		e := &ms.Endpoints[i]
 		st := endpointStatus(ms, e, clusters, h, capa)
@@ -713,54 +760,53 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 			}
 		}
 	}
-	chains := [][]group{allGroup(ms)}
-	switch ms.Strategy {
-	case model.StrategyFailover:
-		chains = [][]group{failoverGroups(ms)}
-	case model.StrategyGeo:
-		svc.geo, chains = geoBuckets(ms, clusters)
-	case model.StrategyLatency:
-		svc.lat = newLatencyIndex(ms, lt)
-	}
-	maxAnswers := ms.MaxAnswers
-	if len(cn) > 0 {
-		maxAnswers = 1 // a name has at most one CNAME
-	}
-	kept := false // svc.pools holds a family's pools
-	build := func(cands []cand) []*pool {
-		if len(cands) == 0 {
-			return nil
-		}
-		chains := chains
-		if svc.lat != nil { // one chain per RTT bucket, from this family's RTTs
-			chains = svc.lat.chains(ms.Name, cands)
-		}
-		keep := len(chains) == 1 && !kept // the first family with one pool: kept in the service
-		var pools []*pool
-		if keep {
-			kept, pools = true, svc.pools[:1:1]
-		} else {
-			pools = make([]*pool, len(chains))
-		}
-		for i, chain := range chains {
-			pools[i] = choose(cands, chain, maxAnswers, svc.noData)
-			if pools[i] != nil && ms.Sticky == model.StickySubnet {
-				pools[i].makeSticky()
-			}
-		}
-		if keep && pools[0] != nil {
-			svc.pool = *pools[0]
-			pools[0] = &svc.pool
-		}
-		return pools
-	}
-	svc.v4, svc.v6, svc.cn = build(v4), build(v6), build(cn)
-	svc.cname = len(cn) > 0
-	return svc, nil
+	return v4, v6, cn
 }
 
-// records makes room in svc for the address records of ms's endpoints
-// (newA, newAAAA): each endpoint has a record and its fail-open twin.
+// poolBuilder builds the pools of a service's families (compileService).
+type poolBuilder struct {
+	svc        *service
+	ms         *model.Service
+	maxAnswers int
+	kept       bool // svc.pools holds a family's pools
+}
+
+// build returns the pools of one family's candidates: one per chain of
+// groups (one chain per bucket; for latency the chains are made here, from
+// the family's RTTs). The first family with one pool keeps it in the
+// service itself. (chains is a parameter, not a field, so that it stays
+// on the stack.)
+func (b *poolBuilder) build(cands []cand, chains [][]group) []*pool {
+	if len(cands) == 0 {
+		return nil
+	}
+	svc := b.svc
+	if svc.lat != nil { // one chain per RTT bucket, from this family's RTTs
+		chains = svc.lat.chains(b.ms.Name, cands)
+	}
+	keep := len(chains) == 1 && !b.kept // the first family with one pool: kept in the service
+	var pools []*pool
+	if keep {
+		b.kept, pools = true, svc.pools[:1:1]
+	} else {
+		pools = make([]*pool, len(chains))
+	}
+	for i, chain := range chains {
+		pools[i] = choose(cands, chain, b.maxAnswers, svc.noData)
+		if pools[i] != nil && b.ms.Sticky == model.StickySubnet {
+			pools[i].makeSticky()
+		}
+	}
+	if keep && pools[0] != nil {
+		svc.pool = *pools[0]
+		pools[0] = &svc.pool
+	}
+	return pools
+}
+
+// records reserves arenas in svc for the address records of ms's
+// endpoints (newA, newAAAA): each endpoint has a record and its fail-open
+// twin.
 func (svc *service) records(ms *model.Service) {
 	n4, n6 := 0, 0
 	for i := range ms.Endpoints {
@@ -777,22 +823,22 @@ func (svc *service) records(ms *model.Service) {
 	svc.ipData = make([]byte, 0, 2*(n4*net.IPv4len+n6*net.IPv6len))
 }
 
-// newA is an A record of svc, in the room records made (a record of its
-// own when there is none left).
+// newA is an A record of svc, in the arena records reserved (a record of
+// its own when the arena is full).
 func (svc *service) newA(name string, ttl uint32, ip netip.Addr) *dns.A {
 	b := ip.As4()
-	return inRoom(&svc.a, dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: svc.addr(b[:])})
+	return inCapacity(&svc.a, dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: svc.addr(b[:])})
 }
 
 // newAAAA is newA for an AAAA record.
 func (svc *service) newAAAA(name string, ttl uint32, ip netip.Addr) *dns.AAAA {
 	b := ip.As16()
-	return inRoom(&svc.aaaa, dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: svc.addr(b[:])})
+	return inCapacity(&svc.aaaa, dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: svc.addr(b[:])})
 }
 
-// inRoom appends v to list when it has room (never growing it: the
-// earlier elements are pointed to) and returns where v is kept.
-func inRoom[T any](list *[]T, v T) *T {
+// inCapacity appends v to list when it has spare capacity (never growing
+// it: the earlier elements are pointed to) and returns where v is kept.
+func inCapacity[T any](list *[]T, v T) *T {
 	if len(*list) == cap(*list) {
 		return &v
 	}
@@ -800,8 +846,8 @@ func inRoom[T any](list *[]T, v T) *T {
 	return &(*list)[len(*list)-1]
 }
 
-// addr is a copy of the address b in the room records made (of its own
-// when there is none left).
+// addr is a copy of the address b in the arena records reserved (of its
+// own when the arena is full).
 func (svc *service) addr(b []byte) []byte {
 	if cap(svc.ipData)-len(svc.ipData) < len(b) {
 		return slices.Clone(b)
@@ -949,6 +995,8 @@ func geoBuckets(ms *model.Service, clusters map[string]*model.Cluster) (*geoInde
 	}
 	var chains [][]group
 	keys := map[string]int{}
+	// bucketOf returns the bucket of a set of clusters, adding it (and its
+	// chain) when it is new.
 	bucketOf := func(set []string) int {
 		set = slices.Clone(set)
 		slices.Sort(set)
@@ -974,26 +1022,35 @@ func geoBuckets(ms *model.Service, clusters map[string]*model.Cluster) (*geoInde
 		keys["*"] = 0
 		g.def = 0
 	}
-	setIfAbsent := func(m map[string]int, k string, b int) {
-		if _, ok := m[k]; !ok {
-			m[k] = b
-		}
-	}
 	if ms.Geo != nil {
-		for _, r := range ms.Geo.Rules {
-			b := bucketOf(r.Clusters)
-			for _, c := range r.Countries {
-				setIfAbsent(g.country, c, b)
-			}
-			for _, c := range r.Regions {
-				setIfAbsent(g.region, c, b)
-			}
-			for _, c := range r.Continents {
-				setIfAbsent(g.continent, c, b)
-			}
+		g.ruleBuckets(ms.Geo.Rules, bucketOf)
+	}
+	g.tagBuckets(ms, clusters, bucketOf)
+	return g, chains
+}
+
+// ruleBuckets fills g's explicit maps from the service's geo rules: each
+// rule's countries, regions and continents go to the bucket of its
+// clusters (bucketOf), the first rule naming one winning.
+func (g *geoIndex) ruleBuckets(rules []model.GeoRule, bucketOf func([]string) int) {
+	for _, r := range rules {
+		b := bucketOf(r.Clusters)
+		for _, c := range r.Countries {
+			setIfAbsent(g.country, c, b)
+		}
+		for _, c := range r.Regions {
+			setIfAbsent(g.region, c, b)
+		}
+		for _, c := range r.Continents {
+			setIfAbsent(g.continent, c, b)
 		}
 	}
-	// Clusters the service has endpoints in, grouped by their tags.
+}
+
+// tagBuckets fills g's tag maps: the clusters the service has endpoints
+// in, grouped by their country, region and continent tags, each group a
+// bucket (bucketOf).
+func (g *geoIndex) tagBuckets(ms *model.Service, clusters map[string]*model.Cluster, bucketOf func([]string) int) {
 	byTag := [3]map[string][]string{{}, {}, {}}
 	seen := map[string]bool{}
 	for _, e := range ms.Endpoints {
@@ -1021,5 +1078,11 @@ func geoBuckets(ms *model.Service, clusters map[string]*model.Cluster) (*geoInde
 			m[tag] = bucketOf(byTag[i][tag])
 		}
 	}
-	return g, chains
+}
+
+// setIfAbsent sets m[k] to b unless m has k already.
+func setIfAbsent(m map[string]int, k string, b int) {
+	if _, ok := m[k]; !ok {
+		m[k] = b
+	}
 }

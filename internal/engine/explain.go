@@ -253,44 +253,59 @@ func (x *explainer) step(name string, qtype uint16, depth int) Explanation {
 		e.Service, e.Strategy = svc.name, svc.strategy
 	}
 	if svc != nil && svc.cname {
-		x.service(&e, svc, svc.cn, qtype)
-		if len(e.Answer) == 0 {
-			x.noData(&e, z, "every CNAME target is down and when_all_down is nodata")
-			return e
-		}
-		if qtype == dns.TypeCNAME {
-			return e
-		}
-		if depth+1 > maxCNAMEChain {
-			e.Notes = append(e.Notes, "the CNAME chain is too long: it is not followed further")
-			return e
-		}
-		for _, c := range e.Candidates {
-			if !c.Kept || (e.Sticky != nil && c.Rank > len(e.Sticky.Answer)) {
-				continue // a sticky answer points at its own target only
-			}
-			if s.zoneFor(c.Target) == nil {
-				e.Notes = append(e.Notes, fmt.Sprintf("CNAME target %s is outside our zones: the resolver follows it", c.Target))
-				continue
-			}
-			next := x.step(c.Target, qtype, depth+1)
-			if next.Rcode != "NOERROR" {
-				e.Notes = append(e.Notes, fmt.Sprintf("CNAME target %s gives %s: a reply pointing there has that rcode", c.Target, next.Rcode))
-			}
-			e.Chain = append(e.Chain, next)
-		}
-		return e
+		x.cnameStep(&e, z, svc, qtype, depth)
+	} else {
+		x.dataStep(&e, z, n, qtype)
 	}
+	return e
+}
+
+// cnameStep explains the answer of the CNAME service svc at a name of z
+// into e, and follows the kept targets that are ours (as chase does).
+func (x *explainer) cnameStep(e *Explanation, z *zone, svc *service, qtype uint16, depth int) {
+	x.service(e, svc, svc.cn, qtype)
+	if len(e.Answer) == 0 {
+		x.noData(e, z, "every CNAME target is down and when_all_down is nodata")
+		return
+	}
+	if qtype == dns.TypeCNAME {
+		return
+	}
+	if depth+1 > maxCNAMEChain {
+		e.Notes = append(e.Notes, "the CNAME chain is too long: it is not followed further")
+		return
+	}
+	for _, c := range e.Candidates {
+		if !c.Kept || (e.Sticky != nil && c.Rank > len(e.Sticky.Answer)) {
+			continue // a sticky answer points at its own target only
+		}
+		if x.s.zoneFor(c.Target) == nil {
+			e.Notes = append(e.Notes, fmt.Sprintf("CNAME target %s is outside our zones: the resolver follows it", c.Target))
+			continue
+		}
+		next := x.step(c.Target, qtype, depth+1)
+		if next.Rcode != "NOERROR" {
+			e.Notes = append(e.Notes, fmt.Sprintf("CNAME target %s gives %s: a reply pointing there has that rcode", c.Target, next.Rcode))
+		}
+		e.Chain = append(e.Chain, next)
+	}
+}
+
+// dataStep explains the answer at node n of z (not a CNAME service) into
+// e: a service's addresses, the static records of the apex or a
+// nameserver's name, or NODATA.
+func (x *explainer) dataStep(e *Explanation, z *zone, n *node, qtype uint16) {
+	svc := n.svc
 	var static []dns.RR
 	switch qtype {
 	case dns.TypeA:
 		if svc != nil {
-			x.service(&e, svc, svc.v4, qtype)
+			x.service(e, svc, svc.v4, qtype)
 		}
 		static = n.a
 	case dns.TypeAAAA:
 		if svc != nil {
-			x.service(&e, svc, svc.v6, qtype)
+			x.service(e, svc, svc.v6, qtype)
 		}
 		static = n.aaaa
 	case dns.TypeSOA:
@@ -304,7 +319,7 @@ func (x *explainer) step(name string, qtype uint16, depth int) Explanation {
 		}
 	default:
 		if svc != nil {
-			x.service(&e, svc, nil, qtype)
+			x.service(e, svc, nil, qtype)
 		}
 	}
 	if len(static) > 0 {
@@ -318,9 +333,8 @@ func (x *explainer) step(name string, qtype uint16, depth int) Explanation {
 		if svc != nil && len(e.Candidates) > 0 && e.Type != "A" && e.Type != "AAAA" {
 			why = "a service name only has A and AAAA records"
 		}
-		x.noData(&e, z, why)
+		x.noData(e, z, why)
 	}
-	return e
 }
 
 func (x *explainer) noData(e *Explanation, z *zone, why string) {
@@ -340,59 +354,118 @@ type explained struct {
 	note      string // administrative notes (endpoint, cluster)
 }
 
+// serviceFacts is what explaining one service's answer works out, step by
+// step (see explainer.service).
+type serviceFacts struct {
+	ms       *model.Service
+	svc      *service
+	clusters map[string]*model.Cluster
+	qtype    uint16 // the query type
+	family   uint16 // the type of the records that answer it (CNAME for a CNAME service)
+	p        *pool  // the pool the query path draws from (nil: none)
+	bucket   int    // p's geo or latency bucket
+	chain    []group
+	eps      []explained
+	latWhy   map[string]string // latency notes by target
+	// gi is the group of chain the pool came from (-1: none); zeroMode:
+	// the pool holds weight-0 endpoints; withDrained: it holds drained ones.
+	gi                    int
+	zeroMode, withDrained bool
+}
+
 // service explains the candidates of svc for one family's pools (nil: the
 // query type has no endpoints at all).
 func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype uint16) {
-	s := x.s
-	ms := s.modelService(svc)
+	ms := x.s.modelService(svc)
 	if ms == nil {
 		e.Notes = append(e.Notes, "internal: the service's config is missing from the snapshot")
 		return
 	}
-	clusters := make(map[string]*model.Cluster, len(s.desired.Clusters))
-	for i := range s.desired.Clusters {
-		clusters[s.desired.Clusters[i].Name] = &s.desired.Clusters[i]
-	}
-	family := qtype
+	f := &serviceFacts{ms: ms, svc: svc, clusters: clustersByName(x.s.desired.Clusters), qtype: qtype, family: qtype}
 	if svc.cname {
-		family = dns.TypeCNAME
+		f.family = dns.TypeCNAME
 	}
-
-	// The pool the query path draws from, exactly as draw() picks it.
-	var p *pool
-	bucket := 0
-	if len(pools) > 0 {
-		switch {
-		case svc.geo != nil:
-			x.geoUsed = true
-			bucket = svc.geo.bucket(x.loc, x.located)
-		case svc.lat != nil:
-			x.geoUsed = true
-			bucket = svc.lat.bucket(x.loc, x.located)
+	f.p, f.bucket = x.drawnPool(svc, pools)
+	f.chain = x.groupChain(e, ms, f.clusters)
+	f.eps = x.explainEndpoints(svc, ms)
+	if svc.lat != nil {
+		var fam []cand
+		for _, ep := range f.eps {
+			if ep.family == f.family {
+				fam = append(fam, ep.c)
+			}
 		}
-		p = pools[bucket]
+		f.chain, e.Latency, f.latWhy = x.latency(svc, fam, f.bucket)
+		e.Bucket = latencyBucketText(e.Latency)
 	}
+	f.placeInPool()
+	f.poolGroup()
+	var st stickyRanking
+	if f.p != nil && f.p.sticky {
+		st = x.stickyRanking(f.p)
+	}
+	var total uint32
+	if f.p != nil {
+		total = f.p.total()
+	}
+	for i := range f.eps {
+		e.Candidates = append(e.Candidates, x.candidate(f, &f.eps[i], total, &st))
+	}
+	if ms.Capacity != nil {
+		e.Notes = append(e.Notes, capacityNote(ms))
+	}
+	if f.p == nil {
+		return
+	}
+	x.answerNotes(e, f, st)
+	if f.p.failOpen {
+		e.Notes = append(e.Notes, f.failOpenNote())
+	}
+}
 
-	// The chain of groups the pool was chosen from (same functions as the
-	// compile; for geo the bucket index is looked up again in a fresh index
-	// because tag buckets are numbered in map order).
-	chain := allGroup(ms)
-	var bucketHow string
+// drawnPool returns the pool of pools the query path draws from for the
+// explained client, exactly as draw() picks it, and its bucket.
+func (x *explainer) drawnPool(svc *service, pools []*pool) (*pool, int) {
+	if len(pools) == 0 {
+		return nil, 0
+	}
+	bucket := 0
+	switch {
+	case svc.geo != nil:
+		x.geoUsed = true
+		bucket = svc.geo.bucket(x.loc, x.located)
+	case svc.lat != nil:
+		x.geoUsed = true
+		bucket = svc.lat.bucket(x.loc, x.located)
+	}
+	return pools[bucket], bucket
+}
+
+// groupChain returns the chain of groups the pool was chosen from (same
+// functions as the compile; for geo the bucket index is looked up again in
+// a fresh index because tag buckets are numbered in map order), and for geo
+// says in e which bucket the client falls in.
+func (x *explainer) groupChain(e *Explanation, ms *model.Service, clusters map[string]*model.Cluster) []group {
 	switch ms.Strategy {
 	case model.StrategyFailover:
-		chain = failoverGroups(ms)
+		return failoverGroups(ms)
 	case model.StrategyGeo:
 		g, chains := geoBuckets(ms, clusters)
-		var b int
-		b, bucketHow = g.explainBucket(x.loc, x.located)
-		chain = chains[b]
+		b, bucketHow := g.explainBucket(x.loc, x.located)
+		chain := chains[b]
 		e.Bucket = bucketHow + ": prefers clusters " + groupClusters(chain[0])
 		if len(chain) > 2 {
 			e.Bucket += ", then the default clusters " + groupClusters(chain[1])
 		}
 		e.Bucket += ", then any cluster"
+		return chain
 	}
+	return allGroup(ms)
+}
 
+// explainEndpoints returns every endpoint of ms with its status in svc,
+// its family and the candidate the compile made of it.
+func (x *explainer) explainEndpoints(svc *service, ms *model.Service) []explained {
 	eps := make([]explained, len(ms.Endpoints))
 	for i := range ms.Endpoints {
 		ep := &ms.Endpoints[i]
@@ -414,91 +487,86 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 		eps[i] = explained{ep: ep, st: st, c: c, family: fam, available: c.available, poolIdx: -1}
 		eps[i].note = x.note(svc.name, eps[i])
 	}
-	var latWhy map[string]string
-	if svc.lat != nil {
-		var fam []cand
-		for _, ep := range eps {
-			if ep.family == family {
-				fam = append(fam, ep.c)
-			}
-		}
-		chain, e.Latency, latWhy = x.latency(svc, fam, bucket)
-		e.Bucket = latencyBucketText(e.Latency)
-	}
-	if p != nil {
-		for j, rr := range p.rrs {
-			for i := range eps {
-				if eps[i].family == family && eps[i].poolIdx < 0 && rrTarget(rr, eps[i].st.Target) {
-					eps[i].poolIdx = j
-					break
-				}
-			}
-		}
-	}
+	return eps
+}
 
-	// Which group of the chain the pool came from, and in which mode.
-	gi, zeroMode, withDrained := -1, false, false
-	for _, ep := range eps {
+// placeInPool sets the pool index of every endpoint whose record is in the
+// drawn pool.
+func (f *serviceFacts) placeInPool() {
+	if f.p == nil {
+		return
+	}
+	for j, rr := range f.p.rrs {
+		for i := range f.eps {
+			if f.eps[i].family == f.family && f.eps[i].poolIdx < 0 && rrTarget(rr, f.eps[i].st.Target) {
+				f.eps[i].poolIdx = j
+				break
+			}
+		}
+	}
+}
+
+// poolGroup works out which group of the chain the pool came from, and in
+// which mode (with weight-0 or drained endpoints).
+func (f *serviceFacts) poolGroup() {
+	f.gi = -1
+	for _, ep := range f.eps {
 		if ep.poolIdx < 0 {
 			continue
 		}
-		if g := firstGroup(chain, ep.c); gi < 0 || (g >= 0 && g < gi) {
-			gi = g
+		if g := firstGroup(f.chain, ep.c); f.gi < 0 || (g >= 0 && g < f.gi) {
+			f.gi = g
 		}
 		if ep.c.weight == 0 {
-			zeroMode = true
+			f.zeroMode = true
 		}
 		if ep.c.drained {
-			withDrained = true
+			f.withDrained = true
 		}
 	}
+}
 
-	var total uint32
-	var st stickyRanking
-	if p != nil {
-		total = p.total()
+// candidate explains one endpoint: kept in the pool (with its share, and
+// for a sticky pool its score and rank from st) or why not. total is the
+// pool's total weight.
+func (x *explainer) candidate(f *serviceFacts, ep *explained, total uint32, st *stickyRanking) ExplainCandidate {
+	ms, p := f.ms, f.p
+	ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained}
+	ec.Note = ep.note
+	if cp := ep.st.Capacity; cp != nil {
+		c, eff := *cp, ep.st.EffectiveWeight()
+		ec.Capacity, ec.EffectiveWeight = &c, &eff
+	}
+	switch {
+	case ep.family != f.family:
+		ec.Why = fmt.Sprintf("%s endpoint: answers %s queries, not %s", typeName(ep.family), typeName(ep.family), typeName(f.qtype))
+	case ep.poolIdx >= 0:
+		ec.Kept = true
+		if total > 0 {
+			ec.Share = math.Round(1000*float64(p.weights[ep.poolIdx])/float64(total)) / 10
+		}
+		ec.Why = x.keptWhy(ms, *ep, f.chain, f.gi, p.failOpen, f.zeroMode) + capacityWhy(ep.st, ms.Strategy)
 		if p.sticky {
-			st = x.stickyRanking(p)
+			ec.Score, ec.Rank = math.Round(1000*st.scores[ep.poolIdx])/1000, st.rank[ep.poolIdx]
+		}
+		if w := f.latWhy[ep.st.Target]; w != "" && !p.failOpen {
+			ec.Why += "; " + w
+		}
+	case p == nil && f.svc.noData:
+		ec.Why = x.downWhy(*ep, f.clusters) + "; when_all_down is nodata"
+	default:
+		ec.Why = x.droppedWhy(ms, *ep, f.chain, f.gi, p != nil && p.failOpen, f.withDrained, f.zeroMode, f.clusters)
+		if w := f.latWhy[ep.st.Target]; w != "" && ep.available && ep.family == f.family {
+			ec.Why = w
 		}
 	}
-	for _, ep := range eps {
-		ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained}
-		ec.Note = ep.note
-		if cp := ep.st.Capacity; cp != nil {
-			c, eff := *cp, ep.st.EffectiveWeight()
-			ec.Capacity, ec.EffectiveWeight = &c, &eff
-		}
-		switch {
-		case ep.family != family:
-			ec.Why = fmt.Sprintf("%s endpoint: answers %s queries, not %s", typeName(ep.family), typeName(ep.family), typeName(qtype))
-		case ep.poolIdx >= 0:
-			ec.Kept = true
-			if total > 0 {
-				ec.Share = math.Round(1000*float64(p.weights[ep.poolIdx])/float64(total)) / 10
-			}
-			ec.Why = x.keptWhy(ms, ep, chain, gi, p.failOpen, zeroMode) + capacityWhy(ep.st, ms.Strategy)
-			if p.sticky {
-				ec.Score, ec.Rank = math.Round(1000*st.scores[ep.poolIdx])/1000, st.rank[ep.poolIdx]
-			}
-			if w := latWhy[ep.st.Target]; w != "" && !p.failOpen {
-				ec.Why += "; " + w
-			}
-		case p == nil && svc.noData:
-			ec.Why = x.downWhy(ep, clusters) + "; when_all_down is nodata"
-		default:
-			ec.Why = x.droppedWhy(ms, ep, chain, gi, p != nil && p.failOpen, withDrained, zeroMode, clusters)
-			if w := latWhy[ep.st.Target]; w != "" && ep.available && ep.family == family {
-				ec.Why = w
-			}
-		}
-		e.Candidates = append(e.Candidates, ec)
-	}
-	if ms.Capacity != nil {
-		e.Notes = append(e.Notes, capacityNote(ms))
-	}
-	if p == nil {
-		return
-	}
+	return ec
+}
+
+// answerNotes puts the drawn pool's records in e's answer and says how many
+// of them a reply carries and how they are chosen.
+func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRanking) {
+	p := f.p
 	e.Answer = append(e.Answer, presentAll(p.rrs)...)
 	e.FailOpen = p.failOpen
 	ttl := p.rrs[0].Header().Ttl
@@ -511,7 +579,7 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 	case len(p.rrs) == 1:
 		e.Notes = append(e.Notes, fmt.Sprintf("one candidate is left: every reply carries it (TTL %d)", ttl))
 	case p.max >= len(p.rrs):
-		e.Notes = append(e.Notes, fmt.Sprintf("every reply carries all %d kept records (max_answers %d, TTL %d)", len(p.rrs), ms.MaxAnswers, ttl))
+		e.Notes = append(e.Notes, fmt.Sprintf("every reply carries all %d kept records (max_answers %d, TTL %d)", len(p.rrs), f.ms.MaxAnswers, ttl))
 	case p.max == 1:
 		e.Picks = 1
 		e.Notes = append(e.Notes, fmt.Sprintf("each reply carries one of the %d kept records, drawn by weight (the shares above; TTL %d)", len(p.rrs), ttl))
@@ -519,21 +587,23 @@ func (x *explainer) service(e *Explanation, svc *service, pools []*pool, qtype u
 		e.Picks = p.max
 		e.Notes = append(e.Notes, fmt.Sprintf("each reply carries %d of the %d kept records: the first drawn by share, each next by weight among the rest (TTL %d)", p.max, len(p.rrs), ttl))
 	}
-	if p.failOpen {
-		cause, what := "every endpoint is down", "all endpoints"
-		for _, ep := range eps {
-			if ep.family == family && ep.c.drained {
-				cause = "every endpoint is down or drained"
-				if !withDrained {
-					what = "all endpoints that are not drained"
-				}
+}
+
+// failOpenNote says why a fail-open pool answers and with what.
+func (f *serviceFacts) failOpenNote() string {
+	cause, what := "every endpoint is down", "all endpoints"
+	for _, ep := range f.eps {
+		if ep.family == f.family && ep.c.drained {
+			cause = "every endpoint is down or drained"
+			if !f.withDrained {
+				what = "all endpoints that are not drained"
 			}
 		}
-		if gi >= 0 && len(chain) > 1 {
-			what += " of " + groupName(ms, chain, gi)
-		}
-		e.Notes = append(e.Notes, fmt.Sprintf("%s: fail-open answers %s with TTL %d", cause, what, ms.FailOpenTTL))
 	}
+	if f.gi >= 0 && len(f.chain) > 1 {
+		what += " of " + groupName(f.ms, f.chain, f.gi)
+	}
+	return fmt.Sprintf("%s: fail-open answers %s with TTL %d", cause, what, f.ms.FailOpenTTL)
 }
 
 // modelService returns the config of a compiled service (same index).

@@ -47,7 +47,7 @@ const maxNameLen = 1024
 
 // Lookup answers qname/qtype (class IN) for client into r. qname is in
 // presentation form with a trailing dot, in any case. Lookup never blocks and
-// does not allocate when r's slices have room.
+// does not allocate when r's slices have the capacity.
 func (s *Snapshot) Lookup(qname string, qtype uint16, client Client, r *Result) {
 	z, n := s.find(qname)
 	if z == nil {
@@ -116,6 +116,8 @@ func (s *Snapshot) zoneForBytes(name []byte) *zone {
 	}
 }
 
+// answer appends to r the answer of qtype at node n of z (nil: the name
+// does not exist); depth is the number of CNAMEs followed to get there.
 func (s *Snapshot) answer(z *zone, n *node, qtype uint16, client Client, r *Result, depth int) {
 	if n == nil {
 		r.Rcode = dns.RcodeNameError
@@ -131,15 +133,7 @@ func (s *Snapshot) answer(z *zone, n *node, qtype uint16, client Client, r *Resu
 		return
 	}
 	if svc := n.svc; svc != nil && svc.cname {
-		before := len(r.Answer)
-		r.Answer = s.draw(svc, svc.cn, client, r)
-		if len(r.Answer) == before {
-			r.Ns = append(r.Ns, z.negSOA) // every target down and when_all_down: nodata
-			return
-		}
-		if qtype != dns.TypeCNAME {
-			s.chase(r.Answer[len(r.Answer)-1].(*dns.CNAME).Target, qtype, client, r, depth+1)
-		}
+		s.answerCNAME(z, svc, qtype, client, r, depth)
 		return
 	}
 	before := len(r.Answer)
@@ -154,26 +148,9 @@ func (s *Snapshot) answer(z *zone, n *node, qtype uint16, client Client, r *Resu
 			r.Answer = s.draw(n.svc, n.svc.v6, client, r)
 		}
 		r.Answer = append(r.Answer, n.aaaa...)
-	case dns.TypeSOA:
+	default:
 		if n.apex {
-			r.Answer = append(r.Answer, z.soa)
-		}
-	case dns.TypeDNSKEY:
-		if n.apex {
-			r.Answer = append(r.Answer, z.dnskey...)
-		}
-	case dns.TypeCDS:
-		if n.apex {
-			r.Answer = append(r.Answer, z.cds...)
-		}
-	case dns.TypeCDNSKEY:
-		if n.apex {
-			r.Answer = append(r.Answer, z.cdnskey...)
-		}
-	case dns.TypeNS:
-		if n.apex {
-			r.Answer = append(r.Answer, z.ns...)
-			r.Extra = append(r.Extra, z.glue...)
+			z.answerApex(qtype, r)
 		}
 	}
 	if n.svc != nil && depth == 0 {
@@ -181,6 +158,39 @@ func (s *Snapshot) answer(z *zone, n *node, qtype uint16, client Client, r *Resu
 	}
 	if len(r.Answer) == before {
 		r.Ns = append(r.Ns, z.negSOA)
+	}
+}
+
+// answerCNAME appends the answer of the CNAME service svc at a name of z,
+// and for a type other than CNAME the answer at its target when that is
+// ours (see chase).
+func (s *Snapshot) answerCNAME(z *zone, svc *service, qtype uint16, client Client, r *Result, depth int) {
+	before := len(r.Answer)
+	r.Answer = s.draw(svc, svc.cn, client, r)
+	if len(r.Answer) == before {
+		r.Ns = append(r.Ns, z.negSOA) // every target down and when_all_down: nodata
+		return
+	}
+	if qtype != dns.TypeCNAME {
+		s.chase(r.Answer[len(r.Answer)-1].(*dns.CNAME).Target, qtype, client, r, depth+1)
+	}
+}
+
+// answerApex appends z's records of qtype that only the apex holds: SOA,
+// DNSKEY, CDS, CDNSKEY, and NS (with its glue). Other types add nothing.
+func (z *zone) answerApex(qtype uint16, r *Result) {
+	switch qtype {
+	case dns.TypeSOA:
+		r.Answer = append(r.Answer, z.soa)
+	case dns.TypeDNSKEY:
+		r.Answer = append(r.Answer, z.dnskey...)
+	case dns.TypeCDS:
+		r.Answer = append(r.Answer, z.cds...)
+	case dns.TypeCDNSKEY:
+		r.Answer = append(r.Answer, z.cdnskey...)
+	case dns.TypeNS:
+		r.Answer = append(r.Answer, z.ns...)
+		r.Extra = append(r.Extra, z.glue...)
 	}
 }
 

@@ -43,7 +43,7 @@ func (p *pool) total() uint32 {
 }
 
 // draw appends the picked records to dst. It does not allocate when dst has
-// room for max records.
+// spare capacity for max records.
 func (p *pool) draw(dst []dns.RR) []dns.RR {
 	n := len(p.rrs)
 	switch {

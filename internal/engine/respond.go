@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"net"
 	"net/netip"
 
@@ -74,93 +75,46 @@ func (s *Snapshot) Respond(req *dns.Msg, src netip.Addr, udpSize int, rep *Reply
 // with no records and Outcome.SignLimited is set, so that the transport
 // can answer otherwise (the embedded server sends TC=1 over UDP).
 func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate SignGate, rep *Reply) Outcome {
-	if udpSize == 0 {
-		udpSize = DefaultUDPPayloadSize
-	}
-	rep.reset()
-	m := &rep.Msg
-	m.Id = req.Id
-	m.Response = true
-	m.Opcode = req.Opcode
-	m.RecursionDesired = req.RecursionDesired
-	m.CheckingDisabled = req.CheckingDisabled
-	if len(req.Question) > 0 {
-		m.Question = append(m.Question, req.Question[0])
-		rep.QName = req.Question[0].Name
-	}
+	udpSize = cmp.Or(udpSize, DefaultUDPPayloadSize)
+	rep.begin(req)
 	out := Outcome{MaxSize: dns.MinMsgSize}
-
 	opt := req.IsEdns0()
 	if opt != nil {
 		out.MaxSize = max(dns.MinMsgSize, min(int(opt.UDPSize()), udpSize))
-		rep.opt.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
-		rep.opt.SetUDPSize(uint16(udpSize))
-		rep.opt.SetDo(opt.Do())
-		rep.opt.Option = rep.opts[:0]
-		m.Extra = append(m.Extra, &rep.opt)
+		rep.addOPT(udpSize, opt.Do())
 	}
 	fail := func(rcode int) Outcome {
-		m.Rcode = rcode
+		rep.Msg.Rcode = rcode
 		out.Rcode = rcode
 		return out
 	}
-	switch {
-	case req.Opcode != dns.OpcodeQuery:
-		return fail(dns.RcodeNotImplemented)
-	case len(req.Question) != 1:
-		return fail(dns.RcodeFormatError)
-	case opt != nil && opt.Version() != 0:
-		return fail(dns.RcodeBadVers)
-	case countOPT(req) > 1:
-		return fail(dns.RcodeFormatError)
+	if rcode, bad := requestError(req, opt); bad {
+		return fail(rcode)
 	}
 	client := Client{Addr: src.Unmap(), Bits: src.Unmap().BitLen()}
 	if opt != nil {
-		for _, o := range opt.Option {
-			e, ok := o.(*dns.EDNS0_SUBNET)
-			if !ok {
-				continue // unknown options are ignored (RFC 6891 6.1.2)
-			}
-			if out.HasECS {
-				return fail(dns.RcodeFormatError) // more than one ECS option
-			}
-			c, ok := ecsClient(e)
-			if !ok {
-				return fail(dns.RcodeFormatError)
-			}
-			out.HasECS = true
-			switch {
-			case !s.trustsECS(src):
-				out.ECSIgnored = true // answered by the source address, scope 0
-			case c.Bits > 0:
-				client = c
-			}
-			rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
-			n := copy(rep.ecsIP[:], e.Address)
-			rep.ecs.Address = net.IP(rep.ecsIP[:n])
+		ecs := s.readECS(opt, src, rep)
+		out.HasECS, out.ECSIgnored = ecs.found, ecs.ignored
+		if !ecs.ok {
+			return fail(dns.RcodeFormatError)
+		}
+		if ecs.use {
+			client = ecs.client
 		}
 	}
-	q := req.Question[0]
-	switch {
-	case q.Qclass != dns.ClassINET:
-		return fail(dns.RcodeRefused)
-	case q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR:
-		return fail(dns.RcodeRefused) // transfers are served by internal/xfr (dnsserver hands them over before Respond); here: refused
-	case q.Qtype == dns.TypeOPT:
-		return fail(dns.RcodeFormatError)
-	case q.Qtype == dns.TypeTKEY || q.Qtype == dns.TypeTSIG || q.Qtype == dns.TypeMAILA || q.Qtype == dns.TypeMAILB:
-		return fail(dns.RcodeNotImplemented)
+	q := &req.Question[0]
+	if rcode, bad := questionError(q); bad {
+		return fail(rcode)
 	}
-
-	r := &rep.Result
+	// Not split out: a call costs on the per-query path.
+	m, r := &rep.Msg, &rep.Result
 	s.Lookup(q.Name, q.Qtype, client, r)
 	out.Rcode, out.Zone, out.Strategy, out.FailOpen = r.Rcode, r.Zone, r.Strategy, r.FailOpen
 	m.Rcode = r.Rcode
 	if r.Zone == "" {
 		return out
 	}
-	m.Authoritative = true
-	m.Compress = true
+	m.Authoritative, m.Compress = true, true
 	if len(r.Answer) > 0 && sameName(r.Answer[0].Header().Name, q.Name) {
 		m.Question[0].Name = r.Answer[0].Header().Name
 	}
@@ -177,6 +131,105 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
 	}
 	return out
+}
+
+// begin resets rep and starts the response to req: its id, opcode and
+// flags, and its question.
+func (rep *Reply) begin(req *dns.Msg) {
+	rep.reset()
+	m := &rep.Msg
+	m.Id = req.Id
+	m.Response = true
+	m.Opcode = req.Opcode
+	m.RecursionDesired = req.RecursionDesired
+	m.CheckingDisabled = req.CheckingDisabled
+	if len(req.Question) > 0 {
+		m.Question = append(m.Question, req.Question[0])
+		rep.QName = req.Question[0].Name
+	}
+}
+
+// addOPT adds the reply's OPT record, advertising udpSize and echoing the
+// DO bit.
+func (rep *Reply) addOPT(udpSize int, do bool) {
+	rep.opt.Hdr = dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}
+	rep.opt.SetUDPSize(uint16(udpSize))
+	rep.opt.SetDo(do)
+	rep.opt.Option = rep.opts[:0]
+	rep.Msg.Extra = append(rep.Msg.Extra, &rep.opt)
+}
+
+// requestError checks the parts of req that come before its question's
+// content: opcode, question count, EDNS version and OPT count. It returns
+// the rcode to answer with when one is wrong.
+func requestError(req *dns.Msg, opt *dns.OPT) (rcode int, bad bool) {
+	switch {
+	case req.Opcode != dns.OpcodeQuery:
+		return dns.RcodeNotImplemented, true
+	case len(req.Question) != 1:
+		return dns.RcodeFormatError, true
+	case opt != nil && opt.Version() != 0:
+		return dns.RcodeBadVers, true
+	case countOPT(req) > 1:
+		return dns.RcodeFormatError, true
+	}
+	return 0, false
+}
+
+// queryECS is what a query's ECS option says (readECS).
+type queryECS struct {
+	client  Client // the subnet of the option, used when use is set
+	use     bool   // the source is trusted and the option has a prefix (not /0)
+	found   bool   // the query has an ECS option
+	ignored bool   // its source is not trusted: answered by the source address, scope 0
+	ok      bool   // false: FORMERR (more than one ECS option, or an invalid one; found and ignored then describe the first)
+}
+
+// readECS reads the query's ECS option, if any, from opt (RFC 7871), and
+// keeps a copy of it in rep for the reply.
+func (s *Snapshot) readECS(opt *dns.OPT, src netip.Addr, rep *Reply) queryECS {
+	var q queryECS
+	for _, o := range opt.Option {
+		e, ok := o.(*dns.EDNS0_SUBNET)
+		if !ok {
+			continue // unknown options are ignored (RFC 6891 6.1.2)
+		}
+		if q.found {
+			return q // more than one ECS option
+		}
+		c, ok := ecsClient(e)
+		if !ok {
+			return q
+		}
+		q.found = true
+		switch {
+		case !s.trustsECS(src):
+			q.ignored = true
+		case c.Bits > 0:
+			q.client, q.use = c, true
+		}
+		rep.ecs = dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: e.Family, SourceNetmask: e.SourceNetmask}
+		n := copy(rep.ecsIP[:], e.Address)
+		rep.ecs.Address = net.IP(rep.ecsIP[:n])
+	}
+	q.ok = true
+	return q
+}
+
+// questionError checks the class and type of q. It returns the rcode to
+// answer with when we do not answer them here.
+func questionError(q *dns.Question) (rcode int, bad bool) {
+	switch {
+	case q.Qclass != dns.ClassINET:
+		return dns.RcodeRefused, true
+	case q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR:
+		return dns.RcodeRefused, true // transfers are served by internal/xfr (dnsserver hands them over before Respond); here: refused
+	case q.Qtype == dns.TypeOPT:
+		return dns.RcodeFormatError, true
+	case q.Qtype == dns.TypeTKEY || q.Qtype == dns.TypeTSIG || q.Qtype == dns.TypeMAILA || q.Qtype == dns.TypeMAILB:
+		return dns.RcodeNotImplemented, true
+	}
+	return 0, false
 }
 
 // ecsClient validates an ECS option of a query (RFC 7871 section 7.1.2)

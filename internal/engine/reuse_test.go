@@ -375,7 +375,7 @@ func TestIncrementalCompileRefusesANameClashAsACompileFromScratch(t *testing.T) 
 
 // A compiled service keeps its first family's pool in itself (service.pool);
 // a family with no pool (when_all_down: nodata, every endpoint down) must
-// not hand that room to the next family.
+// not hand that slot to the next family.
 func TestEachFamilyAnswersFromItsOwnPool(t *testing.T) {
 	d := desired(t, `
 zones:

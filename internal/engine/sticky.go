@@ -165,7 +165,8 @@ func (p *pool) rank(k uint64, top *[maxPick]int) int {
 }
 
 // stick appends the records a sticky pool answers network key k with,
-// best first. It does not allocate when dst has room for max records.
+// best first. It does not allocate when dst has spare capacity for max
+// records.
 func (p *pool) stick(dst []dns.RR, k uint64) []dns.RR {
 	if len(p.rrs) == 1 {
 		return append(dst, p.rrs[0])

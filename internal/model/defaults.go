@@ -26,28 +26,36 @@ func Normalize(d *Desired) (*Desired, error) {
 		Kubernetes: normalizeKubernetes(d.Kubernetes),
 		Shift:      d.Shift,
 	}
-	pr := &out.Providers
+	normalizeProviders(&out.Providers, d.Zones)
+	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)
+	healthDefaults(&out.Health)
+	ringDefaults(&out.Ring)
+	decisionDefaults(&out.Decision)
+	zoneTTL := normalizeZones(out.Zones)
+	zones := make(map[string]bool, len(zoneTTL))
+	for apex := range zoneTTL {
+		zones[apex] = true
+	}
+	normalizeClusters(out.Clusters)
+	// Each service is normalized from itself and the settings above
+	// alone: on every core for a long list (see eachChunk).
+	eachChunk(len(out.Services), func(i int) {
+		normalizeService(&out.Services[i], zones, zoneTTL, &out.Health)
+	})
+	return out, nil
+}
+
+// normalizeProviders fills the providers' defaults in place, after copying
+// the lists it changes and adding the entries the zones' delegations imply.
+func normalizeProviders(pr *Providers, zones []Zone) {
 	pr.Writers = slices.Clone(pr.Writers)
 	pr.Debounce = orDefaultDuration(pr.Debounce, DefaultProviderDebounce)
 	pr.ResyncInterval = orDefaultDuration(pr.ResyncInterval, DefaultProviderResync)
 	pr.Route53 = slices.Clone(pr.Route53)
 	pr.Cloudflare = slices.Clone(pr.Cloudflare)
-	impliedEntries(d.Zones, pr)
+	impliedEntries(zones, pr)
 	for i := range pr.Route53 {
-		z := &pr.Route53[i]
-		z.Zone = CanonicalName(z.Zone)
-		z.Mode = orDefaultString(z.Mode, ModeDirect)
-		z.Region = orDefaultString(z.Region, DefaultRoute53Region)
-		if rps := z.RequestsPerSecond; rps > 0 { // the old form of the budget
-			z.RequestBudget, z.RequestBudgetWindow = int(rps), Duration(time.Second)
-			if rps != float64(int(rps)) {
-				z.RequestBudget, z.RequestBudgetWindow = 1, Duration(float64(time.Second)/rps)
-			}
-			z.RequestsPerSecond = 0
-		}
-		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultRoute53Budget, DefaultRoute53BudgetWindow)
-		z.SyncTimeout = orDefaultDuration(z.SyncTimeout, DefaultRoute53SyncTimeout)
-		z.HealthChecks = orDefaultString(z.HealthChecks, HealthChecksOff)
+		route53Defaults(&pr.Route53[i])
 	}
 	for i := range pr.Cloudflare {
 		z := &pr.Cloudflare[i]
@@ -65,20 +73,47 @@ func Normalize(d *Desired) (*Desired, error) {
 		z.Server = ap.String()
 		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultRFC2136Budget, DefaultRFC2136BudgetWindow)
 	}
-	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)
-	h := &out.Health
+}
+
+// route53Defaults fills one providers.route53[] entry's defaults, turning
+// the old requests_per_second form into a request budget.
+func route53Defaults(z *Route53Zone) {
+	z.Zone = CanonicalName(z.Zone)
+	z.Mode = orDefaultString(z.Mode, ModeDirect)
+	z.Region = orDefaultString(z.Region, DefaultRoute53Region)
+	if rps := z.RequestsPerSecond; rps > 0 { // the old form of the budget
+		z.RequestBudget, z.RequestBudgetWindow = int(rps), Duration(time.Second)
+		if rps != float64(int(rps)) {
+			z.RequestBudget, z.RequestBudgetWindow = 1, Duration(float64(time.Second)/rps)
+		}
+		z.RequestsPerSecond = 0
+	}
+	z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultRoute53Budget, DefaultRoute53BudgetWindow)
+	z.SyncTimeout = orDefaultDuration(z.SyncTimeout, DefaultRoute53SyncTimeout)
+	z.HealthChecks = orDefaultString(z.HealthChecks, HealthChecksOff)
+}
+
+// healthDefaults fills the health section's defaults in place.
+func healthDefaults(h *Health) {
 	h.Interval = orDefaultDuration(h.Interval, DefaultInterval)
 	h.Timeout = orDefaultDuration(h.Timeout, min(DefaultTimeout, h.Interval.D()))
 	h.Fall = orDefault(h.Fall, DefaultFall)
 	h.Rise = orDefault(h.Rise, DefaultRise)
 	h.ReprobeInterval = orDefaultDuration(h.ReprobeInterval, min(DefaultReprobeInterval, h.Interval.D()))
-	r := &out.Ring
+}
+
+// ringDefaults fills the ring section's defaults in place and copies its
+// peer list.
+func ringDefaults(r *Ring) {
 	r.Bind = orDefaultString(r.Bind, DefaultRingBind)
 	r.Advertise = orDefaultString(r.Advertise, r.Bind)
 	r.RejoinInterval = orDefaultDuration(r.RejoinInterval, DefaultRejoinInterval)
 	r.MaxClockSkew = orDefaultDuration(r.MaxClockSkew, DefaultMaxClockSkew)
 	r.Peers = slices.Clone(r.Peers)
-	dec := &out.Decision
+}
+
+// decisionDefaults fills the decision section's defaults in place.
+func decisionDefaults(dec *Decision) {
 	dec.FreshVotes = orDefault(dec.FreshVotes, DefaultFreshVotes)
 	dec.MinRegions = orDefault(dec.MinRegions, DefaultMinRegions)
 	dec.HoldDown = orDefaultDuration(dec.HoldDown, DefaultHoldDown)
@@ -92,9 +127,14 @@ func Normalize(d *Desired) (*Desired, error) {
 		t := true
 		dec.Outliers = &t
 	}
-	zoneTTL := map[string]int{}
-	for i := range out.Zones {
-		z := &out.Zones[i]
+}
+
+// normalizeZones fills each zone's defaults in place and returns every
+// zone's default TTL by apex.
+func normalizeZones(zones []Zone) map[string]int {
+	zoneTTL := make(map[string]int, len(zones))
+	for i := range zones {
+		z := &zones[i]
 		z.Apex = CanonicalName(z.Apex)
 		z.TTL = orDefault(z.TTL, DefaultTTL)
 		z.NSTTL = orDefault(z.NSTTL, DefaultNSTTL)
@@ -108,31 +148,37 @@ func Normalize(d *Desired) (*Desired, error) {
 			ns.IPv4 = canonicalAddrs(ns.IPv4)
 			ns.IPv6 = canonicalAddrs(ns.IPv6)
 		}
-		s := &z.SOA
-		if s.MName == "" && len(z.Nameservers) > 0 {
-			s.MName = z.Nameservers[0].Name
-		}
-		if s.MName == "" {
-			s.MName = "ns." + z.Apex // only the ring's nameservers: set by the serving node (ns-<site>)
-		}
-		s.MName = CanonicalName(s.MName)
-		if s.RName == "" {
-			s.RName = "hostmaster." + z.Apex
-		}
-		s.RName = CanonicalName(s.RName)
-		s.Refresh = orDefault(s.Refresh, DefaultRefresh)
-		s.Retry = orDefault(s.Retry, DefaultRetry)
-		s.Expire = orDefault(s.Expire, DefaultExpire)
-		s.Minimum = orDefault(s.Minimum, DefaultNegativeTTL)
-		s.TTL = orDefault(s.TTL, DefaultSOATTL)
+		soaDefaults(&z.SOA, z)
 		zoneTTL[z.Apex] = z.TTL
 	}
-	zones := map[string]bool{}
-	for apex := range zoneTTL {
-		zones[apex] = true
+	return zoneTTL
+}
+
+// soaDefaults fills the SOA of zone z (already canonical) in place.
+func soaDefaults(s *SOA, z *Zone) {
+	if s.MName == "" && len(z.Nameservers) > 0 {
+		s.MName = z.Nameservers[0].Name
 	}
-	for i := range out.Clusters {
-		c := &out.Clusters[i]
+	if s.MName == "" {
+		s.MName = "ns." + z.Apex // only the ring's nameservers: set by the serving node (ns-<site>)
+	}
+	s.MName = CanonicalName(s.MName)
+	if s.RName == "" {
+		s.RName = "hostmaster." + z.Apex
+	}
+	s.RName = CanonicalName(s.RName)
+	s.Refresh = orDefault(s.Refresh, DefaultRefresh)
+	s.Retry = orDefault(s.Retry, DefaultRetry)
+	s.Expire = orDefault(s.Expire, DefaultExpire)
+	s.Minimum = orDefault(s.Minimum, DefaultNegativeTTL)
+	s.TTL = orDefault(s.TTL, DefaultSOATTL)
+}
+
+// normalizeClusters fills each cluster's defaults in place, copying the
+// heartbeat and Kubernetes settings it points to.
+func normalizeClusters(clusters []Cluster) {
+	for i := range clusters {
+		c := &clusters[i]
 		c.State = orDefaultString(c.State, StateUp)
 		if c.Kubernetes != nil && c.Heartbeat == nil {
 			// A Kubernetes member's /readyz is its heartbeat by default.
@@ -149,49 +195,54 @@ func Normalize(d *Desired) (*Desired, error) {
 			c.Kubernetes = &k
 		}
 	}
-	// Each service is normalized from itself and the settings above
-	// alone: on every core for a long list (see eachChunk).
-	eachChunk(len(out.Services), func(i int) {
-		s := &out.Services[i]
-		s.Name = CanonicalName(s.Name)
-		s.Strategy = orDefaultString(s.Strategy, StrategyWeighted)
-		s.TTL = orDefault(s.TTL, zoneTTL[zoneOf(zones, s.Name)])
-		s.MaxAnswers = orDefault(s.MaxAnswers, DefaultMaxAnswers)
-		s.WhenAllDown = orDefaultString(s.WhenAllDown, WhenAllDownFailOpen)
-		s.FailOpenTTL = min(orDefault(s.FailOpenTTL, DefaultFailOpenTTL), s.TTL)
-		s.Sticky = orDefaultString(s.Sticky, StickyOff)
-		s.Endpoints = slices.Clone(s.Endpoints)
-		for j := range s.Endpoints {
-			e := &s.Endpoints[j]
-			if e.Address != "" {
-				e.Address = netip.MustParseAddr(e.Address).String()
-			}
-			if e.CNAME != "" {
-				e.CNAME = CanonicalName(e.CNAME)
-			}
-			if e.Weight == nil {
-				w := DefaultWeight
-				e.Weight = &w
-			}
-			e.State = orDefaultString(e.State, StateUp)
-		}
-		if s.HealthCheck != nil {
-			s.HealthCheck = checkDefaults(*s.HealthCheck, out.Health, s.Name)
-		}
-		if s.Failover != nil {
-			f := *s.Failover
-			s.Failover = &f
-		}
-		if s.Geo != nil {
-			g := *s.Geo
-			s.Geo = &g
-		}
-		s.Capacity = normalizeCapacity(s.Capacity)
-		if s.Strategy == StrategyLatency {
-			s.Latency = latencyDefaults(s.Latency)
-		}
-	})
-	return out, nil
+}
+
+// normalizeService fills one service's defaults in place from the zones
+// (apex set and default TTLs) and the health defaults, copying every
+// list and section it points to.
+func normalizeService(s *Service, zones map[string]bool, zoneTTL map[string]int, health *Health) {
+	s.Name = CanonicalName(s.Name)
+	s.Strategy = orDefaultString(s.Strategy, StrategyWeighted)
+	s.TTL = orDefault(s.TTL, zoneTTL[zoneOf(zones, s.Name)])
+	s.MaxAnswers = orDefault(s.MaxAnswers, DefaultMaxAnswers)
+	s.WhenAllDown = orDefaultString(s.WhenAllDown, WhenAllDownFailOpen)
+	s.FailOpenTTL = min(orDefault(s.FailOpenTTL, DefaultFailOpenTTL), s.TTL)
+	s.Sticky = orDefaultString(s.Sticky, StickyOff)
+	s.Endpoints = slices.Clone(s.Endpoints)
+	for j := range s.Endpoints {
+		endpointDefaults(&s.Endpoints[j])
+	}
+	if s.HealthCheck != nil {
+		s.HealthCheck = checkDefaults(*s.HealthCheck, *health, s.Name)
+	}
+	if s.Failover != nil {
+		f := *s.Failover
+		s.Failover = &f
+	}
+	if s.Geo != nil {
+		g := *s.Geo
+		s.Geo = &g
+	}
+	s.Capacity = normalizeCapacity(s.Capacity)
+	if s.Strategy == StrategyLatency {
+		s.Latency = latencyDefaults(s.Latency)
+	}
+}
+
+// endpointDefaults puts one endpoint's address and CNAME in canonical form
+// and fills its weight and state.
+func endpointDefaults(e *Endpoint) {
+	if e.Address != "" {
+		e.Address = netip.MustParseAddr(e.Address).String()
+	}
+	if e.CNAME != "" {
+		e.CNAME = CanonicalName(e.CNAME)
+	}
+	if e.Weight == nil {
+		w := DefaultWeight
+		e.Weight = &w
+	}
+	e.State = orDefaultString(e.State, StateUp)
 }
 
 // impliedEntries appends to pr the providers.route53[] and cloudflare[]

@@ -46,12 +46,7 @@ func (v *validator) kubernetes(k Kubernetes, zones map[string]bool) {
 		seen[ns] = true
 	}
 	if ms := k.MemberSecrets; ms != nil {
-		if ms.Namespace == "" {
-			v.add(p+".member_secrets.namespace", "is required: the namespace of the Secrets labelled meridian.io/member=true")
-		}
-		if ms.Context != "" && ms.Kubeconfig == "" {
-			v.add(p+".member_secrets.context", "only applies with kubeconfig")
-		}
+		v.memberSecrets(p+".member_secrets", ms)
 	}
 	if k.Resync != 0 && k.Resync.D() < time.Minute {
 		v.add(p+".resync", "%s is too short (at least 1m)", k.Resync)
@@ -78,20 +73,34 @@ func (v *validator) kubernetes(k Kubernetes, zones map[string]bool) {
 		v.add(p+".retry_interval", "%s is too short (at least 100ms)", k.RetryInterval)
 	}
 	if pr := k.Propagation; pr != nil {
-		pp := p + ".propagation"
-		if pr.Hub == "" {
-			v.add(pp+".hub", "is required: the member cluster that holds the templates")
-		}
-		if pr.Interval != 0 && pr.Interval.D() < 100*time.Millisecond {
-			v.add(pp+".interval", "%s is too short (at least 100ms)", pr.Interval)
-		}
-		if pr.Toleration < 0 {
-			v.add(pp+".toleration", "%s is negative", pr.Toleration)
-		}
-		for name, w := range map[string]*float64{"cpu": pr.Score.CPU, "memory": pr.Score.Memory, "gpu": pr.Score.GPU, "availability": pr.Score.Availability, "cost": pr.Score.Cost} {
-			if w != nil && (*w < 0 || *w > 100) {
-				v.add(pp+".score."+name, "%v is out of range (allowed 0..100)", *w)
-			}
+		v.propagation(p+".propagation", pr)
+	}
+}
+
+// memberSecrets checks kubernetes.member_secrets (at path p).
+func (v *validator) memberSecrets(p string, ms *MemberSecrets) {
+	if ms.Namespace == "" {
+		v.add(p+".namespace", "is required: the namespace of the Secrets labelled meridian.io/member=true")
+	}
+	if ms.Context != "" && ms.Kubeconfig == "" {
+		v.add(p+".context", "only applies with kubeconfig")
+	}
+}
+
+// propagation checks kubernetes.propagation (at path pp).
+func (v *validator) propagation(pp string, pr *Propagation) {
+	if pr.Hub == "" {
+		v.add(pp+".hub", "is required: the member cluster that holds the templates")
+	}
+	if pr.Interval != 0 && pr.Interval.D() < 100*time.Millisecond {
+		v.add(pp+".interval", "%s is too short (at least 100ms)", pr.Interval)
+	}
+	if pr.Toleration < 0 {
+		v.add(pp+".toleration", "%s is negative", pr.Toleration)
+	}
+	for name, w := range map[string]*float64{"cpu": pr.Score.CPU, "memory": pr.Score.Memory, "gpu": pr.Score.GPU, "availability": pr.Score.Availability, "cost": pr.Score.Cost} {
+		if w != nil && (*w < 0 || *w > 100) {
+			v.add(pp+".score."+name, "%v is out of range (allowed 0..100)", *w)
 		}
 	}
 }

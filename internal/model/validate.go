@@ -335,25 +335,62 @@ func PrefixListErrors(path string, list []string) []FieldError {
 }
 
 func (v *validator) service(p string, s *Service, zones, clusters map[string]bool, names map[string]string) {
-	name, ok := v.checkName(p+".name", s.Name)
-	if ok {
-		apex := zoneOf(zones, name)
-		switch {
-		case apex == "":
-			v.add(p+".name", "%q is outside every zone (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
-		case names[name] != "":
-			v.add(p+".name", "duplicate name %q (already used by %s)", name, names[name])
+	name := v.serviceName(p, s, zones, names)
+	v.serviceSettings(p, s)
+	v.endpoints(p, s, name, clusters)
+	strategy := s.Strategy
+	if strategy == "" {
+		strategy = StrategyWeighted
+	}
+	if s.Failover != nil && strategy != StrategyFailover {
+		v.add(p+".failover", "is only allowed with strategy failover (strategy is %s)", strategy)
+	}
+	if s.Geo != nil && strategy != StrategyGeo {
+		v.add(p+".geo", "is only allowed with strategy geo (strategy is %s)", strategy)
+	}
+	if s.Capacity != nil {
+		v.capacity(p+".capacity", s.Capacity, strategy)
+	}
+	switch strategy {
+	case StrategyFailover:
+		v.failover(p, s, clusters)
+	case StrategyGeo:
+		if s.Geo != nil {
+			v.geoPolicy(p+".geo", s.Geo, clusters)
 		}
-		names[name] = p
-		if apex == name {
-			for _, e := range s.Endpoints {
-				if e.CNAME != "" {
-					v.add(p+".name", "a CNAME service cannot sit at the zone apex %q", apex)
-					break
-				}
+	}
+}
+
+// serviceName checks the service's name (canonical, inside a zone, unique,
+// no CNAME at an apex), records it in names and returns it canonical ("" when
+// it is not a valid name).
+func (v *validator) serviceName(p string, s *Service, zones map[string]bool, names map[string]string) string {
+	name, ok := v.checkName(p+".name", s.Name)
+	if !ok {
+		return name
+	}
+	apex := zoneOf(zones, name)
+	switch {
+	case apex == "":
+		v.add(p+".name", "%q is outside every zone (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
+	case names[name] != "":
+		v.add(p+".name", "duplicate name %q (already used by %s)", name, names[name])
+	}
+	names[name] = p
+	if apex == name {
+		for _, e := range s.Endpoints {
+			if e.CNAME != "" {
+				v.add(p+".name", "a CNAME service cannot sit at the zone apex %q", apex)
+				break
 			}
 		}
 	}
+	return name
+}
+
+// serviceSettings checks the service's own settings: strategy, TTLs, answer
+// count, all-down behaviour, stickiness, min_healthy and health check.
+func (v *validator) serviceSettings(p string, s *Service) {
 	// The checks below build a field's path only when it has a problem:
 	// on a good file of 100 000 services the paths cost more than the
 	// checks (BenchmarkLoad/validate in internal/config).
@@ -381,6 +418,12 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 	if s.HealthCheck != nil {
 		v.check(p+".health_check", s.HealthCheck, s)
 	}
+}
+
+// endpoints checks the service's endpoints: each one's target, cluster,
+// weight, priority and state, no duplicate targets, and no CNAME mixed with
+// addresses. name is the service's canonical name.
+func (v *validator) endpoints(p string, s *Service, name string, clusters map[string]bool) {
 	if len(s.Endpoints) == 0 {
 		v.add(p+".endpoints", "at least one endpoint is required")
 	}
@@ -414,44 +457,29 @@ func (v *validator) service(p string, s *Service, zones, clusters map[string]boo
 		default:
 			v.add(ep(), "needs an address (IPv4 or IPv6) or a cname")
 		}
-		if e.Cluster == "" {
-			v.add(ep()+".cluster", "is required (%s)", known(clusters))
-		} else if !clusters[e.Cluster] {
-			v.add(ep()+".cluster", "unknown cluster %q (%s)", e.Cluster, known(clusters))
-		}
-		if e.Weight != nil && (*e.Weight < 0 || *e.Weight > MaxWeight) {
-			v.add(ep()+".weight", "%d is out of range (allowed 0..%d)", *e.Weight, MaxWeight)
-		}
-		if e.Priority != nil && (*e.Priority < 0 || *e.Priority > 1000) {
-			v.add(ep()+".priority", "%d is out of range (allowed 0..1000, lower is preferred)", *e.Priority)
-		}
-		if states := []string{StateUp, StateDown}; !oneOf(e.State, states) {
-			v.checkOneOf(ep()+".state", e.State, states)
-		}
+		v.endpointSettings(ep, &e, clusters)
 	}
 	if nAddr > 0 && nCNAME > 0 {
 		v.add(p+".endpoints", "a CNAME cannot be mixed with addresses at one name (%d addresses, %d cnames)", nAddr, nCNAME)
 	}
-	strategy := s.Strategy
-	if strategy == "" {
-		strategy = StrategyWeighted
+}
+
+// endpointSettings checks one endpoint's cluster, weight, priority and
+// state; ep builds the endpoint's path, only when there is a problem.
+func (v *validator) endpointSettings(ep func() string, e *Endpoint, clusters map[string]bool) {
+	if e.Cluster == "" {
+		v.add(ep()+".cluster", "is required (%s)", known(clusters))
+	} else if !clusters[e.Cluster] {
+		v.add(ep()+".cluster", "unknown cluster %q (%s)", e.Cluster, known(clusters))
 	}
-	if s.Failover != nil && strategy != StrategyFailover {
-		v.add(p+".failover", "is only allowed with strategy failover (strategy is %s)", strategy)
+	if e.Weight != nil && (*e.Weight < 0 || *e.Weight > MaxWeight) {
+		v.add(ep()+".weight", "%d is out of range (allowed 0..%d)", *e.Weight, MaxWeight)
 	}
-	if s.Geo != nil && strategy != StrategyGeo {
-		v.add(p+".geo", "is only allowed with strategy geo (strategy is %s)", strategy)
+	if e.Priority != nil && (*e.Priority < 0 || *e.Priority > 1000) {
+		v.add(ep()+".priority", "%d is out of range (allowed 0..1000, lower is preferred)", *e.Priority)
 	}
-	if s.Capacity != nil {
-		v.capacity(p+".capacity", s.Capacity, strategy)
-	}
-	switch strategy {
-	case StrategyFailover:
-		v.failover(p, s, clusters)
-	case StrategyGeo:
-		if s.Geo != nil {
-			v.geoPolicy(p+".geo", s.Geo, clusters)
-		}
+	if states := []string{StateUp, StateDown}; !oneOf(e.State, states) {
+		v.checkOneOf(ep()+".state", e.State, states)
 	}
 }
 

@@ -246,85 +246,103 @@ func (v *validator) providers(d *Desired, zones map[string]bool) {
 		v.add(p+".resync_interval", "%s is too short (at least 10s)", pr.ResyncInterval)
 	}
 	seen := map[string]bool{}
-	zone := func(path, z, mode string) {
-		name, ok := v.checkName(path+".zone", z)
-		if ok {
-			if seen[name] {
-				v.add(path+".zone", "zone %q is configured twice", name)
-			}
-			seen[name] = true
+	for i := range pr.Route53 {
+		v.route53Zone(fmt.Sprintf("%s.route53[%d]", p, i), &pr.Route53[i], seen, zones)
+	}
+	for i := range pr.RFC2136 {
+		v.rfc2136Zone(fmt.Sprintf("%s.rfc2136[%d]", p, i), &pr.RFC2136[i], seen, zones)
+	}
+	for i := range pr.Cloudflare {
+		v.cloudflareZone(fmt.Sprintf("%s.cloudflare[%d]", p, i), &pr.Cloudflare[i], seen, zones)
+	}
+}
+
+// providerZone checks the zone and mode every provider entry has: a valid
+// name configured once across all providers (seen), and, in mode delegate,
+// a Meridian zone below it.
+func (v *validator) providerZone(path, z, mode string, seen, zones map[string]bool) {
+	name, ok := v.checkName(path+".zone", z)
+	if ok {
+		if seen[name] {
+			v.add(path+".zone", "zone %q is configured twice", name)
 		}
-		v.checkOneOf(path+".mode", mode, modes)
-		if mode == ModeDelegate && ok {
-			if !below(zones, name) {
-				v.add(path+".mode", "delegate needs a Meridian zone below %q to delegate (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
-			}
+		seen[name] = true
+	}
+	v.checkOneOf(path+".mode", mode, modes)
+	if mode == ModeDelegate && ok {
+		if !below(zones, name) {
+			v.add(path+".mode", "delegate needs a Meridian zone below %q to delegate (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
 		}
 	}
-	for i, z := range pr.Route53 {
-		path := fmt.Sprintf("%s.route53[%d]", p, i)
-		zone(path, z.Zone, z.Mode)
-		if z.RequestsPerSecond < 0 || z.RequestsPerSecond > 100 {
-			v.add(path+".requests_per_second", "%v is out of range (allowed 0 < rps <= 100; 0 = default %v)", z.RequestsPerSecond, DefaultRoute53RPS)
-		}
-		if z.RequestsPerSecond != 0 && (z.RequestBudget != 0 || z.RequestBudgetWindow != 0) {
-			v.add(path+".requests_per_second", "is the old name of request_budget (per request_budget_window 1s): set request_budget and request_budget_window only")
-		}
-		v.providerAPI(path, z.ProviderAPI, DefaultRoute53Budget, DefaultRoute53BudgetWindow)
-		v.healthChecks(path, z.HealthChecks, z.Mode)
-		if w := z.RequestBudgetWindow.D(); z.RequestBudget > 0 && w > 0 && float64(z.RequestBudget)/w.Seconds() > 100 {
-			v.add(path+".request_budget", "%d per %s is more than 100 requests per second (Route 53 allows 5 per account)", z.RequestBudget, z.RequestBudgetWindow)
-		}
-		if z.Endpoint != "" {
-			if u, err := url.Parse(z.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
-				v.add(path+".endpoint", "%q is not a URL", z.Endpoint)
-			}
-		}
+}
+
+// route53Zone checks one providers.route53[] entry.
+func (v *validator) route53Zone(path string, z *Route53Zone, seen, zones map[string]bool) {
+	v.providerZone(path, z.Zone, z.Mode, seen, zones)
+	if z.RequestsPerSecond < 0 || z.RequestsPerSecond > 100 {
+		v.add(path+".requests_per_second", "%v is out of range (allowed 0 < rps <= 100; 0 = default %v)", z.RequestsPerSecond, DefaultRoute53RPS)
 	}
-	for i, z := range pr.RFC2136 {
-		path := fmt.Sprintf("%s.rfc2136[%d]", p, i)
-		zone(path, z.Zone, ModeDirect) // always delegate: checked below, on zone
-		if name, ok := v.checkNameQuiet(z.Zone); ok && !below(zones, name) {
-			v.add(path+".zone", "an rfc2136 zone only holds delegations and needs a Meridian zone below %q (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
-		}
-		if strings.TrimSpace(z.Server) == "" {
-			v.add(path+".server", "is required: the parent's primary that takes the updates, IP or IP:port (e.g. 192.0.2.53 or [2001:db8::53]:53)")
-		} else if _, err := ParseNotifyTarget(z.Server); err != nil {
-			v.add(path+".server", "%q is not IP or IP:port (e.g. 192.0.2.53 or [2001:db8::53]:5353; a host name is not accepted: whoever answers for it would get the updates)", z.Server)
-		}
-		if strings.TrimSpace(z.TSIGKeyFile) == "" {
-			v.add(path+".tsig_key_file", "is required: updates and transfers of the parent are signed with TSIG (a file from `tsig-keygen -a hmac-sha256 NAME`)")
-		}
-		v.providerAPI(path, z.ProviderAPI, DefaultRFC2136Budget, DefaultRFC2136BudgetWindow)
+	if z.RequestsPerSecond != 0 && (z.RequestBudget != 0 || z.RequestBudgetWindow != 0) {
+		v.add(path+".requests_per_second", "is the old name of request_budget (per request_budget_window 1s): set request_budget and request_budget_window only")
 	}
-	for i, z := range pr.Cloudflare {
-		path := fmt.Sprintf("%s.cloudflare[%d]", p, i)
-		zone(path, z.Zone, z.Mode)
-		if z.TTL < 0 || z.TTL > 86400 || (z.TTL > 1 && z.TTL < 30) {
-			v.add(path+".ttl", "%d is not allowed (1 = automatic, or 30..86400; 0 = the service's TTL)", z.TTL)
+	v.providerAPI(path, z.ProviderAPI, DefaultRoute53Budget, DefaultRoute53BudgetWindow)
+	v.healthChecks(path, z.HealthChecks, z.Mode)
+	if w := z.RequestBudgetWindow.D(); z.RequestBudget > 0 && w > 0 && float64(z.RequestBudget)/w.Seconds() > 100 {
+		v.add(path+".request_budget", "%d per %s is more than 100 requests per second (Route 53 allows 5 per account)", z.RequestBudget, z.RequestBudgetWindow)
+	}
+	v.endpointURL(path, z.Endpoint)
+}
+
+// rfc2136Zone checks one providers.rfc2136[] entry.
+func (v *validator) rfc2136Zone(path string, z *RFC2136Zone, seen, zones map[string]bool) {
+	v.providerZone(path, z.Zone, ModeDirect, seen, zones) // always delegate: checked below, on zone
+	if name, ok := v.checkNameQuiet(z.Zone); ok && !below(zones, name) {
+		v.add(path+".zone", "an rfc2136 zone only holds delegations and needs a Meridian zone below %q (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
+	}
+	if strings.TrimSpace(z.Server) == "" {
+		v.add(path+".server", "is required: the parent's primary that takes the updates, IP or IP:port (e.g. 192.0.2.53 or [2001:db8::53]:53)")
+	} else if _, err := ParseNotifyTarget(z.Server); err != nil {
+		v.add(path+".server", "%q is not IP or IP:port (e.g. 192.0.2.53 or [2001:db8::53]:5353; a host name is not accepted: whoever answers for it would get the updates)", z.Server)
+	}
+	if strings.TrimSpace(z.TSIGKeyFile) == "" {
+		v.add(path+".tsig_key_file", "is required: updates and transfers of the parent are signed with TSIG (a file from `tsig-keygen -a hmac-sha256 NAME`)")
+	}
+	v.providerAPI(path, z.ProviderAPI, DefaultRFC2136Budget, DefaultRFC2136BudgetWindow)
+}
+
+// cloudflareZone checks one providers.cloudflare[] entry.
+func (v *validator) cloudflareZone(path string, z *CloudflareZone, seen, zones map[string]bool) {
+	v.providerZone(path, z.Zone, z.Mode, seen, zones)
+	if z.TTL < 0 || z.TTL > 86400 || (z.TTL > 1 && z.TTL < 30) {
+		v.add(path+".ttl", "%d is not allowed (1 = automatic, or 30..86400; 0 = the service's TTL)", z.TTL)
+	}
+	v.providerAPI(path, z.ProviderAPI, DefaultCloudflareBudget, DefaultCloudflareBudgetWindow)
+	switch z.LoadBalancing {
+	case "", LoadBalancingOff:
+		if z.HealthChecks == HealthChecksBackstop {
+			v.add(path+".health_checks", "backstop attaches Cloudflare monitors to load balancing pools: set load_balancing: required or preferred")
 		}
-		v.providerAPI(path, z.ProviderAPI, DefaultCloudflareBudget, DefaultCloudflareBudgetWindow)
-		switch z.LoadBalancing {
-		case "", LoadBalancingOff:
-			if z.HealthChecks == HealthChecksBackstop {
-				v.add(path+".health_checks", "backstop attaches Cloudflare monitors to load balancing pools: set load_balancing: required or preferred")
-			}
-		case LoadBalancingRequired, LoadBalancingPreferred:
-			if z.Mode == ModeDelegate {
-				v.add(path+".load_balancing", "%s needs mode direct (a delegated zone holds only NS records)", z.LoadBalancing)
-			}
-		default:
-			v.add(path+".load_balancing", "%q is not allowed (allowed: off, required, preferred)", z.LoadBalancing)
+	case LoadBalancingRequired, LoadBalancingPreferred:
+		if z.Mode == ModeDelegate {
+			v.add(path+".load_balancing", "%s needs mode direct (a delegated zone holds only NS records)", z.LoadBalancing)
 		}
-		v.healthChecks(path, z.HealthChecks, z.Mode)
-		if z.AccountID != "" && !isHexID(z.AccountID) {
-			v.add(path+".account_id", "%q is not a Cloudflare account id (32 hex digits)", z.AccountID)
-		}
-		if z.Endpoint != "" {
-			if u, err := url.Parse(z.Endpoint); err != nil || u.Scheme == "" || u.Host == "" {
-				v.add(path+".endpoint", "%q is not a URL", z.Endpoint)
-			}
-		}
+	default:
+		v.add(path+".load_balancing", "%q is not allowed (allowed: off, required, preferred)", z.LoadBalancing)
+	}
+	v.healthChecks(path, z.HealthChecks, z.Mode)
+	if z.AccountID != "" && !isHexID(z.AccountID) {
+		v.add(path+".account_id", "%q is not a Cloudflare account id (32 hex digits)", z.AccountID)
+	}
+	v.endpointURL(path, z.Endpoint)
+}
+
+// endpointURL checks an entry's optional API endpoint override is a URL.
+func (v *validator) endpointURL(path, endpoint string) {
+	if endpoint == "" {
+		return
+	}
+	if u, err := url.Parse(endpoint); err != nil || u.Scheme == "" || u.Host == "" {
+		v.add(path+".endpoint", "%q is not a URL", endpoint)
 	}
 }
 
