@@ -56,8 +56,7 @@ type Follower struct {
 	// notification (ChangeEvent), in the round that decided it.
 	Notifier Notifier
 
-	metricsOnce sync.Once
-	m           *Metrics
+	m lazyMetrics
 
 	mu       sync.Mutex
 	timeline []report.ChangeEvent // newest last
@@ -128,17 +127,9 @@ func (f *Follower) Decide(now time.Time) *failover.Decision {
 	return dec
 }
 
-func (f *Follower) log() *slog.Logger {
-	if f.Logger != nil {
-		return f.Logger
-	}
-	return f.Pipeline.Logger()
-}
+func (f *Follower) log() *slog.Logger { return loggerOr(f.Logger, f.Pipeline) }
 
-func (f *Follower) metrics() *Metrics {
-	f.metricsOnce.Do(func() { f.m = metricsOr(f.Metrics) })
-	return f.m
-}
+func (f *Follower) metrics() *Metrics { return f.m.get(f.Metrics) }
 
 // record logs every change once, counts it and keeps it for the timeline.
 func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params) {

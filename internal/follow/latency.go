@@ -31,8 +31,7 @@ type LatencyFollower struct {
 	Logger   *slog.Logger
 	Metrics  *Metrics // nil: on a private registry
 
-	metricsOnce sync.Once
-	m           *Metrics
+	m lazyMetrics
 
 	mu   sync.Mutex
 	view *latency.View
@@ -56,17 +55,9 @@ func (f *LatencyFollower) Run(ctx context.Context, wake <-chan struct{}, interva
 	}
 }
 
-func (f *LatencyFollower) log() *slog.Logger {
-	if f.Logger != nil {
-		return f.Logger
-	}
-	return f.Pipeline.Logger()
-}
+func (f *LatencyFollower) log() *slog.Logger { return loggerOr(f.Logger, f.Pipeline) }
 
-func (f *LatencyFollower) metrics() *Metrics {
-	f.metricsOnce.Do(func() { f.m = metricsOr(f.Metrics) })
-	return f.m
-}
+func (f *LatencyFollower) metrics() *Metrics { return f.m.get(f.Metrics) }
 
 // Update builds the view from the summaries held now and hands it to the
 // pipeline when it changed. Without a latency service nothing is built.

@@ -1,6 +1,12 @@
 package follow
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics of the ring followers: the decided states, the decided changes
 // and the latency view. `meridian serve` registers them as they are; the
@@ -55,6 +61,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds)
 	m.latency = newLatencyMetrics(reg)
 	return m
+}
+
+// lazyMetrics is a follower's metrics: the ones it was given, or private
+// ones made on first use.
+type lazyMetrics struct {
+	once sync.Once
+	m    *Metrics
+}
+
+func (l *lazyMetrics) get(given *Metrics) *Metrics {
+	l.once.Do(func() { l.m = metricsOr(given) })
+	return l.m
+}
+
+// loggerOr is l, or the pipeline's logger when l is nil.
+func loggerOr(l *slog.Logger, p *serving.Pipeline) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return p.Logger()
 }
 
 // metricsOr is m, or metrics on a private registry when m is nil (tests,

@@ -81,12 +81,7 @@ func (f *SitesFollower) Run(ctx context.Context, wake <-chan struct{}, interval 
 	}
 }
 
-func (f *SitesFollower) log() *slog.Logger {
-	if f.Logger != nil {
-		return f.Logger
-	}
-	return f.Pipeline.Logger()
-}
+func (f *SitesFollower) log() *slog.Logger { return loggerOr(f.Logger, f.Pipeline) }
 
 // Update builds the view from the members now and hands it to the pipeline
 // when it changed. Only calls from one goroutine.
