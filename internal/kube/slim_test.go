@@ -19,7 +19,7 @@ import (
 
 // managed is a managedFields entry as the API server writes them.
 var managed = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
-	FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{}},"f:spec":{"f:ports":{}}}`)}}}
+	FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{}},"f:spec":{"f:ports":{}}}`)}}
 
 // fullMeta is the metadata of a busy object: meridian.io/ annotations and
 // everything Meridian never reads.

@@ -14,12 +14,11 @@ import (
 // them as they are; the CoreDNS plugin registers them once per process
 // with the prefix "coredns_" (coredns_meridian_...).
 type Metrics struct {
-	reloads     *prometheus.CounterVec
-	lastOK      prometheus.Gauge
-	overrides   *prometheus.GaugeVec
-	rejected    *prometheus.CounterVec
-	guard       *prometheus.CounterVec
-	simulations *prometheus.CounterVec // GET /v1/simulate (simulate.go)
+	reloads   *prometheus.CounterVec
+	lastOK    prometheus.Gauge
+	overrides *prometheus.GaugeVec
+	rejected  *prometheus.CounterVec
+	guard     *prometheus.CounterVec
 
 	snap atomic.Pointer[engine.Snapshot] // the last published, for the gauges
 }
