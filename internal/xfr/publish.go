@@ -123,13 +123,20 @@ func (x *Publisher) Publish(d *model.Desired, opts engine.Options) (*engine.Snap
 // nextSerials returns a copy of d whose transfer zones carry their managed
 // serials, and the zones whose content changed (given the next serial,
 // persisted).
-func (x *Publisher) nextSerials(d *model.Desired, zones []Zone, opts engine.Options) (*model.Desired, map[string]bool, error) {
+func (x *Publisher) nextSerials(d *model.Desired, _ []Zone, opts engine.Options) (*model.Desired, map[string]bool, error) {
+	return managedSerials(d, x.serials, func(z *model.Zone) bool { return z.Transfer != nil }, opts, x.log)
+}
+
+// managedSerials returns a copy of d whose zones that managed selects carry
+// their managed serials from serials, and those whose content changed
+// (given the next serial, persisted when serials has a file).
+func managedSerials(d *model.Desired, serials *Serials, managed func(*model.Zone) bool, opts engine.Options, log *slog.Logger) (*model.Desired, map[string]bool, error) {
 	withSerials := *d
 	withSerials.Zones = slices.Clone(d.Zones)
-	idx := map[string]int{}
-	for i, z := range withSerials.Zones {
-		if z.Transfer != nil {
-			idx[z.Apex] = i
+	var idx []int
+	for i := range withSerials.Zones {
+		if managed(&withSerials.Zones[i]) {
+			idx = append(idx, i)
 			withSerials.Zones[i].SOA.Serial = 1 // any fixed value: the content hash leaves it out
 		}
 	}
@@ -138,21 +145,55 @@ func (x *Publisher) nextSerials(d *model.Desired, zones []Zone, opts engine.Opti
 		return nil, nil, err
 	}
 	changed := map[string]bool{}
-	for _, z := range zones {
-		i := idx[z.Apex]
-		zd, _ := preview.ZoneData(z.Apex)
-		prev, hadPrev := x.serials.Get(z.Apex)
-		serial, ch := x.serials.Next(z.Apex, ContentHash(zd), d.Zones[i].SOA.Serial, opts.Now)
+	for _, i := range idx {
+		apex := withSerials.Zones[i].Apex
+		zd, _ := preview.ZoneData(apex)
+		prev, hadPrev := serials.Get(apex)
+		serial, ch := serials.Next(apex, ContentHash(zd), d.Zones[i].SOA.Serial, opts.Now)
 		withSerials.Zones[i].SOA.Serial = serial
 		if ch {
-			changed[z.Apex] = true
-			x.log.Info("zone content changed: new serial", "zone", z.Apex, "serial", serial, "previous", prev.Serial, "had_previous", hadPrev)
+			changed[apex] = true
+			log.Info("zone content changed: new serial", "zone", apex, "serial", serial, "previous", prev.Serial, "had_previous", hadPrev)
 		}
 	}
 	if len(changed) > 0 {
-		if err := x.serials.Save(); err != nil {
-			x.log.Warn("zone serials not persisted: a restart may reuse a serial", "file", x.serials.Path(), "err", err)
+		if err := serials.Save(); err != nil {
+			log.Warn("zone serials not persisted: a restart may reuse a serial", "file", serials.Path(), "err", err)
 		}
 	}
 	return &withSerials, changed, nil
+}
+
+// SerialPublisher publishes to a store with managed serials for every
+// zone, as Publisher does for the zones with a transfer section: a zone
+// whose content changed gets the next serial (RFC 1982), so that a
+// secondary sees every change. The CoreDNS plugin uses it when its server
+// block has CoreDNS's transfer plugin, which serves the zones' transfers
+// and NOTIFYs; its serials are kept in memory. Calls are serialized by the
+// caller (the pipeline's lock).
+type SerialPublisher struct {
+	st      *engine.Store
+	serials *Serials
+	log     *slog.Logger
+}
+
+// NewSerialPublisher returns a serial-managing publisher to st.
+func NewSerialPublisher(st *engine.Store, log *slog.Logger) *SerialPublisher {
+	serials, _ := OpenSerials("") // in memory: cannot fail
+	if log == nil {
+		log = slog.Default()
+	}
+	return &SerialPublisher{st: st, serials: serials, log: log}
+}
+
+// Publish stores d with every zone's managed serial.
+func (x *SerialPublisher) Publish(d *model.Desired, opts engine.Options) (*engine.Snapshot, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	withSerials, _, err := managedSerials(d, x.serials, func(*model.Zone) bool { return true }, opts, x.log)
+	if err != nil {
+		return nil, err
+	}
+	return x.st.Publish(withSerials, opts)
 }

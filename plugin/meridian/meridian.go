@@ -28,10 +28,12 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/engine"
 	"github.com/meridian-gslb/meridian/internal/follow"
 	"github.com/meridian-gslb/meridian/internal/model"
 	"github.com/meridian-gslb/meridian/internal/ring"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/xfr"
 	"github.com/meridian-gslb/meridian/internal/zonekeys"
 )
 
@@ -82,6 +84,12 @@ func (m *Meridian) Start() error {
 	followMetrics() // registered with the pipeline's, ring or not
 	keys := zonekeys.New(zonekeys.Options{Logger: slogFor()})
 	opts := serving.Options{Logger: slogFor(), Metrics: pipelineMetrics(), Accept: m.scope, Changed: m.changed, Keys: keys}
+	if m.notify.to != nil {
+		// Secondaries transfer the zones through CoreDNS's transfer plugin:
+		// a zone whose content changes gets the next serial, as on a serve
+		// node with zones[].transfer, so that they see every change.
+		opts.Transfers = func(st *engine.Store) serving.Publisher { return xfr.NewSerialPublisher(st, slogFor()) }
+	}
 	if m.Ring {
 		// The ring's overrides, kept in memory: a restarted plugin gets
 		// them back from the probers' push/pull within seconds.

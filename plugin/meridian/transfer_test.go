@@ -184,10 +184,10 @@ func TestNotifyGoesThroughTheTransferPluginWhenTheSerialChanges(t *testing.T) {
 		config string
 		sent   []string
 	}{
-		{"a reload that keeps the serial sends no NOTIFY",
-			strings.Replace(testConfig, "192.0.2.53", "192.0.2.54", 1), []string{"gslb.test."}},
-		{"a reload that changes the serial sends one",
-			strings.Replace(testConfig, "serial: 2026112901", "serial: 2026112902", 1), []string{"gslb.test.", "gslb.test."}},
+		{"a reload that changes the zone's content gives it the next serial and sends one NOTIFY",
+			strings.Replace(testConfig, "192.0.2.53", "192.0.2.54", 1), []string{"gslb.test.", "gslb.test."}},
+		{"a reload that changes nothing in the zone sends none",
+			strings.Replace(testConfig, "192.0.2.53", "192.0.2.54", 1) + "\n", []string{"gslb.test.", "gslb.test."}},
 		{"a reload that the plugin refuses sends none",
 			strings.Replace(testConfig, "    soa: {serial: 2026112901, minimum: 20}", "    transfer: {allow: [127.0.0.1], tsig_key_file: /nonexistent}", 1),
 			[]string{"gslb.test.", "gslb.test."}},
@@ -201,6 +201,9 @@ func TestNotifyGoesThroughTheTransferPluginWhenTheSerialChanges(t *testing.T) {
 			assert.Equal(t, st.sent, n.sent())
 		})
 	}
+	serial, ok := soaSerial(m.pipe.Store().Load(), "gslb.test.")
+	require.True(t, ok)
+	assert.Equal(t, uint32(2026112902), serial, "one content change: the configured serial plus one, as a serve node with zones[].transfer gives")
 }
 
 func TestWithoutTheTransferPluginNothingIsNotified(t *testing.T) {
