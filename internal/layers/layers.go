@@ -49,7 +49,7 @@ var Layers = []Layer{
 	{
 		Name:     "pipeline",
 		Doc:      "the serving pipeline both front ends share",
-		Packages: []string{"internal/serving", "internal/follow", "internal/shift/runner", "internal/kube/merge"},
+		Packages: []string{"internal/serving", "internal/serving/servingtest", "internal/follow", "internal/shift/runner", "internal/kube/merge"},
 		MayUse:   []string{"foundation", "domain", "edge", "pipeline"},
 	},
 	{

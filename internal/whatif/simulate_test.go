@@ -2,7 +2,6 @@ package whatif
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +12,7 @@ import (
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/report"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/serving/servingtest"
 )
 
 func TestSimulateBounds(t *testing.T) {
@@ -97,34 +97,11 @@ func TestSimulateBounds(t *testing.T) {
 	})
 }
 
-const simulateConfig = `
-zones:
-  - apex: gslb.test
-    soa: {serial: 7, minimum: 20}
-    nameservers: [{name: ns1.gslb.test, ipv4: [192.0.2.53]}]
-clusters:
-  - {name: east, region: us-east}
-  - {name: west, region: us-west}
-services:
-  - name: app.gslb.test
-    endpoints:
-      - {address: 192.0.2.1, cluster: east}
-      - {address: 192.0.2.2, cluster: west}
-`
-
-// newPipeline serves simulateConfig, with the overrides of adm (nil: none).
+// newPipeline serves servingtest.BaseConfig, with the overrides of adm
+// (nil: none).
 func newPipeline(t *testing.T, adm *admin.Store) *serving.Pipeline {
 	t.Helper()
-	l, err := serving.Load("test.yaml", []byte(simulateConfig), "")
-	require.NoError(t, err)
-	p, err := serving.New(l, serving.Options{Admin: adm, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	return p
+	return servingtest.New(t, servingtest.Load(t, servingtest.BaseConfig), serving.Options{Admin: adm})
 }
 
-func memoryAdmin(t *testing.T, node string) *admin.Store {
-	t.Helper()
-	s, err := admin.Open("", node, 0)
-	require.NoError(t, err)
-	return s
-}
+var memoryAdmin = servingtest.MemoryAdmin
