@@ -162,6 +162,18 @@ func (p answersPrimary) split(t *testing.T) (foreign, ours []string) {
 	return slices.Compact(foreign), slices.Compact(ours)
 }
 
+// await waits until Meridian's records in p's zone are want (polling every
+// 50ms, at most timeout).
+func (p answersPrimary) await(t *testing.T, want []string, timeout time.Duration, what string) {
+	t.Helper()
+	var ours []string
+	assert.Eventually(t, func() bool {
+		_, ours = p.split(t)
+		return slices.Equal(ours, want)
+	}, timeout, 50*time.Millisecond, "%s holds %s", p.zone(), what)
+	require.Equal(t, want, ours)
+}
+
 // serial is the SOA serial p's zone has now.
 func (p answersPrimary) serial(t *testing.T) string {
 	out := strings.Fields(runNoFail("dig", "@127.0.0.1", "-p", fmt.Sprint(p.port), "+short", "+time=2", "+tries=1", p.zone(), "SOA"))
@@ -227,13 +239,7 @@ func TestRFC2136AnswersFollowTheDecisions(t *testing.T) {
 	both := []string{"127.0.0.71", "127.0.0.72"}
 	start := time.Now()
 	for _, p := range primaries {
-		want := answersOurs(p.tld, both, []string{"127.0.0.71"})
-		var ours []string
-		assert.Eventually(t, func() bool {
-			_, ours = p.split(t)
-			return slices.Equal(ours, want)
-		}, 20*time.Second, 100*time.Millisecond, "%s holds the decided answers", p.zone())
-		require.Equal(t, want, ours)
+		p.await(t, answersOurs(p.tld, both, []string{"127.0.0.71"}), 20*time.Second, "the decided answers")
 	}
 	t.Logf("FIGURE rfc2136 answers e2e: Meridian ready → answers in BIND and Knot %s", time.Since(start).Round(10*time.Millisecond))
 	updates := func() map[string]float64 {
@@ -250,13 +256,7 @@ func TestRFC2136AnswersFollowTheDecisions(t *testing.T) {
 	require.NoError(t, backends["127.0.0.71"].srv.Close())
 	decided := waitDecidedDown(t, m, "app.gslb.example.com. 127.0.0.71")
 	for _, p := range primaries {
-		want := answersOurs(p.tld, []string{"127.0.0.72"}, []string{"127.0.0.72"})
-		var ours []string
-		assert.Eventually(t, func() bool {
-			_, ours = p.split(t)
-			return slices.Equal(ours, want)
-		}, 10*time.Second, 50*time.Millisecond, "%s follows the failover", p.zone())
-		require.Equal(t, want, ours)
+		p.await(t, answersOurs(p.tld, []string{"127.0.0.72"}, []string{"127.0.0.72"}), 10*time.Second, "the answers after the failover")
 		t.Logf("FIGURE rfc2136 answers e2e: decided down → %s (%s) changed %s", p.zone(), map[string]string{"com": "BIND", "net": "Knot"}[p.tld],
 			time.Since(decided).Round(10*time.Millisecond))
 	}
