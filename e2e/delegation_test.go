@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"math/big"
 	"net"
@@ -28,22 +27,7 @@ import (
 // (dnssec-policy default: one ECDSA P-256 CSK; inline signing), that takes
 // updates and transfers signed with the key meridian-update, and lets it
 // change gslb.example.com and the names below it only.
-const parentConf = `options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	session-keyfile "%[1]s/session.key";
-	managed-keys-directory "%[1]s";
-	listen-on port %[2]d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-	dnssec-validation no;
-	allow-query { any; };
-	allow-transfer { none; };
-};
-controls { };
-key "meridian-update" { algorithm hmac-sha256; secret "%[3]s"; };
-zone "example.com" {
+const parentConf = bindPrimaryOptions + `zone "example.com" {
 	type primary;
 	file "%[1]s/example.com.db";
 	key-directory "%[1]s";
@@ -185,18 +169,8 @@ func TestTheZoneIsDelegatedForYou(t *testing.T) {
 	dsRdata := strings.Join(strings.Fields(ds)[4:], " ")
 
 	// The parent: BIND, signed, taking updates from the key.
-	raw := make([]byte, 32)
-	_, err := rand.Read(raw)
-	require.NoError(t, err)
-	secret := base64.StdEncoding.EncodeToString(raw)
-	keyFile := filepath.Join(dir, "update.key")
-	require.NoError(t, os.WriteFile(keyFile, []byte(fmt.Sprintf("key \"meridian-update\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", secret)), 0o600))
-	bindDir := filepath.Join(dir, "bind")
-	require.NoError(t, os.MkdirAll(bindDir, 0o755))
-	bindPort := freePort(t)
-	require.NoError(t, os.WriteFile(filepath.Join(bindDir, "named.conf"), []byte(fmt.Sprintf(parentConf, bindDir, bindPort, secret)), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(bindDir, "example.com.db"), []byte(parentZone), 0o644))
-	bind := startSecondary(t, "named", bindPort, "-g", "-n", "1", "-c", filepath.Join(bindDir, "named.conf"))
+	secret, keyFile := updateKey(t, dir)
+	bind, bindPort := startBindPrimary(t, dir, parentConf, secret, map[string]string{"example.com.db": parentZone})
 	var parentKey string
 	require.Eventually(t, func() bool {
 		for _, l := range bind.query("example.com", "DNSKEY") {

@@ -138,7 +138,11 @@ func buildZones(ctx context.Context, d *model.Desired, a *App) ([]providers.Zone
 		if err != nil {
 			return nil, fmt.Errorf("providers.rfc2136 zone %s: %w", z.Zone, err)
 		}
-		zones = append(zones, providers.Zone{Provider: p, Zone: z.Zone, Mode: model.ModeDelegate})
+		mode := z.Mode
+		if mode == "" { // not normalized: the default
+			mode = model.ModeDelegate
+		}
+		zones = append(zones, providers.Zone{Provider: p, Zone: z.Zone, Mode: mode, Translate: rfc2136.Translate})
 	}
 	return zones, nil
 }

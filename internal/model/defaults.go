@@ -72,6 +72,7 @@ func normalizeProviders(pr *Providers, zones []Zone) {
 		ap, _ := ParseNotifyTarget(z.Server)
 		z.Server = ap.String()
 		z.ProviderAPI = z.ProviderAPI.withDefaults(DefaultRFC2136Budget, DefaultRFC2136BudgetWindow)
+		z.Mode = orDefaultString(z.Mode, ModeDelegate)
 	}
 }
 

@@ -78,7 +78,7 @@ type Providers struct {
 	ResyncInterval Duration         `yaml:"resync_interval"` // full resync period (default 5m)
 	Route53        []Route53Zone    `yaml:"route53"`
 	Cloudflare     []CloudflareZone `yaml:"cloudflare"`
-	RFC2136        []RFC2136Zone    `yaml:"rfc2136"` // parent zones on a primary that takes RFC 2136 dynamic updates (BIND, Knot, PowerDNS); delegation only
+	RFC2136        []RFC2136Zone    `yaml:"rfc2136"` // zones on a primary that takes RFC 2136 dynamic updates (BIND, Knot, PowerDNS): delegations (mode delegate) or answers (mode direct)
 }
 
 // Delegation makes Meridian write a zone's delegation into its parent zone:
@@ -93,15 +93,18 @@ type Delegation struct {
 	Parent   string `yaml:"parent"`   // the parent zone that delegates this one, e.g. example.com (required)
 }
 
-// RFC2136Zone is a parent zone Meridian changes by DNS UPDATE (RFC 2136)
-// signed with TSIG (RFC 8945): it reads the zone by AXFR and writes the
-// delegations of the Meridian zones below it (delegate mode only). The
-// budget and retry settings count transfers and updates.
+// RFC2136Zone is a zone Meridian changes by DNS UPDATE (RFC 2136) signed
+// with TSIG (RFC 8945): it reads the zone by AXFR and writes, in mode
+// delegate (the default), the delegations of the Meridian zones below it,
+// or, in mode direct, the decided answers of the services inside it (plain
+// A, AAAA and CNAME records: the set of targets that receive traffic now).
+// The budget and retry settings count transfers and updates.
 type RFC2136Zone struct {
-	Zone        string           `yaml:"zone"`          // the parent zone, e.g. example.com (required)
+	Zone        string           `yaml:"zone"`          // the zone, e.g. example.com (required)
 	Server      string           `yaml:"server"`        // its primary: IP or IP:port (port 53 by default) (required)
 	TSIGKeyFile string           `yaml:"tsig_key_file"` // the TSIG key the primary accepts updates and transfers with (required): BIND format or hmac-sha256:NAME:BASE64
 	ProviderAPI `yaml:",inline"` // request_budget (default 10), request_budget_window (default 1s), max_attempts, backoff, max_backoff, request_timeout
+	Mode        string           `yaml:"mode"` // delegate (default: NS, glue, DS of the Meridian zones below) or direct (the answers of the services inside)
 }
 
 // DelegatingEntry is the providers entry (kind, canonical zone) that

@@ -14,8 +14,8 @@ import (
 //     of Meridian's own zones (Meridian does not serve delegations);
 //   - the providers entry of the parent, when there is one, is of the
 //     provider named (zone names are unique across the providers) and, for
-//     route53 and cloudflare, in mode delegate: a direct-mode zone would
-//     write the delegated names' answers into the parent;
+//     in mode delegate: a direct-mode zone would write the delegated
+//     names' answers into the parent;
 //   - rfc2136 needs its providers.rfc2136[] entry (server, key); route53
 //     and cloudflare imply one with the defaults when there is none.
 func (v *validator) delegations(d *Desired, zones map[string]bool) {
@@ -54,7 +54,7 @@ func (v *validator) delegations(d *Desired, zones map[string]bool) {
 			v.add(p+".provider", "%q does not match: the parent zone %s is configured under %s: set provider: %s", kind, parent, where, entry)
 		case where == "" && kind == ProviderRFC2136:
 			v.add(p+".parent", "no providers.rfc2136[] entry for zone %s: add one with its server and tsig_key_file (the parent's primary and the key it takes updates with)", parent)
-		case where != "" && kind != ProviderRFC2136 && mode != ModeDelegate:
+		case where != "" && mode != ModeDelegate:
 			v.add(p+".parent", "%s (zone %s) has mode %s: a delegated zone needs mode delegate there (in direct mode the delegated names' answers would be written into the parent)", where, parent, orDefaultString(mode, ModeDirect))
 		}
 	}
@@ -75,7 +75,7 @@ func providerEntry(pr Providers, zone string) (kind, path, mode string) {
 	}
 	for i, z := range pr.RFC2136 {
 		if CanonicalName(z.Zone) == zone {
-			return ProviderRFC2136, fmt.Sprintf("providers.rfc2136[%d]", i), ModeDelegate
+			return ProviderRFC2136, fmt.Sprintf("providers.rfc2136[%d]", i), orDefaultString(z.Mode, ModeDelegate)
 		}
 	}
 	return "", "", ""

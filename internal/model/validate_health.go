@@ -295,9 +295,10 @@ func (v *validator) route53Zone(path string, z *Route53Zone, seen, zones map[str
 
 // rfc2136Zone checks one providers.rfc2136[] entry.
 func (v *validator) rfc2136Zone(path string, z *RFC2136Zone, seen, zones map[string]bool) {
-	v.providerZone(path, z.Zone, ModeDirect, seen, zones) // always delegate: checked below, on zone
-	if name, ok := v.checkNameQuiet(z.Zone); ok && !below(zones, name) {
-		v.add(path+".zone", "an rfc2136 zone only holds delegations and needs a Meridian zone below %q (zones: %s)", name, strings.Join(sortedKeys(zones), ", "))
+	v.providerZone(path, z.Zone, ModeDirect, seen, zones) // delegate by default: checked below, on zone
+	v.checkOneOf(path+".mode", z.Mode, modes)
+	if name, ok := v.checkNameQuiet(z.Zone); ok && z.Mode != ModeDirect && !below(zones, name) {
+		v.add(path+".zone", "an rfc2136 zone only holds delegations and needs a Meridian zone below %q (zones: %s); set mode: direct to write the answers of the services inside it instead", name, strings.Join(sortedKeys(zones), ", "))
 	}
 	if strings.TrimSpace(z.Server) == "" {
 		v.add(path+".server", "is required: the parent's primary that takes the updates, IP or IP:port (e.g. 192.0.2.53 or [2001:db8::53]:53)")

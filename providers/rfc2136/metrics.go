@@ -11,7 +11,7 @@ const providerLabel = "rfc2136"
 
 // Operations of the primary (the operation label).
 const (
-	opTransfer = "transfer" // AXFR of the parent zone
+	opTransfer = "transfer" // AXFR of the zone
 	opUpdate   = "update"   // one UPDATE message
 )
 
@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"zone", "operation", "rcode"}),
 		records: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "meridian_provider_rfc2136_zone_records",
-			Help: "Records of the parent zone in the last transfer from its primary (its signatures and NSEC records left out).",
+			Help: "Records of the zone in the last transfer from its primary (its signatures and NSEC records left out).",
 		}, []string{"zone"}),
 	}
 }

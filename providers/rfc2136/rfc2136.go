@@ -1,8 +1,11 @@
-// Package rfc2136 writes Meridian's delegations into a parent zone kept by
-// a primary that takes DNS UPDATE (RFC 2136) signed with TSIG (RFC 8945):
-// BIND, Knot, PowerDNS. It implements providers.Provider, so the
-// reconciler, the writer election, the request budget, the retries and the
-// metrics apply as for Route 53 and Cloudflare; only delegate mode exists.
+// Package rfc2136 writes into a zone kept by a primary that takes DNS
+// UPDATE (RFC 2136) signed with TSIG (RFC 8945): BIND, Knot, PowerDNS.
+// It implements providers.Provider, so the reconciler, the writer
+// election, the request budget, the retries and the metrics apply as for
+// Route 53 and Cloudflare. In delegate mode (the default) the zone is a
+// parent that gets Meridian's delegations; in direct mode it gets the
+// decided answers of the services inside it (Translate), plain records
+// with an ownership TXT per name. Both read and write the same way:
 //
 //   - Records reads the whole zone by AXFR over TCP, signed with the key:
 //     the names below a delegation (glue, ownership TXT) are occluded, so
@@ -76,7 +79,7 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Provider is one parent zone's primary. It implements providers.Provider;
+// Provider is one zone's primary. It implements providers.Provider;
 // like every Provider it serves one reconciler at a time.
 type Provider struct {
 	opts   Options
