@@ -54,3 +54,16 @@ func catalogOverlap(apex string, zones map[string]bool) string {
 	}
 	return ""
 }
+
+// normalizeCatalog is a copy of c with the catalog zone's canonical name
+// (nil without a catalog).
+func normalizeCatalog(c *Catalog) *Catalog {
+	if c == nil {
+		return nil
+	}
+	out := &Catalog{Zone: CanonicalName(c.Zone)}
+	if t := c.Transfer; t != nil {
+		out.Transfer = &Transfer{Allow: slices.Clone(t.Allow), TSIGKeyFile: t.TSIGKeyFile, Notify: slices.Clone(t.Notify)}
+	}
+	return out
+}
