@@ -40,67 +40,32 @@ services:
 zones:`
 
 // namedCatalogConf is BIND configured with Meridian's catalog alone (the
-// snippet of docs/dns.md, Catalog zone).
-const namedCatalogConf = `options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	session-keyfile "%[1]s/session.key";
-	managed-keys-directory "%[1]s";
-	listen-on port %[2]d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-	dnssec-validation no;
-	allow-query { any; };
-	allow-transfer { none; };
+// snippet of docs/dns.md, Catalog zone): xfr_test.go's namedConf with the
+// catalog in place of its zone.
+func namedCatalogConf(t *testing.T) string {
+	return replaceOnce(t, replaceOnce(t, replaceOnce(t, namedConf,
+		"\tallow-transfer { none; };\n", `	allow-transfer { none; };
 	catalog-zones {
 		zone "catalog.meridian.test"
 			default-primaries { 127.0.0.1 port %[4]d key "xfr-key"; }
 			in-memory yes
 			min-update-interval 1;
 	};
-};
-controls { };
-key "xfr-key" { algorithm hmac-sha256; secret "%[3]s"; };
-zone "catalog.meridian.test" {
-	type secondary;
-	primaries { 127.0.0.1 port %[4]d key "xfr-key"; };
-	file "%[1]s/catalog.meridian.test.db";
-};
-`
+`),
+		`zone "xfr.test"`, `zone "catalog.meridian.test"`),
+		"/xfr.test.db", "/catalog.meridian.test.db")
+}
 
 // knotCatalogConf is Knot configured with Meridian's catalog alone (the
-// snippet of docs/dns.md, Catalog zone).
-const knotCatalogConf = `server:
-    rundir: "%[1]s"
-    listen: 127.0.0.1@%[2]d
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: "%[1]s"
-log:
-  - target: stderr
-    any: info
-key:
-  - id: xfr-key
-    algorithm: hmac-sha256
-    secret: %[3]s
-remote:
-  - id: meridian
-    address: 127.0.0.1@%[4]d
-    key: xfr-key
-acl:
-  - id: notify-from-meridian
-    address: 127.0.0.1
-    key: xfr-key
-    action: notify
-template:
-  - id: default
-    storage: "%[1]s"
-    zonefile-load: none
-    zonefile-sync: -1
-    journal-content: none
+// snippet of docs/dns.md, Catalog zone): xfr_test.go's knotConf with the
+// catalog in place of its zone, and the template of its members.
+func knotCatalogConf(t *testing.T) string {
+	return replaceOnce(t, replaceOnce(t, replaceOnce(t, knotConf,
+		"    acl: notify-from-meridian\n", `    acl: notify-from-meridian
+    catalog-role: interpret
+    catalog-template: meridian-member
+`),
+		"\nzone:\n", `
   - id: meridian-member
     storage: "%[1]s"
     master: meridian
@@ -109,12 +74,17 @@ template:
     zonefile-sync: -1
     journal-content: none
 zone:
-  - domain: catalog.meridian.test
-    master: meridian
-    acl: notify-from-meridian
-    catalog-role: interpret
-    catalog-template: meridian-member
-`
+`),
+		"domain: xfr.test", "domain: catalog.meridian.test")
+}
+
+// replaceOnce replaces the one occurrence of old in s (a changed
+// xfr_test.go config fails the test here).
+func replaceOnce(t *testing.T, s, old, new string) string {
+	t.Helper()
+	require.Equal(t, 1, strings.Count(s, old), "%q is in the secondary's config once", old)
+	return strings.Replace(s, old, new, 1)
+}
 
 // soaSerial is the serial of dig +short SOA lines ("" when none).
 func soaSerial(lines []string) string {
@@ -131,14 +101,13 @@ func soaSerial(lines []string) string {
 // only Meridian's catalog zone serve every zone with transfers at
 // Meridian's serial, and drop a zone removed from Meridian's config.
 func TestCatalogProvisionsBINDAndKnot(t *testing.T) {
-	sbin(t, "named")
-	sbin(t, "knotd")
-	dir := t.TempDir()
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	secret := base64.StdEncoding.EncodeToString(raw)
+	named, knotd := sbin(t, "named"), sbin(t, "knotd")
+	t.Logf("secondaries: %s, %s", strings.TrimSpace(runNoFail(named, "-v")), strings.TrimSpace(runNoFail(knotd, "-V")))
+	// 32 random bytes; the key file in its one-line form (xfr_test.go
+	// writes the BIND form).
+	dir, secret := t.TempDir(), base64.StdEncoding.EncodeToString([]byte(rand.Text() + rand.Text())[:32])
 	keyFile := filepath.Join(dir, "xfr.key")
-	require.NoError(t, os.WriteFile(keyFile, []byte(fmt.Sprintf("key \"xfr-key\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", secret)), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, []byte("hmac-sha256:xfr-key:"+secret+"\n"), 0o600))
 	bindPort, knotPort := freePort(t), freePort(t)
 	cfg := func(zones []string) string {
 		out := fmt.Sprintf(catalogConfig, keyFile, bindPort, knotPort)
@@ -153,8 +122,8 @@ func TestCatalogProvisionsBINDAndKnot(t *testing.T) {
 	bindDir, knotDir := filepath.Join(dir, "bind"), filepath.Join(dir, "knot")
 	require.NoError(t, os.MkdirAll(bindDir, 0o755))
 	require.NoError(t, os.MkdirAll(knotDir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bindDir, "named.conf"), []byte(fmt.Sprintf(namedCatalogConf, bindDir, bindPort, secret, m.dnsPort)), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(knotDir, "knot.conf"), []byte(fmt.Sprintf(knotCatalogConf, knotDir, knotPort, secret, m.dnsPort)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(bindDir, "named.conf"), []byte(fmt.Sprintf(namedCatalogConf(t), bindDir, bindPort, secret, m.dnsPort)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(knotDir, "knot.conf"), []byte(fmt.Sprintf(knotCatalogConf(t), knotDir, knotPort, secret, m.dnsPort)), 0o644))
 	start := time.Now()
 	secs := []*secondary{
 		startSecondary(t, "named", bindPort, "-g", "-n", "1", "-c", filepath.Join(bindDir, "named.conf")),
