@@ -177,6 +177,10 @@ func TestCatalogProvisionsBINDAndKnot(t *testing.T) {
 	for _, s := range secs {
 		assert.Equal(t, []string{"192.0.2.1"}, s.query("app.one.cat.test", "A"), "%s serves the member's records", s.name)
 	}
+	// Queries into the catalog: answered to the addresses that may
+	// transfer it, REFUSED to others.
+	out := runNoFail("dig", "@127.0.0.1", "-p", fmt.Sprint(m.dnsPort), "+time=1", "+tries=1", "-b", "127.0.0.2", "catalog.meridian.test", "SOA")
+	assert.Contains(t, out, "status: REFUSED", out)
 
 	// A reload without three.cat.test: the catalog gets the next serial, is
 	// notified, and the secondaries drop the zone.

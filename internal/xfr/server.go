@@ -12,6 +12,9 @@
 // Options.History versions this process published (one condensed difference
 // from it to the current version); otherwise, e.g. after a restart, the
 // answer is the whole zone in AXFR form, as RFC 1995 section 4 allows.
+//
+// With a catalog section the server also serves a catalog zone (RFC 9432)
+// listing the zones with transfers (catalog.go, catalog_serve.go).
 package xfr
 
 import (
