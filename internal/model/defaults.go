@@ -25,6 +25,7 @@ func Normalize(d *Desired) (*Desired, error) {
 		Providers:  d.Providers,
 		Kubernetes: normalizeKubernetes(d.Kubernetes),
 		Shift:      d.Shift,
+		Catalog:    normalizeCatalog(d.Catalog),
 	}
 	normalizeProviders(&out.Providers, d.Zones)
 	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)

@@ -74,6 +74,7 @@ type Desired struct {
 	Providers  Providers   `yaml:"providers"`  // Route53 / Cloudflare push
 	Kubernetes Kubernetes  `yaml:"kubernetes"` // Kubernetes member clusters and annotated objects
 	Shift      ShiftConfig `yaml:"shift"`      // progressive shifts: guard Prometheus, tick
+	Catalog    *Catalog    `yaml:"catalog"`    // a catalog zone (RFC 9432) of the zones with transfers, for secondaries (nil: none)
 }
 
 // Zone is an authoritative zone Meridian answers for.

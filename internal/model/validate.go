@@ -127,6 +127,7 @@ func Validate(d *Desired) error {
 	v.leaderElection("kubernetes.leader_election", d)
 	v.route53Latency(d)
 	v.shiftConfig(d.Shift)
+	v.catalog(d.Catalog, zones)
 	if d.providerZones() > 0 && d.Ring.Enabled && len(d.Ring.Seeds) > 0 && len(d.Providers.Writers) == 0 && len(d.Ring.CA) == 0 {
 		v.add("providers.writers", "is required in a multi-node ring without ring.ca: list the ring node names that may push (a strict majority of them must agree on the one writer); with ring.ca the candidates come from the credentials")
 	}

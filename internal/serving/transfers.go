@@ -8,7 +8,8 @@ import (
 // Publisher publishes to the pipeline's store, which it is given by
 // Options.Transfers, with what zones with a transfer section need: managed
 // serials, the transfer server's zones and history, and NOTIFY
-// (internal/xfr.Publisher). Publish is called under the pipeline's lock,
+// (internal/xfr.Publisher), and, with a catalog section, the catalog zone
+// of those zones (RFC 9432). Publish is called under the pipeline's lock,
 // one call at a time; it must not read the disk (it takes its TSIG keys
 // from a key source such as internal/zonekeys).
 type Publisher interface {

@@ -98,10 +98,8 @@ func (s *Server) sendNotify(cfg Zone, target netip.AddrPort, serial uint32) erro
 	m := new(dns.Msg)
 	m.SetNotify(cfg.Apex)
 	m.Authoritative = true
-	if snap := s.src.Load(); snap != nil {
-		if zd, ok := snap.ZoneData(cfg.Apex); ok && zd.SOA.Serial == serial {
-			m.Answer = []dns.RR{zd.SOA}
-		}
+	if zd, ok := s.zoneData(cfg.Apex); ok && zd.SOA.Serial == serial {
+		m.Answer = []dns.RR{zd.SOA}
 	}
 	m.SetTsig(cfg.Key.Name, Algorithm, 300, time.Now().Unix())
 	c := &dns.Client{Net: "udp", Timeout: s.opts.NotifyTimeout, TsigSecret: map[string]string{cfg.Key.Name: cfg.Key.Secret}}

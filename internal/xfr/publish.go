@@ -53,33 +53,41 @@ func (x *Publisher) Server() *Server { return x.srv }
 func (x *Publisher) zones(d *model.Desired) ([]Zone, error) {
 	var out []Zone
 	for i, z := range d.Zones {
-		t := z.Transfer
-		if t == nil {
+		if z.Transfer == nil {
 			continue
 		}
-		p := fmt.Sprintf("zones[%d].transfer", i)
-		key, ok := x.keys.TSIGKey(t.TSIGKeyFile)
-		if !ok {
-			return nil, fmt.Errorf("%s.tsig_key_file: %s: not read", p, t.TSIGKeyFile)
-		}
-		xz := Zone{Apex: z.Apex, Key: key}
-		for j, s := range t.Allow {
-			pfx, err := model.ParseAllow(s)
-			if err != nil {
-				return nil, fmt.Errorf("%s.allow[%d]: %w", p, j, err)
-			}
-			xz.Allow = append(xz.Allow, pfx)
-		}
-		for j, s := range t.Notify {
-			ap, err := model.ParseNotifyTarget(s)
-			if err != nil {
-				return nil, fmt.Errorf("%s.notify[%d]: %w", p, j, err)
-			}
-			xz.Notify = append(xz.Notify, ap)
+		xz, err := x.transferZone(z.Apex, fmt.Sprintf("zones[%d].transfer", i), z.Transfer)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, xz)
 	}
 	return out, nil
+}
+
+// transferZone is the transfer configuration of zone apex from its
+// transfer section t (p is the section's path, for errors).
+func (x *Publisher) transferZone(apex, p string, t *model.Transfer) (Zone, error) {
+	key, ok := x.keys.TSIGKey(t.TSIGKeyFile)
+	if !ok {
+		return Zone{}, fmt.Errorf("%s.tsig_key_file: %s: not read", p, t.TSIGKeyFile)
+	}
+	xz := Zone{Apex: apex, Key: key}
+	for j, s := range t.Allow {
+		pfx, err := model.ParseAllow(s)
+		if err != nil {
+			return Zone{}, fmt.Errorf("%s.allow[%d]: %w", p, j, err)
+		}
+		xz.Allow = append(xz.Allow, pfx)
+	}
+	for j, s := range t.Notify {
+		ap, err := model.ParseNotifyTarget(s)
+		if err != nil {
+			return Zone{}, fmt.Errorf("%s.notify[%d]: %w", p, j, err)
+		}
+		xz.Notify = append(xz.Notify, ap)
+	}
+	return xz, nil
 }
 
 // Publish stores d in the store with managed serials for zones that have
@@ -93,7 +101,12 @@ func (x *Publisher) Publish(d *model.Desired, opts engine.Options) (*engine.Snap
 	if err != nil {
 		return nil, err
 	}
-	if len(zones) == 0 {
+	cat, err := x.catalogZone(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(zones) == 0 && cat == nil {
+		x.srv.SetCatalog(nil)
 		x.srv.Configure(nil)
 		return x.st.Publish(d, opts)
 	}
@@ -108,16 +121,22 @@ func (x *Publisher) Publish(d *model.Desired, opts engine.Options) (*engine.Snap
 	if err != nil {
 		return nil, err
 	}
-	x.srv.Configure(zones)
+	x.configure(zones, cat, opts.Now)
 	for _, z := range zones {
 		zd, _ := snap.ZoneData(z.Apex)
 		x.srv.Record(zd)
-		if changed[z.Apex] || !x.known[z.Apex] {
-			x.known[z.Apex] = true
-			x.srv.Notify(z.Apex, zd.SOA.Serial)
-		}
+		x.notifyOnce(z.Apex, zd.SOA.Serial, changed[z.Apex])
 	}
 	return snap, nil
+}
+
+// notifyOnce sends NOTIFY for a zone whose content changed, or that this
+// process has not notified yet.
+func (x *Publisher) notifyOnce(apex string, serial uint32, changed bool) {
+	if changed || !x.known[apex] {
+		x.known[apex] = true
+		x.srv.Notify(apex, serial)
+	}
 }
 
 // nextSerials returns a copy of d whose transfer zones carry their managed
@@ -157,11 +176,16 @@ func managedSerials(d *model.Desired, serials *Serials, managed func(*model.Zone
 		}
 	}
 	if len(changed) > 0 {
-		if err := serials.Save(); err != nil {
-			log.Warn("zone serials not persisted: a restart may reuse a serial", "file", serials.Path(), "err", err)
-		}
+		saveSerials(serials, log)
 	}
 	return &withSerials, changed, nil
+}
+
+// saveSerials writes the serials' file, warning when it cannot.
+func saveSerials(serials *Serials, log *slog.Logger) {
+	if err := serials.Save(); err != nil {
+		log.Warn("zone serials not persisted: a restart may reuse a serial", "file", serials.Path(), "err", err)
+	}
 }
 
 // SerialPublisher publishes to a store with managed serials for every

@@ -12,6 +12,9 @@
 // Options.History versions this process published (one condensed difference
 // from it to the current version); otherwise, e.g. after a restart, the
 // answer is the whole zone in AXFR form, as RFC 1995 section 4 allows.
+//
+// With a catalog section the server also serves a catalog zone (RFC 9432)
+// listing the zones with transfers (catalog.go, catalog_serve.go).
 package xfr
 
 import (
@@ -23,6 +26,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -70,6 +74,7 @@ type Server struct {
 
 	mu    sync.RWMutex
 	zones map[string]*zoneState
+	cat   atomic.Pointer[engine.ZoneData] // the catalog zone's content (nil: no catalog); see SetCatalog
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -160,15 +165,15 @@ func (s *Server) Record(zd engine.ZoneData) {
 
 func label(apex string) string { return strings.TrimSuffix(apex, ".") }
 
-// Wants reports whether req is for us: AXFR, IXFR or TSIG-signed. It is
-// called for every query and is cheap.
+// Wants reports whether req is for us: AXFR, IXFR, TSIG-signed, or a
+// query into the catalog zone. It is called for every query and is cheap.
 func (s *Server) Wants(req *dns.Msg) bool {
 	if req.IsTsig() != nil {
 		return true
 	}
 	if len(req.Question) == 1 {
 		t := req.Question[0].Qtype
-		return t == dns.TypeAXFR || t == dns.TypeIXFR
+		return t == dns.TypeAXFR || t == dns.TypeIXFR || s.inCatalog(req.Question[0].Name)
 	}
 	return false
 }
@@ -358,6 +363,12 @@ func (s *Server) handle(req *dns.Msg, in []byte, src netip.Addr, tcp bool) *answ
 		}
 	}
 	if !r.xfr {
+		if cat := s.catalogOf(r); cat != nil {
+			return s.catalogQuery(r, a, cat)
+		}
+		if r.tsig == nil { // a catalog query while the catalog is being removed
+			return s.refuse(r, a, "refused_not_configured")
+		}
 		return s.signedQuery(req, r.src, tcp, a)
 	}
 	if !tcp && r.qtype == dns.TypeAXFR {
@@ -474,12 +485,7 @@ func (s *Server) notAuth(r *request, a *answer, code uint16, reason string) *ans
 // transfer answers an AXFR or IXFR that passed the checks from the
 // current snapshot, and prepares the log line written once it is sent.
 func (s *Server) transfer(r *request, a *answer) *answer {
-	snap := s.src.Load()
-	var zd engine.ZoneData
-	ok := false
-	if snap != nil {
-		zd, ok = snap.ZoneData(r.cfg.Apex)
-	}
+	zd, ok := s.zoneData(r.cfg.Apex)
 	if !ok {
 		return s.fail(a, r.msg, dns.RcodeServerFailure, "error")
 	}

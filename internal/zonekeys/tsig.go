@@ -17,25 +17,39 @@ type tsigEntry struct {
 	book
 }
 
-// readTSIGKeys reads the TSIG key files of d's transfer sections, by file
-// name, starting from the keys read before.
+// readTSIGKeys reads the TSIG key files of d's transfer sections (the
+// zones' and the catalog's), by file name, starting from the keys read
+// before.
 func (w *Watcher) readTSIGKeys(d *model.Desired) (map[string]*tsigEntry, error) {
 	out := map[string]*tsigEntry{}
 	for i, z := range d.Zones {
-		t := z.Transfer
-		if t == nil {
-			continue
+		if err := w.readTSIGKey(out, z.Transfer, z.Apex, fmt.Sprintf("zones[%d].transfer", i)); err != nil {
+			return nil, err
 		}
-		if _, ok := out[t.TSIGKeyFile]; ok {
-			continue
+	}
+	if c := d.Catalog; c != nil {
+		if err := w.readTSIGKey(out, c.Transfer, c.Zone, "catalog.transfer"); err != nil {
+			return nil, err
 		}
-		e := prior(&w.mu, w.tsig, t.TSIGKeyFile, tsigEntry{file: t.TSIGKeyFile, zone: z.Apex})
-		if err := e.read(w.log, true); err != nil {
-			return nil, fmt.Errorf("zones[%d].transfer.tsig_key_file: %w", i, err)
-		}
-		out[e.file] = &e
 	}
 	return out, nil
+}
+
+// readTSIGKey reads the key file of transfer section t (nil: none) of
+// zone into out, unless out has it; p is the section's path, for errors.
+func (w *Watcher) readTSIGKey(out map[string]*tsigEntry, t *model.Transfer, zone, p string) error {
+	if t == nil {
+		return nil
+	}
+	if _, ok := out[t.TSIGKeyFile]; ok {
+		return nil
+	}
+	e := prior(&w.mu, w.tsig, t.TSIGKeyFile, tsigEntry{file: t.TSIGKeyFile, zone: zone})
+	if err := e.read(w.log, true); err != nil {
+		return fmt.Errorf("%s.tsig_key_file: %w", p, err)
+	}
+	out[e.file] = &e
+	return nil
 }
 
 // readAgain reads the file of an active entry again (a failure keeps its

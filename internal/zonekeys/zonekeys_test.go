@@ -165,6 +165,13 @@ func TestLoad(t *testing.T) {
 		{"a TSIG key file never readable is an error naming the field",
 			func(f *fixture) *model.Desired { return desired(nil, filepath.Join(f.dir, "missing.key")) },
 			true, "zones[0].transfer.tsig_key_file: "},
+		{"a catalog's TSIG key file never readable is an error naming the field",
+			func(f *fixture) *model.Desired {
+				d := desired([]string{f.priv}, f.tsig)
+				d.Catalog = &model.Catalog{Zone: "catalog.invalid.", Transfer: &model.Transfer{Allow: []string{"127.0.0.1"}, TSIGKeyFile: filepath.Join(f.dir, "missing.key")}}
+				return d
+			},
+			true, "catalog.transfer.tsig_key_file: "},
 		{"TSIG key files are not read without a transfer server",
 			func(f *fixture) *model.Desired { return desired(nil, filepath.Join(f.dir, "missing.key")) },
 			false, ""},
@@ -292,4 +299,15 @@ func TestRun(t *testing.T) {
 		assert.Equal(t, int32(1), calls.Load())
 		assert.Equal(t, 1, f.log.count(), "the failed republish is logged")
 	})
+}
+
+func TestTheCatalogsTSIGKeyIsRead(t *testing.T) {
+	f := newFixture(t)
+	w := f.watcher()
+	d := desired(nil, "")
+	d.Catalog = &model.Catalog{Zone: "catalog.invalid.", Transfer: &model.Transfer{Allow: []string{"127.0.0.1"}, TSIGKeyFile: f.tsig}}
+	require.NoError(t, w.Load(d))
+	k, ok := w.TSIGKey(f.tsig)
+	require.True(t, ok, "a catalog whose key file no zone names has its key")
+	assert.Equal(t, "xfr-key.", k.Name)
 }

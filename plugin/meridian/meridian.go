@@ -189,6 +189,9 @@ func (m *Meridian) scope(l *serving.Loaded) error {
 			errs = append(errs, fmt.Errorf("zones[%d].transfer (zone %s): in CoreDNS, who may transfer a zone and with which key is configured in the Corefile: remove this section from the plugin's config and add CoreDNS's transfer plugin (`transfer { to ADDRESS... }`, with the tsig plugin for TSIG); the plugin serves the zone's AXFR/IXFR through it (`meridian serve` reads this section itself)", i, z.Apex))
 		}
 	}
+	if d.Catalog != nil {
+		errs = append(errs, errors.New("catalog: the CoreDNS plugin does not serve a catalog zone; run `meridian serve` for it (or list the zones on each secondary)"))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: not served by the CoreDNS plugin (see plugin/meridian/README.md, Scope): %w", m.ConfigPath, errors.Join(errs...))
 	}

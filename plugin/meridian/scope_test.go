@@ -42,6 +42,9 @@ func TestThePluginRefusesWhatItDoesNotServe(t *testing.T) {
 		{"a capacity-aware service is refused naming the service", "    endpoints:",
 			"    capacity: {source: prometheus, prometheus: {url: \"http://prometheus.test:9090\", query: ready}}\n    endpoints:",
 			[]string{"services[0].capacity (service one.gslb.test.)", "does not read ready fractions"}},
+		{"a catalog zone is refused naming the section", "clusters:\n",
+			"catalog: {zone: catalog.invalid, transfer: {allow: [127.0.0.1], tsig_key_file: " + keyFile + "}}\nclusters:\n",
+			[]string{"catalog: the CoreDNS plugin does not serve a catalog zone", "meridian serve"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
