@@ -395,6 +395,7 @@ func (s *Server) serveTCP(tc *tcpConn) {
 	from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
 	var lenBuf [2]byte
 	msg := make([]byte, dns.MaxMsgSize)
+	xc := &transferConn{Conn: c, w: w} // adds the EDE of refused transfers (ede.go)
 	for first := true; !s.closed.Load(); first = false {
 		now := time.Now()
 		if !first {
@@ -413,7 +414,8 @@ func (s *Server) serveTCP(tc *tcpConn) {
 			return
 		}
 		if t := s.cfg.Transfers; t != nil {
-			if handled, err := s.serveTransferTCP(t, c, msg[:n], from); handled {
+			xc.query(msg[:n])
+			if handled, err := s.serveTransferTCP(t, xc, msg[:n], from); handled {
 				if err != nil {
 					return
 				}
