@@ -50,9 +50,9 @@ services:
 
 // The EDE lines dig prints in its OPT pseudosection.
 const (
-	digFailOpenEDE = "; EDE: 0 (Other): (meridian: fail-open, no endpoint passes its health checks)"
+	digFailOpenEDE = "; EDE: 0 (Other): (meridian: fail-open, every endpoint is down)"
 	digRefusedEDE  = "; EDE: 18 (Prohibited): (meridian: zone transfer not allowed)"
-	digRRLEDE      = "; EDE: 0 (Other): (rate limited: retry over TCP)"
+	digRRLEDE      = "; EDE: 0 (Other): (rate limited)"
 	digOutsideEDE  = "; EDE: 20 (Not Authoritative): (meridian: not authoritative for this name)"
 )
 
@@ -85,7 +85,7 @@ func TestDigShowsExtendedDNSErrors(t *testing.T) {
 
 	t.Run("meridian explain shows the EDE of the fail-open answer", func(t *testing.T) {
 		out := run(t, meridianBin, "explain", "--http", strings.TrimPrefix(m.http, "http://"), "open.ede.test")
-		assert.Contains(t, out, "EDE:      0 (Other): meridian: fail-open, no endpoint passes its health checks")
+		assert.Contains(t, out, "EDE:      0 (Other): meridian: fail-open, every endpoint is down")
 	})
 
 	t.Run("a refused AXFR carries 18 Prohibited", func(t *testing.T) {

@@ -120,7 +120,7 @@ func TestRRLSlipCarriesRateLimitedEDE(t *testing.T) {
 			}
 			require.Len(t, edes, 1)
 			assert.Equal(t, engine.EDERateLimited.Code(), edes[0].InfoCode)
-			assert.Equal(t, "rate limited: retry over TCP", edes[0].ExtraText)
+			assert.Equal(t, "rate limited", edes[0].ExtraText)
 			assert.LessOrEqual(t, len(resp), len(q)+6+len(engine.EDERateLimited.Text()), "at most the EDE larger than the query")
 		})
 	}

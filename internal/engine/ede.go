@@ -50,11 +50,11 @@ var extendedErrors = [EDECount]struct {
 	reason string
 }{
 	EDENone:             {0, "", "none"},
-	EDEFailOpen:         {dns.ExtendedErrorCodeOther, "meridian: fail-open, no endpoint passes its health checks", "fail_open"},
+	EDEFailOpen:         {dns.ExtendedErrorCodeOther, "meridian: fail-open, every endpoint is down", "fail_open"},
 	EDENotAuthoritative: {dns.ExtendedErrorCodeNotAuthoritative, "meridian: not authoritative for this name", "not_authoritative"},
 	EDEOtherClass:       {dns.ExtendedErrorCodeNotAuthoritative, "meridian: only class IN is served", "other_class"},
 	EDETransferRefused:  {dns.ExtendedErrorCodeProhibited, "meridian: zone transfer not allowed", "transfer_refused"},
-	EDERateLimited:      {dns.ExtendedErrorCodeOther, "rate limited: retry over TCP", "rate_limited"},
+	EDERateLimited:      {dns.ExtendedErrorCodeOther, "rate limited", "rate_limited"},
 	EDESignLimited:      {dns.ExtendedErrorCodeNotReady, "signing limit reached: retry later or over TCP", "sign_limited"},
 }
 
