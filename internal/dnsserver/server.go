@@ -395,7 +395,10 @@ func (s *Server) serveTCP(tc *tcpConn) {
 	from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
 	var lenBuf [2]byte
 	msg := make([]byte, dns.MaxMsgSize)
-	xc := &transferConn{Conn: c, w: w} // adds the EDE of refused transfers (ede.go)
+	var xc *transferConn // adds the EDE of refused transfers (ede.go)
+	if s.cfg.Transfers != nil {
+		xc = &transferConn{Conn: c, w: w}
+	}
 	for first := true; !s.closed.Load(); first = false {
 		now := time.Now()
 		if !first {
