@@ -23,7 +23,8 @@ func newExplain() *cobra.Command {
 		Long: `explain asks a running 'meridian serve' what it answers for NAME and why:
 the zone and service, the strategy, where the client is and how it was
 located, every candidate endpoint with its weight, share, decided health and
-why it was kept or dropped, fail-open and administrative notes. --subnet
+why it was kept or dropped, fail-open and administrative notes, and the
+Extended DNS Error (RFC 8914) the reply carries, if any. --subnet
 explains the answer to a query carrying that EDNS Client Subnet, --client the
 answer to a query from that source address; without either the client is
 not located (geo services then answer their default).`,
@@ -94,6 +95,9 @@ func printExplanation(out io.Writer, e engine.Explanation, indent string) {
 	}
 	if e.FailOpen {
 		p("  FAIL-OPEN: every endpoint is down")
+	}
+	if d := e.EDE; d != nil {
+		p("  EDE:      %d (%s): %s (in replies to queries with EDNS)", d.Code, d.Name, d.Text)
 	}
 	if len(e.Candidates) > 0 {
 		fmt.Fprintln(out)

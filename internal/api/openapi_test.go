@@ -331,6 +331,7 @@ var goSchemas = map[string]reflect.Type{
 	"ExplainClient":    reflect.TypeFor[engine.ExplainClient](),
 	"ExplainCandidate": reflect.TypeFor[engine.ExplainCandidate](),
 	"ExplainSticky":    reflect.TypeFor[engine.ExplainSticky](),
+	"ExplainEDE":       reflect.TypeFor[engine.ExplainEDE](),
 	"CapacityState":    reflect.TypeFor[engine.CapacityState](),
 	"ExplainLatency":   reflect.TypeFor[engine.ExplainLatency](),
 	"ExplainRTT":       reflect.TypeFor[engine.ExplainRTT](),

@@ -142,7 +142,7 @@ func plainLabelByte(c byte) bool {
 // plainLabelByte); answer records that are all A or AAAA owned by exactly
 // the question's name (so each owner compresses to a pointer to it); no
 // authority records; no additional record other than an OPT without
-// options; an rcode without extended bits. It reports false for any other
+// options or with one Extended DNS Error; an rcode without extended bits. It reports false for any other
 // message, and when the packed message would be longer than limit (the
 // caller truncates the general way). Like PackBuffer, it sets the OPT's
 // extended rcode.
@@ -175,13 +175,7 @@ func packFast(buf []byte, m *dns.Msg, limit int) ([]byte, bool) {
 		}
 	}
 	if opt != nil {
-		opt.SetExtendedRcode(uint16(m.Rcode))
-		out[off] = 0
-		binary.BigEndian.PutUint16(out[off+1:], dns.TypeOPT)
-		binary.BigEndian.PutUint16(out[off+3:], opt.Hdr.Class)
-		binary.BigEndian.PutUint32(out[off+5:], opt.Hdr.Ttl)
-		binary.BigEndian.PutUint16(out[off+9:], 0)
-		off += 11
+		off = packFastOPT(out, off, opt, m.Rcode)
 	}
 	if off != size {
 		return nil, false // cannot happen: the sizes above are the packing's
@@ -199,16 +193,16 @@ func fastSize(m *dns.Msg) (size int, opt *dns.OPT, ok bool) {
 	}
 	if len(m.Extra) == 1 {
 		o, ok := m.Extra[0].(*dns.OPT)
-		if !ok || len(o.Option) != 0 || o.Hdr.Name != "." {
+		if !ok || o.Hdr.Name != "." {
+			return 0, nil, false
+		}
+		if size, ok = fastOPTSize(o); !ok {
 			return 0, nil, false
 		}
 		opt = o
 	}
 	q := &m.Question[0]
-	size = headerLen + len(q.Name) + 1 + 4 // a plain name of n characters packs into n+1 octets
-	if opt != nil {
-		size += 11
-	}
+	size += headerLen + len(q.Name) + 1 + 4 // a plain name of n characters packs into n+1 octets
 	for _, rr := range m.Answer {
 		switch rr := rr.(type) {
 		case *dns.A:
@@ -289,4 +283,40 @@ func packRRHeader(out []byte, off int, h *dns.RR_Header, rdlen uint16) int {
 	binary.BigEndian.PutUint32(out[off+6:], h.Ttl)
 	binary.BigEndian.PutUint16(out[off+10:], rdlen)
 	return off + 12
+}
+
+// fastOPTSize returns the packed size of the OPT record o when packFast
+// packs it: no options, or one Extended DNS Error (engine.ExtendedError).
+func fastOPTSize(o *dns.OPT) (int, bool) {
+	switch len(o.Option) {
+	case 0:
+		return 11, true
+	case 1:
+		if e, ok := o.Option[0].(*dns.EDNS0_EDE); ok && len(e.ExtraText) <= 512 {
+			return 11 + 6 + len(e.ExtraText), true
+		}
+	}
+	return 0, false
+}
+
+// packFastOPT writes the OPT record opt (see fastOPTSize) of a message
+// with rcode at out[off:], setting its extended rcode as PackBuffer does,
+// and returns the offset after it.
+func packFastOPT(out []byte, off int, opt *dns.OPT, rcode int) int {
+	opt.SetExtendedRcode(uint16(rcode))
+	out[off] = 0
+	binary.BigEndian.PutUint16(out[off+1:], dns.TypeOPT)
+	binary.BigEndian.PutUint16(out[off+3:], opt.Hdr.Class)
+	binary.BigEndian.PutUint32(out[off+5:], opt.Hdr.Ttl)
+	rdlen := 0
+	if len(opt.Option) == 1 {
+		e := opt.Option[0].(*dns.EDNS0_EDE)
+		rdlen = 6 + len(e.ExtraText)
+		binary.BigEndian.PutUint16(out[off+11:], dns.EDNS0EDE)
+		binary.BigEndian.PutUint16(out[off+13:], uint16(2+len(e.ExtraText)))
+		binary.BigEndian.PutUint16(out[off+15:], e.InfoCode)
+		copy(out[off+17:], e.ExtraText)
+	}
+	binary.BigEndian.PutUint16(out[off+9:], uint16(rdlen))
+	return off + 11 + rdlen
 }

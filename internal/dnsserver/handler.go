@@ -49,6 +49,13 @@ type worker struct {
 	rrlExempt  prometheus.Counter
 
 	signLimitedUDP, signLimitedTCP prometheus.Counter
+
+	// qopt is the OPT record of the query serve read (nil: none, or not
+	// read); ede the Extended DNS Error of the reply it built, counted in
+	// edeSent once sent (see ede.go).
+	qopt    *dns.OPT
+	ede     engine.ExtendedError
+	edeSent [engine.EDECount]prometheus.Counter
 }
 
 func (s *Server) newWorker() *worker {
@@ -63,6 +70,7 @@ func (s *Server) newWorker() *worker {
 		signLimitedUDP: s.m.SignLimited.WithLabelValues("udp"),
 		signLimitedTCP: s.m.SignLimited.WithLabelValues("tcp"),
 		rrlExempt:      s.m.RRLExempt,
+		edeSent:        edeCounters(s.m.EDE),
 	}
 	for c := range rrlClasses {
 		w.rrlLimited[c] = s.m.RRLLimited.WithLabelValues(c.String())
@@ -113,6 +121,9 @@ func (w *worker) serveUDP(in []byte, src netip.Addr, now time.Time) []byte {
 	resp := w.serve(in, src, false)
 	l := w.s.rrl
 	if l == nil || resp == nil {
+		if resp != nil {
+			w.countEDE()
+		}
 		return resp
 	}
 	switch l.check(src, rrlIdentity(w.rrlBucket, w.rrlName), len(resp), now, &w.slips) {
@@ -126,11 +137,15 @@ func (w *worker) serveUDP(in []byte, src netip.Addr, now time.Time) []byte {
 		w.rrlLimited[w.rrlClass].Inc()
 		if resp := slipReply(w.out, in); resp != nil {
 			w.s.m.RRLSlipped.Inc()
+			w.ede = engine.EDENone
+			resp = w.withEDE(resp, engine.EDERateLimited)
+			w.countEDE()
 			return resp
 		}
 		w.s.m.RRLDropped.Inc()
 		return nil
 	}
+	w.countEDE()
 	return resp
 }
 
@@ -178,10 +193,12 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 		return nil // too short for a header, or a response (never answer those)
 	}
 	w.unclassify()
+	w.qopt, w.ede = nil, engine.EDENone
 	defer func() {
 		if v := recover(); v != nil {
 			w.s.recoverPanic(v)
 			w.unclassify()
+			w.qopt, w.ede = nil, engine.EDENone
 			resp = w.headerOnly(in, dns.RcodeServerFailure)
 		}
 	}()
@@ -191,6 +208,7 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 			return w.headerOnly(in, dns.RcodeFormatError)
 		}
 	}
+	w.qopt = w.req.IsEdns0()
 	if t := w.s.cfg.Transfers; t != nil && t.Wants(&w.req) {
 		return w.transfer(t, in, src, tcp)
 	}
@@ -224,6 +242,10 @@ func (w *worker) serve(in []byte, src netip.Addr, tcp bool) (resp []byte) {
 	if out.FailOpen {
 		w.cc.failOpen(out.Zone).Inc()
 	}
+	w.ede = out.EDE
+	if tcp {
+		w.countEDE()
+	}
 	return wire
 }
 
@@ -233,6 +255,10 @@ func (w *worker) transfer(t Transfers, in []byte, src netip.Addr, tcp bool) []by
 	resp := t.Answer(&w.req, in, src, tcp)
 	if len(resp) >= headerLen {
 		w.classify(int(resp[3]&0xF), "", binary.BigEndian.Uint16(resp[6:]) > 0, nil)
+	}
+	resp = w.transferEDE(resp)
+	if tcp {
+		w.countEDE()
 	}
 	return resp
 }
@@ -244,7 +270,7 @@ func (w *worker) transfer(t Transfers, in []byte, src netip.Addr, tcp bool) []by
 func (w *worker) signLimitedUDPReply(in []byte) []byte {
 	w.signLimitedUDP.Inc()
 	if resp := slipReply(w.out, in); resp != nil {
-		return resp
+		return w.withEDE(resp, engine.EDESignLimited)
 	}
 	return w.headerOnly(in, dns.RcodeServerFailure)
 }

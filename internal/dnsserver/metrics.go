@@ -28,6 +28,8 @@ type Metrics struct {
 	// meridian_dnssec_sign_limited_total{proto}
 	SignLimited *prometheus.CounterVec
 	ECSIgnored  prometheus.Counter // meridian_dns_ecs_ignored_total
+	// meridian_dns_extended_errors_total{code,reason}
+	EDE *prometheus.CounterVec
 }
 
 // NewMetrics creates the server metrics and registers them on reg (nil: not
@@ -76,6 +78,7 @@ func (m *Metrics) newAnswerMetrics(f promauto.Factory) {
 		Name: "meridian_dns_ecs_ignored_total",
 		Help: "Queries whose EDNS Client Subnet option was ignored because their source is not in geo.ecs_trusted (answered by the source address, ECS scope 0).",
 	})
+	m.EDE = newEDEMetric(f)
 }
 
 // newTCPMetrics creates the metrics of DNS-over-TCP connections.

@@ -395,6 +395,10 @@ func (s *Server) serveTCP(tc *tcpConn) {
 	from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
 	var lenBuf [2]byte
 	msg := make([]byte, dns.MaxMsgSize)
+	var xc *transferConn // adds the EDE of refused transfers (ede.go)
+	if s.cfg.Transfers != nil {
+		xc = &transferConn{Conn: c, w: w}
+	}
 	for first := true; !s.closed.Load(); first = false {
 		now := time.Now()
 		if !first {
@@ -413,7 +417,8 @@ func (s *Server) serveTCP(tc *tcpConn) {
 			return
 		}
 		if t := s.cfg.Transfers; t != nil {
-			if handled, err := s.serveTransferTCP(t, c, msg[:n], from); handled {
+			xc.query(msg[:n])
+			if handled, err := s.serveTransferTCP(t, xc, msg[:n], from); handled {
 				if err != nil {
 					return
 				}

@@ -45,6 +45,9 @@ type Explanation struct {
 	// Sticky is set for a service with sticky: subnet: the client network
 	// the answer is keyed on and the records that network gets.
 	Sticky *ExplainSticky `json:"sticky,omitempty"`
+	// EDE is the Extended DNS Error (RFC 8914) a reply to a query with
+	// EDNS carries (fail-open, REFUSED); nil: none.
+	EDE *ExplainEDE `json:"ede,omitempty"`
 }
 
 // ExplainSticky is the sticky part of an Explanation.
@@ -141,6 +144,7 @@ func (s *Snapshot) Explain(qname string, qtype uint16, client Client, ecs bool) 
 	c.Scope = max(c.Scope, x.stickyScope)
 	e.Client = &c
 	e.Notes = append(x.clientNotes(c), e.Notes...)
+	setExplainEDE(&e, qtype)
 	return e
 }
 

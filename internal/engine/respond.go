@@ -25,7 +25,8 @@ type Reply struct {
 
 	opt   dns.OPT
 	ecs   dns.EDNS0_SUBNET
-	opts  [1]dns.EDNS0
+	ede   dns.EDNS0_EDE
+	opts  [2]dns.EDNS0 // ECS, EDE
 	ecsIP [16]byte
 }
 
@@ -47,6 +48,9 @@ type Outcome struct {
 	// MaxSize is the largest UDP response the client accepts (512 without
 	// EDNS0, else its advertised size bounded by ours).
 	MaxSize int
+	// EDE is the Extended DNS Error the reply carries (EDENone: none;
+	// only replies to queries with EDNS carry one).
+	EDE ExtendedError
 }
 
 // SignGate meters the signing work clients can cause. Positive answers
@@ -86,6 +90,9 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 	fail := func(rcode int) Outcome {
 		rep.Msg.Rcode = rcode
 		out.Rcode = rcode
+		if opt != nil && len(req.Question) == 1 {
+			rep.setEDE(ExtendedErrorOf(rcode, "", &req.Question[0], false, false), &out)
+		}
 		return out
 	}
 	if rcode, bad := requestError(req, opt); bad {
@@ -112,6 +119,9 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 	out.Rcode, out.Zone, out.Strategy, out.FailOpen = r.Rcode, r.Zone, r.Strategy, r.FailOpen
 	m.Rcode = r.Rcode
 	if r.Zone == "" {
+		if opt != nil {
+			rep.setEDE(ExtendedErrorOf(r.Rcode, "", q, false, false), &out)
+		}
 		return out
 	}
 	m.Authoritative, m.Compress = true, true
@@ -129,6 +139,9 @@ func (s *Snapshot) RespondGated(req *dns.Msg, src netip.Addr, udpSize int, gate 
 			rep.ecs.SourceScope = uint8(r.Scope)
 		}
 		rep.opt.Option = append(rep.opt.Option, &rep.ecs)
+	}
+	if opt != nil {
+		rep.setEDE(ExtendedErrorOf(out.Rcode, out.Zone, q, out.FailOpen, out.SignLimited), &out)
 	}
 	return out
 }
@@ -304,4 +317,5 @@ func (rep *Reply) reset() {
 	rep.QName = ""
 	rep.opt = dns.OPT{}
 	rep.ecs = dns.EDNS0_SUBNET{}
+	rep.ede = dns.EDNS0_EDE{}
 }

@@ -51,6 +51,9 @@ func (m *Meridian) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	if out.FailOpen {
 		failOpen.WithLabelValues(server, out.Zone).Inc()
 	}
+	if out.EDE != engine.EDENone {
+		countEDE(server, out.EDE)
+	}
 	if err := w.WriteMsg(msg); err != nil {
 		return dns.RcodeServerFailure, err
 	}
