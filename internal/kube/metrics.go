@@ -79,7 +79,7 @@ func newCounters() *metrics {
 // API kinds when scraped.
 func memberCollector(mg *Manager) collector {
 	members := prometheus.NewDesc("meridian_kube_member_ready", "1 when the member cluster is Ready (reachable, TLS verified, credentials accepted), else 0.", []string{"cluster"}, nil)
-	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services, Ingresses and Gateway API routes watched, by cluster.", []string{"cluster"}, nil)
+	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services, Ingresses and Gateway API routes, DNSEndpoints and ServiceExports watched, by cluster.", []string{"cluster"}, nil)
 	invalid := prometheus.NewDesc("meridian_kube_invalid_objects", "Watched objects whose current annotations are rejected (they serve their last valid settings), by cluster.", []string{"cluster"}, nil)
 	gwKinds := prometheus.NewDesc("meridian_kube_gateway_api_kinds", "1 for each Gateway API kind (Gateway, HTTPRoute, GRPCRoute, TLSRoute) watched in the member cluster (its CRD is served), by cluster and kind.", []string{"cluster", "kind"}, nil)
 	crdKinds := prometheus.NewDesc("meridian_kube_crd_kinds", "1 for each DNSEndpoint, ServiceExport and ServiceImport kind watched in the member cluster (its CRD is served; the MCS kinds only with kubernetes.mcs), by cluster and kind.", []string{"cluster", "kind"}, nil)
