@@ -36,6 +36,13 @@ type crdKind struct {
 // member without the CRDs is no error: try is called on every heartbeat,
 // so CRDs installed later are picked up, and their absence is logged
 // once. It is the shared part of the DNSEndpoint and MCS sources.
+//
+// Their objects are read into shape structs (the few fields Meridian
+// reads), not the projects' Go types: sigs.k8s.io/external-dns needs a
+// newer Go than ours (v0.23.0: go 1.27) and brings a large module graph
+// for one struct, and sigs.k8s.io/mcs-api's types, though light, would be
+// a dependency for three fields; a shape also reads every served version
+// alike (v1alpha1 and v1beta1 of the MCS API).
 type crdWatch struct {
 	cluster   string
 	log       *slog.Logger
