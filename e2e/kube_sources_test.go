@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,16 @@ func firstAnswer(t *testing.T, m *instance, name, addr string, all bool, start t
 	return 0
 }
 
+// waitSeen waits until m's last build saw object ref (CLUSTER/KIND/NS/NAME)
+// claim name: among the objects behind it, or with a problem.
+func waitSeen(t *testing.T, m *instance, name, ref string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		rep := kubeReport(t, m)
+		return len(rep.Problems[ref]) > 0 || slices.Contains(rep.Services[name], ref)
+	}, 10*time.Second, 20*time.Millisecond, "the node sees %s:\n%s", ref, m.log())
+}
+
 const kubeSourcesConfig = `
 server: {dns: {rrl: {responses_per_second: 1000000}}}
 zones:
@@ -210,17 +221,18 @@ func TestKubernetesDNSEndpointAndMCSSources(t *testing.T) {
 			"app.gslb.example.com A 127.0.0.81", "app.gslb.example.com TXT heritage=external-dns", "app.other.example.org A 127.0.0.99")
 		start := time.Now() // created: the API server answered the create
 		took := firstAnswer(t, m, "app.gslb.example.com.", "127.0.0.81", true, start)
-		t.Logf("FIGURE kube sources: DNSEndpoint created → first correct answer: %s (the create call itself took %s: the API server's first write of the kind)",
+		t.Logf("FIGURE kube sources: DNSEndpoint created → first correct answer: %s (the create call itself took %s in the API server)",
 			took.Round(time.Millisecond), start.Sub(call).Round(time.Millisecond))
 		assert.Less(t, took, time.Second, "served within 1 s")
 
 		createDNSEndpoint(t, east, "team-b", "squat", nil, "app.gslb.example.com A 127.0.0.66")
-		ev := waitEvent(t, east, "team-b", "squat", "HostnameConflict", "belongs to namespace team-a", 15*time.Second)
-		t.Logf("squatter Event: %s", ev.Message)
+		waitSeen(t, m, "app.gslb.example.com.", "east/dnsendpoint/team-b/squat")
 		addrs, _ := answerCounts(t, m, "app.gslb.example.com", 2000)
 		t.Logf("FIGURE kube sources: 2 000 queries for a DNSEndpoint's name with a squatting DNSEndpoint: squatter %d, owner %d", addrs["127.0.0.66"], addrs["127.0.0.81"])
 		assert.Zero(t, addrs["127.0.0.66"], "the squatter gets no answer")
 		assert.Equal(t, 2000, addrs["127.0.0.81"])
+		ev := waitEvent(t, east, "team-b", "squat", "HostnameConflict", "belongs to namespace team-a", 15*time.Second)
+		t.Logf("squatter Event: %s", ev.Message)
 
 		require.Eventually(t, func() bool {
 			u, err := dynClient(t, east).Resource(dnsEndpointGVR).Namespace("team-a").Get(context.Background(), "app", metav1.GetOptions{})
@@ -252,10 +264,11 @@ func TestKubernetesDNSEndpointAndMCSSources(t *testing.T) {
 		assert.InDelta(t, 1400, addrs["127.0.0.91"], 100)
 
 		createDNSEndpoint(t, east, "team-b", "squat-web", nil, "web.shop.gslb.example.com A 127.0.0.67")
-		waitEvent(t, east, "team-b", "squat-web", "HostnameConflict", "belongs to namespace shop", 15*time.Second)
+		waitSeen(t, m, "web.shop.gslb.example.com.", "east/dnsendpoint/team-b/squat-web")
 		addrs, _ = answerCounts(t, m, "web.shop.gslb.example.com", 2000)
 		t.Logf("FIGURE kube sources: 2 000 queries for an export's name with a squatting DNSEndpoint: squatter %d", addrs["127.0.0.67"])
 		assert.Zero(t, addrs["127.0.0.67"], "the squatter gets no answer")
+		waitEvent(t, east, "team-b", "squat-web", "HostnameConflict", "belongs to namespace shop", 15*time.Second)
 	})
 
 	t.Run("each export carries the meridian.io/Served condition", func(t *testing.T) {
