@@ -162,20 +162,9 @@ func waitSeen(t *testing.T, m *instance, name, ref string) {
 	}, 10*time.Second, 20*time.Millisecond, "the node sees %s:\n%s", ref, m.log())
 }
 
-const kubeSourcesConfig = `
-server: {dns: {rrl: {responses_per_second: 1000000}}}
-zones:
-  - apex: gslb.example.com
-    nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
-clusters:
-  - {name: east, region: us-east, kubernetes: {kubeconfig: "%[1]s"}}
-  - {name: west, region: us-west, kubernetes: {kubeconfig: "%[2]s"}}
-kubernetes:
-  retry_interval: 500ms
-  connect_timeout: 2s
-  status_annotation: true
-  mcs: {zone: gslb.example.com}
-`
+// kubeSourcesKubernetes completes kubeClaimsConfig's kubernetes section:
+// meridian.io/status and the Served condition, and the MCS source.
+const kubeSourcesKubernetes = "  status_annotation: true\n  mcs: {zone: gslb.example.com}\n"
 
 // TestKubernetesDNSEndpointAndMCSSources: on two real kube-apiservers,
 // read with the RBAC of deploy/kustomize (base and status-annotation),
@@ -196,7 +185,7 @@ func TestKubernetesDNSEndpointAndMCSSources(t *testing.T) {
 	kcEast := east.Kubeconfig(t, kubelab.TokenUser(east.ServiceAccountToken(t, "meridian", "meridian")))
 	kcWest := west.Kubeconfig(t, kubelab.TokenUser(west.ServiceAccountToken(t, "meridian", "meridian")))
 
-	m := startMeridian(t, fmt.Sprintf(kubeSourcesConfig, kcEast, kcWest))
+	m := startMeridian(t, fmt.Sprintf(kubeClaimsConfig, kcEast, kcWest, kubeSourcesKubernetes))
 	require.Eventually(t, func() bool {
 		mt := m.metrics(t)
 		return strings.Contains(mt, `meridian_kube_crd_kinds{cluster="east",kind="DNSEndpoint"} 1`) &&

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -192,13 +193,19 @@ func (w *crdWatch) patchStatus(ctx context.Context, ref ObjectRef, text, manager
 	if !ok {
 		return fmt.Errorf("kind %s is not watched", ref.Kind)
 	}
+	return patchAnnotation(ctx, res, ref.Name, text, manager)
+}
+
+// patchAnnotation merge-patches meridian.io/status to text on object name
+// of res.
+func patchAnnotation(ctx context.Context, res dynamic.ResourceInterface, name, text, manager string) error {
 	patch, err := statusPatch(text)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err = res.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager})
+	_, err = res.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager})
 	return err
 }
 
@@ -225,10 +232,5 @@ func (w *crdWatch) applyStatus(ctx context.Context, ref ObjectRef, status map[st
 func (w *crdWatch) watching() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.gvrs))
-	for k := range w.gvrs {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(w.gvrs))
 }
