@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/meridian-gslb/meridian/internal/kube/claims"
 	"github.com/meridian-gslb/meridian/internal/model"
 )
@@ -44,6 +46,19 @@ type Object struct {
 	// Service itself, an Ingress's backend Services, a route's Service
 	// backendRefs. Sorted, without duplicates.
 	Backends []string `json:",omitempty"`
+	// NameTargets are, for an object whose names have targets of their
+	// own (a DNSEndpoint), the targets of each name (Targets is their
+	// union). Such an object serves only its names under a served zone:
+	// the others are another DNS provider's (Result.Scoped).
+	NameTargets map[string][]string `json:",omitempty"`
+}
+
+// targetsOf is the targets o gives name.
+func (o *Object) targetsOf(name string) []string {
+	if o.NameTargets != nil {
+		return o.NameTargets[name]
+	}
+	return o.Targets
 }
 
 // Backend is a Service whose EndpointSlices measure an endpoint's ready
@@ -83,6 +98,10 @@ type Result struct {
 	// OverLimit counts the names refused by each limit now, by
 	// LimitObject and LimitNamespace.
 	OverLimit map[string]int
+	// Scoped is, per object with NameTargets that lists names outside
+	// every served zone, its names under a served zone (before the
+	// hostname limits); objects not narrowed are not listed.
+	Scoped map[ObjectRef][]string
 }
 
 // Refusal is one name an object claims and may not serve.
@@ -220,8 +239,10 @@ func BuildWith(objs []Object, base *model.Desired, fileNames FileNames) Result {
 func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated, first claims.Ledger, now time.Time) Result {
 	r := Result{Problems: map[ObjectRef][]string{}, Sources: map[string][]ObjectRef{}, Dropped: map[string]string{},
 		Owner: map[string]ObjectRef{}, Settings: map[ObjectRef]SettingsOf{}, Owners: map[string][]string{}, Refused: map[ObjectRef][]Refusal{},
-		Backends: map[string]map[string][]Backend{}, Limited: map[ObjectRef][]string{}, OverLimit: map[string]int{}}
+		Backends: map[string]map[string][]Backend{}, Limited: map[ObjectRef][]string{}, OverLimit: map[string]int{},
+		Scoped: map[ObjectRef][]string{}}
 	sorted := oldestFirst(objs)
+	r.scope(sorted, base.Zones)
 	groups, names := byHostname(sorted, r.limit(sorted, base.Kubernetes))
 	owners, ledger := claims.Decide(claims.PolicyFrom(base), claimsOf(groups, fileNames), first, now)
 	r.First = ledger
@@ -511,7 +532,7 @@ func (r *Result) endpoints(svc *model.Service, g []*Object) []string {
 		if svc.Capacity != nil {
 			r.addBackends(svc.Name, o)
 		}
-		for _, t := range o.Targets {
+		for _, t := range o.targetsOf(svc.Name) {
 			e := model.Endpoint{Cluster: o.Ref.Cluster, Drain: o.Settings.Drain}
 			if a, err := netip.ParseAddr(t); err == nil {
 				e.Address = a.Unmap().String()
@@ -577,7 +598,7 @@ func (r *Result) addBackends(name string, o *Object) {
 		byTarget = map[string][]Backend{}
 		r.Backends[name] = byTarget
 	}
-	for _, t := range o.Targets {
+	for _, t := range o.targetsOf(name) {
 		key := t
 		if a, err := netip.ParseAddr(t); err == nil {
 			key = a.Unmap().String()
@@ -596,11 +617,45 @@ func (r *Result) addBackends(name string, o *Object) {
 // noAddress says why a name has no endpoints yet.
 func noAddress(g []*Object) string {
 	for _, o := range g {
-		if o.Ref.Kind == KindService || o.Ref.Kind == KindIngress {
+		switch o.Ref.Kind {
+		case KindService, KindIngress:
 			return "no load-balancer address yet (status.loadBalancer.ingress is empty)"
+		case KindServiceExport:
+			return "no load-balancer address yet (the exported Service's status.loadBalancer.ingress is empty, or it is missing)"
 		}
 	}
 	return "no address yet (no accepting parent Gateway has status.addresses)"
+}
+
+// scope narrows, in sorted, each valid object with NameTargets (a
+// DNSEndpoint) to its names under a served zone, as a copy (the objects
+// are only read), and records the narrowed names in r.Scoped. Its other
+// names are another DNS provider's: they claim nothing and are not
+// reported.
+func (r *Result) scope(sorted []*Object, zones []model.Zone) {
+	for i, o := range sorted {
+		if o.NameTargets == nil || !o.Valid {
+			continue
+		}
+		kept := slices.DeleteFunc(slices.Clone(o.Settings.Hostnames), func(h string) bool { return !underZone(h, zones) })
+		if len(kept) == len(o.Settings.Hostnames) {
+			continue
+		}
+		c := *o
+		c.Settings.Hostnames = kept
+		sorted[i] = &c
+		r.Scoped[o.Ref] = kept
+	}
+}
+
+// underZone reports whether name (canonical) is in one of zones.
+func underZone(name string, zones []model.Zone) bool {
+	for _, z := range zones {
+		if dns.IsSubDomain(model.CanonicalName(z.Apex), name) {
+			return true
+		}
+	}
+	return false
 }
 
 func checkString(c *model.Check) string {

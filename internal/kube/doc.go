@@ -5,17 +5,26 @@
 //     pod's service account, or a Secret labelled meridian.io/member=true on
 //     the hub: WatchSecrets), checks it (reachable, TLS verified, credentials
 //     accepted), watches its Services and Ingresses that carry
-//     meridian.io/hostname with informers, and its Gateway API routes and
-//     Gateways where the CRDs exist (gatewaywatch.go; RouteTargets maps a
+//     meridian.io/hostname with informers, its DNSEndpoints and (with
+//     kubernetes.mcs) ServiceExports where the CRDs exist, and its Gateway
+//     API routes and Gateways where the CRDs exist (gatewaywatch.go; RouteTargets maps a
 //     route and its accepting Gateways to addresses), and polls its /readyz for the
 //     cluster heartbeat (Poller). A member that fails is NotReady with a
 //     Reason and retried; the others keep serving.
 //   - A member (member.go) holds the clients, the lifecycle and the objects
 //     its sources share (objects.go); the work is done by one source per
 //     kind (servicesource.go: Services and Ingresses; gatewaywatch.go:
-//     Gateway API routes and Gateways; endpointslices.go: EndpointSlices)
-//     and the status writer (status.go). The informers keep slim objects:
+//     Gateway API routes and Gateways; dnsendpoint.go: ExternalDNS's
+//     DNSEndpoints; mcs.go: the MCS API's ServiceExports and ServiceImports,
+//     with kubernetes.mcs; endpointslices.go: EndpointSlices) and the
+//     status writer (status.go). The custom resources are read through the
+//     dynamic client into shape structs, where their CRDs are served
+//     (gatewaywatch.go, crdwatch.go). The informers keep slim objects:
 //     what Meridian reads and nothing else (slim.go).
+//   - ReadDNSEndpoint and ReadExport turn a DNSEndpoint and a
+//     ServiceExport into the annotations, targets and problems a Service
+//     would give, so they take the same path (objectSet, Build, claims);
+//     ServedCondition is the meridian.io/Served condition of an export.
 //   - ParseAnnotations validates every meridian.io/ annotation of an object
 //     like the matching config field; an object whose annotations are
 //     rejected keeps serving its last valid settings.

@@ -4,17 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
@@ -26,14 +24,11 @@ import (
 
 // gatewayResources are the Gateway API resources Meridian watches, by
 // kind, in the versions it reads (the first one the member serves wins).
-var gatewayResources = []struct {
-	kind, resource string
-	versions       []string
-}{
-	{KindGateway, "gateways", []string{"v1"}},
-	{KindHTTPRoute, "httproutes", []string{"v1"}},
-	{KindGRPCRoute, "grpcroutes", []string{"v1"}},
-	{KindTLSRoute, "tlsroutes", []string{"v1", "v1alpha3", "v1alpha2"}},
+var gatewayResources = []crdKind{
+	{KindGateway, GatewayGroup, "gateways", []string{"v1"}},
+	{KindHTTPRoute, GatewayGroup, "httproutes", []string{"v1"}},
+	{KindGRPCRoute, GatewayGroup, "grpcroutes", []string{"v1"}},
+	{KindTLSRoute, GatewayGroup, "tlsroutes", []string{"v1", "v1alpha3", "v1alpha2"}},
 }
 
 // routeShape is the part of any route kind and version Meridian reads.
@@ -59,32 +54,15 @@ type gatewayShape struct {
 }
 
 // discoverGateway finds which Gateway API resources the member serves. An
-// empty map means none (the CRDs are not installed).
+// empty map means none (the CRDs are not installed, or not the Gateway
+// one: routes without Gateways give no address).
 func discoverGateway(cs kubernetes.Interface) (map[string]schema.GroupVersionResource, error) {
-	served := map[string][]string{} // version -> resources
-	for _, v := range []string{"v1", "v1alpha3", "v1alpha2"} {
-		list, err := cs.Discovery().ServerResourcesForGroupVersion(GatewayGroup + "/" + v)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("discovery of %s/%s: %w", GatewayGroup, v, err)
-		}
-		for _, r := range list.APIResources {
-			served[v] = append(served[v], r.Name)
-		}
-	}
-	out := map[string]schema.GroupVersionResource{}
-	for _, r := range gatewayResources {
-		for _, v := range r.versions {
-			if slices.Contains(served[v], r.resource) {
-				out[r.kind] = schema.GroupVersionResource{Group: GatewayGroup, Version: v, Resource: r.resource}
-				break
-			}
-		}
+	out, err := discoverKinds(cs, gatewayResources)
+	if err != nil {
+		return nil, err
 	}
 	if _, ok := out[KindGateway]; !ok {
-		return map[string]schema.GroupVersionResource{}, nil // routes without Gateways give no address
+		return map[string]schema.GroupVersionResource{}, nil
 	}
 	return out, nil
 }
@@ -328,26 +306,14 @@ func (s *routeSource) patchStatus(ctx context.Context, ref ObjectRef, text, mana
 	if dyn == nil || !ok {
 		return fmt.Errorf("kind %s is not watched", ref.Kind)
 	}
-	patch, err := statusPatch(text)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err = dyn.Resource(gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: manager})
-	return err
+	return patchAnnotation(ctx, dyn.Resource(gvr).Namespace(ref.Namespace), ref.Name, text, manager)
 }
 
 // kinds lists the Gateway API kinds watched now, sorted.
 func (s *routeSource) kinds() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.gvrs))
-	for k := range s.gvrs {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(s.gvrs))
 }
 
 // sameAddress compares two Gateway status addresses by type and value.

@@ -97,9 +97,13 @@ func shown(names []string) string {
 	return strings.Join(names[:limitShown], ", ") + fmt.Sprintf(" and %d more", len(names)-limitShown)
 }
 
-// hostnamesOf is the names o may serve after the limits of r.
+// hostnamesOf is the names o may serve after the limits of r (and, for
+// an object with NameTargets, under a served zone).
 func (r *Result) hostnamesOf(o Object) []string {
 	if hs, ok := r.Limited[o.Ref]; ok {
+		return hs
+	}
+	if hs, ok := r.Scoped[o.Ref]; ok {
 		return hs
 	}
 	return o.Settings.Hostnames

@@ -82,7 +82,7 @@ func (mg *Manager) Configure(k model.Kubernetes, srcs []MemberSource) {
 	defer mg.mu.Unlock()
 	restartAll := !slices.Equal(k.Namespaces, mg.kcfg.Namespaces) || k.Resync != mg.kcfg.Resync ||
 		k.ConnectTimeout != mg.kcfg.ConnectTimeout || k.RetryInterval != mg.kcfg.RetryInterval ||
-		k.StatusQPS != mg.kcfg.StatusQPS || k.StatusBurst != mg.kcfg.StatusBurst
+		k.StatusQPS != mg.kcfg.StatusQPS || k.StatusBurst != mg.kcfg.StatusBurst || k.MCSZone() != mg.kcfg.MCSZone()
 	mg.kcfg = k
 	want := map[string]MemberSource{}
 	for _, s := range srcs {

@@ -41,6 +41,11 @@ type member struct {
 	routes   *routeSource   // Gateway API routes and Gateways (gatewaywatch.go)
 	slices   *sliceSource   // EndpointSlices (endpointslices.go)
 	writer   *statusWriter  // meridian.io/status and Events (status.go)
+	// dnsEndpoints are ExternalDNS's DNSEndpoints (dnsendpoint.go).
+	dnsEndpoints *dnsEndpointSource
+	// mcs are the MCS API's ServiceExports and ServiceImports (mcs.go);
+	// nil without kubernetes.mcs.
+	mcs *mcsSource
 }
 
 // objectSink is where a source hands what it reads: the member, which
@@ -64,7 +69,33 @@ func newMember(mg *Manager, s MemberSource, k model.Kubernetes) *member {
 	m.routes = newRouteSource(s.Cluster, mg.log, k, m)
 	m.slices = newSliceSource(s.Cluster, mg.log, k, m, mg.opts.OnEndpointSlices)
 	m.writer = newStatusWriter(s.Cluster, mg, k, m.objs, m.routes)
+	m.dnsEndpoints = newDNSEndpointSource(s.Cluster, mg.log, k, m)
+	m.writer.kinds = map[string]routeStatusPatcher{KindDNSEndpoint: m.dnsEndpoints.watch}
+	if zone := k.MCSZone(); zone != "" {
+		m.mcs = newMCSSource(s.Cluster, zone, mg.log, k, m)
+		m.services.also = m.mcs.serviceChanged
+		m.writer.kinds[KindServiceExport] = m.mcs
+	}
 	return m
+}
+
+// crdKinds lists the DNSEndpoint and MCS kinds watched now.
+func (m *member) crdKinds() []string {
+	out := m.dnsEndpoints.watch.watching()
+	if m.mcs != nil {
+		out = append(out, m.mcs.watch.watching()...)
+	}
+	return out
+}
+
+// tryCRDs starts the informers of the custom resources the member serves
+// and that are not watched yet (Gateway API, DNSEndpoint, MCS API).
+func (m *member) tryCRDs(ctx context.Context, cs kubernetes.Interface, wcfg *rest.Config) {
+	m.routes.try(ctx, cs, wcfg)
+	m.dnsEndpoints.watch.try(ctx, cs, wcfg)
+	if m.mcs != nil {
+		m.mcs.watch.try(ctx, cs, wcfg)
+	}
 }
 
 func (m *member) start(parent context.Context) {
@@ -144,7 +175,7 @@ func (m *member) run(ctx context.Context) {
 	if m.mg.endpointSlicesOn() {
 		m.slices.start(ctx, watch)
 	}
-	m.routes.try(ctx, cs, wcfg)
+	m.tryCRDs(ctx, cs, wcfg)
 	t := time.NewTicker(retry)
 	defer t.Stop()
 	for {
@@ -163,7 +194,7 @@ func (m *member) run(ctx context.Context) {
 			m.setState(StateNotReady, Reason(err))
 		} else {
 			m.setState(StateReady, "")
-			m.routes.try(ctx, cs, wcfg)
+			m.tryCRDs(ctx, cs, wcfg)
 		}
 	}
 }

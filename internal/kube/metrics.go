@@ -79,11 +79,12 @@ func newCounters() *metrics {
 // API kinds when scraped.
 func memberCollector(mg *Manager) collector {
 	members := prometheus.NewDesc("meridian_kube_member_ready", "1 when the member cluster is Ready (reachable, TLS verified, credentials accepted), else 0.", []string{"cluster"}, nil)
-	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services, Ingresses and Gateway API routes watched, by cluster.", []string{"cluster"}, nil)
+	objects := prometheus.NewDesc("meridian_kube_objects", "Annotated Services, Ingresses and Gateway API routes, DNSEndpoints and ServiceExports watched, by cluster.", []string{"cluster"}, nil)
 	invalid := prometheus.NewDesc("meridian_kube_invalid_objects", "Watched objects whose current annotations are rejected (they serve their last valid settings), by cluster.", []string{"cluster"}, nil)
 	gwKinds := prometheus.NewDesc("meridian_kube_gateway_api_kinds", "1 for each Gateway API kind (Gateway, HTTPRoute, GRPCRoute, TLSRoute) watched in the member cluster (its CRD is served), by cluster and kind.", []string{"cluster", "kind"}, nil)
+	crdKinds := prometheus.NewDesc("meridian_kube_crd_kinds", "1 for each DNSEndpoint, ServiceExport and ServiceImport kind watched in the member cluster (its CRD is served; the MCS kinds only with kubernetes.mcs), by cluster and kind.", []string{"cluster", "kind"}, nil)
 	return collector{
-		descs: []*prometheus.Desc{members, objects, invalid, gwKinds},
+		descs: []*prometheus.Desc{members, objects, invalid, gwKinds, crdKinds},
 		collect: func(ch chan<- prometheus.Metric) {
 			for _, mem := range mg.list() {
 				st := mem.status()
@@ -96,6 +97,9 @@ func memberCollector(mg *Manager) collector {
 				ch <- prometheus.MustNewConstMetric(invalid, prometheus.GaugeValue, float64(mem.invalid()), st.Cluster)
 				for _, k := range mem.routes.kinds() {
 					ch <- prometheus.MustNewConstMetric(gwKinds, prometheus.GaugeValue, 1, st.Cluster, k)
+				}
+				for _, k := range mem.crdKinds() {
+					ch <- prometheus.MustNewConstMetric(crdKinds, prometheus.GaugeValue, 1, st.Cluster, k)
 				}
 			}
 		},

@@ -31,6 +31,9 @@ type objectRead struct {
 	targets  []string
 	problems []string
 	backends []string
+	// nameTargets are the targets of each name (a DNSEndpoint: its
+	// endpoints name them one by one; targets is their union).
+	nameTargets map[string][]string
 }
 
 // objectSet is a member's watched objects, the result its sources share:
@@ -58,7 +61,7 @@ func (s *objectSet) put(in objectRead, settings Settings, errs []FieldError) (ch
 	}
 	before, beforeErrs := st.obj, joinErrs(st.errs)
 	st.obj.Ref, st.obj.Created, st.obj.Targets, st.obj.Problems = in.ref, in.created, in.targets, in.problems
-	st.obj.Backends = in.backends
+	st.obj.Backends, st.obj.NameTargets = in.backends, in.nameTargets
 	if len(errs) == 0 {
 		st.obj.Settings, st.obj.Valid = settings, true
 	}

@@ -23,6 +23,9 @@ type serviceSource struct {
 	log     *slog.Logger
 	kcfg    model.Kubernetes
 	sink    objectSink
+	// also is told of every Service (gone: deleted), for the MCS source;
+	// nil: nobody. Set before start.
+	also func(svc *corev1.Service, gone bool)
 }
 
 // start starts the informers of every watched namespace.
@@ -49,6 +52,9 @@ func (s *serviceSource) start(ctx context.Context, cs kubernetes.Interface) {
 // put, one that is no longer watched (an annotation removed, a type
 // changed) is dropped.
 func (s *serviceSource) upsert(o any) {
+	if svc, isSvc := o.(*corev1.Service); isSvc && s.also != nil {
+		s.also(svc, false)
+	}
 	in, meta, ok := s.read(o)
 	switch {
 	case meta == nil:
@@ -62,6 +68,9 @@ func (s *serviceSource) upsert(o any) {
 // remove drops a deleted Service or Ingress.
 func (s *serviceSource) remove(o any) {
 	o = withoutTombstone(o)
+	if svc, isSvc := o.(*corev1.Service); isSvc && s.also != nil {
+		s.also(svc, true)
+	}
 	if meta, ok := o.(metav1.Object); ok {
 		s.sink.drop(ObjectRef{s.cluster, kindOf(o), meta.GetNamespace(), meta.GetName()})
 	}

@@ -40,6 +40,9 @@ func Statuses(objs []Object, r Result, view func(name string) (ServiceView, bool
 			out[o.Ref] = st
 			continue
 		}
+		if o.NameTargets != nil && len(hosts) == 0 && len(r.Problems[o.Ref]) == 0 {
+			continue // another DNS provider's names only: nothing to report
+		}
 		var shares, healths []string
 		for _, name := range hosts {
 			if r.refused(o.Ref, name) {
@@ -56,7 +59,7 @@ func Statuses(objs []Object, r Result, view func(name string) (ServiceView, bool
 				continue
 			}
 			st.Strategy = sv.Strategy
-			mine := ownEndpoints(sv.Endpoints, o)
+			mine := ownEndpoints(sv.Endpoints, o, name)
 			share, served := shareOf(sv, mine)
 			st.Served = st.Served || served
 			prefix := ""
@@ -78,13 +81,13 @@ func Statuses(objs []Object, r Result, view func(name string) (ServiceView, bool
 	return out
 }
 
-func ownEndpoints(all []EndpointView, o Object) []EndpointView {
+func ownEndpoints(all []EndpointView, o Object, name string) []EndpointView {
 	var mine []EndpointView
 	for _, e := range all {
 		if e.Cluster != o.Ref.Cluster {
 			continue
 		}
-		for _, t := range o.Targets {
+		for _, t := range o.targetsOf(name) {
 			if model.CanonicalName(t) == e.Target || t == e.Target {
 				mine = append(mine, e)
 				break

@@ -28,7 +28,13 @@ import (
 //     namespace (routeBackends);
 //   - a Gateway: status.addresses (gatewayChanged);
 //   - an EndpointSlice: the service-name label and each endpoint's
-//     conditions (countSlice).
+//     conditions (countSlice);
+//   - a DNSEndpoint: kind, apiVersion and, of each spec.endpoints entry,
+//     dnsName, targets, recordType, recordTTL and providerSpecific
+//     (ReadDNSEndpoint);
+//   - a ServiceExport: kind, apiVersion and its meridian.io/Served
+//     condition (servedConditionOf); a ServiceImport: kind, apiVersion,
+//     spec.type and spec.ips (importText).
 
 // annoPrefix starts every annotation Meridian reads or writes.
 const annoPrefix = "meridian.io/"
@@ -116,12 +122,7 @@ func slimGatewayObject(o any) (any, error) {
 	if !ok {
 		return o, nil
 	}
-	out := map[string]any{"metadata": slimUnstructuredMeta(u.Object)}
-	for _, k := range []string{"apiVersion", "kind"} {
-		if v, ok := u.Object[k]; ok {
-			out[k] = v
-		}
-	}
+	out := slimUnstructured(u)
 	if u.GetKind() == KindGateway {
 		keep(out, u.Object, "status", "addresses")
 		return &unstructured.Unstructured{Object: out}, nil
@@ -226,4 +227,64 @@ func trimSlice(o any) (any, error) {
 		out.Endpoints[i].Conditions = e.Conditions
 	}
 	return out, nil
+}
+
+// slimDNSEndpoint is the transform of the DNSEndpoint informers.
+func slimDNSEndpoint(o any) (any, error) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return o, nil
+	}
+	out := slimUnstructured(u)
+	spec, _ := u.Object["spec"].(map[string]any)
+	eps, ok := spec["endpoints"].([]any)
+	if !ok {
+		return &unstructured.Unstructured{Object: out}, nil
+	}
+	kept := make([]any, len(eps))
+	for i, e := range eps {
+		em, _ := e.(map[string]any)
+		ep := map[string]any{}
+		for _, k := range []string{"dnsName", "targets", "recordType", "recordTTL", "providerSpecific"} {
+			if v, ok := em[k]; ok {
+				ep[k] = v
+			}
+		}
+		kept[i] = ep
+	}
+	out["spec"] = map[string]any{"endpoints": kept}
+	return &unstructured.Unstructured{Object: out}, nil
+}
+
+// slimMCSObject is the transform of the ServiceExport and ServiceImport
+// informers.
+func slimMCSObject(o any) (any, error) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return o, nil
+	}
+	out := slimUnstructured(u)
+	if u.GetKind() == KindServiceImport {
+		keep(out, u.Object, "spec", "type")
+		keep(out, u.Object, "spec", "ips")
+		return &unstructured.Unstructured{Object: out}, nil
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == ConditionServed {
+			out["status"] = map[string]any{"conditions": []any{c}}
+		}
+	}
+	return &unstructured.Unstructured{Object: out}, nil
+}
+
+// slimUnstructured keeps the metadata, apiVersion and kind of u.
+func slimUnstructured(u *unstructured.Unstructured) map[string]any {
+	out := map[string]any{"metadata": slimUnstructuredMeta(u.Object)}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v, ok := u.Object[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -59,6 +59,9 @@ type statusWriter struct {
 	mg      *Manager // log, metrics and the field manager
 	objs    *objectSet
 	routes  routeStatusPatcher
+	// kinds write meridian.io/status on the other custom resources, by
+	// kind (DNSEndpoint, ServiceExport); set before the member starts.
+	kinds map[string]routeStatusPatcher
 
 	mu        sync.Mutex
 	cs        kubernetes.Interface // status writes: watchConfig's, paced by limiter only; nil until connected
@@ -77,7 +80,11 @@ type routeStatusPatcher interface {
 	patchStatus(ctx context.Context, ref ObjectRef, text, manager string) error
 }
 
-var _ routeStatusPatcher = (*routeSource)(nil)
+var (
+	_ routeStatusPatcher = (*routeSource)(nil)
+	_ routeStatusPatcher = (*crdWatch)(nil)
+	_ routeStatusPatcher = (*mcsSource)(nil)
+)
 
 func newStatusWriter(cluster string, mg *Manager, k model.Kubernetes, objs *objectSet, routes routeStatusPatcher) *statusWriter {
 	qps, burst := k.StatusQPS, k.StatusBurst
@@ -174,6 +181,9 @@ func (w *statusWriter) due(statuses map[ObjectRef]Status, problems map[ObjectRef
 	var jobs []statusJob
 	unchanged := 0
 	w.objs.each(func(ref ObjectRef, st *objState) {
+		if _, ok := statuses[ref]; !ok && st.obj.NameTargets != nil && len(problems[ref]) == 0 && len(st.errs) == 0 {
+			return // a DNSEndpoint of another DNS provider's names only (Statuses)
+		}
 		in := statusPass{st: st, status: statuses[ref], problems: problems[ref], errs: joinErrs(st.errs), annotation: annotation}
 		if last, ok := w.passed[ref]; ok && last.same(&in) && (!annotation || st.status == last.text) {
 			// What the last pass did for it stands: its Events are
@@ -320,7 +330,9 @@ func (w *statusWriter) patch(ctx context.Context, cs kubernetes.Interface, j sta
 		return 0 // the member stopped
 	}
 	var err error
-	if isRouteKind(j.ref.Kind) {
+	if p := w.kinds[j.ref.Kind]; p != nil {
+		err = p.patchStatus(ctx, j.ref, j.text, w.mg.opts.FieldManager)
+	} else if isRouteKind(j.ref.Kind) {
 		err = w.routes.patchStatus(ctx, j.ref, j.text, w.mg.opts.FieldManager)
 	} else {
 		err = patchStatus(ctx, cs, j.ref, j.text, w.mg.opts.FieldManager)

@@ -75,6 +75,7 @@ func (v *validator) kubernetes(k Kubernetes, zones map[string]bool) {
 	if pr := k.Propagation; pr != nil {
 		v.propagation(p+".propagation", pr)
 	}
+	v.mcs(p+".mcs", k.MCS, zones)
 }
 
 // memberSecrets checks kubernetes.member_secrets (at path p).
@@ -127,6 +128,7 @@ func normalizeKubernetes(k Kubernetes) Kubernetes {
 	k.ClaimReleaseAfter = orDefaultDuration(k.ClaimReleaseAfter, DefaultClaimReleaseAfter)
 	k.MaxHostnamesPerObject = orDefault(k.MaxHostnamesPerObject, DefaultMaxHostnamesPerObject)
 	k.MaxHostnamesPerNamespace = orDefault(k.MaxHostnamesPerNamespace, DefaultMaxHostnamesPerNamespace)
+	k.MCS = normalizeMCS(k.MCS)
 	le := &k.LeaderElection
 	le.LeaseName = orDefaultString(le.LeaseName, DefaultLeaseName)
 	le.LeaseDuration = orDefaultDuration(le.LeaseDuration, DefaultLeaseDuration)

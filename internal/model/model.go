@@ -206,6 +206,10 @@ type Kubernetes struct {
 	// namespace (in all member clusters) serve together; the names of its
 	// oldest objects first (default 1000, allowed 1..100000).
 	MaxHostnamesPerNamespace int `yaml:"max_hostnames_per_namespace"`
+	// MCS turns the ServiceExports (Multi-Cluster Services API) of the
+	// member clusters into global services <service>.<namespace>.<zone>
+	// (default: off; see KubeMCS).
+	MCS *KubeMCS `yaml:"mcs"`
 }
 
 // LeaderElection configures the Kubernetes writer election: only the

@@ -59,14 +59,18 @@ func rule(group string, resources []string, verbs ...string) rbacv1.PolicyRule {
 
 // Member is ClusterRole meridian of the base: what Meridian needs in every
 // cluster it watches. It reads the sources (Services, Ingresses, Gateway
-// API routes and their Gateways, and the EndpointSlices of capacity-aware
-// services) and reports with Events; it writes no tenant object.
+// API routes and their Gateways, ExternalDNS's DNSEndpoints, the MCS
+// API's ServiceExports and ServiceImports, and the EndpointSlices of
+// capacity-aware services) and reports with Events; it writes no tenant
+// object.
 func Member() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule("", []string{"services"}, "get", "list", "watch"),
 		rule("networking.k8s.io", []string{"ingresses"}, "get", "list", "watch"),
 		rule("gateway.networking.k8s.io", []string{"httproutes", "grpcroutes", "tlsroutes", "gateways"}, "get", "list", "watch"),
 		rule("discovery.k8s.io", []string{"endpointslices"}, "list", "watch"),
+		rule("externaldns.k8s.io", []string{"dnsendpoints"}, "get", "list", "watch"),
+		rule("multicluster.x-k8s.io", []string{"serviceexports", "serviceimports"}, "get", "list", "watch"),
 		rule("", []string{"events"}, "create"),
 	}
 }
@@ -89,12 +93,15 @@ var propagationVerbs = []string{"get", "list", "watch", "create", "patch", "upda
 func (c Component) Rules() []rbacv1.PolicyRule {
 	switch c.Name {
 	case StatusAnnotation.Name:
-		// Patch, only to write the meridian.io/status annotation; RBAC
-		// cannot narrow it to one annotation, hence opt-in.
+		// Patch, only to write the meridian.io/status annotation (and, on
+		// a ServiceExport's status, the meridian.io/Served condition);
+		// RBAC cannot narrow it to one annotation, hence opt-in.
 		return []rbacv1.PolicyRule{
 			rule("", []string{"services"}, "patch"),
 			rule("networking.k8s.io", []string{"ingresses"}, "patch"),
 			rule("gateway.networking.k8s.io", []string{"httproutes", "grpcroutes", "tlsroutes"}, "patch"),
+			rule("externaldns.k8s.io", []string{"dnsendpoints"}, "patch"),
+			rule("multicluster.x-k8s.io", []string{"serviceexports", "serviceexports/status"}, "patch"),
 		}
 	case Propagation.Name:
 		v := func() []string { return slices.Clone(propagationVerbs) }
