@@ -79,6 +79,9 @@ func Handler(o Options) (http.Handler, error) {
 		}
 		seen[sum] = c.Cluster
 		h.clients = append(h.clients, client{cluster: c.Cluster, sum: sum})
+		if o.Store != nil { // the records a state file brought back
+			h.o.Metrics.records.WithLabelValues(c.Cluster).Set(float64(o.Store.Counts()[c.Cluster]))
+		}
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
