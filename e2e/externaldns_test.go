@@ -70,7 +70,7 @@ func (x externalDNS) sync(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, x.bin, "--provider=webhook", "--source=service", "--registry=txt",
+	cmd := exec.CommandContext(ctx, x.bin, "--provider=webhook", "--source=service", "--registry=txt", "--policy=sync",
 		"--txt-owner-id="+x.cluster, "--domain-filter=gslb.example.com", "--kubeconfig="+x.kubeconfig,
 		"--once", fmt.Sprintf("--metrics-address=127.0.0.1:%d", freePort(t)))
 	cmd.Env = append(os.Environ(), "EXTERNAL_DNS_WEBHOOK_PROVIDER_URL="+x.url)
@@ -152,8 +152,8 @@ func TestExternalDNSWebhookMergesTwoClusters(t *testing.T) {
 	for _, mem := range []*kubelab.Member{east, west} {
 		weight := map[string]string{"east": "70", "west": "30"}[mem.Name]
 		lbService(t, mem, "shop", "app", map[string]string{
-			"external-dns.alpha.kubernetes.io/hostname":               app,
-			"external-dns.alpha.kubernetes.io/webhook-meridian-weight": weight,
+			"external-dns.kubernetes.io/hostname":                app,
+			"external-dns.kubernetes.io/webhook-meridian-weight": weight,
 		}, ips[mem.Name])
 		xs[mem.Name] = externalDNS{bin: bin, cluster: mem.Name, kubeconfig: mem.Kubeconfig(t, kubelab.AdminUser),
 			url: fmt.Sprintf("http://%s:%s@%s", mem.Name, tokens[mem.Name], hook)}
