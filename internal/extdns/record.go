@@ -10,7 +10,8 @@ import (
 const MediaType = "application/external.dns.webhook+json;version=1"
 
 // Meridian's provider-specific properties: ExternalDNS maps the annotation
-// external-dns.alpha.kubernetes.io/webhook-<key> to webhook/<key>.
+// external-dns.kubernetes.io/webhook-<key> (the prefix of --annotation-prefix)
+// to webhook/<key>.
 const (
 	PropWeight      = "webhook/meridian-weight"       // 0..1000: the weight of each target of the record
 	PropHealthCheck = "webhook/meridian-health-check" // like meridian.io/health-check: http:8080/healthz, tcp:443, none
