@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/coalesce"
 	"github.com/meridian-gslb/meridian/internal/config"
@@ -45,6 +47,9 @@ func (a *App) startExternalDNS(l *serving.Loaded) error {
 	clients, err := externalDNSClients(x, l.File)
 	if err != nil {
 		return err
+	}
+	if err := extdns.CheckHealthCheck(&l.File.Desired, x.HealthCheck); err != nil {
+		return fmt.Errorf("server.externaldns.health_check: %w", err)
 	}
 	path := x.StateFile
 	switch path {
@@ -107,8 +112,11 @@ func (a *App) startExternalDNSListener(l *serving.Loaded) error {
 		return fmt.Errorf("server.externaldns.listen %s: %w", addr, err)
 	}
 	srv := api.NewServer(h, nil, a.log)
+	// The HTTP API's connection limits (1024 open, 64 per client network);
+	// their counts go to a registry of their own, not exported.
+	lim := api.Listen(srv, ln, api.Limits{}, "externaldns", api.NewMetrics(prometheus.NewRegistry()))
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("externaldns webhook server", "err", err)
 		}
 	}()

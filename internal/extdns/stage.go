@@ -103,3 +103,19 @@ func (s *Stage) report(served int, dropped map[string]string) {
 		s.Observe(served, dropped)
 	}
 }
+
+// CheckHealthCheck validates c as the health check of services made from
+// ExternalDNS records, with d's settings (a check the services would
+// refuse is found at start, not at every merge).
+func CheckHealthCheck(d *model.Desired, c *model.Check) error {
+	if c == nil || len(d.Zones) == 0 || len(d.Clusters) == 0 {
+		return nil
+	}
+	kd := *d
+	kd.Services = []model.Service{{Name: "externaldns-health-check." + d.Zones[0].Apex, HealthCheck: c,
+		Endpoints: []model.Endpoint{{Address: "192.0.2.1", Cluster: d.Clusters[0].Name}}}}
+	if _, err := model.Normalize(&kd); err != nil {
+		return fmt.Errorf("does not validate as a service's health check: %w", err)
+	}
+	return nil
+}

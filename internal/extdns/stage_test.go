@@ -82,3 +82,12 @@ func TestStageMerge(t *testing.T) {
 		})
 	}
 }
+
+func TestAHealthCheckTheServicesWouldRefuseIsFoundAtStart(t *testing.T) {
+	f := stageFile(t)
+	require.NoError(t, CheckHealthCheck(&f.Desired, &model.Check{Kind: model.CheckTCP, Port: 443}))
+	require.NoError(t, CheckHealthCheck(&f.Desired, nil))
+	err := CheckHealthCheck(&f.Desired, &model.Check{Kind: model.CheckTCP})
+	require.Error(t, err, "tcp without a port")
+	assert.Contains(t, err.Error(), "health_check")
+}
