@@ -19,6 +19,7 @@ STATICCHECK := bin/staticcheck
 E2E_DEPS := dig=dnsutils kdig=knot-dnsutils dnsperf=dnsperf ip=iproute2 tc=iproute2 curl=curl chromium=chromium unbound=unbound named=bind9 knotd=knot
 
 .PHONY: help run build test unit e2e image image-test kube-bins bench fuzz lint coredns clean
+.PHONY: peer-bins
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -54,8 +55,9 @@ unit: ## unit tests with the race detector (installs promtool for the alert-rule
 e2e: build coredns ## end-to-end tests: the real binaries queried with dig and kdig, multi-node netns scenarios, kube-apiservers
 	@scripts/deps.sh $(E2E_DEPS)
 	@kube_bins=$$(GO=$(GO) scripts/kube-bins.sh | tail -n 1) && [ -n "$$kube_bins" ] && \
-	echo "KUBE_BINS=$$kube_bins" && \
-	KUBE_BINS=$$kube_bins MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian CGO_ENABLED=0 $(GO) test -trimpath -count=1 -tags e2e -timeout 30m ./e2e/...
+	peer_bins=$$(GO=$(GO) scripts/peer-bins.sh | tail -n 1) && [ -n "$$peer_bins" ] && \
+	echo "KUBE_BINS=$$kube_bins EXTERNALDNS_BIN=$$peer_bins/external-dns" && \
+	KUBE_BINS=$$kube_bins EXTERNALDNS_BIN=$$peer_bins/external-dns MERIDIAN_BIN=$(CURDIR)/$(BIN) COREDNS_BIN=$(CURDIR)/bin/coredns-meridian CGO_ENABLED=0 $(GO) test -trimpath -count=1 -tags e2e -timeout 30m ./e2e/...
 
 # tools/mkimage is a module of its own too: go-containerregistry never
 # changes the versions the binaries are built with.
@@ -68,6 +70,9 @@ image: build $(MKIMAGE) ## OCI image without a daemon: bin/meridian-image.tar (d
 
 image-test: build ## the image test (tools/mkimage): layout, config, same digest twice, the binary in it runs `version`
 	cd tools/mkimage && MERIDIAN_BIN=$(CURDIR)/$(BIN) MERIDIAN_VERSION=$(VERSION) $(GO) test -count=1 ./...
+
+peer-bins: ## build the real ExternalDNS (e2e/peerbins/externaldns, Go 1.27 toolchain) into a cache dir outside the repo; prints the dir
+	@GO=$(GO) scripts/peer-bins.sh
 
 kube-bins: ## build kube-apiserver, etcd, kubectl and helm (e2e/kubebins) into a cache dir outside the repo; prints the dir
 	@GO=$(GO) scripts/kube-bins.sh

@@ -71,6 +71,7 @@ type App struct {
 	pipe          *serving.Pipeline
 	tokens        *api.Tokens                          // admin API tokens (nil: changes refused)
 	kube          *kubeParts                           // nil without Kubernetes sources
+	ext           *extdnsParts                         // nil without server.externaldns
 	shifts        *runner.Runner                       // steps progressive shifts (set with the pipeline)
 	followMetrics *follow.Metrics                      // the ring followers' (registered with the pipeline's)
 	simulator     *whatif.Simulator                    // GET /v1/simulate over the pipeline
@@ -104,6 +105,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer a.stop()
 	for _, step := range []func(*serving.Loaded) error{
+		a.startExternalDNS,
 		a.startKube,     // member clusters (before the pipeline: their objects are merged)
 		a.startPipeline, // file → Kubernetes → overrides → health → signers/serials → store
 		a.startDemo,     // local backends for the demo's endpoints
@@ -115,6 +117,7 @@ func Run(ctx context.Context, opts Options) error {
 		a.startProviders,
 		a.startDNS,
 		a.startHTTP,
+		a.startExternalDNSListener,
 	} {
 		if err := step(loaded); err != nil {
 			return err

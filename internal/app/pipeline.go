@@ -54,9 +54,7 @@ func (a *App) startPipeline(l *serving.Loaded) error {
 		},
 		Changed: a.changed,
 	}
-	if a.kube != nil {
-		opts.Kube = a.kube.src
-	}
+	opts.Kube = a.mergeSource()
 	if a.pipe, err = serving.New(l, opts); err != nil {
 		return err
 	}

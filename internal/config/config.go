@@ -45,6 +45,9 @@ type Server struct {
 	// so that they only increase across restarts (default: serials.json in
 	// state_dir).
 	SerialStateFile string `yaml:"serial_state_file"`
+	// ExternalDNS, when set, serves the ExternalDNS webhook provider API
+	// (default: off; see ExternalDNS).
+	ExternalDNS *ExternalDNS `yaml:"externaldns"`
 }
 
 // Admin configures the admin API (drain, force, weight overrides).
@@ -382,6 +385,7 @@ func (s *Server) validate() []model.FieldError {
 	validateHTTPListen(&errs, &s.HTTP)
 	validateHTTP(&errs, &s.HTTP)
 	validateLog(&errs, &s.Log)
+	validateExternalDNS(&errs, s.ExternalDNS)
 	return errs
 }
 

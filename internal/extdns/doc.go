@@ -1,0 +1,37 @@
+// Package extdns makes Meridian an ExternalDNS webhook provider's store:
+// the records that ExternalDNS instances (one per member cluster, each
+// with its own --txt-owner-id and token) write through the webhook
+// (package extdns/webhook) are kept per cluster here and become Meridian
+// services in the serving pipeline's last merge stage.
+//
+// Rules, each pinned by a case of the table tests:
+//
+//   - A record belongs to the cluster whose token wrote it. Each cluster's
+//     ExternalDNS reads back only its own records (its A/AAAA/CNAME records
+//     and the TXT ownership records of its TXT registry), so one cluster's
+//     ExternalDNS never sees, updates or deletes another cluster's targets.
+//   - What is stored is what AdjustEndpoints gives: names lower case without
+//     the final dot, targets canonical, sorted and unique, a TTL of 0 set
+//     to the zone's ttl, and only Meridian's provider-specific properties
+//     (webhook/meridian-weight, webhook/meridian-health-check), sorted. A
+//     change is normalized the same way before it is stored, so the next
+//     sync finds what it asked for and plans nothing.
+//   - A record is accepted only under a served zone, with type A, AAAA,
+//     CNAME (not at a zone apex) or TXT, targets that parse for the type,
+//     a TTL of 0..604800, no set identifier, and within the limits (records
+//     per cluster, targets per record, bytes per target). A change with one
+//     bad record is refused whole, naming the record and field.
+//   - The A, AAAA and CNAME records of one name from every cluster become
+//     ONE weighted service: each target an endpoint of the cluster that
+//     wrote it, weighted by that record's webhook/meridian-weight (0..1000,
+//     default 100, like meridian.io/weight: the weight of each target).
+//     TXT records are not served: they are the registry's bookkeeping.
+//   - The service's TTL is the smallest TTL of its records; its health
+//     check is the first record's webhook/meridian-health-check in cluster
+//     order, else the configured default (none: not probed).
+//   - A name that the config file or a Kubernetes source defines stays
+//     theirs: the ExternalDNS records of that name are not served. Records
+//     of a cluster that is not (or no longer) configured are not served; a
+//     name whose clusters mix CNAME and addresses is not served. Each is
+//     reported with its reason.
+package extdns

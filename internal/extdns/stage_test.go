@@ -1,0 +1,93 @@
+package extdns
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/model"
+)
+
+const stageConfig = `
+zones:
+  - apex: gslb.example.com
+    nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
+clusters:
+  - {name: east, region: us-east}
+  - {name: west, region: us-west}
+services:
+  - name: file.gslb.example.com
+    endpoints: [{address: 192.0.2.1, cluster: east}]
+`
+
+func stageFile(t *testing.T) *config.File {
+	t.Helper()
+	f, err := config.Parse("stage.yaml", []byte(stageConfig))
+	require.NoError(t, err)
+	return f
+}
+
+func TestStageMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records map[string][]*Endpoint
+		served  []string // service names after the file's
+		dropped []string
+	}{
+		{"no records leave the file as it is", nil, nil, nil},
+		{"records become services after the file's",
+			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1")}, "west": {ep("app.gslb.example.com", "A", "198.51.100.2")}},
+			[]string{"app.gslb.example.com."}, nil},
+		{"a name of the file stays the file's",
+			map[string][]*Endpoint{"east": {ep("file.gslb.example.com", "A", "198.51.100.1"), ep("app.gslb.example.com", "A", "198.51.100.1")}},
+			[]string{"app.gslb.example.com."}, []string{"file.gslb.example.com."}},
+		{"a service that does not validate is left out and the others served",
+			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1"), ep("dup.gslb.example.com", "A", "198.51.100.1")},
+				"west": {ep("dup.gslb.example.com", "A", "198.51.100.1")}},
+			[]string{"app.gslb.example.com."}, []string{"dup.gslb.example.com."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := stageFile(t)
+			s, _ := OpenStore("")
+			s.recs = map[string]map[Key]*Endpoint{}
+			for c, eps := range tc.records {
+				s.recs[c] = map[Key]*Endpoint{}
+				for _, e := range eps {
+					n := rules().Normalize(e)
+					s.recs[c][n.Key()] = n
+				}
+			}
+			var served int
+			var dropped map[string]string
+			st := &Stage{Store: s, Observe: func(n int, d map[string]string) { served, dropped = n, d }}
+			out := st.Merge(f)
+			require.Len(t, f.Services, 1, "the file is not modified")
+			require.GreaterOrEqual(t, len(out.Services), 1)
+			assert.Same(t, &f.Services[0].Endpoints[0], &out.Services[0].Endpoints[0], "the file's services are not normalized again")
+			var names []string
+			for _, svc := range out.Services[1:] {
+				names = append(names, svc.Name)
+				assert.Equal(t, model.StrategyWeighted, svc.Strategy)
+				assert.Equal(t, 30, svc.TTL, "normalized: the zone's ttl")
+			}
+			assert.Equal(t, tc.served, names)
+			assert.Equal(t, len(tc.served), served)
+			var got []string
+			for n := range dropped {
+				got = append(got, n)
+			}
+			assert.ElementsMatch(t, tc.dropped, got)
+		})
+	}
+}
+
+func TestAHealthCheckTheServicesWouldRefuseIsFoundAtStart(t *testing.T) {
+	f := stageFile(t)
+	require.NoError(t, CheckHealthCheck(&f.Desired, &model.Check{Kind: model.CheckTCP, Port: 443}))
+	require.NoError(t, CheckHealthCheck(&f.Desired, nil))
+	err := CheckHealthCheck(&f.Desired, &model.Check{Kind: model.CheckTCP})
+	require.Error(t, err, "tcp without a port")
+	assert.Contains(t, err.Error(), "health_check")
+}

@@ -1,0 +1,210 @@
+package extdns
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// ChangeError is a POST /records that is refused whole: the record (its
+// list, index, name and type), the field and why; Conflict marks a change
+// that contradicts what is stored (409) rather than a bad record (400).
+type ChangeError struct {
+	Record   string // e.g. create[2] app.gslb.example.com A
+	Err      error
+	Conflict bool
+}
+
+func (e *ChangeError) Error() string { return e.Record + ": " + e.Err.Error() }
+func (e *ChangeError) Unwrap() error { return e.Err }
+
+// Store holds the records of every cluster in memory, and in a state file
+// when it has one. Safe for concurrent use.
+type Store struct {
+	path string // "" keeps the records in memory only
+
+	mu   sync.Mutex
+	recs map[string]map[Key]*Endpoint // cluster → key → normalized record
+	gen  uint64                       // counts applied changes
+}
+
+// stateFile is the JSON of the state file: cluster → records.
+type stateFile struct {
+	Clusters map[string][]*Endpoint `json:"clusters"`
+}
+
+// OpenStore opens the store persisted at path ("": in memory only). A
+// missing file is an empty store; an unreadable one gives an empty store
+// and the error, for the caller to log: ExternalDNS writes every record
+// again at its next sync.
+func OpenStore(path string) (*Store, error) {
+	s := &Store{path: path, recs: map[string]map[Key]*Endpoint{}}
+	if path == "" {
+		return s, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("externaldns state %s: %w", path, err)
+	}
+	var st stateFile
+	if err := json.Unmarshal(data, &st); err != nil {
+		return s, fmt.Errorf("externaldns state %s: %w (starting empty)", path, err)
+	}
+	for cluster, eps := range st.Clusters {
+		m := make(map[Key]*Endpoint, len(eps))
+		for _, e := range eps {
+			if e != nil {
+				m[e.Key()] = e
+			}
+		}
+		s.recs[cluster] = m
+	}
+	return s, nil
+}
+
+// Records are cluster's records, sorted by key (copies).
+func (s *Store) Records(cluster string) []*Endpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Endpoint, 0, len(s.recs[cluster]))
+	for _, e := range s.recs[cluster] {
+		out = append(out, e.clone())
+	}
+	sortEndpoints(out)
+	return out
+}
+
+// All is every cluster's records, each list sorted by key. The records
+// are shared: the caller must not modify them (Apply replaces, never edits).
+func (s *Store) All() map[string][]*Endpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]*Endpoint, len(s.recs))
+	for c, m := range s.recs {
+		out[c] = slices.Collect(maps.Values(m))
+		sortEndpoints(out[c])
+	}
+	return out
+}
+
+// Counts is the number of records of each cluster.
+func (s *Store) Counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.recs))
+	for c, m := range s.recs {
+		out[c] = len(m)
+	}
+	return out
+}
+
+// Generation counts the changes applied since the store opened.
+func (s *Store) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// Apply applies ch to cluster's records atomically: every record is
+// normalized and checked by r first, and either all of ch is applied or
+// none (a *ChangeError says which record failed). Deletes, then updates,
+// then creates; deleting a record that is not there is not an error (a
+// retried request), creating one that is there with other content is a
+// conflict. changed is false when ch leaves the records as they were.
+func (s *Store) Apply(cluster string, ch *Changes, r *Rules) (changed bool, err error) {
+	lists := []struct {
+		name string
+		eps  []*Endpoint
+	}{{"delete", ch.Delete}, {"updateOld", ch.UpdateOld}, {"updateNew", ch.UpdateNew}, {"create", ch.Create}}
+	norm := make([][]*Endpoint, len(lists))
+	for i, l := range lists {
+		for j, e := range l.eps {
+			if e == nil {
+				return false, &ChangeError{Record: l.name + "[" + strconv.Itoa(j) + "]", Err: errors.New("is null")}
+			}
+			n := r.Normalize(e)
+			if err := r.Check(n); err != nil {
+				return false, &ChangeError{Record: fmt.Sprintf("%s[%d] %s %s", l.name, j, n.DNSName, n.RecordType), Err: err}
+			}
+			norm[i] = append(norm[i], n)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.recs[cluster]
+	next := maps.Clone(cur)
+	if next == nil {
+		next = map[Key]*Endpoint{}
+	}
+	for _, e := range norm[0] {
+		delete(next, e.Key())
+	}
+	for _, e := range norm[2] {
+		next[e.Key()] = e
+	}
+	for j, e := range norm[3] {
+		if old, ok := next[e.Key()]; ok && !reflect.DeepEqual(old, e) {
+			return false, &ChangeError{Record: fmt.Sprintf("create[%d] %s %s", j, e.DNSName, e.RecordType), Conflict: true,
+				Err: errors.New("exists already with other targets or properties (GET /records shows it; update it instead)")}
+		}
+		next[e.Key()] = e
+	}
+	if n := len(next); n > r.limits.MaxRecords && n > len(cur) {
+		return false, &ChangeError{Record: "records", Err: fmt.Errorf("the cluster would hold %d records (allowed at most %d)", n, r.limits.MaxRecords)}
+	}
+	if maps.EqualFunc(cur, next, func(a, b *Endpoint) bool { return reflect.DeepEqual(a, b) }) {
+		return false, nil
+	}
+	if err := s.save(cluster, next); err != nil {
+		return false, err
+	}
+	s.recs[cluster] = next
+	s.gen++
+	return true, nil
+}
+
+// save writes the state file with cluster's records replaced by next
+// (atomically: a temp file renamed into place; mode 600). Called with mu.
+func (s *Store) save(cluster string, next map[Key]*Endpoint) error {
+	if s.path == "" {
+		return nil
+	}
+	st := stateFile{Clusters: make(map[string][]*Endpoint, len(s.recs)+1)}
+	for c, m := range s.recs {
+		st.Clusters[c] = slices.Collect(maps.Values(m))
+	}
+	st.Clusters[cluster] = slices.Collect(maps.Values(next))
+	for _, eps := range st.Clusters {
+		sortEndpoints(eps)
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".externaldns-*.json")
+	if err != nil {
+		return fmt.Errorf("externaldns state %s: %w", s.path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("externaldns state %s: %w", s.path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("externaldns state %s: %w", s.path, err)
+	}
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return fmt.Errorf("externaldns state %s: %w", s.path, err)
+	}
+	return nil
+}

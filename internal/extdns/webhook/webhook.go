@@ -1,0 +1,274 @@
+// Package webhook serves the ExternalDNS webhook provider API
+// (sigs.k8s.io/external-dns/provider/webhook: GET / negotiates, GET and
+// POST /records, POST /adjustendpoints, GET /healthz) over package
+// extdns's store. Every request but /healthz carries the token of one
+// configured cluster (HTTP Basic, the cluster as user and the token as
+// password, as ExternalDNS sends from the userinfo of
+// --webhook-provider-url; or a Bearer token); it reads and changes that
+// cluster's records only.
+package webhook
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/meridian-gslb/meridian/internal/extdns"
+)
+
+// DefaultMaxBody bounds a request body (Options.MaxBody).
+const DefaultMaxBody = 4 << 20
+
+// Client is one ExternalDNS instance: its cluster and token.
+type Client struct {
+	Cluster string
+	Token   string
+}
+
+// Options of Handler.
+type Options struct {
+	Store   *extdns.Store
+	Rules   func() *extdns.Rules // the served zones and limits now (called per request)
+	Clients []Client
+	// Changed is called after a POST /records changed the store (the
+	// pipeline merges again); it must not block.
+	Changed func()
+	Metrics *Metrics     // nil: NewMetrics(nil)
+	Logger  *slog.Logger // nil: slog.Default()
+	MaxBody int64        // bytes of a request body (default DefaultMaxBody)
+}
+
+type handler struct {
+	o       Options
+	clients []client
+	log     *slog.Logger
+}
+
+type client struct {
+	cluster string
+	sum     [32]byte // sha256 of the token: compared in constant time
+}
+
+// Handler is the webhook API. A token must identify exactly one client:
+// Handler refuses an empty or repeated token.
+func Handler(o Options) (http.Handler, error) {
+	h := &handler{o: o, log: o.Logger}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.o.Metrics == nil {
+		h.o.Metrics = NewMetrics(nil)
+	}
+	if h.o.MaxBody <= 0 {
+		h.o.MaxBody = DefaultMaxBody
+	}
+	seen := map[[32]byte]string{}
+	for _, c := range o.Clients {
+		if c.Token == "" {
+			return nil, fmt.Errorf("externaldns client %q: empty token", c.Cluster)
+		}
+		sum := sha256.Sum256([]byte(c.Token))
+		if other, ok := seen[sum]; ok {
+			return nil, fmt.Errorf("externaldns clients %q and %q: the same token (a token identifies one cluster)", other, c.Cluster)
+		}
+		seen[sum] = c.Cluster
+		h.clients = append(h.clients, client{cluster: c.Cluster, sum: sum})
+		if o.Store != nil { // the records a state file brought back
+			h.o.Metrics.records.WithLabelValues(c.Cluster).Set(float64(o.Store.Counts()[c.Cluster]))
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.Handle("GET /{$}", h.authed(h.negotiate))
+	mux.Handle("GET /records", h.authed(h.records))
+	mux.Handle("POST /records", h.authed(h.apply))
+	mux.Handle("POST /adjustendpoints", h.authed(h.adjust))
+	return h.recovered(mux), nil
+}
+
+// Routes are the routes Handler serves (docs test).
+var Routes = []string{"GET /", "GET /records", "POST /records", "POST /adjustendpoints", "GET /healthz"}
+
+// recovered answers 500 to a request whose handler panicked, and counts
+// it; every request is counted by route and code.
+func (h *handler) recovered(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		defer func() {
+			if v := recover(); v != nil {
+				h.o.Metrics.panics.Inc()
+				h.log.Error("externaldns webhook: panic recovered", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				if !sw.wrote {
+					http.Error(sw, "internal error", http.StatusInternalServerError)
+				}
+			}
+			h.o.Metrics.requests.WithLabelValues(route(r), strconv.Itoa(sw.code)).Inc()
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// route is the metrics label of r: a known route, else "other".
+func route(r *http.Request) string {
+	switch p := r.Method + " " + r.URL.Path; p {
+	case "GET /", "GET /records", "POST /records", "POST /adjustendpoints", "GET /healthz":
+		return p
+	}
+	return "other"
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// authed runs next with the cluster of the request's token, or answers 401.
+func (h *handler) authed(next func(w http.ResponseWriter, r *http.Request, cluster string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cluster, ok := h.cluster(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="meridian-externaldns"`)
+			http.Error(w, "unauthorized: send the cluster's token (HTTP Basic with the cluster as user, or Bearer)", http.StatusUnauthorized)
+			return
+		}
+		next(w, r, cluster)
+	})
+}
+
+// cluster is the client whose token r carries. Every configured token is
+// compared (in constant time), so the time does not tell which matched.
+func (h *handler) cluster(r *http.Request) (string, bool) {
+	user, tok, basic := r.BasicAuth()
+	if !basic {
+		user = ""
+		tok, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	if tok == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(tok))
+	found := -1
+	for i := range h.clients {
+		if subtle.ConstantTimeCompare(sum[:], h.clients[i].sum[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 || (user != "" && user != h.clients[found].cluster) {
+		return "", false
+	}
+	return h.clients[found].cluster, true
+}
+
+// negotiate answers GET /: the media type and the domain filter (the
+// served zones).
+func (h *handler) negotiate(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, map[string][]string{"include": h.o.Rules().Apexes()})
+}
+
+// records answers GET /records: the cluster's own records.
+func (h *handler) records(w http.ResponseWriter, _ *http.Request, cluster string) {
+	writeJSON(w, h.o.Store.Records(cluster))
+}
+
+// apply handles POST /records: the cluster's changes, all or none.
+func (h *handler) apply(w http.ResponseWriter, r *http.Request, cluster string) {
+	var ch extdns.Changes
+	if !h.decode(w, r, &ch) {
+		return
+	}
+	changed, err := h.o.Store.Apply(cluster, &ch, h.o.Rules())
+	var ce *extdns.ChangeError
+	switch {
+	case errors.As(err, &ce) && ce.Conflict:
+		http.Error(w, "conflict: "+ce.Error(), http.StatusConflict)
+		return
+	case errors.As(err, &ce):
+		http.Error(w, "bad change: "+ce.Error(), http.StatusBadRequest)
+		return
+	case err != nil:
+		h.log.Error("externaldns webhook: changes not stored", "cluster", cluster, "err", err)
+		http.Error(w, "changes not stored", http.StatusInternalServerError)
+		return
+	}
+	for action, n := range map[string]int{"create": len(ch.Create), "update": len(ch.UpdateNew), "delete": len(ch.Delete)} {
+		if n > 0 {
+			h.o.Metrics.changes.WithLabelValues(cluster, action).Add(float64(n))
+		}
+	}
+	h.o.Metrics.records.WithLabelValues(cluster).Set(float64(h.o.Store.Counts()[cluster]))
+	if changed {
+		h.log.Info("externaldns: records changed", "cluster", cluster, "create", len(ch.Create), "update", len(ch.UpdateNew), "delete", len(ch.Delete))
+		if h.o.Changed != nil {
+			h.o.Changed()
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// adjust handles POST /adjustendpoints: the records as Meridian would store
+// them; a record Meridian would refuse is left out (and counted), so that
+// ExternalDNS does not send a change that fails whole.
+func (h *handler) adjust(w http.ResponseWriter, r *http.Request, cluster string) {
+	var in []*extdns.Endpoint
+	if !h.decode(w, r, &in) {
+		return
+	}
+	rules := h.o.Rules()
+	out := make([]*extdns.Endpoint, 0, len(in))
+	for _, e := range in {
+		if e == nil {
+			continue
+		}
+		n := rules.Normalize(e)
+		if err := rules.Check(n); err != nil {
+			h.o.Metrics.adjusted.WithLabelValues(cluster).Inc()
+			h.log.Debug("externaldns: record left out by adjustendpoints", "cluster", cluster, "name", n.DNSName, "type", n.RecordType, "reason", err)
+			continue
+		}
+		out = append(out, n)
+	}
+	writeJSON(w, out)
+}
+
+// decode reads r's JSON body into v (at most MaxBody bytes), or answers
+// 413 or 400.
+func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") && !strings.HasPrefix(ct, "application/external.dns.webhook+json") {
+		http.Error(w, fmt.Sprintf("content type %q is not accepted (allowed: %s or application/json)", ct, extdns.MediaType), http.StatusUnsupportedMediaType)
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
+	if err := dec.Decode(v); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, fmt.Sprintf("body larger than %d bytes", h.o.MaxBody), http.StatusRequestEntityTooLarge)
+			return false
+		}
+		http.Error(w, "body is not the webhook's JSON: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", extdns.MediaType)
+	json.NewEncoder(w).Encode(v)
+}
