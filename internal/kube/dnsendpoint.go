@@ -158,11 +158,18 @@ func endpointTarget(recordType, t string) (string, string) {
 }
 
 // providerSettings adds the meridian.io/ providerSpecific entries of
-// endpoint i to specific; a value that differs from another endpoint's
+// endpoint i to specific (also named webhook/meridian.io/<setting> or
+// webhook/meridian-<setting>, the webhook provider's form); a value that differs from another endpoint's
 // is returned as an error.
 func providerSettings(specific map[string]string, i int, props []providerProperty) *FieldError {
 	for _, p := range props {
 		key := strings.TrimPrefix(p.Name, "webhook/")
+		if setting, ok := strings.CutPrefix(key, "meridian-"); ok {
+			// webhook/meridian-weight, what an ExternalDNS annotation
+			// external-dns.kubernetes.io/webhook-meridian-weight gives and
+			// what Meridian's webhook provider reads (internal/extdns).
+			key = annoPrefix + setting
+		}
 		if !strings.HasPrefix(key, annoPrefix) || key == AnnoHostname || key == AnnoStatus {
 			continue
 		}
