@@ -144,7 +144,7 @@ func newPush() *cobra.Command {
 	var from string
 	cmd := &cobra.Command{
 		Use:   "push --config FILE [--dry-run]",
-		Short: "Sync the configured Route53/Cloudflare zones once, or print the plan with --dry-run",
+		Short: "Sync the configured Route53, Cloudflare and RFC 2136 zones and delegations once, or print the plan with --dry-run",
 		Long: `push computes, for every zone under providers, the changes that make the
 provider equal to Meridian's decisions and applies them (or, with --dry-run,
 prints them and writes nothing). Health comes from the config, or from a
