@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -23,12 +25,14 @@ import (
 )
 
 // extdnsConfig serves gslb.example.com with the ExternalDNS webhook on
-// %[1]s and one client (token file) per cluster.
+// %[1]s over HTTPS (certificate %[4]s, key %[5]s) and one client (token
+// file) per cluster.
 const extdnsConfig = `
 server:
   dns: {rrl: {responses_per_second: 1000000}}
   externaldns:
     listen: "%[1]s"
+    tls: {cert_file: "%[4]s", key_file: "%[5]s"}
     clients:
       - {cluster: east, token_file: "%[2]s"}
       - {cluster: west, token_file: "%[3]s"}
@@ -61,6 +65,7 @@ func externalDNSBin(t *testing.T) string {
 type externalDNS struct {
 	bin, cluster, kubeconfig string
 	url                      string // the webhook URL with the cluster's token in its userinfo
+	ca                       string // the CA file of the webhook's certificate (SSL_CERT_FILE)
 }
 
 // sync runs one ExternalDNS sync (--once) and returns its log. The webhook
@@ -73,26 +78,38 @@ func (x externalDNS) sync(t *testing.T) string {
 	cmd := exec.CommandContext(ctx, x.bin, "--provider=webhook", "--source=service", "--registry=txt", "--policy=sync",
 		"--txt-owner-id="+x.cluster, "--domain-filter=gslb.example.com", "--kubeconfig="+x.kubeconfig,
 		"--once", fmt.Sprintf("--metrics-address=127.0.0.1:%d", freePort(t)))
-	cmd.Env = append(os.Environ(), "EXTERNAL_DNS_WEBHOOK_PROVIDER_URL="+x.url)
+	cmd.Env = append(os.Environ(), "EXTERNAL_DNS_WEBHOOK_PROVIDER_URL="+x.url, "SSL_CERT_FILE="+x.ca)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "external-dns --once for %s:\n%s", x.cluster, out)
 	require.NotRegexp(t, `level=(error|fatal)`, string(out), "external-dns of %s logged an error", x.cluster)
 	return string(out)
 }
 
-// webhookRecords is GET /records of the webhook as cluster (token tok).
-func webhookRecords(t *testing.T, addr, cluster, tok string) []map[string]any {
+// webhookRecords is GET /records of the webhook as cluster (token tok),
+// over HTTPS trusting the CA file ca.
+func webhookRecords(t *testing.T, addr, ca, cluster, tok string) []map[string]any {
 	t.Helper()
-	req, err := http.NewRequest("GET", "http://"+addr+"/records", nil)
+	req, err := http.NewRequest("GET", "https://"+addr+"/records", nil)
 	require.NoError(t, err)
 	req.SetBasicAuth(cluster, tok)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := trusting(t, ca).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 	var out []map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	return out
+}
+
+// trusting is an HTTP client that trusts only the certificates of the CA
+// file ca.
+func trusting(t *testing.T, ca string) *http.Client {
+	t.Helper()
+	pem, err := os.ReadFile(ca)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem), "%s holds a PEM certificate", ca)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 }
 
 // changesTotal sums meridian_externaldns_changes_total over its series.
@@ -144,7 +161,9 @@ func TestExternalDNSWebhookMergesTwoClusters(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, c+".token"), []byte(tok+"\n"), 0o600))
 	}
 	hook := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	m := startMeridian(t, fmt.Sprintf(extdnsConfig, hook, filepath.Join(dir, "east.token"), filepath.Join(dir, "west.token")))
+	ca := writeCert(t, dir, "webhook")
+	m := startMeridian(t, fmt.Sprintf(extdnsConfig, hook, filepath.Join(dir, "east.token"), filepath.Join(dir, "west.token"),
+		filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")))
 
 	const app = "app.gslb.example.com"
 	ips := map[string]string{"east": "127.0.0.81", "west": "127.0.0.82"}
@@ -156,7 +175,7 @@ func TestExternalDNSWebhookMergesTwoClusters(t *testing.T) {
 			"external-dns.kubernetes.io/webhook-meridian-weight": weight,
 		}, ips[mem.Name])
 		xs[mem.Name] = externalDNS{bin: bin, cluster: mem.Name, kubeconfig: mem.Kubeconfig(t, kubelab.AdminUser),
-			url: fmt.Sprintf("http://%s:%s@%s", mem.Name, tokens[mem.Name], hook)}
+			url: fmt.Sprintf("https://%s:%s@%s", mem.Name, tokens[mem.Name], hook), ca: ca}
 	}
 	t.Logf("two kube-apiservers and meridian up in %s", time.Since(start).Round(time.Millisecond))
 
@@ -172,7 +191,7 @@ func TestExternalDNSWebhookMergesTwoClusters(t *testing.T) {
 
 	// Each ExternalDNS owns its records: west reads back none of east's.
 	for c, tok := range tokens {
-		recs := webhookRecords(t, hook, c, tok)
+		recs := webhookRecords(t, hook, ca, c, tok)
 		var owned []string
 		for _, r := range recs {
 			owned = append(owned, fmt.Sprint(r["recordType"], " ", r["targets"]))
@@ -194,7 +213,7 @@ func TestExternalDNSWebhookMergesTwoClusters(t *testing.T) {
 	xs["east"].sync(t)
 	waitAnswers(t, m, app, ips["west"])
 	assert.Equal(t, map[string]float64{ips["west"]: 100}, digShares(t, m, app, 200))
-	assert.Len(t, webhookRecords(t, hook, "east", tokens["east"]), 0, "east's records and its ownership TXT are gone")
-	assert.Contains(t, fmt.Sprint(webhookRecords(t, hook, "west", tokens["west"])), ips["west"], "west's record stays")
+	assert.Len(t, webhookRecords(t, hook, ca, "east", tokens["east"]), 0, "east's records and its ownership TXT are gone")
+	assert.Contains(t, fmt.Sprint(webhookRecords(t, hook, ca, "west", tokens["west"])), ips["west"], "west's record stays")
 	t.Logf("wall time %s", time.Since(start).Round(time.Millisecond))
 }

@@ -111,10 +111,17 @@ func (a *App) startExternalDNSListener(l *serving.Loaded) error {
 	if err != nil {
 		return fmt.Errorf("server.externaldns.listen %s: %w", addr, err)
 	}
-	srv := api.NewServer(h, nil, a.log)
-	// The HTTP API's connection limits (1024 open, 64 per client network);
-	// their counts go to a registry of their own, not exported.
-	lim := api.Listen(srv, ln, api.Limits{}, "externaldns", api.NewMetrics(prometheus.NewRegistry()))
+	// The HTTP API's connection limits (1024 open, 64 per client network)
+	// and certificate reloads; their counts go to a registry of their own,
+	// not exported.
+	lm := api.NewMetrics(prometheus.NewRegistry())
+	tlsConf, err := a.httpTLS(l.File.Server.ExternalDNS.TLS, lm)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server.externaldns.tls: %w", err)
+	}
+	srv := api.NewServer(h, tlsConf, a.log)
+	lim := api.Listen(srv, ln, api.Limits{}, "externaldns", lm)
 	go func() {
 		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("externaldns webhook server", "err", err)
@@ -132,7 +139,7 @@ func (a *App) startExternalDNSListener(l *serving.Loaded) error {
 			}
 		})
 	})
-	a.log.Info("externaldns webhook listening", "addr", ln.Addr().String(), "clients", len(x.clients), "records", x.stage.Store.Counts())
+	a.log.Info("externaldns webhook listening", "addr", ln.Addr().String(), "tls", tlsConf != nil, "clients", len(x.clients), "records", x.stage.Store.Counts())
 	return nil
 }
 

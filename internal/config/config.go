@@ -176,7 +176,8 @@ type HTTP struct {
 	TLS *TLS `yaml:"tls"`
 }
 
-// TLS is the certificate of the HTTP listeners.
+// TLS is the certificate of an HTTP listener (server.http.tls,
+// server.externaldns.tls).
 type TLS struct {
 	CertFile string `yaml:"cert_file"` // PEM certificate, then its chain (required)
 	KeyFile  string `yaml:"key_file"`  // PEM private key, mode 600 (required)
@@ -521,13 +522,19 @@ func validateHTTP(errs *fieldErrors, h *HTTP) {
 	if n := h.MaxEventStreams; n < 0 || n > 100_000 {
 		errs.add("server.http.max_event_streams", "%d is out of range (allowed 1..100000; 0 = default %d)", n, DefaultHTTPMaxStreams)
 	}
-	if t := h.TLS; t != nil {
-		if strings.TrimSpace(t.CertFile) == "" {
-			errs.add("server.http.tls.cert_file", "is required with server.http.tls (a PEM certificate file)")
-		}
-		if strings.TrimSpace(t.KeyFile) == "" {
-			errs.add("server.http.tls.key_file", "is required with server.http.tls (a PEM private key file, mode 600)")
-		}
+	validateTLS(errs, "server.http.tls", h.TLS)
+}
+
+// validateTLS checks the certificate section at path p (nil: plain HTTP).
+func validateTLS(errs *fieldErrors, p string, t *TLS) {
+	if t == nil {
+		return
+	}
+	if strings.TrimSpace(t.CertFile) == "" {
+		errs.add(p+".cert_file", "is required with %s (a PEM certificate file)", p)
+	}
+	if strings.TrimSpace(t.KeyFile) == "" {
+		errs.add(p+".key_file", "is required with %s (a PEM private key file, mode 600)", p)
 	}
 }
 

@@ -28,6 +28,10 @@ type ExternalDNS struct {
 	// webhook/meridian-health-check (default: not probed).
 	HealthCheck *model.Check `yaml:"health_check"`
 	MaxRecords  int          `yaml:"max_records"` // records per cluster, TXT included (default 10000; 1..1000000)
+	// TLS, when set, serves HTTPS on listen, the files reloaded when they
+	// change, as server.http.tls (default: plain HTTP). ExternalDNS trusts
+	// the certificate's CA through SSL_CERT_FILE.
+	TLS *TLS `yaml:"tls"`
 }
 
 // ExternalDNSClient is one ExternalDNS instance.
@@ -66,6 +70,7 @@ func validateExternalDNS(errs *fieldErrors, x *ExternalDNS) {
 	if n := x.MaxRecords; n < 0 || n > 1_000_000 {
 		errs.add(p+".max_records", "%d is out of range (allowed 1..1000000; 0 = default 10000)", n)
 	}
+	validateTLS(errs, p+".tls", x.TLS)
 	if c := x.HealthCheck; c != nil && !slices.Contains(model.CheckKinds, c.Kind) {
 		errs.add(p+".health_check.kind", "%q is not allowed (allowed: %s)", c.Kind, strings.Join(model.CheckKinds, ", "))
 	}

@@ -27,6 +27,8 @@ func TestExternalDNSSection(t *testing.T) {
 			`{listen: 127.0.0.1:8888, clients: [{cluster: east, token_file: /a}], max_records: -1}`, []string{"server.externaldns.max_records", "out of range"}},
 		{"an unknown health check kind is refused",
 			`{listen: 127.0.0.1:8888, clients: [{cluster: east, token_file: /a}], health_check: {kind: icmp}}`, []string{"server.externaldns.health_check.kind", `"icmp" is not allowed`}},
+		{"a certificate without its key is refused",
+			`{listen: 127.0.0.1:8888, clients: [{cluster: east, token_file: /a}], tls: {cert_file: /tls.crt}}`, []string{"server.externaldns.tls.key_file", "is required with server.externaldns.tls"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := Parse("x.yaml", []byte("server:\n  externaldns: "+tc.section+"\n"+base))
