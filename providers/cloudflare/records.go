@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/meridian-gslb/meridian/providers"
 	"github.com/meridian-gslb/meridian/providers/plan"
 )
 
@@ -55,7 +56,7 @@ func group(recs []DNSRecord) []plan.Record {
 		r.Normalize()
 		out = append(out, r)
 	}
-	sortByNameType(out)
+	providers.SortByNameType(out)
 	return out
 }
 

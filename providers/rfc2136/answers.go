@@ -2,7 +2,6 @@ package rfc2136
 
 import (
 	"github.com/meridian-gslb/meridian/providers"
-	"github.com/meridian-gslb/meridian/providers/cloudflare"
 	"github.com/meridian-gslb/meridian/providers/plan"
 )
 
@@ -25,10 +24,9 @@ import (
 //   - a CNAME service: one CNAME to its highest-weighted available target.
 //
 // Each decision that changes the set changes the RRset on the next pass.
-// These are exactly the plain records of a Cloudflare zone without load
-// balancing (cloudflare.Translate, the service's TTL, not proxied): one
-// translation for every provider that holds plain records. Pure; sorted by
-// name and type.
+// These are the plain records of providers.PlainRecords, which Cloudflare's
+// plain records share: one translation for every provider that holds plain
+// records. Pure; sorted by name and type.
 func Translate(views []providers.ServiceView, zone string) []plan.Record {
-	return cloudflare.Translate(views, zone, 0, false)
+	return providers.PlainRecords(views, zone)
 }
