@@ -26,6 +26,8 @@ func Normalize(d *Desired) (*Desired, error) {
 		Kubernetes: normalizeKubernetes(d.Kubernetes),
 		Shift:      d.Shift,
 		Catalog:    normalizeCatalog(d.Catalog),
+
+		TenantTargets: d.TenantTargets,
 	}
 	normalizeProviders(&out.Providers, d.Zones)
 	out.Ring.Seeds = slices.Clone(d.Ring.Seeds)

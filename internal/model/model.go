@@ -75,6 +75,9 @@ type Desired struct {
 	Kubernetes Kubernetes  `yaml:"kubernetes"` // Kubernetes member clusters and annotated objects
 	Shift      ShiftConfig `yaml:"shift"`      // progressive shifts: guard Prometheus, tick
 	Catalog    *Catalog    `yaml:"catalog"`    // a catalog zone (RFC 9432) of the zones with transfers, for secondaries (nil: none)
+	// TenantTargets limits the addresses that tenant-written sources
+	// (DNSEndpoints, ExternalDNS webhook records) may give (tenant.go).
+	TenantTargets TenantTargets `yaml:"tenant_targets"`
 }
 
 // Zone is an authoritative zone Meridian answers for.
