@@ -44,6 +44,13 @@ func ParseOwner(v string) (owner string, types []string, ok bool) {
 	return owner, types, owner != ""
 }
 
+// WrittenTypes are the record types Meridian writes (answers: A, AAAA,
+// CNAME; delegations: NS, glue A/AAAA, DS), besides its ownership TXT. A
+// record of another type is never deleted, whatever the ownership TXT's
+// types= lists: whoever may write that TXT (a key limited to TXT, for
+// ACME) cannot make Meridian delete an MX or a TXT with its broader key.
+var WrittenTypes = []string{"A", "AAAA", "CNAME", "NS", "DS"}
+
 // Input of a plan.
 type Input struct {
 	Owner   string   // this installation's owner id
@@ -156,6 +163,9 @@ func (c current) recordChanges(desired map[Key]Record, desiredTypes map[string][
 	for k, cur := range c.records {
 		if _, want := desired[k]; want || !c.mine(k.Name, owner) {
 			continue
+		}
+		if !slices.Contains(WrittenTypes, k.Type) {
+			continue // the ownership TXT says so, but Meridian never wrote it
 		}
 		if slices.Contains(c.owners[k.Name].types, k.Type) || slices.Contains(desiredTypes[k.Name], k.Type) {
 			ch.Deletes = append(ch.Deletes, cur)

@@ -90,6 +90,11 @@ func TestCompute(t *testing.T) {
 			current: []Record{a("app.example.com.", 30, "192.0.2.1"), {Name: "app.example.com.", Type: "MX", TTL: 300, Values: []string{"10 mx.example.com."}}, owned("app.example.com.", "me", "A")},
 		},
 		{
+			name:    "an ownership record that lists a type Meridian never writes does not get it deleted",
+			current: []Record{{Name: "mail.example.com.", Type: "MX", TTL: 300, Values: []string{"10 mx.example.com."}}, {Name: "mail.example.com.", Type: "TXT", TTL: 300, Values: []string{`"v=spf1 -all"`}}, owned("mail.example.com.", "me", "MX", "TXT")},
+			deletes: []string{"_meridian-owner.mail.example.com. TXT"},
+		},
+		{
 			name:    "a name with only other types is claimed for the new type",
 			desired: []Record{a("app.example.com.", 30, "192.0.2.1")},
 			current: []Record{{Name: "app.example.com.", Type: "MX", TTL: 300, Values: []string{"10 mx.example.com."}}},
