@@ -181,6 +181,7 @@ func TestCatalogProvisionsBINDAndKnot(t *testing.T) {
 	// transfer it, REFUSED to others.
 	out := runNoFail("dig", "@127.0.0.1", "-p", fmt.Sprint(m.dnsPort), "+time=1", "+tries=1", "-b", "127.0.0.2", "catalog.meridian.test", "SOA")
 	assert.Contains(t, out, "status: REFUSED", out)
+	assert.Contains(t, out, "EDE: 18 (Prohibited): (meridian: query not allowed)", out)
 
 	// A reload without three.cat.test: the catalog gets the next serial, is
 	// notified, and the secondaries drop the zone.

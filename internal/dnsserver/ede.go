@@ -94,17 +94,21 @@ func refusedBare(resp []byte) bool {
 	return len(resp) >= headerLen && int(resp[3]&0xF) == dns.RcodeRefused && binary.BigEndian.Uint16(resp[10:]) == 0
 }
 
-// transferEDE adds EDETransferRefused to a REFUSED answer to a transfer
+// transferEDE adds the refusal's EDE (engine.RefusalOf) to a REFUSED answer
 // over UDP (resp, from internal/xfr) when the query (w.req) carried EDNS.
 func (w *worker) transferEDE(resp []byte) []byte {
 	if w.qopt == nil || !refusedBare(resp) || len(resp) > len(w.out) {
 		return resp
 	}
-	return w.withEDE(append(w.out[:0], resp...), engine.EDETransferRefused)
+	var qtype uint16
+	if len(w.req.Question) > 0 {
+		qtype = w.req.Question[0].Qtype
+	}
+	return w.withEDE(append(w.out[:0], resp...), engine.RefusalOf(qtype))
 }
 
 // transferConn is the connection a TCP transfer is written to: it adds
-// EDETransferRefused to a REFUSED answer (the first message written for
+// the refusal's EDE (engine.RefusalOf) to a REFUSED answer (the first message written for
 // the query in, one frame), when the query carried EDNS. One per TCP
 // connection; set in before each query.
 type transferConn struct {
@@ -129,10 +133,10 @@ func (tc *transferConn) Write(frame []byte) (int, error) {
 	if req.Unpack(tc.in) == nil {
 		opt = req.IsEdns0()
 	}
-	if opt == nil {
+	if opt == nil || len(req.Question) == 0 {
 		return tc.Conn.Write(frame)
 	}
-	e := engine.EDETransferRefused
+	e := engine.RefusalOf(req.Question[0].Qtype)
 	out := appendEDE(append([]byte(nil), frame[2:]...), uint16(tc.w.s.cfg.UDPPayloadSize), opt.Do(), e)
 	out = append(binary.BigEndian.AppendUint16(nil, uint16(len(out))), out...)
 	if _, err := tc.Conn.Write(out); err != nil {

@@ -31,6 +31,10 @@ const (
 	// EDETransferRefused: REFUSED AXFR/IXFR (address not allowed, no or
 	// wrong TSIG, zone not transferable, AXFR over UDP, or no transfers).
 	EDETransferRefused
+	// EDEQueryRefused: REFUSED, a query other than a transfer that the
+	// transfer side answers (into the catalog zone) from an address not
+	// allowed.
+	EDEQueryRefused
 	// EDERateLimited: the empty truncated reply (TC=1) of a response rate
 	// limited by RRL (a slip).
 	EDERateLimited
@@ -54,6 +58,7 @@ var extendedErrors = [EDECount]struct {
 	EDENotAuthoritative: {dns.ExtendedErrorCodeNotAuthoritative, "meridian: not authoritative for this name", "not_authoritative"},
 	EDEOtherClass:       {dns.ExtendedErrorCodeNotAuthoritative, "meridian: only class IN is served", "other_class"},
 	EDETransferRefused:  {dns.ExtendedErrorCodeProhibited, "meridian: zone transfer not allowed", "transfer_refused"},
+	EDEQueryRefused:     {dns.ExtendedErrorCodeProhibited, "meridian: query not allowed", "query_refused"},
 	EDERateLimited:      {dns.ExtendedErrorCodeOther, "rate limited", "rate_limited"},
 	EDESignLimited:      {dns.ExtendedErrorCodeNotReady, "signing limit reached: retry later or over TCP", "sign_limited"},
 }
@@ -65,7 +70,7 @@ func (e ExtendedError) Code() uint16 { return extendedErrors[e].code }
 func (e ExtendedError) Text() string { return extendedErrors[e].text }
 
 // Reason names e in metrics (the reason label): fail_open,
-// not_authoritative, other_class, transfer_refused, rate_limited,
+// not_authoritative, other_class, transfer_refused, query_refused, rate_limited,
 // sign_limited ("none" for EDENone).
 func (e ExtendedError) Reason() string { return extendedErrors[e].reason }
 
@@ -75,6 +80,16 @@ func (e ExtendedError) CodeLabel() string { return strconv.Itoa(int(e.Code())) }
 // Option returns e as the EDNS0 option miekg/dns packs.
 func (e ExtendedError) Option() dns.EDNS0_EDE {
 	return dns.EDNS0_EDE{InfoCode: e.Code(), ExtraText: e.Text()}
+}
+
+// RefusalOf is the EDE of a REFUSED answer from the transfer side
+// (internal/xfr): EDETransferRefused to an AXFR or IXFR, EDEQueryRefused to
+// any other query (the catalog zone's).
+func RefusalOf(qtype uint16) ExtendedError {
+	if qtype == dns.TypeAXFR || qtype == dns.TypeIXFR {
+		return EDETransferRefused
+	}
+	return EDEQueryRefused
 }
 
 // ExtendedErrorOf decides the EDE of a reply from what Respond found:

@@ -52,6 +52,7 @@ func TestExtendedErrorValues(t *testing.T) {
 		{"outside our zones is 20 Not Authoritative", EDENotAuthoritative, 20},
 		{"another class is 20 Not Authoritative", EDEOtherClass, 20},
 		{"a refused transfer is 18 Prohibited", EDETransferRefused, 18},
+		{"a refused query into the catalog is 18 Prohibited", EDEQueryRefused, 18},
 		{"an RRL slip is 0 Other", EDERateLimited, 0},
 		{"the signing limit is 14 Not Ready", EDESignLimited, 14},
 	} {
@@ -60,6 +61,23 @@ func TestExtendedErrorValues(t *testing.T) {
 			assert.NotEmpty(t, tc.e.Text(), "every EDE says what happened in its EXTRA-TEXT")
 			assert.LessOrEqual(t, len(tc.e.Text()), 64, "texts are short: they travel in every such reply")
 			assert.NotEqual(t, "none", tc.e.Reason())
+		})
+	}
+}
+
+func TestRefusalOf(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		want  ExtendedError
+	}{
+		{"an AXFR refused says the transfer is not allowed", dns.TypeAXFR, EDETransferRefused},
+		{"an IXFR refused says the transfer is not allowed", dns.TypeIXFR, EDETransferRefused},
+		{"an SOA query into the catalog refused says the query is not allowed", dns.TypeSOA, EDEQueryRefused},
+		{"a PTR query into the catalog refused says the query is not allowed", dns.TypePTR, EDEQueryRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, RefusalOf(tc.qtype))
 		})
 	}
 }
