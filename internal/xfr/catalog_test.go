@@ -198,6 +198,20 @@ func TestPublisherServesTheCatalog(t *testing.T) {
 		assert.IsType(t, &dns.SOA{}, r.Ns[0])
 	})
 
+	t.Run("a query into the catalog of another class is refused as not ours, not answered from the IN catalog", func(t *testing.T) {
+		q := new(dns.Msg)
+		q.SetQuestion("catalog.invalid.", dns.TypeSOA)
+		q.Question[0].Qclass = dns.ClassCHAOS
+		q.SetEdns0(1232, false)
+		r, _, err := (&dns.Client{Net: "udp"}).Exchange(q, fx.addr)
+		require.NoError(t, err)
+		assert.Equal(t, dns.RcodeRefused, r.Rcode)
+		assert.Empty(t, r.Answer)
+		require.NotNil(t, r.IsEdns0())
+		require.NotEmpty(t, r.IsEdns0().Option)
+		assert.Equal(t, "meridian: only class IN is served", r.IsEdns0().Option[0].(*dns.EDNS0_EDE).ExtraText)
+	})
+
 	t.Run("the same member list keeps the serial; a zone that loses its transfer section leaves the catalog with the next serial and a NOTIFY", func(t *testing.T) {
 		s1 := fx.serial(t)
 		require.NoError(t, fx.publish(t, "127.0.0.1", "xfr.key", nil))

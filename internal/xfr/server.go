@@ -166,14 +166,16 @@ func (s *Server) Record(zd engine.ZoneData) {
 func label(apex string) string { return strings.TrimSuffix(apex, ".") }
 
 // Wants reports whether req is for us: AXFR, IXFR, TSIG-signed, or a
-// query into the catalog zone. It is called for every query and is cheap.
+// query of class IN into the catalog zone (another class is left to the
+// engine, which refuses it: the catalog is an IN zone). It is called for
+// every query and is cheap.
 func (s *Server) Wants(req *dns.Msg) bool {
 	if req.IsTsig() != nil {
 		return true
 	}
 	if len(req.Question) == 1 {
 		t := req.Question[0].Qtype
-		return t == dns.TypeAXFR || t == dns.TypeIXFR || s.inCatalog(req.Question[0].Name)
+		return t == dns.TypeAXFR || t == dns.TypeIXFR || req.Question[0].Qclass == dns.ClassINET && s.inCatalog(req.Question[0].Name)
 	}
 	return false
 }
