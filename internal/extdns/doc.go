@@ -21,6 +21,14 @@
 //     a TTL of 0..604800, no set identifier, and within the limits (records
 //     per cluster, targets per record, bytes per target). A change with one
 //     bad record is refused whole, naming the record and field.
+//   - Tenancy (ADR 0006): a served record (A, AAAA, CNAME) follows the
+//     rules 1 to 3 of package kube/claims for the namespace of the object
+//     it comes from (its resource label, kind/namespace/name; none: no
+//     namespace): no zone apex or name of the ring's unless a claim lists
+//     it for that namespace, never an in-zone nameserver name, no name a
+//     claim gives to other namespaces, no unclaimed name under
+//     unclaimed_names refuse. Records are checked again at every merge
+//     with the current config; one refused then is not served.
 //   - The A, AAAA and CNAME records of one name from every cluster become
 //     ONE weighted service: each target an endpoint of the cluster that
 //     wrote it, weighted by that record's webhook/meridian-weight (0..1000,

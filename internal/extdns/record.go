@@ -17,6 +17,11 @@ const (
 	PropHealthCheck = "webhook/meridian-health-check" // like meridian.io/health-check: http:8080/healthz, tcp:443, none
 )
 
+// LabelResource is ExternalDNS's label naming the object a record comes
+// from: kind/namespace/name (service/team-a/web, ingress/team-a/web,
+// crd/team-a/web), or kind/name for a cluster-scoped object (node/n1).
+const LabelResource = "resource"
+
 // Record types the webhook accepts.
 const (
 	TypeA     = "A"
@@ -65,6 +70,16 @@ type Key struct {
 // Key is e's key (e normalized).
 func (e *Endpoint) Key() Key {
 	return Key{Name: e.DNSName, Type: e.RecordType, SetIdentifier: e.SetIdentifier}
+}
+
+// Namespace is the namespace of the object e comes from, read from its
+// resource label ("": none, or a cluster-scoped object).
+func (e *Endpoint) Namespace() string {
+	parts := strings.Split(e.Labels[LabelResource], "/")
+	if len(parts) != 3 {
+		return ""
+	}
+	return parts[1]
 }
 
 // Prop is the value of the provider-specific property name ("" when unset).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/meridian-gslb/meridian/internal/kube/claims"
 	"github.com/meridian-gslb/meridian/internal/model"
 )
 
@@ -41,22 +42,39 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Rules are what a record is normalized and checked against: the served
-// zones and the limits.
+// zones, the tenancy policy, the limits on tenants' targets and the limits.
 type Rules struct {
 	zones  map[string]int // apex, lower case without the final dot → the zone's ttl
 	limits Limits
+	// policy is kubernetes.claims, kubernetes.unclaimed_names and the
+	// reserved names (ADR 0006), which records follow as objects do.
+	policy claims.Policy
+	// nameservers are the in-zone nameserver names (canonical) → what
+	// they are: never a service, whatever a claim says (the model refuses
+	// a service of that name).
+	nameservers map[string]string
+	tenant      model.TenantTargets // what A/AAAA targets may be
 	// parseCheck reads webhook/meridian-health-check (nil: the property
 	// is refused).
 	parseCheck func(string) (*model.Check, error)
 }
 
-// NewRules are the rules of the zones of d (normalized) with the limits lim;
-// parseCheck reads webhook/meridian-health-check (kube.ParseHealthCheck;
-// nil refuses the property).
+// NewRules are the rules of d's zones, claims, unclaimed_names and
+// tenant_targets with the limits lim; parseCheck reads
+// webhook/meridian-health-check (kube.ParseHealthCheck; nil refuses the
+// property).
 func NewRules(d *model.Desired, lim Limits, parseCheck func(string) (*model.Check, error)) *Rules {
-	r := &Rules{zones: make(map[string]int, len(d.Zones)), limits: lim.withDefaults(), parseCheck: parseCheck}
+	r := &Rules{zones: make(map[string]int, len(d.Zones)), limits: lim.withDefaults(), parseCheck: parseCheck,
+		policy: claims.PolicyFrom(d), nameservers: map[string]string{}, tenant: d.TenantTargets}
 	for _, z := range d.Zones {
 		r.zones[plainName(z.Apex)] = z.TTL
+	}
+	for _, z := range d.Zones {
+		for _, ns := range z.Nameservers {
+			if n := plainName(ns.Name); r.zoneOf(n) != "" {
+				r.nameservers[model.CanonicalName(n)] = "a nameserver name of zone " + model.CanonicalName(z.Apex)
+			}
+		}
 	}
 	return r
 }
@@ -150,6 +168,9 @@ func (r *Rules) Check(e *Endpoint) error {
 	if e.SetIdentifier != "" {
 		return fieldErr("setIdentifier", "%q: set identifiers are not supported (Meridian merges every cluster's targets of a name into one weighted service; weight them with %s)", e.SetIdentifier, PropWeight)
 	}
+	if err := r.checkTenancy(e); err != nil {
+		return err
+	}
 	if e.RecordTTL < 0 || e.RecordTTL > model.MaxTTL {
 		return fieldErr("recordTTL", "%d is out of range (allowed 0..%d seconds)", e.RecordTTL, model.MaxTTL)
 	}
@@ -187,6 +208,34 @@ func (r *Rules) checkName(e *Endpoint) error {
 	}
 	if z == name && e.RecordType == TypeCNAME {
 		return fieldErr("dnsName", "%q is the zone apex: a CNAME cannot sit there", name)
+	}
+	return nil
+}
+
+// checkTenancy refuses a served record (A, AAAA, CNAME) of a name its
+// namespace may not serve (ADR 0006, package kube/claims rules 1 to 3): a
+// reserved name (a zone apex, a nameserver name, a name of the ring's)
+// unless a claim lists it for the namespace, a name a claim gives to other
+// namespaces, a name no claim covers under unclaimed_names: refuse. The
+// namespace is the one of the object the record comes from (its resource
+// label); a record without one may serve only names no claim covers and
+// not reserved ones. In-zone nameserver names are refused always. TXT
+// records are not served (the registry's bookkeeping) and are not checked.
+func (r *Rules) checkTenancy(e *Endpoint) error {
+	if e.RecordType == TypeTXT {
+		return nil
+	}
+	name := model.CanonicalName(e.DNSName)
+	if what, ok := r.nameservers[name]; ok {
+		return fieldErr("dnsName", "%s%s is %s: it is never served from ExternalDNS records", claims.ConflictPrefix, name, what)
+	}
+	ns := e.Namespace()
+	if msg, refused := r.policy.Refuses(ns, name); refused {
+		from := "the record has no labels[" + LabelResource + "] naming a namespace"
+		if ns != "" {
+			from = fmt.Sprintf("the record's namespace %s is from labels[%s] %.80q", ns, LabelResource, e.Labels[LabelResource])
+		}
+		return fieldErr("dnsName", "%s (%s)", msg, from)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 // Kubernetes sources). Safe for concurrent use.
 type Stage struct {
 	Store       *Store
+	Limits      Limits                                      // what a record is checked against again at each merge
 	HealthCheck *model.Check                                // the services' default check (nil: not probed)
 	ParseCheck  func(string) (*model.Check, error)          // reads webhook/meridian-health-check (nil: ignored)
 	Logger      *slog.Logger                                // nil: slog.Default()
@@ -37,8 +38,11 @@ func (s *Stage) Merge(f *config.File) *config.File {
 	for _, c := range f.Clusters {
 		clusters[c.Name] = true
 	}
+	// Records are checked again with f's rules: the zones, claims and
+	// tenant_targets may have changed since they were stored.
+	rules := NewRules(&f.Desired, s.Limits, s.ParseCheck)
 	svcs, dropped := Build(s.Store.All(), BuildOptions{Clusters: clusters, Taken: func(n string) bool { return taken[n] },
-		HealthCheck: s.HealthCheck, ParseCheck: s.ParseCheck})
+		HealthCheck: s.HealthCheck, ParseCheck: s.ParseCheck, Check: rules.Check})
 	out := f
 	if len(svcs) > 0 {
 		nk := normalizeEach(&f.Desired, svcs, dropped)

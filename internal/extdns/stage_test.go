@@ -91,3 +91,33 @@ func TestAHealthCheckTheServicesWouldRefuseIsFoundAtStart(t *testing.T) {
 	require.Error(t, err, "tcp without a port")
 	assert.Contains(t, err.Error(), "health_check")
 }
+
+func TestAStoredRecordTheCurrentConfigRefusesIsNotServed(t *testing.T) {
+	f, err := config.Parse("stage.yaml", []byte(stageConfig+`
+kubernetes:
+  claims:
+    - {namespaces: [team-a], suffixes: [team-a.gslb.example.com]}
+`))
+	require.NoError(t, err)
+	s, _ := OpenStore("")
+	// Stored before the claim was configured: the store holds them, the
+	// merge checks them again.
+	s.recs = map[string]map[Key]*Endpoint{"east": {}}
+	for _, e := range []*Endpoint{
+		of("service/team-b/web", ep("app.team-a.gslb.example.com", "A", "198.51.100.1")),
+		of("service/team-a/web", ep("web.team-a.gslb.example.com", "A", "198.51.100.2")),
+		of("service/team-b/web", ep("gslb.example.com", "A", "198.51.100.3")),
+	} {
+		n := rules().Normalize(e)
+		s.recs["east"][n.Key()] = n
+	}
+	var dropped map[string]string
+	out := (&Stage{Store: s, Observe: func(_ int, d map[string]string) { dropped = d }}).Merge(f)
+	var names []string
+	for _, svc := range out.Services[1:] {
+		names = append(names, svc.Name)
+	}
+	assert.Equal(t, []string{"web.team-a.gslb.example.com."}, names)
+	assert.Contains(t, dropped["app.team-a.gslb.example.com."], "kubernetes.claims gives app.team-a.gslb.example.com. to namespace team-a")
+	assert.Contains(t, dropped["gslb.example.com."], "the apex of zone gslb.example.com.")
+}

@@ -35,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dropped: f.NewGauge(prometheus.GaugeOpts{Name: "meridian_externaldns_names_not_served",
 			Help: "Names of ExternalDNS records left out by the last merge (config or Kubernetes names, unknown clusters, records that do not validate); the log says why."}),
 		adjusted: f.NewCounterVec(prometheus.CounterOpts{Name: "meridian_externaldns_adjust_dropped_total",
-			Help: "Records that POST /adjustendpoints left out because Meridian would refuse them (outside the served zones, unsupported type, bad target), by cluster."}, []string{"cluster"}),
+			Help: "Records that POST /adjustendpoints left out because Meridian would refuse them (outside the served zones, a name the record's namespace may not serve, unsupported type, bad target), by cluster."}, []string{"cluster"}),
 		panics: f.NewCounter(prometheus.CounterOpts{Name: "meridian_externaldns_panics_total",
 			Help: "Panics recovered while handling ExternalDNS webhook requests (answered 500)."}),
 	}

@@ -35,7 +35,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	fx := &fixture{m: NewMetrics(prometheus.NewRegistry())}
 	fx.store, _ = extdns.OpenStore("")
-	d := &model.Desired{Zones: []model.Zone{{Apex: "gslb.example.com.", TTL: 30}}}
+	d := &model.Desired{Zones: []model.Zone{{Apex: "gslb.example.com.", TTL: 30, Nameservers: []model.Nameserver{{Name: "ns1.gslb.example.com."}}}},
+		Kubernetes: model.Kubernetes{Claims: []model.Claim{{Namespaces: []string{"team-a"}, Suffixes: []string{"team-a.gslb.example.com"}}}}}
 	h, err := Handler(Options{Store: fx.store, Clients: []Client{{"east", eastToken}, {"west", westToken}}, Metrics: fx.m, MaxBody: 2048,
 		Rules: func() *extdns.Rules {
 			if fx.panicky.Load() {
@@ -194,4 +195,36 @@ func TestAnotherMethodOrPathIsNotServed(t *testing.T) {
 	code, _, _ = fx.do(t, "GET", "/nothing", "east", eastToken, "")
 	assert.Equal(t, 404, code)
 	assert.Equal(t, 1.0, testutil.ToFloat64(fx.m.requests.WithLabelValues("other", "404")))
+}
+
+func TestARecordOfANameItsNamespaceMayNotServeIsRefusedAndLeftOut(t *testing.T) {
+	fx := newFixture(t)
+	for _, tc := range []struct {
+		name, record, msg string
+	}{
+		{"the zone apex",
+			`{"dnsName":"gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-b/web"}}`,
+			"create[0] gslb.example.com A: dnsName: hostname conflict: gslb.example.com. is the apex of zone gslb.example.com."},
+		{"a nameserver name",
+			`{"dnsName":"ns1.gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-b/web"}}`,
+			"ns1.gslb.example.com. is a nameserver name of zone gslb.example.com."},
+		{"a name claimed by another namespace",
+			`{"dnsName":"app.team-a.gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-b/web"}}`,
+			"kubernetes.claims gives app.team-a.gslb.example.com. to namespace team-a; objects in namespace team-b are not served for it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, _ := fx.do(t, "POST", "/records", "east", eastToken, `{"create":[`+tc.record+`]}`)
+			assert.Equal(t, 400, code)
+			assert.Contains(t, body, tc.msg)
+			code, body, _ = fx.do(t, "POST", "/adjustendpoints", "east", eastToken, `[`+tc.record+`]`)
+			require.Equal(t, 200, code)
+			assert.JSONEq(t, `[]`, body, "adjustendpoints leaves it out, so ExternalDNS does not send it")
+		})
+	}
+	assert.Equal(t, 3.0, testutil.ToFloat64(fx.m.requests.WithLabelValues("POST /records", "400")))
+	assert.Equal(t, 3.0, testutil.ToFloat64(fx.m.adjusted.WithLabelValues("east")))
+	assert.Equal(t, int32(0), fx.changed.Load())
+	code, _, _ := fx.do(t, "POST", "/records", "east", eastToken,
+		`{"create":[{"dnsName":"app.team-a.gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-a/web"}}]}`)
+	assert.Equal(t, 204, code, "the namespace the claim names may")
 }
