@@ -17,7 +17,10 @@
 //     change is normalized the same way before it is stored, so the next
 //     sync finds what it asked for and plans nothing.
 //   - A record is accepted only under a served zone, with type A, AAAA,
-//     CNAME (not at a zone apex) or TXT, targets that parse for the type,
+//     CNAME (not at a zone apex) or TXT, targets that parse for the type
+//     (A and AAAA targets also as tenant_targets allows: no unspecified,
+//     link-local, multicast or reserved address; loopback only with
+//     allow_loopback),
 //     a TTL of 0..604800, no set identifier, and within the limits (records
 //     per cluster, targets per record, bytes per target). A change with one
 //     bad record is refused whole, naming the record and field.

@@ -260,9 +260,15 @@ func (r *Rules) checkTargets(e *Endpoint) error {
 			if err != nil || !a.Is4() {
 				return fieldErr(f, "%.80q is not an IPv4 address (type A)", t)
 			}
+			if err := r.tenant.CheckTenantTarget(a); err != nil {
+				return fieldErr(f, "%v", err)
+			}
 		case TypeAAAA:
 			if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
 				return fieldErr(f, "%.80q is not an IPv6 address (type AAAA)", t)
+			}
+			if err := r.tenant.CheckTenantTarget(a); err != nil {
+				return fieldErr(f, "%v", err)
 			}
 		case TypeCNAME:
 			if _, ok := dns.IsDomainName(t); !ok || t == "" || strings.ContainsAny(t, "* \\") {

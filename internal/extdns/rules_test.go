@@ -175,3 +175,41 @@ func TestTheNamespaceIsReadFromTheResourceLabel(t *testing.T) {
 		assert.Equal(t, tc.ns, of(tc.resource, ep("x", "A")).Namespace(), tc.resource)
 	}
 }
+
+func TestAddressTargetsFollowTenantTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		loopback bool
+		in       *Endpoint
+		msg      string // "" = accepted
+	}{
+		{"a public IPv4 address is accepted", false, ep("app.gslb.example.com", "A", "198.51.100.1"), ""},
+		{"a public IPv6 address is accepted", false, ep("app.gslb.example.com", "AAAA", "2001:db8::1"), ""},
+		{"the unspecified IPv4 address is refused", false, ep("app.gslb.example.com", "A", "0.0.0.0"), "unspecified"},
+		{"the unspecified IPv6 address is refused", false, ep("app.gslb.example.com", "AAAA", "::"), "unspecified"},
+		{"the metadata service is refused", false, ep("app.gslb.example.com", "A", "198.51.100.1", "169.254.169.254"), "link-local"},
+		{"a link-local IPv6 address is refused", false, ep("app.gslb.example.com", "AAAA", "fe80::1"), "link-local"},
+		{"a multicast address is refused", false, ep("app.gslb.example.com", "A", "224.0.0.1"), "multicast"},
+		{"a reserved address is refused", false, ep("app.gslb.example.com", "A", "240.0.0.1"), "reserved"},
+		{"the broadcast address is refused", false, ep("app.gslb.example.com", "A", "255.255.255.255"), "broadcast"},
+		{"loopback is refused by default", false, ep("app.gslb.example.com", "A", "127.0.0.1"), "allow_loopback"},
+		{"IPv6 loopback is refused by default", false, ep("app.gslb.example.com", "AAAA", "::1"), "allow_loopback"},
+		{"loopback is accepted with allow_loopback", true, ep("app.gslb.example.com", "A", "127.0.0.2"), ""},
+		{"the unspecified address is refused even with allow_loopback", true, ep("app.gslb.example.com", "A", "0.0.0.0"), "unspecified"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := desired()
+			d.TenantTargets.AllowLoopback = tc.loopback
+			r := NewRules(d, Limits{}, parseCheck)
+			err := r.Check(r.Normalize(tc.in))
+			if tc.msg == "" {
+				require.NoError(t, err)
+				return
+			}
+			var fe *FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Contains(t, fe.Field, "targets[")
+			assert.Contains(t, fe.Msg, tc.msg)
+		})
+	}
+}
