@@ -64,7 +64,7 @@ func (a *App) startExternalDNS(l *serving.Loaded) error {
 	}
 	m := webhook.NewMetrics(a.reg)
 	a.ext = &extdnsParts{clients: clients, limits: extdns.Limits{MaxRecords: x.MaxRecords}, metrics: m, dirty: make(chan struct{}, 1),
-		stage: &extdns.Stage{Store: store, Limits: extdns.Limits{MaxRecords: x.MaxRecords}, HealthCheck: x.HealthCheck, ParseCheck: kube.ParseHealthCheck, Logger: a.log, Observe: m.Observe}}
+		stage: &extdns.Stage{Store: store, Limits: extdns.Limits{MaxRecords: x.MaxRecords}, HealthCheck: x.HealthCheck, ParseCheck: kube.ParseHealthCheck, Logger: a.log, Observe: m.Observe, Panicked: m.Panicked}}
 	return nil
 }
 
@@ -158,7 +158,7 @@ func (s stages) Merge(l *serving.Loaded) (*config.File, error) {
 			return f, err
 		}
 	}
-	return s.ext.Merge(f), nil
+	return s.ext.Merge(f)
 }
 
 func (s stages) PrepareNext() {

@@ -3,6 +3,7 @@ package extdns
 import (
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -20,16 +21,50 @@ type Stage struct {
 	ParseCheck  func(string) (*model.Check, error)          // reads webhook/meridian-health-check (nil: ignored)
 	Logger      *slog.Logger                                // nil: slog.Default()
 	Observe     func(served int, dropped map[string]string) // after every merge (nil: none)
+	Panicked    func()                                      // after a recovered panic (nil: none); counts it
 
 	mu      sync.Mutex
 	dropped map[string]string // the last merge's reasons, so each is logged once
+	merged  bool              // a merge succeeded
 }
 
 // Merge is f with the store's services after its own. The services of f
 // are not normalized again (f is loaded or merged: normalized); the
 // store's are normalized with f's settings, and one that does not
 // validate is left out with its reason. f is not modified.
-func (s *Stage) Merge(f *config.File) *config.File {
+//
+// A panic while merging (a bug meeting unexpected records) is recovered,
+// logged and counted (Panicked), never fatal: before the first merge that
+// succeeded, Merge gives f without the store's services (there is no
+// earlier state to keep); after it, an error, so that the pipeline keeps
+// the state it serves.
+func (s *Stage) Merge(f *config.File) (out *config.File, err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if s.Panicked != nil {
+			s.Panicked()
+		}
+		s.mu.Lock()
+		merged := s.merged
+		s.mu.Unlock()
+		s.logger().Error("externaldns merge panicked (recovered)", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if !merged {
+			out, err = f, nil
+			return
+		}
+		out, err = nil, fmt.Errorf("externaldns: merging the stored records panicked (%v): the previous state keeps serving", v)
+	}()
+	out = s.merge(f)
+	s.mu.Lock()
+	s.merged = true
+	s.mu.Unlock()
+	return out, nil
+}
+
+func (s *Stage) merge(f *config.File) *config.File {
 	taken := make(map[string]bool, len(f.Services))
 	for i := range f.Services {
 		taken[f.Services[i].Name] = true
@@ -91,10 +126,7 @@ func normalizeEach(d *model.Desired, svcs []model.Service, dropped map[string]st
 
 // report logs each new reason once and calls Observe.
 func (s *Stage) report(served int, dropped map[string]string) {
-	log := s.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := s.logger()
 	s.mu.Lock()
 	for name, why := range dropped {
 		if s.dropped[name] != why {
@@ -106,6 +138,13 @@ func (s *Stage) report(served int, dropped map[string]string) {
 	if s.Observe != nil {
 		s.Observe(served, dropped)
 	}
+}
+
+func (s *Stage) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
 }
 
 // CheckHealthCheck validates c as the health check of services made from

@@ -62,7 +62,8 @@ func TestStageMerge(t *testing.T) {
 			var served int
 			var dropped map[string]string
 			st := &Stage{Store: s, Observe: func(n int, d map[string]string) { served, dropped = n, d }}
-			out := st.Merge(f)
+			out, err := st.Merge(f)
+			require.NoError(t, err)
 			require.Len(t, f.Services, 1, "the file is not modified")
 			require.GreaterOrEqual(t, len(out.Services), 1)
 			assert.Same(t, &f.Services[0].Endpoints[0], &out.Services[0].Endpoints[0], "the file's services are not normalized again")
@@ -112,7 +113,8 @@ kubernetes:
 		s.recs["east"][n.Key()] = n
 	}
 	var dropped map[string]string
-	out := (&Stage{Store: s, Observe: func(_ int, d map[string]string) { dropped = d }}).Merge(f)
+	out, err := (&Stage{Store: s, Observe: func(_ int, d map[string]string) { dropped = d }}).Merge(f)
+	require.NoError(t, err)
 	var names []string
 	for _, svc := range out.Services[1:] {
 		names = append(names, svc.Name)
@@ -120,4 +122,40 @@ kubernetes:
 	assert.Equal(t, []string{"web.team-a.gslb.example.com."}, names)
 	assert.Contains(t, dropped["app.team-a.gslb.example.com."], "kubernetes.claims gives app.team-a.gslb.example.com. to namespace team-a")
 	assert.Contains(t, dropped["gslb.example.com."], "the apex of zone gslb.example.com.")
+}
+
+func TestAPanicWhileMergingIsRecoveredCountedAndNeverFatal(t *testing.T) {
+	f := stageFile(t)
+	s, _ := OpenStore("")
+	s.recs = map[string]map[Key]*Endpoint{"east": {}}
+	add := func(e *Endpoint) {
+		n := rules().Normalize(e)
+		s.recs["east"][n.Key()] = n
+	}
+	add(ep("app.gslb.example.com", "A", "198.51.100.1"))
+	var panics int
+	st := &Stage{Store: s, Panicked: func() { panics++ },
+		ParseCheck: func(v string) (*model.Check, error) {
+			if v == "boom" {
+				panic("a bug meets an unexpected record")
+			}
+			return parseCheck(v)
+		}}
+
+	add(withProp(ep("bad.gslb.example.com", "A", "198.51.100.2"), PropHealthCheck, "boom"))
+	out, err := st.Merge(f)
+	require.NoError(t, err, "at start there is no earlier state: the file is served without the records")
+	assert.Same(t, f, out)
+	assert.Equal(t, 1, panics)
+
+	delete(s.recs["east"], Key{Name: "bad.gslb.example.com", Type: "A"})
+	out, err = st.Merge(f)
+	require.NoError(t, err)
+	require.Len(t, out.Services, 2, "a good merge serves the records")
+
+	add(withProp(ep("bad.gslb.example.com", "A", "198.51.100.2"), PropHealthCheck, "boom"))
+	out, err = st.Merge(f)
+	require.ErrorContains(t, err, "the previous state keeps serving")
+	assert.Nil(t, out)
+	assert.Equal(t, 2, panics)
 }
