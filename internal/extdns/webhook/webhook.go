@@ -4,7 +4,8 @@
 // extdns's store. Every request but /healthz carries the token of one
 // configured cluster (HTTP Basic, the cluster as user and the token as
 // password, as ExternalDNS sends from the userinfo of
-// --webhook-provider-url; or a Bearer token); it reads and changes that
+// --webhook-provider-url; or Authorization: Bearer <token>, the scheme
+// case-insensitive; a bare token is refused); it reads and changes that
 // cluster's records only.
 package webhook
 
@@ -144,26 +145,39 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // authed runs next with the cluster of the request's token, or answers 401.
 func (h *handler) authed(next func(w http.ResponseWriter, r *http.Request, cluster string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cluster, ok := h.cluster(r)
-		if !ok {
+		cluster, why := h.cluster(r)
+		if why != "" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="meridian-externaldns"`)
-			http.Error(w, "unauthorized: send the cluster's token (HTTP Basic with the cluster as user, or Bearer)", http.StatusUnauthorized)
+			http.Error(w, "unauthorized: "+why+" (send the cluster's token: HTTP Basic with the cluster as user and the token as password, or Authorization: Bearer <token>)", http.StatusUnauthorized)
 			return
 		}
 		next(w, r, cluster)
 	})
 }
 
-// cluster is the client whose token r carries. Every configured token is
-// compared (in constant time), so the time does not tell which matched.
-func (h *handler) cluster(r *http.Request) (string, bool) {
+// cluster is the client whose token r carries, or why there is none. The
+// token comes as HTTP Basic's password or after the Bearer scheme (both
+// schemes case-insensitive, RFC 7617 and RFC 6750); any other
+// Authorization, a bare token included, is refused. Every configured
+// token is compared (in constant time), so the time does not tell which
+// matched.
+func (h *handler) cluster(r *http.Request) (cluster, why string) {
+	auth := r.Header.Get("Authorization")
 	user, tok, basic := r.BasicAuth()
 	if !basic {
 		user = ""
-		tok, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		scheme, rest, _ := strings.Cut(auth, " ")
+		switch {
+		case auth == "":
+			return "", "no Authorization header"
+		case !strings.EqualFold(scheme, "Bearer"):
+			// Not echoed: a bare token would be.
+			return "", "the Authorization header is neither Basic nor Bearer (a bare token is not accepted)"
+		}
+		tok = strings.TrimSpace(rest)
 	}
 	if tok == "" {
-		return "", false
+		return "", "the Authorization header carries no token"
 	}
 	sum := sha256.Sum256([]byte(tok))
 	found := -1
@@ -173,9 +187,9 @@ func (h *handler) cluster(r *http.Request) (string, bool) {
 		}
 	}
 	if found < 0 || (user != "" && user != h.clients[found].cluster) {
-		return "", false
+		return "", "unknown token, or a token sent with another cluster's name"
 	}
-	return h.clients[found].cluster, true
+	return h.clients[found].cluster, ""
 }
 
 // negotiate answers GET /: the media type and the domain filter (the

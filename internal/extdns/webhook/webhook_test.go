@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -227,4 +228,36 @@ func TestARecordOfANameItsNamespaceMayNotServeIsRefusedAndLeftOut(t *testing.T) 
 	code, _, _ := fx.do(t, "POST", "/records", "east", eastToken,
 		`{"create":[{"dnsName":"app.team-a.gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-a/web"}}]}`)
 	assert.Equal(t, 204, code, "the namespace the claim names may")
+}
+
+func TestTheAuthorizationHeaderMustNameBasicOrBearer(t *testing.T) {
+	fx := newFixture(t)
+	for _, tc := range []struct {
+		name, header string
+		code         int
+		msg          string
+	}{
+		{"a Bearer token is accepted", "Bearer " + eastToken, 200, ""},
+		{"the Bearer scheme is case-insensitive", "bearer " + eastToken, 200, ""},
+		{"the Basic scheme is case-insensitive", "basic " + base64.StdEncoding.EncodeToString([]byte("east:"+eastToken)), 200, ""},
+		{"a bare token is refused", eastToken, 401, "neither Basic nor Bearer (a bare token is not accepted)"},
+		{"another scheme is refused", "Token " + eastToken, 401, "neither Basic nor Bearer"},
+		{"Bearer without a token is refused", "Bearer ", 401, "carries no token"},
+		{"no header is refused", "", 401, "no Authorization header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", fx.srv.URL+"/records", nil)
+			require.NoError(t, err)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, tc.code, resp.StatusCode, string(b))
+			assert.Contains(t, string(b), tc.msg)
+			assert.NotContains(t, string(b), eastToken, "the token is never echoed")
+		})
+	}
 }
