@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -120,6 +121,9 @@ func (a *App) startExternalDNSListener(l *serving.Loaded) error {
 		ln.Close()
 		return fmt.Errorf("server.externaldns.tls: %w", err)
 	}
+	if tokensInClear(addr, tlsConf != nil) {
+		a.log.Warn("externaldns webhook: plain HTTP on an address other hosts reach: the clusters' tokens cross the network in clear (set server.externaldns.tls, listen on loopback, or put the webhook behind a mesh)", "addr", addr)
+	}
 	srv := api.NewServer(h, tlsConf, a.log)
 	lim := api.Listen(srv, ln, api.Limits{}, "externaldns", lm)
 	go func() {
@@ -182,4 +186,14 @@ func (a *App) mergeSource() serving.KubeSource {
 		return s.kube
 	}
 	return nil
+}
+
+// tokensInClear reports whether a webhook on listen sends the tokens where
+// other hosts may read them: without TLS, on any address but a loopback one.
+func tokensInClear(listen string, tls bool) bool {
+	if tls {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(listen)
+	return err != nil || !ap.Addr().Unmap().IsLoopback()
 }
