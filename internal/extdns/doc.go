@@ -37,9 +37,14 @@
 //     wrote it, weighted by that record's webhook/meridian-weight (0..1000,
 //     default 100, like meridian.io/weight: the weight of each target).
 //     TXT records are not served: they are the registry's bookkeeping.
+//   - Names, CNAME targets and health checks are checked as the model
+//     checks services[].name, endpoints[].cname and health_check (ASCII or
+//     punycode, no probing check on a CNAME), so that a record accepted
+//     alone is served.
 //   - The service's TTL is the smallest TTL of its records; its health
 //     check is the first record's webhook/meridian-health-check in cluster
-//     order, else the configured default (none: not probed).
+//     order, else the configured default (none: not probed), which a CNAME
+//     service does not take (a CNAME cannot be probed).
 //   - A name that the config file or a Kubernetes source defines stays
 //     theirs: the ExternalDNS records of that name are not served. Records
 //     of a cluster that is not (or no longer) configured are not served; a

@@ -202,6 +202,9 @@ func (r *Rules) checkName(e *Endpoint) error {
 	if _, ok := dns.IsDomainName(name); !ok {
 		return fieldErr("dnsName", "%.80q is not a domain name", name)
 	}
+	if err := model.CheckHostName(name); err != nil { // what services[].name allows
+		return fieldErr("dnsName", "%v", err)
+	}
 	z := r.zoneOf(name)
 	if z == "" {
 		return fieldErr("dnsName", "%q is not under a served zone (allowed: %s)", name, strings.Join(r.Apexes(), ", "))
@@ -274,6 +277,12 @@ func (r *Rules) checkTargets(e *Endpoint) error {
 			if _, ok := dns.IsDomainName(t); !ok || t == "" || strings.ContainsAny(t, "* \\") {
 				return fieldErr(f, "%.80q is not a host name (type CNAME)", t)
 			}
+			if err := model.CheckHostName(t); err != nil { // what endpoints[].cname allows
+				return fieldErr(f, "%v (type CNAME)", err)
+			}
+			if t == e.DNSName {
+				return fieldErr(f, "%q points at the record's own name", t)
+			}
 		}
 	}
 	return nil
@@ -289,8 +298,13 @@ func (r *Rules) checkProps(e *Endpoint) error {
 		if r.parseCheck == nil {
 			return fieldErr("providerSpecific["+PropHealthCheck+"]", "is not read here")
 		}
-		if _, err := r.parseCheck(v); err != nil {
+		c, err := r.parseCheck(v)
+		if err != nil {
 			return fieldErr("providerSpecific["+PropHealthCheck+"]", "%.80q %v", v, err)
+		}
+		// What services[].health_check allows (a CNAME cannot be probed).
+		if err := model.ValidateHealthCheck(c, e.RecordType == TypeCNAME); err != nil {
+			return fieldErr("providerSpecific["+PropHealthCheck+"]", "%.80q: %v", v, err)
 		}
 	}
 	return nil

@@ -66,6 +66,13 @@ func TestCheck(t *testing.T) {
 		{"a weight that is not a number is refused", withProp(ep("app.gslb.example.com", "A", "198.51.100.1"), PropWeight, "lots"), "providerSpecific[webhook/meridian-weight]", "not a weight"},
 		{"a weight above 1000 is refused", withProp(ep("app.gslb.example.com", "A", "198.51.100.1"), PropWeight, "1001"), "providerSpecific[webhook/meridian-weight]", "0..1000"},
 		{"a health check that does not parse is refused", withProp(ep("app.gslb.example.com", "A", "198.51.100.1"), PropHealthCheck, "bogus"), "providerSpecific[webhook/meridian-health-check]", "kind"},
+		{"a name that is not ASCII is refused as the model refuses it", ep("bücher.gslb.example.com", "A", "198.51.100.1"), "dnsName", "punycode for international names"},
+		{"a name in punycode is accepted", ep("xn--bcher-kva.gslb.example.com", "A", "198.51.100.1"), "", ""},
+		{"a CNAME target that is not ASCII is refused", ep("www.gslb.example.com", "CNAME", "bücher.example.net"), "targets[0]", "punycode"},
+		{"a CNAME to its own name is refused", ep("www.gslb.example.com", "CNAME", "WWW.gslb.example.com."), "targets[0]", "points at the record's own name"},
+		{"a probing health check on a CNAME is refused as the model refuses it", withProp(ep("www.gslb.example.com", "CNAME", "lb.example.net"), PropHealthCheck, "tcp:443"),
+			"providerSpecific[webhook/meridian-health-check]", "CNAME endpoints cannot be probed"},
+		{"no health check on a CNAME is accepted", withProp(ep("www.gslb.example.com", "CNAME", "lb.example.net"), PropHealthCheck, "none"), "", ""},
 		{"more labels than the limit are refused", &Endpoint{DNSName: "app.gslb.example.com", RecordType: "A", Targets: []string{"198.51.100.1"}, Labels: map[string]string{"a": "1", "b": "2", "c": "3"}}, "labels", "at most 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

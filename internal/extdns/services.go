@@ -104,6 +104,11 @@ func service(name string, recs []owned, opts BuildOptions) (model.Service, strin
 	if cname && addr {
 		return svc, "mixes CNAME and address records across clusters (a name is either)"
 	}
+	if cname && !checkSet && svc.HealthCheck != nil && svc.HealthCheck.Kind != model.CheckNone {
+		// The default check probes addresses; CNAME endpoints cannot be
+		// probed (the model refuses such a check on them).
+		svc.HealthCheck = nil
+	}
 	return svc, ""
 }
 

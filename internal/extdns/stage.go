@@ -96,7 +96,11 @@ func (s *Stage) merge(f *config.File) *config.File {
 // each service alone, leaving out (into dropped) those that fail. Names
 // are unique (Build gives each once and none of d's), and model.Validate
 // checks each service against the settings alone, so the kept ones
-// validate together.
+// validate together. The slow path costs one model.Normalize of d's
+// settings (zones, clusters, policies: not the other services) per
+// service, linear in len(svcs); since Check refuses up front what the
+// model refuses of one record, it runs only for what records of several
+// clusters do together (e.g. the same address twice).
 func normalizeEach(d *model.Desired, svcs []model.Service, dropped map[string]string) *model.Desired {
 	kd := *d
 	kd.Services = svcs

@@ -159,3 +159,27 @@ func TestAPanicWhileMergingIsRecoveredCountedAndNeverFatal(t *testing.T) {
 	assert.Nil(t, out)
 	assert.Equal(t, 2, panics)
 }
+
+func TestEveryRecordCheckAcceptsIsServed(t *testing.T) {
+	f := stageFile(t)
+	r := NewRules(&f.Desired, Limits{}, parseCheck)
+	for _, e := range []*Endpoint{
+		ep("xn--bcher-kva.gslb.example.com", "A", "198.51.100.1"),
+		withProp(ep("www.gslb.example.com", "CNAME", "lb.example.net"), PropHealthCheck, "none"),
+		withProp(ep("probed.gslb.example.com", "A", "198.51.100.1"), PropHealthCheck, "tcp:443"),
+		withProp(ep("zero.gslb.example.com", "AAAA", "2001:db8::1"), PropWeight, "0"),
+		withTTL(ep("week.gslb.example.com", "A", "198.51.100.1"), 604800),
+	} {
+		n := r.Normalize(e)
+		require.NoError(t, r.Check(n), n.DNSName)
+		s, _ := OpenStore("")
+		s.recs = map[string]map[Key]*Endpoint{"east": {n.Key(): n}}
+		var dropped map[string]string
+		st := &Stage{Store: s, ParseCheck: parseCheck, HealthCheck: &model.Check{Kind: model.CheckTCP, Port: 443},
+			Observe: func(_ int, d map[string]string) { dropped = d }}
+		out, err := st.Merge(f)
+		require.NoError(t, err)
+		assert.Empty(t, dropped, n.DNSName)
+		assert.Len(t, out.Services, 2, "%s is served", n.DNSName)
+	}
+}
