@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -63,10 +64,28 @@ func (a *App) startExternalDNS(l *serving.Loaded) error {
 	if err != nil {
 		a.log.Warn("externaldns: state file unreadable, starting empty: each ExternalDNS writes its records again at its next sync", "err", err)
 	}
+	limits := extdns.Limits{MaxRecords: x.MaxRecords}
+	pruneStore(a.log, store, extdns.NewRules(&l.File.Desired, limits, kube.ParseHealthCheck), clients)
 	m := webhook.NewMetrics(a.reg)
-	a.ext = &extdnsParts{clients: clients, limits: extdns.Limits{MaxRecords: x.MaxRecords}, metrics: m, dirty: make(chan struct{}, 1),
-		stage: &extdns.Stage{Store: store, Limits: extdns.Limits{MaxRecords: x.MaxRecords}, HealthCheck: x.HealthCheck, ParseCheck: kube.ParseHealthCheck, Logger: a.log, Observe: m.Observe, Panicked: m.Panicked}}
+	a.ext = &extdnsParts{clients: clients, limits: limits, metrics: m, dirty: make(chan struct{}, 1),
+		stage: &extdns.Stage{Store: store, Limits: limits, HealthCheck: x.HealthCheck, ParseCheck: kube.ParseHealthCheck, Logger: a.log, Observe: m.Observe, Panicked: m.Panicked}}
 	return nil
+}
+
+// pruneStore drops the records of the state file that the config no
+// longer accepts (a zone removed, a name now claimed by another namespace,
+// a cluster with no client), each logged with its reason: never fatal.
+func pruneStore(log *slog.Logger, store *extdns.Store, r *extdns.Rules, clients []webhook.Client) {
+	dropped, err := store.Prune(r, func(c string) bool {
+		return slices.ContainsFunc(clients, func(k webhook.Client) bool { return k.Cluster == c })
+	})
+	for _, d := range dropped {
+		log.Warn("externaldns: a record of the state file is dropped: the config no longer accepts it", "cluster", d.Cluster,
+			"name", d.Record.DNSName, "type", d.Record.RecordType, "reason", d.Reason)
+	}
+	if err != nil {
+		log.Warn("externaldns: the pruned state file was not written; the records are dropped from memory", "err", err)
+	}
 }
 
 // externalDNSClients are the clients of x with their tokens, each of a
