@@ -79,6 +79,9 @@ func NewRules(d *model.Desired, lim Limits, parseCheck func(string) (*model.Chec
 	return r
 }
 
+// MaxRecords is the number of records one cluster may store.
+func (r *Rules) MaxRecords() int { return r.limits.MaxRecords }
+
 // Apexes are the served zones, sorted, without the final dot: the domain
 // filter of the negotiation.
 func (r *Rules) Apexes() []string {

@@ -10,6 +10,7 @@
 package webhook
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -205,11 +206,28 @@ func (h *handler) records(w http.ResponseWriter, _ *http.Request, cluster string
 
 // apply handles POST /records: the cluster's changes, all or none.
 func (h *handler) apply(w http.ResponseWriter, r *http.Request, cluster string) {
-	var ch extdns.Changes
-	if !h.decode(w, r, &ch) {
+	var raw struct {
+		Create    json.RawMessage `json:"create"`
+		UpdateOld json.RawMessage `json:"updateOld"`
+		UpdateNew json.RawMessage `json:"updateNew"`
+		Delete    json.RawMessage `json:"delete"`
+	}
+	if !h.decode(w, r, &raw) {
 		return
 	}
-	changed, err := h.o.Store.Apply(cluster, &ch, h.o.Rules())
+	rules := h.o.Rules()
+	var ch extdns.Changes
+	budget := maxPerRequest(rules)
+	for _, l := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *[]*extdns.Endpoint
+	}{{"create", raw.Create, &ch.Create}, {"updateOld", raw.UpdateOld, &ch.UpdateOld}, {"updateNew", raw.UpdateNew, &ch.UpdateNew}, {"delete", raw.Delete, &ch.Delete}} {
+		if !h.decodeList(w, l.name, l.raw, &budget, l.dst) {
+			return
+		}
+	}
+	changed, err := h.o.Store.Apply(cluster, &ch, rules)
 	var ce *extdns.ChangeError
 	switch {
 	case errors.As(err, &ce) && ce.Conflict:
@@ -242,11 +260,16 @@ func (h *handler) apply(w http.ResponseWriter, r *http.Request, cluster string) 
 // them; a record Meridian would refuse is left out (and counted), so that
 // ExternalDNS does not send a change that fails whole.
 func (h *handler) adjust(w http.ResponseWriter, r *http.Request, cluster string) {
-	var in []*extdns.Endpoint
-	if !h.decode(w, r, &in) {
+	var raw json.RawMessage
+	if !h.decode(w, r, &raw) {
 		return
 	}
 	rules := h.o.Rules()
+	var in []*extdns.Endpoint
+	budget := maxPerRequest(rules)
+	if !h.decodeList(w, "the list", raw, &budget, &in) {
+		return
+	}
 	out := make([]*extdns.Endpoint, 0, len(in))
 	for _, e := range in {
 		if e == nil {
@@ -278,6 +301,40 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		}
 		http.Error(w, "body is not the webhook's JSON: "+err.Error(), http.StatusBadRequest)
 		return false
+	}
+	return true
+}
+
+// maxPerRequest bounds the records of one request (all lists together):
+// twice what a cluster may store (a full sync creates every record; an
+// update names the old and the new), so that a body of small objects
+// cannot make the decoder allocate millions of records.
+func maxPerRequest(r *extdns.Rules) int { return 2 * r.MaxRecords() }
+
+// decodeList decodes the JSON list raw (null or absent: none) into dst,
+// taking each record from *budget; beyond it, or when raw is not a list of
+// records, it answers 413 or 400.
+func (h *handler) decodeList(w http.ResponseWriter, name string, raw json.RawMessage, budget *int, dst *[]*extdns.Endpoint) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		http.Error(w, fmt.Sprintf("body is not the webhook's JSON: %s is not a list of records", name), http.StatusBadRequest)
+		return false
+	}
+	for dec.More() {
+		if *budget <= 0 {
+			http.Error(w, fmt.Sprintf("too many records in one request (allowed at most %d: twice the records a cluster may store)", maxPerRequest(h.o.Rules())), http.StatusRequestEntityTooLarge)
+			return false
+		}
+		*budget--
+		var e *extdns.Endpoint
+		if err := dec.Decode(&e); err != nil {
+			http.Error(w, fmt.Sprintf("body is not the webhook's JSON: %s[%d]: %v", name, len(*dst), err), http.StatusBadRequest)
+			return false
+		}
+		*dst = append(*dst, e)
 	}
 	return true
 }

@@ -261,3 +261,27 @@ func TestTheAuthorizationHeaderMustNameBasicOrBearer(t *testing.T) {
 		})
 	}
 }
+
+func TestARequestWithMoreRecordsThanTwiceTheLimitIsRefusedBeforeItIsStored(t *testing.T) {
+	store, _ := extdns.OpenStore("")
+	d := &model.Desired{Zones: []model.Zone{{Apex: "gslb.example.com.", TTL: 30}}}
+	h, err := Handler(Options{Store: store, Clients: []Client{{"east", eastToken}},
+		Rules: func() *extdns.Rules { return extdns.NewRules(d, extdns.Limits{MaxRecords: 2}, nil) }})
+	require.NoError(t, err)
+	fx := &fixture{srv: httptest.NewServer(h)}
+	t.Cleanup(fx.srv.Close)
+	five := strings.TrimSuffix(strings.Repeat(`{},`, 5), ",")
+	for _, tc := range []struct{ name, path, body string }{
+		{"changes over several lists", "/records", `{"create":[{},{},{}],"delete":[{},{}]}`},
+		{"the list of adjustendpoints", "/adjustendpoints", `[` + five + `]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, _ := fx.do(t, "POST", tc.path, "east", eastToken, tc.body)
+			assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+			assert.Contains(t, body, "too many records in one request (allowed at most 4")
+		})
+	}
+	code, body, _ := fx.do(t, "POST", "/records", "east", eastToken, `{"create":{}}`)
+	assert.Equal(t, 400, code)
+	assert.Contains(t, body, "create is not a list of records")
+}
