@@ -20,10 +20,11 @@
 //     CNAME (not at a zone apex) or TXT, targets that parse for the type
 //     (A and AAAA targets also as tenant_targets allows: no unspecified,
 //     link-local, multicast or reserved address; loopback only with
-//     allow_loopback),
-//     a TTL of 0..604800, no set identifier, and within the limits (records
-//     per cluster, targets per record, bytes per target). A change with one
-//     bad record is refused whole, naming the record and field.
+//     allow_loopback), a TTL of 0..604800, no set identifier, and within
+//     the limits (records and bytes per cluster, targets per record, bytes
+//     per target, 255 bytes per TXT string). Only ExternalDNS's labels are
+//     kept. A change with one bad record is refused whole, naming the
+//     record and field.
 //   - Tenancy (ADR 0006): a served record (A, AAAA, CNAME) follows the
 //     rules 1 to 3 of package kube/claims for the namespace of the object
 //     it comes from (its resource label, kind/namespace/name; none: no

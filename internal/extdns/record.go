@@ -92,6 +92,21 @@ func (e *Endpoint) Prop(name string) string {
 	return ""
 }
 
+// size is what e weighs against Limits.MaxBytes: its strings' bytes.
+func (e *Endpoint) size() int {
+	n := len(e.DNSName) + len(e.RecordType) + len(e.SetIdentifier)
+	for _, t := range e.Targets {
+		n += len(t)
+	}
+	for k, v := range e.Labels {
+		n += len(k) + len(v)
+	}
+	for _, p := range e.ProviderSpecific {
+		n += len(p.Name) + len(p.Value)
+	}
+	return n
+}
+
 // clone is a deep copy of e.
 func (e *Endpoint) clone() *Endpoint {
 	c := *e

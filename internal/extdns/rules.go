@@ -19,7 +19,16 @@ type Limits struct {
 	MaxTargets     int // targets per record (default 64)
 	MaxTargetBytes int // bytes per target, TXT values included (default 1024)
 	MaxLabels      int // labels per record (default 16), each key and value at most MaxTargetBytes
+	MaxBytes       int // bytes of one cluster's records: names, targets, labels, properties (default 8 MiB)
 }
+
+// Labels kept on a record (Normalize drops the others): ExternalDNS's
+// owner, resource, ownedRecord and txt-encryption-nonce.
+var keptLabels = []string{"owner", LabelResource, "ownedRecord", "txt-encryption-nonce"}
+
+// MaxTXTString is the longest TXT value, without its quotes (a DNS
+// character-string).
+const MaxTXTString = 255
 
 // Defaults of Limits.
 const (
@@ -27,13 +36,14 @@ const (
 	DefaultMaxTargets     = 64
 	DefaultMaxTargetBytes = 1024
 	DefaultMaxLabels      = 16
+	DefaultMaxBytes       = 8 << 20
 )
 
 func (l Limits) withDefaults() Limits {
 	for _, f := range []struct {
 		v   *int
 		def int
-	}{{&l.MaxRecords, DefaultMaxRecords}, {&l.MaxTargets, DefaultMaxTargets}, {&l.MaxTargetBytes, DefaultMaxTargetBytes}, {&l.MaxLabels, DefaultMaxLabels}} {
+	}{{&l.MaxRecords, DefaultMaxRecords}, {&l.MaxTargets, DefaultMaxTargets}, {&l.MaxTargetBytes, DefaultMaxTargetBytes}, {&l.MaxLabels, DefaultMaxLabels}, {&l.MaxBytes, DefaultMaxBytes}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}
@@ -135,6 +145,14 @@ func (r *Rules) Normalize(e *Endpoint) *Endpoint {
 		if z := r.zoneOf(n.DNSName); z != "" {
 			n.RecordTTL = int64(r.zones[z])
 		}
+	}
+	for k := range n.Labels {
+		if !slices.Contains(keptLabels, k) {
+			delete(n.Labels, k)
+		}
+	}
+	if len(n.Labels) == 0 {
+		n.Labels = nil
 	}
 	n.ProviderSpecific = nil
 	for _, p := range e.ProviderSpecific {
@@ -262,6 +280,10 @@ func (r *Rules) checkTargets(e *Endpoint) error {
 		}
 		a, err := netip.ParseAddr(t)
 		switch e.RecordType {
+		case TypeTXT:
+			if v := strings.TrimSuffix(strings.TrimPrefix(t, `"`), `"`); len(v) > MaxTXTString {
+				return fieldErr(f, "has a value of %d bytes (a TXT string holds at most %d)", len(v), MaxTXTString)
+			}
 		case TypeA:
 			if err != nil || !a.Is4() {
 				return fieldErr(f, "%.80q is not an IPv4 address (type A)", t)

@@ -1,6 +1,7 @@
 package extdns
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,6 +30,9 @@ func TestNormalize(t *testing.T) {
 		{"other providers' properties are dropped and Meridian's sorted",
 			withProp(withProp(withProp(ep("app.gslb.example.com", "A", "198.51.100.1"), "aws/weight", "10"), PropWeight, " 70 "), PropHealthCheck, "none"),
 			withProp(withProp(withTTL(ep("app.gslb.example.com", "A", "198.51.100.1"), 30), PropHealthCheck, "none"), PropWeight, "70")},
+		{"only ExternalDNS's labels are kept",
+			&Endpoint{DNSName: "app.gslb.example.com", RecordType: "A", Targets: []string{"198.51.100.1"}, Labels: map[string]string{"owner": "east", "resource": "service/a/b", "junk": "x"}},
+			&Endpoint{DNSName: "app.gslb.example.com", RecordType: "A", Targets: []string{"198.51.100.1"}, RecordTTL: 30, Labels: map[string]string{"owner": "east", "resource": "service/a/b"}}},
 		{"TXT values are kept as they are",
 			ep("a-app.gslb.example.com", "TXT", `"heritage=external-dns,external-dns/owner=east"`),
 			withTTL(ep("a-app.gslb.example.com", "TXT", `"heritage=external-dns,external-dns/owner=east"`), 30)},
@@ -73,7 +77,7 @@ func TestCheck(t *testing.T) {
 		{"a probing health check on a CNAME is refused as the model refuses it", withProp(ep("www.gslb.example.com", "CNAME", "lb.example.net"), PropHealthCheck, "tcp:443"),
 			"providerSpecific[webhook/meridian-health-check]", "CNAME endpoints cannot be probed"},
 		{"no health check on a CNAME is accepted", withProp(ep("www.gslb.example.com", "CNAME", "lb.example.net"), PropHealthCheck, "none"), "", ""},
-		{"more labels than the limit are refused", &Endpoint{DNSName: "app.gslb.example.com", RecordType: "A", Targets: []string{"198.51.100.1"}, Labels: map[string]string{"a": "1", "b": "2", "c": "3"}}, "labels", "at most 2"},
+		{"more labels than the limit are refused", &Endpoint{DNSName: "app.gslb.example.com", RecordType: "A", Targets: []string{"198.51.100.1"}, Labels: map[string]string{"owner": "1", "resource": "service/a/b", "ownedRecord": "3"}}, "labels", "at most 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rules()
@@ -219,4 +223,14 @@ func TestAddressTargetsFollowTenantTargets(t *testing.T) {
 			assert.Contains(t, fe.Msg, tc.msg)
 		})
 	}
+}
+
+func TestATXTStringHoldsAtMost255Bytes(t *testing.T) {
+	r := NewRules(desired(), Limits{}, parseCheck)
+	require.NoError(t, r.Check(r.Normalize(ep("a-app.gslb.example.com", "TXT", `"`+strings.Repeat("a", 255)+`"`))), "255 bytes in quotes")
+	err := r.Check(r.Normalize(ep("a-app.gslb.example.com", "TXT", strings.Repeat("a", 256))))
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "targets[0]", fe.Field)
+	assert.Contains(t, fe.Msg, "has a value of 256 bytes (a TXT string holds at most 255)")
 }

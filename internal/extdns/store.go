@@ -169,6 +169,9 @@ func (s *Store) Apply(cluster string, ch *Changes, r *Rules) (changed bool, err 
 	if n := len(next); n > r.limits.MaxRecords && n > len(cur) {
 		return false, &ChangeError{Record: "records", Err: fmt.Errorf("the cluster would hold %d records (allowed at most %d)", n, r.limits.MaxRecords)}
 	}
+	if n, was := bytesOf(next), bytesOf(cur); n > r.limits.MaxBytes && n > was {
+		return false, &ChangeError{Record: "records", Err: fmt.Errorf("the cluster's records would weigh %d bytes (allowed at most %d)", n, r.limits.MaxBytes)}
+	}
 	if maps.EqualFunc(cur, next, func(a, b *Endpoint) bool { return reflect.DeepEqual(a, b) }) {
 		return false, nil
 	}
@@ -261,4 +264,13 @@ func (s *Store) save(all map[string]map[Key]*Endpoint) error {
 		return fmt.Errorf("externaldns state %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// bytesOf is the weight of records against Limits.MaxBytes.
+func bytesOf(records map[Key]*Endpoint) int {
+	n := 0
+	for _, e := range records {
+		n += e.size()
+	}
+	return n
 }

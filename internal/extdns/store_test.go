@@ -3,6 +3,7 @@ package extdns
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -165,4 +166,15 @@ func TestPruneDropsTheStateFilesRecordsTheConfigNoLongerAccepts(t *testing.T) {
 	dropped, err = s.Prune(r, nil)
 	require.NoError(t, err)
 	assert.Empty(t, dropped, "a second prune drops nothing")
+}
+
+func TestAChangeBeyondTheClustersByteBudgetIsRefused(t *testing.T) {
+	r := NewRules(desired(), Limits{MaxBytes: 100}, parseCheck)
+	s, _ := OpenStore("")
+	_, err := s.Apply("east", &Changes{Create: []*Endpoint{ep("a.gslb.example.com", "TXT", strings.Repeat("x", 60))}}, r)
+	require.NoError(t, err)
+	_, err = s.Apply("east", &Changes{Create: []*Endpoint{ep("b.gslb.example.com", "TXT", strings.Repeat("x", 60))}}, r)
+	require.ErrorContains(t, err, "would weigh 162 bytes (allowed at most 100)")
+	_, err = s.Apply("west", &Changes{Create: []*Endpoint{ep("b.gslb.example.com", "TXT", strings.Repeat("x", 60))}}, r)
+	require.NoError(t, err, "the budget is per cluster")
 }
