@@ -26,7 +26,8 @@ import (
 
 // extdnsConfig serves gslb.example.com with the ExternalDNS webhook on
 // %[1]s over HTTPS (certificate %[4]s, key %[5]s) and one client (token
-// file) per cluster.
+// file) per cluster. The Services' load-balancer addresses are 127.0.0.x,
+// which tenant_targets refuses unless allow_loopback is set.
 const extdnsConfig = `
 server:
   dns: {rrl: {responses_per_second: 1000000}}
@@ -42,6 +43,7 @@ zones:
 clusters:
   - {name: east, region: us-east}
   - {name: west, region: us-west}
+tenant_targets: {allow_loopback: true}
 `
 
 // externalDNSBin is the real ExternalDNS that make e2e builds

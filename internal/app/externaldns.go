@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -62,10 +64,28 @@ func (a *App) startExternalDNS(l *serving.Loaded) error {
 	if err != nil {
 		a.log.Warn("externaldns: state file unreadable, starting empty: each ExternalDNS writes its records again at its next sync", "err", err)
 	}
+	limits := extdns.Limits{MaxRecords: x.MaxRecords}
+	pruneStore(a.log, store, extdns.NewRules(&l.File.Desired, limits, kube.ParseHealthCheck), clients)
 	m := webhook.NewMetrics(a.reg)
-	a.ext = &extdnsParts{clients: clients, limits: extdns.Limits{MaxRecords: x.MaxRecords}, metrics: m, dirty: make(chan struct{}, 1),
-		stage: &extdns.Stage{Store: store, HealthCheck: x.HealthCheck, ParseCheck: kube.ParseHealthCheck, Logger: a.log, Observe: m.Observe}}
+	a.ext = &extdnsParts{clients: clients, limits: limits, metrics: m, dirty: make(chan struct{}, 1),
+		stage: &extdns.Stage{Store: store, Limits: limits, HealthCheck: x.HealthCheck, ParseCheck: kube.ParseHealthCheck, Logger: a.log, Observe: m.Observe, Panicked: m.Panicked}}
 	return nil
+}
+
+// pruneStore drops the records of the state file that the config no
+// longer accepts (a zone removed, a name now claimed by another namespace,
+// a cluster with no client), each logged with its reason: never fatal.
+func pruneStore(log *slog.Logger, store *extdns.Store, r *extdns.Rules, clients []webhook.Client) {
+	dropped, err := store.Prune(r, func(c string) bool {
+		return slices.ContainsFunc(clients, func(k webhook.Client) bool { return k.Cluster == c })
+	})
+	for _, d := range dropped {
+		log.Warn("externaldns: a record of the state file is dropped: the config no longer accepts it", "cluster", d.Cluster,
+			"name", d.Record.DNSName, "type", d.Record.RecordType, "reason", d.Reason)
+	}
+	if err != nil {
+		log.Warn("externaldns: the pruned state file was not written; the records are dropped from memory", "err", err)
+	}
 }
 
 // externalDNSClients are the clients of x with their tokens, each of a
@@ -120,6 +140,9 @@ func (a *App) startExternalDNSListener(l *serving.Loaded) error {
 		ln.Close()
 		return fmt.Errorf("server.externaldns.tls: %w", err)
 	}
+	if tokensInClear(addr, tlsConf != nil) {
+		a.log.Warn("externaldns webhook: plain HTTP on an address other hosts reach: the clusters' tokens cross the network in clear (set server.externaldns.tls, listen on loopback, or put the webhook behind a mesh)", "addr", addr)
+	}
 	srv := api.NewServer(h, tlsConf, a.log)
 	lim := api.Listen(srv, ln, api.Limits{}, "externaldns", lm)
 	go func() {
@@ -158,7 +181,7 @@ func (s stages) Merge(l *serving.Loaded) (*config.File, error) {
 			return f, err
 		}
 	}
-	return s.ext.Merge(f), nil
+	return s.ext.Merge(f)
 }
 
 func (s stages) PrepareNext() {
@@ -182,4 +205,14 @@ func (a *App) mergeSource() serving.KubeSource {
 		return s.kube
 	}
 	return nil
+}
+
+// tokensInClear reports whether a webhook on listen sends the tokens where
+// other hosts may read them: without TLS, on any address but a loopback one.
+func tokensInClear(listen string, tls bool) bool {
+	if tls {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(listen)
+	return err != nil || !ap.Addr().Unmap().IsLoopback()
 }

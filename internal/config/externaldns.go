@@ -21,7 +21,8 @@ type ExternalDNS struct {
 	Clients []ExternalDNSClient `yaml:"clients"`
 	// StateFile keeps the records across restarts (default:
 	// externaldns.json in server.state_dir; "off": memory only, so a
-	// restart serves none until each ExternalDNS syncs again).
+	// restart serves none until each ExternalDNS syncs again). At start
+	// its records the config no longer accepts are dropped, each logged.
 	StateFile string `yaml:"state_file"`
 	// HealthCheck probes the endpoints of the services made from
 	// ExternalDNS records unless a record sets

@@ -17,6 +17,11 @@ const (
 	PropHealthCheck = "webhook/meridian-health-check" // like meridian.io/health-check: http:8080/healthz, tcp:443, none
 )
 
+// LabelResource is ExternalDNS's label naming the object a record comes
+// from: kind/namespace/name (service/team-a/web, ingress/team-a/web,
+// crd/team-a/web), or kind/name for a cluster-scoped object (node/n1).
+const LabelResource = "resource"
+
 // Record types the webhook accepts.
 const (
 	TypeA     = "A"
@@ -67,6 +72,16 @@ func (e *Endpoint) Key() Key {
 	return Key{Name: e.DNSName, Type: e.RecordType, SetIdentifier: e.SetIdentifier}
 }
 
+// Namespace is the namespace of the object e comes from, read from its
+// resource label ("": none, or a cluster-scoped object).
+func (e *Endpoint) Namespace() string {
+	parts := strings.Split(e.Labels[LabelResource], "/")
+	if len(parts) != 3 {
+		return ""
+	}
+	return parts[1]
+}
+
 // Prop is the value of the provider-specific property name ("" when unset).
 func (e *Endpoint) Prop(name string) string {
 	for _, p := range e.ProviderSpecific {
@@ -75,6 +90,21 @@ func (e *Endpoint) Prop(name string) string {
 		}
 	}
 	return ""
+}
+
+// size is what e weighs against Limits.MaxBytes: its strings' bytes.
+func (e *Endpoint) size() int {
+	n := len(e.DNSName) + len(e.RecordType) + len(e.SetIdentifier)
+	for _, t := range e.Targets {
+		n += len(t)
+	}
+	for k, v := range e.Labels {
+		n += len(k) + len(v)
+	}
+	for _, p := range e.ProviderSpecific {
+		n += len(p.Name) + len(p.Value)
+	}
+	return n
 }
 
 // clone is a deep copy of e.

@@ -22,6 +22,10 @@ type BuildOptions struct {
 	HealthCheck *model.Check
 	// ParseCheck reads webhook/meridian-health-check (nil: ignored).
 	ParseCheck func(string) (*model.Check, error)
+	// Check refuses a record the current rules would not accept (Rules.Check:
+	// the zones, the tenancy policy and tenant_targets may have changed
+	// since it was stored, or it came from the state file); nil: none.
+	Check func(*Endpoint) error
 }
 
 // Build turns every cluster's records into services (sorted by name) and
@@ -41,6 +45,8 @@ func Build(records map[string][]*Endpoint, opts BuildOptions) (svcs []model.Serv
 				dropped[name] = fmt.Sprintf("written by cluster %q, which is not in clusters", cluster)
 			case opts.Taken != nil && opts.Taken(name):
 				dropped[name] = "defined by the config file or a Kubernetes source (they win)"
+			case opts.Check != nil && opts.Check(e) != nil:
+				dropped[name] = fmt.Sprintf("a %s record of cluster %q is refused by the current config: %v", e.RecordType, cluster, opts.Check(e))
 			default:
 				byName[name] = append(byName[name], owned{cluster, e})
 			}
@@ -97,6 +103,11 @@ func service(name string, recs []owned, opts BuildOptions) (model.Service, strin
 	}
 	if cname && addr {
 		return svc, "mixes CNAME and address records across clusters (a name is either)"
+	}
+	if cname && !checkSet && svc.HealthCheck != nil && svc.HealthCheck.Kind != model.CheckNone {
+		// The default check probes addresses; CNAME endpoints cannot be
+		// probed (the model refuses such a check on them).
+		svc.HealthCheck = nil
 	}
 	return svc, ""
 }

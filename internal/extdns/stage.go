@@ -3,6 +3,7 @@ package extdns
 import (
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -15,20 +16,55 @@ import (
 // Kubernetes sources). Safe for concurrent use.
 type Stage struct {
 	Store       *Store
+	Limits      Limits                                      // what a record is checked against again at each merge
 	HealthCheck *model.Check                                // the services' default check (nil: not probed)
 	ParseCheck  func(string) (*model.Check, error)          // reads webhook/meridian-health-check (nil: ignored)
 	Logger      *slog.Logger                                // nil: slog.Default()
 	Observe     func(served int, dropped map[string]string) // after every merge (nil: none)
+	Panicked    func()                                      // after a recovered panic (nil: none); counts it
 
 	mu      sync.Mutex
 	dropped map[string]string // the last merge's reasons, so each is logged once
+	merged  bool              // a merge succeeded
 }
 
 // Merge is f with the store's services after its own. The services of f
 // are not normalized again (f is loaded or merged: normalized); the
 // store's are normalized with f's settings, and one that does not
 // validate is left out with its reason. f is not modified.
-func (s *Stage) Merge(f *config.File) *config.File {
+//
+// A panic while merging (a bug meeting unexpected records) is recovered,
+// logged and counted (Panicked), never fatal: before the first merge that
+// succeeded, Merge gives f without the store's services (there is no
+// earlier state to keep); after it, an error, so that the pipeline keeps
+// the state it serves.
+func (s *Stage) Merge(f *config.File) (out *config.File, err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if s.Panicked != nil {
+			s.Panicked()
+		}
+		s.mu.Lock()
+		merged := s.merged
+		s.mu.Unlock()
+		s.logger().Error("externaldns merge panicked (recovered)", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if !merged {
+			out, err = f, nil
+			return
+		}
+		out, err = nil, fmt.Errorf("externaldns: merging the stored records panicked (%v): the previous state keeps serving", v)
+	}()
+	out = s.merge(f)
+	s.mu.Lock()
+	s.merged = true
+	s.mu.Unlock()
+	return out, nil
+}
+
+func (s *Stage) merge(f *config.File) *config.File {
 	taken := make(map[string]bool, len(f.Services))
 	for i := range f.Services {
 		taken[f.Services[i].Name] = true
@@ -37,8 +73,11 @@ func (s *Stage) Merge(f *config.File) *config.File {
 	for _, c := range f.Clusters {
 		clusters[c.Name] = true
 	}
+	// Records are checked again with f's rules: the zones, claims and
+	// tenant_targets may have changed since they were stored.
+	rules := NewRules(&f.Desired, s.Limits, s.ParseCheck)
 	svcs, dropped := Build(s.Store.All(), BuildOptions{Clusters: clusters, Taken: func(n string) bool { return taken[n] },
-		HealthCheck: s.HealthCheck, ParseCheck: s.ParseCheck})
+		HealthCheck: s.HealthCheck, ParseCheck: s.ParseCheck, Check: rules.Check})
 	out := f
 	if len(svcs) > 0 {
 		nk := normalizeEach(&f.Desired, svcs, dropped)
@@ -57,7 +96,11 @@ func (s *Stage) Merge(f *config.File) *config.File {
 // each service alone, leaving out (into dropped) those that fail. Names
 // are unique (Build gives each once and none of d's), and model.Validate
 // checks each service against the settings alone, so the kept ones
-// validate together.
+// validate together. The slow path costs one model.Normalize of d's
+// settings (zones, clusters, policies: not the other services) per
+// service, linear in len(svcs); since Check refuses up front what the
+// model refuses of one record, it runs only for what records of several
+// clusters do together (e.g. the same address twice).
 func normalizeEach(d *model.Desired, svcs []model.Service, dropped map[string]string) *model.Desired {
 	kd := *d
 	kd.Services = svcs
@@ -87,10 +130,7 @@ func normalizeEach(d *model.Desired, svcs []model.Service, dropped map[string]st
 
 // report logs each new reason once and calls Observe.
 func (s *Stage) report(served int, dropped map[string]string) {
-	log := s.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := s.logger()
 	s.mu.Lock()
 	for name, why := range dropped {
 		if s.dropped[name] != why {
@@ -102,6 +142,13 @@ func (s *Stage) report(served int, dropped map[string]string) {
 	if s.Observe != nil {
 		s.Observe(served, dropped)
 	}
+}
+
+func (s *Stage) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
 }
 
 // CheckHealthCheck validates c as the health check of services made from

@@ -116,16 +116,21 @@ func (s *Store) Generation() uint64 {
 }
 
 // Apply applies ch to cluster's records atomically: every record is
-// normalized and checked by r first, and either all of ch is applied or
-// none (a *ChangeError says which record failed). Deletes, then updates,
-// then creates; deleting a record that is not there is not an error (a
-// retried request), creating one that is there with other content is a
-// conflict. changed is false when ch leaves the records as they were.
+// normalized, those it stores (updateNew, create) checked by r first, and
+// either all of ch is applied or none (a *ChangeError says which record
+// failed). Deletes, then updates, then creates; deleting a record that is
+// not there is not an error (a retried request), creating one that is
+// there with other content is a conflict. A delete (and an update's old
+// record) is not checked against r: the cluster may always remove its own
+// records, also those the current config would no longer accept (a zone
+// removed, a name now claimed by another namespace). changed is false when
+// ch leaves the records as they were.
 func (s *Store) Apply(cluster string, ch *Changes, r *Rules) (changed bool, err error) {
 	lists := []struct {
-		name string
-		eps  []*Endpoint
-	}{{"delete", ch.Delete}, {"updateOld", ch.UpdateOld}, {"updateNew", ch.UpdateNew}, {"create", ch.Create}}
+		name  string
+		eps   []*Endpoint
+		check bool
+	}{{"delete", ch.Delete, false}, {"updateOld", ch.UpdateOld, false}, {"updateNew", ch.UpdateNew, true}, {"create", ch.Create, true}}
 	norm := make([][]*Endpoint, len(lists))
 	for i, l := range lists {
 		for j, e := range l.eps {
@@ -133,8 +138,10 @@ func (s *Store) Apply(cluster string, ch *Changes, r *Rules) (changed bool, err 
 				return false, &ChangeError{Record: l.name + "[" + strconv.Itoa(j) + "]", Err: errors.New("is null")}
 			}
 			n := r.Normalize(e)
-			if err := r.Check(n); err != nil {
-				return false, &ChangeError{Record: fmt.Sprintf("%s[%d] %s %s", l.name, j, n.DNSName, n.RecordType), Err: err}
+			if l.check {
+				if err := r.Check(n); err != nil {
+					return false, &ChangeError{Record: fmt.Sprintf("%s[%d] %.80s %.16s", l.name, j, n.DNSName, n.RecordType), Err: err}
+				}
 			}
 			norm[i] = append(norm[i], n)
 		}
@@ -162,28 +169,78 @@ func (s *Store) Apply(cluster string, ch *Changes, r *Rules) (changed bool, err 
 	if n := len(next); n > r.limits.MaxRecords && n > len(cur) {
 		return false, &ChangeError{Record: "records", Err: fmt.Errorf("the cluster would hold %d records (allowed at most %d)", n, r.limits.MaxRecords)}
 	}
+	if n, was := bytesOf(next), bytesOf(cur); n > r.limits.MaxBytes && n > was {
+		return false, &ChangeError{Record: "records", Err: fmt.Errorf("the cluster's records would weigh %d bytes (allowed at most %d)", n, r.limits.MaxBytes)}
+	}
 	if maps.EqualFunc(cur, next, func(a, b *Endpoint) bool { return reflect.DeepEqual(a, b) }) {
 		return false, nil
 	}
-	if err := s.save(cluster, next); err != nil {
+	all := maps.Clone(s.recs)
+	all[cluster] = next
+	if err := s.save(all); err != nil {
 		return false, err
 	}
-	s.recs[cluster] = next
+	s.recs = all
 	s.gen++
 	return true, nil
 }
 
-// save writes the state file with cluster's records replaced by next
-// (atomically: a temp file renamed into place; mode 600). Called with mu.
-func (s *Store) save(cluster string, next map[Key]*Endpoint) error {
+// Dropped is a stored record that Prune removed, and why.
+type Dropped struct {
+	Cluster string
+	Record  *Endpoint
+	Reason  string
+}
+
+// Prune brings the stored records (those of a state file, written under
+// an earlier config) to the rules r: each is normalized, and one that r
+// refuses, or of a cluster that keep does not keep (nil: every cluster),
+// is dropped and returned, for the caller to log. The state file is
+// written again when something changed; its error is returned with the
+// records dropped from memory all the same.
+func (s *Store) Prune(r *Rules, keep func(cluster string) bool) ([]Dropped, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var dropped []Dropped
+	all := make(map[string]map[Key]*Endpoint, len(s.recs))
+	for _, c := range slices.Sorted(maps.Keys(s.recs)) {
+		eps := slices.Collect(maps.Values(s.recs[c]))
+		sortEndpoints(eps)
+		m := make(map[Key]*Endpoint, len(eps))
+		for _, e := range eps {
+			n := r.Normalize(e)
+			switch err := r.Check(n); {
+			case keep != nil && !keep(c):
+				dropped = append(dropped, Dropped{c, n, fmt.Sprintf("cluster %q has no client in server.externaldns.clients", c)})
+			case err != nil:
+				dropped = append(dropped, Dropped{c, n, err.Error()})
+			default:
+				m[n.Key()] = n
+			}
+		}
+		if len(m) > 0 {
+			all[c] = m
+		}
+	}
+	if reflect.DeepEqual(all, s.recs) {
+		return nil, nil
+	}
+	s.recs = all
+	s.gen++
+	return dropped, s.save(all)
+}
+
+// save writes the state file with the records all (atomically: a temp
+// file renamed into place; mode 600). Called with mu held, so that no
+// other change writes between the snapshot and the rename.
+func (s *Store) save(all map[string]map[Key]*Endpoint) error {
 	if s.path == "" {
 		return nil
 	}
-	st := stateFile{Clusters: make(map[string][]*Endpoint, len(s.recs)+1)}
-	for c, m := range s.recs {
+	st := stateFile{Clusters: make(map[string][]*Endpoint, len(all))}
+	for c, m := range all {
 		st.Clusters[c] = slices.Collect(maps.Values(m))
 	}
-	st.Clusters[cluster] = slices.Collect(maps.Values(next))
 	for _, eps := range st.Clusters {
 		sortEndpoints(eps)
 	}
@@ -207,4 +264,13 @@ func (s *Store) save(cluster string, next map[Key]*Endpoint) error {
 		return fmt.Errorf("externaldns state %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// bytesOf is the weight of records against Limits.MaxBytes.
+func bytesOf(records map[Key]*Endpoint) int {
+	n := 0
+	for _, e := range records {
+		n += e.size()
+	}
+	return n
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -64,6 +65,19 @@ func (v *validator) checkName(path, name string) (string, bool) {
 		return "", false
 	}
 	return CanonicalName(name), true
+}
+
+// CheckHostName validates name as services[].name and
+// endpoints[].cname are validated: a domain name of ASCII letters, digits,
+// hyphens and dots (punycode for international names), no wildcards. The
+// error says what is allowed. For names that other sources write (e.g.
+// ExternalDNS records) and that become services later.
+func CheckHostName(name string) error {
+	v := &validator{}
+	if _, ok := v.checkName("", name); !ok {
+		return errors.New(v.errs[0].Msg)
+	}
+	return nil
 }
 
 // isASCII reports whether s has only ASCII bytes: lower-casing other bytes

@@ -50,6 +50,24 @@ func (v *validator) timing(p string, interval, timeout Duration, fall, rise int)
 	}
 }
 
+// ValidateHealthCheck validates c as services[].health_check is
+// validated, for a service whose endpoints are CNAMEs (cname) or
+// addresses; the *ValidationError lists every problem under
+// health_check. For checks that other sources write (e.g. ExternalDNS
+// records) and that become services later.
+func ValidateHealthCheck(c *Check, cname bool) error {
+	s := &Service{Endpoints: []Endpoint{{Address: "192.0.2.1"}}}
+	if cname {
+		s.Endpoints = []Endpoint{{CNAME: "target.example."}}
+	}
+	v := &validator{}
+	v.check("health_check", c, s)
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Fields: v.errs}
+}
+
 var httpMethods = []string{"GET", "HEAD", "POST", "OPTIONS"}
 
 func (v *validator) check(p string, c *Check, s *Service) {

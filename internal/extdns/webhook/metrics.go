@@ -35,9 +35,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dropped: f.NewGauge(prometheus.GaugeOpts{Name: "meridian_externaldns_names_not_served",
 			Help: "Names of ExternalDNS records left out by the last merge (config or Kubernetes names, unknown clusters, records that do not validate); the log says why."}),
 		adjusted: f.NewCounterVec(prometheus.CounterOpts{Name: "meridian_externaldns_adjust_dropped_total",
-			Help: "Records that POST /adjustendpoints left out because Meridian would refuse them (outside the served zones, unsupported type, bad target), by cluster."}, []string{"cluster"}),
+			Help: "Records that POST /adjustendpoints left out because Meridian would refuse them (outside the served zones, a name the record's namespace may not serve, unsupported type, bad target), by cluster."}, []string{"cluster"}),
 		panics: f.NewCounter(prometheus.CounterOpts{Name: "meridian_externaldns_panics_total",
-			Help: "Panics recovered while handling ExternalDNS webhook requests (answered 500)."}),
+			Help: "Panics recovered while handling ExternalDNS webhook requests (answered 500) or merging the stored records (the previous state keeps serving)."}),
 	}
 }
 
@@ -46,3 +46,6 @@ func (m *Metrics) Observe(served int, dropped map[string]string) {
 	m.services.Set(float64(served))
 	m.dropped.Set(float64(len(dropped)))
 }
+
+// Panicked counts a panic recovered outside a request (extdns.Stage.Panicked).
+func (m *Metrics) Panicked() { m.panics.Inc() }

@@ -4,11 +4,13 @@
 // extdns's store. Every request but /healthz carries the token of one
 // configured cluster (HTTP Basic, the cluster as user and the token as
 // password, as ExternalDNS sends from the userinfo of
-// --webhook-provider-url; or a Bearer token); it reads and changes that
+// --webhook-provider-url; or Authorization: Bearer <token>, the scheme
+// case-insensitive; a bare token is refused); it reads and changes that
 // cluster's records only.
 package webhook
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -144,26 +146,39 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // authed runs next with the cluster of the request's token, or answers 401.
 func (h *handler) authed(next func(w http.ResponseWriter, r *http.Request, cluster string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cluster, ok := h.cluster(r)
-		if !ok {
+		cluster, why := h.cluster(r)
+		if why != "" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="meridian-externaldns"`)
-			http.Error(w, "unauthorized: send the cluster's token (HTTP Basic with the cluster as user, or Bearer)", http.StatusUnauthorized)
+			http.Error(w, "unauthorized: "+why+" (send the cluster's token: HTTP Basic with the cluster as user and the token as password, or Authorization: Bearer <token>)", http.StatusUnauthorized)
 			return
 		}
 		next(w, r, cluster)
 	})
 }
 
-// cluster is the client whose token r carries. Every configured token is
-// compared (in constant time), so the time does not tell which matched.
-func (h *handler) cluster(r *http.Request) (string, bool) {
+// cluster is the client whose token r carries, or why there is none. The
+// token comes as HTTP Basic's password or after the Bearer scheme (both
+// schemes case-insensitive, RFC 7617 and RFC 6750); any other
+// Authorization, a bare token included, is refused. Every configured
+// token is compared (in constant time), so the time does not tell which
+// matched.
+func (h *handler) cluster(r *http.Request) (cluster, why string) {
+	auth := r.Header.Get("Authorization")
 	user, tok, basic := r.BasicAuth()
 	if !basic {
 		user = ""
-		tok, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		scheme, rest, _ := strings.Cut(auth, " ")
+		switch {
+		case auth == "":
+			return "", "no Authorization header"
+		case !strings.EqualFold(scheme, "Bearer"):
+			// Not echoed: a bare token would be.
+			return "", "the Authorization header is neither Basic nor Bearer (a bare token is not accepted)"
+		}
+		tok = strings.TrimSpace(rest)
 	}
 	if tok == "" {
-		return "", false
+		return "", "the Authorization header carries no token"
 	}
 	sum := sha256.Sum256([]byte(tok))
 	found := -1
@@ -173,9 +188,9 @@ func (h *handler) cluster(r *http.Request) (string, bool) {
 		}
 	}
 	if found < 0 || (user != "" && user != h.clients[found].cluster) {
-		return "", false
+		return "", "unknown token, or a token sent with another cluster's name"
 	}
-	return h.clients[found].cluster, true
+	return h.clients[found].cluster, ""
 }
 
 // negotiate answers GET /: the media type and the domain filter (the
@@ -191,11 +206,28 @@ func (h *handler) records(w http.ResponseWriter, _ *http.Request, cluster string
 
 // apply handles POST /records: the cluster's changes, all or none.
 func (h *handler) apply(w http.ResponseWriter, r *http.Request, cluster string) {
-	var ch extdns.Changes
-	if !h.decode(w, r, &ch) {
+	var raw struct {
+		Create    json.RawMessage `json:"create"`
+		UpdateOld json.RawMessage `json:"updateOld"`
+		UpdateNew json.RawMessage `json:"updateNew"`
+		Delete    json.RawMessage `json:"delete"`
+	}
+	if !h.decode(w, r, &raw) {
 		return
 	}
-	changed, err := h.o.Store.Apply(cluster, &ch, h.o.Rules())
+	rules := h.o.Rules()
+	var ch extdns.Changes
+	budget := maxPerRequest(rules)
+	for _, l := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *[]*extdns.Endpoint
+	}{{"create", raw.Create, &ch.Create}, {"updateOld", raw.UpdateOld, &ch.UpdateOld}, {"updateNew", raw.UpdateNew, &ch.UpdateNew}, {"delete", raw.Delete, &ch.Delete}} {
+		if !h.decodeList(w, l.name, l.raw, &budget, l.dst) {
+			return
+		}
+	}
+	changed, err := h.o.Store.Apply(cluster, &ch, rules)
 	var ce *extdns.ChangeError
 	switch {
 	case errors.As(err, &ce) && ce.Conflict:
@@ -228,11 +260,16 @@ func (h *handler) apply(w http.ResponseWriter, r *http.Request, cluster string) 
 // them; a record Meridian would refuse is left out (and counted), so that
 // ExternalDNS does not send a change that fails whole.
 func (h *handler) adjust(w http.ResponseWriter, r *http.Request, cluster string) {
-	var in []*extdns.Endpoint
-	if !h.decode(w, r, &in) {
+	var raw json.RawMessage
+	if !h.decode(w, r, &raw) {
 		return
 	}
 	rules := h.o.Rules()
+	var in []*extdns.Endpoint
+	budget := maxPerRequest(rules)
+	if !h.decodeList(w, "the list", raw, &budget, &in) {
+		return
+	}
 	out := make([]*extdns.Endpoint, 0, len(in))
 	for _, e := range in {
 		if e == nil {
@@ -264,6 +301,40 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		}
 		http.Error(w, "body is not the webhook's JSON: "+err.Error(), http.StatusBadRequest)
 		return false
+	}
+	return true
+}
+
+// maxPerRequest bounds the records of one request (all lists together):
+// twice what a cluster may store (a full sync creates every record; an
+// update names the old and the new), so that a body of small objects
+// cannot make the decoder allocate millions of records.
+func maxPerRequest(r *extdns.Rules) int { return 2 * r.MaxRecords() }
+
+// decodeList decodes the JSON list raw (null or absent: none) into dst,
+// taking each record from *budget; beyond it, or when raw is not a list of
+// records, it answers 413 or 400.
+func (h *handler) decodeList(w http.ResponseWriter, name string, raw json.RawMessage, budget *int, dst *[]*extdns.Endpoint) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		http.Error(w, fmt.Sprintf("body is not the webhook's JSON: %s is not a list of records", name), http.StatusBadRequest)
+		return false
+	}
+	for dec.More() {
+		if *budget <= 0 {
+			http.Error(w, fmt.Sprintf("too many records in one request (allowed at most %d: twice the records a cluster may store)", maxPerRequest(h.o.Rules())), http.StatusRequestEntityTooLarge)
+			return false
+		}
+		*budget--
+		var e *extdns.Endpoint
+		if err := dec.Decode(&e); err != nil {
+			http.Error(w, fmt.Sprintf("body is not the webhook's JSON: %s[%d]: %v", name, len(*dst), err), http.StatusBadRequest)
+			return false
+		}
+		*dst = append(*dst, e)
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -35,7 +36,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	fx := &fixture{m: NewMetrics(prometheus.NewRegistry())}
 	fx.store, _ = extdns.OpenStore("")
-	d := &model.Desired{Zones: []model.Zone{{Apex: "gslb.example.com.", TTL: 30}}}
+	d := &model.Desired{Zones: []model.Zone{{Apex: "gslb.example.com.", TTL: 30, Nameservers: []model.Nameserver{{Name: "ns1.gslb.example.com."}}}},
+		Kubernetes: model.Kubernetes{Claims: []model.Claim{{Namespaces: []string{"team-a"}, Suffixes: []string{"team-a.gslb.example.com"}}}}}
 	h, err := Handler(Options{Store: fx.store, Clients: []Client{{"east", eastToken}, {"west", westToken}}, Metrics: fx.m, MaxBody: 2048,
 		Rules: func() *extdns.Rules {
 			if fx.panicky.Load() {
@@ -194,4 +196,92 @@ func TestAnotherMethodOrPathIsNotServed(t *testing.T) {
 	code, _, _ = fx.do(t, "GET", "/nothing", "east", eastToken, "")
 	assert.Equal(t, 404, code)
 	assert.Equal(t, 1.0, testutil.ToFloat64(fx.m.requests.WithLabelValues("other", "404")))
+}
+
+func TestARecordOfANameItsNamespaceMayNotServeIsRefusedAndLeftOut(t *testing.T) {
+	fx := newFixture(t)
+	for _, tc := range []struct {
+		name, record, msg string
+	}{
+		{"the zone apex",
+			`{"dnsName":"gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-b/web"}}`,
+			"create[0] gslb.example.com A: dnsName: hostname conflict: gslb.example.com. is the apex of zone gslb.example.com."},
+		{"a nameserver name",
+			`{"dnsName":"ns1.gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-b/web"}}`,
+			"ns1.gslb.example.com. is a nameserver name of zone gslb.example.com."},
+		{"a name claimed by another namespace",
+			`{"dnsName":"app.team-a.gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-b/web"}}`,
+			"kubernetes.claims gives app.team-a.gslb.example.com. to namespace team-a; objects in namespace team-b are not served for it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, _ := fx.do(t, "POST", "/records", "east", eastToken, `{"create":[`+tc.record+`]}`)
+			assert.Equal(t, 400, code)
+			assert.Contains(t, body, tc.msg)
+			code, body, _ = fx.do(t, "POST", "/adjustendpoints", "east", eastToken, `[`+tc.record+`]`)
+			require.Equal(t, 200, code)
+			assert.JSONEq(t, `[]`, body, "adjustendpoints leaves it out, so ExternalDNS does not send it")
+		})
+	}
+	assert.Equal(t, 3.0, testutil.ToFloat64(fx.m.requests.WithLabelValues("POST /records", "400")))
+	assert.Equal(t, 3.0, testutil.ToFloat64(fx.m.adjusted.WithLabelValues("east")))
+	assert.Equal(t, int32(0), fx.changed.Load())
+	code, _, _ := fx.do(t, "POST", "/records", "east", eastToken,
+		`{"create":[{"dnsName":"app.team-a.gslb.example.com","targets":["198.51.100.1"],"recordType":"A","labels":{"resource":"service/team-a/web"}}]}`)
+	assert.Equal(t, 204, code, "the namespace the claim names may")
+}
+
+func TestTheAuthorizationHeaderMustNameBasicOrBearer(t *testing.T) {
+	fx := newFixture(t)
+	for _, tc := range []struct {
+		name, header string
+		code         int
+		msg          string
+	}{
+		{"a Bearer token is accepted", "Bearer " + eastToken, 200, ""},
+		{"the Bearer scheme is case-insensitive", "bearer " + eastToken, 200, ""},
+		{"the Basic scheme is case-insensitive", "basic " + base64.StdEncoding.EncodeToString([]byte("east:"+eastToken)), 200, ""},
+		{"a bare token is refused", eastToken, 401, "neither Basic nor Bearer (a bare token is not accepted)"},
+		{"another scheme is refused", "Token " + eastToken, 401, "neither Basic nor Bearer"},
+		{"Bearer without a token is refused", "Bearer ", 401, "carries no token"},
+		{"no header is refused", "", 401, "no Authorization header"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", fx.srv.URL+"/records", nil)
+			require.NoError(t, err)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, tc.code, resp.StatusCode, string(b))
+			assert.Contains(t, string(b), tc.msg)
+			assert.NotContains(t, string(b), eastToken, "the token is never echoed")
+		})
+	}
+}
+
+func TestARequestWithMoreRecordsThanTwiceTheLimitIsRefusedBeforeItIsStored(t *testing.T) {
+	store, _ := extdns.OpenStore("")
+	d := &model.Desired{Zones: []model.Zone{{Apex: "gslb.example.com.", TTL: 30}}}
+	h, err := Handler(Options{Store: store, Clients: []Client{{"east", eastToken}},
+		Rules: func() *extdns.Rules { return extdns.NewRules(d, extdns.Limits{MaxRecords: 2}, nil) }})
+	require.NoError(t, err)
+	fx := &fixture{srv: httptest.NewServer(h)}
+	t.Cleanup(fx.srv.Close)
+	five := strings.TrimSuffix(strings.Repeat(`{},`, 5), ",")
+	for _, tc := range []struct{ name, path, body string }{
+		{"changes over several lists", "/records", `{"create":[{},{},{}],"delete":[{},{}]}`},
+		{"the list of adjustendpoints", "/adjustendpoints", `[` + five + `]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, _ := fx.do(t, "POST", tc.path, "east", eastToken, tc.body)
+			assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+			assert.Contains(t, body, "too many records in one request (allowed at most 4")
+		})
+	}
+	code, body, _ := fx.do(t, "POST", "/records", "east", eastToken, `{"create":{}}`)
+	assert.Equal(t, 400, code)
+	assert.Contains(t, body, "create is not a list of records")
 }

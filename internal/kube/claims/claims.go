@@ -38,6 +38,10 @@ type Policy struct {
 	ReleaseAfter time.Duration
 }
 
+// IsReserved reports whether name (canonical) is reserved by rule 1 (a
+// zone apex, a nameserver name, or a name of the ring's), and what it is.
+func (p Policy) IsReserved(name string) (string, bool) { return p.reserved(name) }
+
 // reserved reports whether name is reserved, and what it is.
 func (p Policy) reserved(name string) (string, bool) {
 	if what, ok := p.Reserved[name]; ok {
@@ -138,15 +142,19 @@ func (d Decision) Allows(ns string) bool {
 // name; it names the owner namespaces, never their objects or clusters.
 func (d Decision) Refusal(ns string) string {
 	owners := strings.Join(d.Owners, ", ")
+	who := "objects in namespace " + ns
+	if ns == "" {
+		who = "objects of no namespace"
+	}
 	switch d.Refused {
 	case KindReserved:
 		return fmt.Sprintf("%s%s is %s: it is served from Kubernetes only when a kubernetes.claims entry lists it in names", ConflictPrefix, d.Name, d.why)
 	case KindUnclaimed:
 		return fmt.Sprintf("%sno kubernetes.claims entry covers %s and kubernetes.unclaimed_names is refuse: it is not served from Kubernetes", ConflictPrefix, d.Name)
 	case KindNotAllowed:
-		return fmt.Sprintf("%skubernetes.claims gives %s to namespace %s; objects in namespace %s are not served for it", ConflictPrefix, d.Name, owners, ns)
+		return fmt.Sprintf("%skubernetes.claims gives %s to namespace %s; %s are not served for it", ConflictPrefix, d.Name, owners, who)
 	default:
-		msg := fmt.Sprintf("%s%s belongs to namespace %s, whose object claimed it first; objects in namespace %s are not served for it (one namespace per name unless kubernetes.claims gives it to several)", ConflictPrefix, d.Name, owners, ns)
+		msg := fmt.Sprintf("%s%s belongs to namespace %s, whose object claimed it first; %s are not served for it (one namespace per name unless kubernetes.claims gives it to several)", ConflictPrefix, d.Name, owners, who)
 		if held := d.Held(); held != "" {
 			msg += "; " + held
 		}
@@ -187,10 +195,12 @@ func Decide(p Policy, cs []Claim, first Ledger, now time.Time) (map[string]Decis
 	return out, next(p, first, out, now)
 }
 
-// decideOne decides name from its claims g; held is rule 4's live record
-// of its owner (nil: none).
-func decideOne(p Policy, name string, g []Claim, held *Record, now time.Time) Decision {
-	d := Decision{Name: name}
+// Static decides name (canonical) by rules 1 to 3, which read the policy
+// alone: ok is false when only rule 4 can decide it (no claim covers the
+// name, it is not reserved and unclaimed_names is oldest), which needs the
+// claims of every object and the ledger.
+func (p Policy) Static(name string) (d Decision, ok bool) {
+	d = Decision{Name: name}
 	owners, covered := p.allowed(name)
 	what, reserved := p.reserved(name)
 	switch {
@@ -200,6 +210,31 @@ func decideOne(p Policy, name string, g []Claim, held *Record, now time.Time) De
 		d.Rule, d.Refused, d.why = KindReserved, KindReserved, what
 	case p.Unclaimed == model.UnclaimedRefuse:
 		d.Rule, d.Refused = KindUnclaimed, KindUnclaimed
+	default:
+		return d, false
+	}
+	return d, true
+}
+
+// Refuses says why a writer of namespace ns may not serve name (both
+// canonical) by rules 1 to 3; refused is false when it may, or when only
+// rule 4 decides the name. ns "" is no namespace (a cluster-scoped object,
+// or a record that names none): it may serve no name that rules 1 to 3
+// decide.
+func (p Policy) Refuses(ns, name string) (refusal string, refused bool) {
+	d, ok := p.Static(name)
+	if !ok || (ns != "" && d.Allows(ns)) {
+		return "", false
+	}
+	return d.Refusal(ns), true
+}
+
+// decideOne decides name from its claims g; held is rule 4's live record
+// of its owner (nil: none).
+func decideOne(p Policy, name string, g []Claim, held *Record, now time.Time) Decision {
+	d, static := p.Static(name)
+	switch {
+	case static:
 	case held != nil:
 		// Sticky: the recorded first claimant keeps the name, whatever the
 		// age of the objects that claim it now.

@@ -260,3 +260,45 @@ func TestTheRingsNamesAreReservedInItsZones(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusesDecidesByTheRulesThatNeedNoObjects(t *testing.T) {
+	given := policy("", claim([]string{"team-a"}, nil, "team-a.gslb.example.com"), claim([]string{"team-a"}, []string{apex}))
+	refuse := policy(model.UnclaimedRefuse)
+	for _, tc := range []struct {
+		name    string
+		p       Policy
+		ns, dns string
+		substr  string // "" = not refused
+	}{
+		{"a name a claim gives to the namespace is not refused", given, "team-a", "x.team-a.gslb.example.com.", ""},
+		{"a name a claim gives to another namespace is refused", given, "team-b", "x.team-a.gslb.example.com.", "gives x.team-a.gslb.example.com. to namespace team-a; objects in namespace team-b"},
+		{"no namespace is refused a name a claim covers", given, "", "x.team-a.gslb.example.com.", "objects of no namespace are not served"},
+		{"the apex is refused when no claim lists it", policy(""), "team-a", apex, "is the apex of zone"},
+		{"the apex is not refused to the namespace a claim lists it for", given, "team-a", apex, ""},
+		{"a nameserver name is refused", given, "team-a", ns1, "a nameserver name of zone"},
+		{"no namespace is refused the apex", policy(""), "", apex, "is the apex of zone"},
+		{"an unclaimed name under oldest is left to rule 4", policy(""), "team-b", app, ""},
+		{"an unclaimed name under oldest is left to rule 4 for no namespace too", policy(""), "", app, ""},
+		{"an unclaimed name under refuse is refused", refuse, "team-b", app, "unclaimed_names is refuse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, refused := tc.p.Refuses(tc.ns, tc.dns)
+			if tc.substr == "" {
+				assert.False(t, refused, msg)
+				return
+			}
+			require.True(t, refused)
+			assert.Contains(t, msg, ConflictPrefix)
+			assert.Contains(t, msg, tc.substr)
+		})
+	}
+}
+
+func TestIsReservedNamesTheRingsNames(t *testing.T) {
+	p := PolicyFrom(&model.Desired{Zones: []model.Zone{{Apex: "gslb.example.com", Ring: &model.ZoneRing{Names: true}}}})
+	what, ok := p.IsReserved("ns-east.gslb.example.com.")
+	require.True(t, ok)
+	assert.Contains(t, what, "the ring's nameservers")
+	_, ok = p.IsReserved(app)
+	assert.False(t, ok)
+}
