@@ -163,6 +163,57 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 	return r
 }
 
+// allowedTargets applies tenant_targets to the address targets of names
+// (canonical, each a key of nameTargets): DNSEndpoints are written by
+// tenants, and Meridian's probers connect to their targets, so an address
+// tt refuses (model.TenantTargets.CheckTenantTarget: unspecified,
+// link-local, multicast, reserved; loopback unless allowed) is not served.
+// It returns nil when every target is allowed, else the targets of each
+// name that are (a name with none left has none), and the problems: the
+// first maxDNSEndpointProblems refused targets, the rest counted in one.
+// Host-name targets (CNAME) are not addresses and are kept. It is pure.
+func allowedTargets(nameTargets map[string][]string, names []string, tt model.TenantTargets) (map[string][]string, []string) {
+	var out map[string][]string
+	var problems []string
+	refused := 0
+	for _, name := range names {
+		ts := nameTargets[name]
+		var kept []string
+		for i, t := range ts {
+			a, err := netip.ParseAddr(t)
+			if err != nil {
+				if kept != nil {
+					kept = append(kept, t)
+				}
+				continue
+			}
+			if err := tt.CheckTenantTarget(a); err != nil {
+				if kept == nil {
+					kept = append(make([]string, 0, len(ts)), ts[:i]...)
+				}
+				if refused++; refused <= maxDNSEndpointProblems {
+					problems = append(problems, fmt.Sprintf("not served: a target of %s (tenant_targets): %v", name, err))
+				}
+				continue
+			}
+			if kept != nil {
+				kept = append(kept, t)
+			}
+		}
+		if kept == nil {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(nameTargets)
+		}
+		out[name] = kept
+	}
+	if refused > maxDNSEndpointProblems {
+		problems = append(problems, fmt.Sprintf("not served: %d more targets refused by tenant_targets are not listed (the first %d are)", refused-maxDNSEndpointProblems, maxDNSEndpointProblems))
+	}
+	return out, problems
+}
+
 // endpointName is the canonical name of an endpoint Meridian serves; ok
 // is false for other record types and names that are not host names.
 func endpointName(ep externalEndpoint) (string, bool) {
