@@ -346,7 +346,7 @@ func claimsOf(groups map[string][]*Object, fileNames FileNames) []claims.Claim {
 			continue
 		}
 		for _, o := range g {
-			out = append(out, claims.Claim{Name: name, Namespace: o.Ref.Namespace, Created: o.Created})
+			out = append(out, claims.Claim{Name: name, Namespace: o.Ref.Namespace, Created: o.Created, Export: o.Ref.Kind == KindServiceExport})
 		}
 	}
 	return out
