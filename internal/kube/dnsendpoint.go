@@ -106,17 +106,10 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 	r := DNSEndpointRead{Targets: map[string][]string{}}
 	specific := map[string]string{}
 	ttl := int64(0)
-	more := 0 // problems past the first maxDNSEndpointProblems
-	problem := func(p string) {
-		if len(r.Problems) < maxDNSEndpointProblems {
-			r.Problems = append(r.Problems, p)
-		} else {
-			more++
-		}
-	}
+	var problems problemList
 	if len(eps) > MaxDNSEndpointEndpoints {
-		problem(fmt.Sprintf("not served: spec.endpoints lists more than %d entries (a DNSEndpoint is read up to %d): the others are not read (split the DNSEndpoint)",
-			MaxDNSEndpointEndpoints, MaxDNSEndpointEndpoints))
+		problems.add("not served: spec.endpoints lists more than %d entries (a DNSEndpoint is read up to %d): the others are not read (split the DNSEndpoint)",
+			MaxDNSEndpointEndpoints, MaxDNSEndpointEndpoints)
 		eps = eps[:MaxDNSEndpointEndpoints]
 	}
 	seen := map[string]map[string]bool{} // name -> its targets, as r.Targets[name]
@@ -127,8 +120,8 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 		}
 		targets := ep.Targets
 		if len(targets) > MaxDNSEndpointTargets {
-			problem(fmt.Sprintf("not served: spec.endpoints[%d] (%s %s) lists more than %d targets (an endpoint is read up to %d): the others are not read",
-				i, ep.DNSName, ep.RecordType, MaxDNSEndpointTargets, MaxDNSEndpointTargets))
+			problems.add("not served: spec.endpoints[%d] (%s %s) lists more than %d targets (an endpoint is read up to %d): the others are not read",
+				i, ep.DNSName, ep.RecordType, MaxDNSEndpointTargets, MaxDNSEndpointTargets)
 			targets = targets[:MaxDNSEndpointTargets]
 		}
 		if seen[name] == nil {
@@ -137,7 +130,7 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 		for _, t := range targets {
 			v, err := endpointTarget(ep.RecordType, t)
 			if err != "" {
-				problem(fmt.Sprintf("not served: spec.endpoints[%d] (%s %s): target %q %s", i, ep.DNSName, ep.RecordType, t, err))
+				problems.add("not served: spec.endpoints[%d] (%s %s): target %q %s", i, ep.DNSName, ep.RecordType, t, err)
 				continue
 			}
 			if !seen[name][v] {
@@ -156,9 +149,7 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 			r.Err = providerSettings(specific, i, ep.ProviderSpecific)
 		}
 	}
-	if more > 0 {
-		r.Problems = append(r.Problems, fmt.Sprintf("not served: %d more problems of spec.endpoints are not listed (the first %d are)", more, maxDNSEndpointProblems))
-	}
+	r.Problems = problems.done("problems of spec.endpoints")
 	r.Annotations = dnsEndpointAnnotations(own, r.Targets, specific, ttl)
 	return r
 }
@@ -174,8 +165,7 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 // Host-name targets (CNAME) are not addresses and are kept. It is pure.
 func allowedTargets(nameTargets map[string][]string, names []string, tt model.TenantTargets) (map[string][]string, []string) {
 	var out map[string][]string
-	var problems []string
-	refused := 0
+	var problems problemList
 	for _, name := range names {
 		ts := nameTargets[name]
 		var kept []string
@@ -191,9 +181,7 @@ func allowedTargets(nameTargets map[string][]string, names []string, tt model.Te
 				if kept == nil {
 					kept = append(make([]string, 0, len(ts)), ts[:i]...)
 				}
-				if refused++; refused <= maxDNSEndpointProblems {
-					problems = append(problems, fmt.Sprintf("not served: a target of %s (tenant_targets): %v", name, err))
-				}
+				problems.add("not served: a target of %s (tenant_targets): %v", name, err)
 				continue
 			}
 			if kept != nil {
@@ -208,10 +196,30 @@ func allowedTargets(nameTargets map[string][]string, names []string, tt model.Te
 		}
 		out[name] = kept
 	}
-	if refused > maxDNSEndpointProblems {
-		problems = append(problems, fmt.Sprintf("not served: %d more targets refused by tenant_targets are not listed (the first %d are)", refused-maxDNSEndpointProblems, maxDNSEndpointProblems))
+	return out, problems.done("targets refused by tenant_targets")
+}
+
+// problemList keeps the first maxDNSEndpointProblems problems of a
+// DNSEndpoint and counts the others.
+type problemList struct {
+	list []string
+	more int
+}
+
+func (p *problemList) add(format string, args ...any) {
+	if len(p.list) < maxDNSEndpointProblems {
+		p.list = append(p.list, fmt.Sprintf(format, args...))
+		return
 	}
-	return out, problems
+	p.more++
+}
+
+// done is the problems kept, then one that counts the others as what.
+func (p *problemList) done(what string) []string {
+	if p.more == 0 {
+		return p.list
+	}
+	return append(p.list, fmt.Sprintf("not served: %d more %s are not listed (the first %d are)", p.more, what, maxDNSEndpointProblems))
 }
 
 // endpointName is the canonical name of an endpoint Meridian serves; ok
