@@ -163,8 +163,10 @@ func waitSeen(t *testing.T, m *instance, name, ref string) {
 }
 
 // kubeSourcesKubernetes completes kubeClaimsConfig's kubernetes section:
-// meridian.io/status and the Served condition, and the MCS source.
-const kubeSourcesKubernetes = "  status_annotation: true\n  mcs: {zone: gslb.example.com}\n"
+// meridian.io/status and the Served condition, and the MCS source; then
+// tenant_targets lets the DNSEndpoints' targets be loopback addresses
+// (the lab's Services and DNSEndpoints all point at 127.0.0.x).
+const kubeSourcesKubernetes = "  status_annotation: true\n  mcs: {zone: gslb.example.com}\ntenant_targets: {allow_loopback: true}\n"
 
 // TestKubernetesDNSEndpointAndMCSSources: on two real kube-apiservers,
 // read with the RBAC of deploy/kustomize (base and status-annotation),

@@ -242,7 +242,7 @@ func build(objs []Object, base *model.Desired, fileNames FileNames, v *Validated
 		Backends: map[string]map[string][]Backend{}, Limited: map[ObjectRef][]string{}, OverLimit: map[string]int{},
 		Scoped: map[ObjectRef][]string{}}
 	sorted := oldestFirst(objs)
-	r.scope(sorted, base.Zones)
+	r.scope(sorted, base.Zones, base.TenantTargets)
 	groups, names := byHostname(sorted, r.limit(sorted, base.Kubernetes))
 	owners, ledger := claims.Decide(claims.PolicyFrom(base), claimsOf(groups, fileNames), first, now)
 	r.First = ledger
@@ -346,7 +346,7 @@ func claimsOf(groups map[string][]*Object, fileNames FileNames) []claims.Claim {
 			continue
 		}
 		for _, o := range g {
-			out = append(out, claims.Claim{Name: name, Namespace: o.Ref.Namespace, Created: o.Created})
+			out = append(out, claims.Claim{Name: name, Namespace: o.Ref.Namespace, Created: o.Created, Export: o.Ref.Kind == KindServiceExport})
 		}
 	}
 	return out
@@ -628,21 +628,31 @@ func noAddress(g []*Object) string {
 }
 
 // scope narrows, in sorted, each valid object with NameTargets (a
-// DNSEndpoint) to its names under a served zone, as a copy (the objects
-// are only read), and records the narrowed names in r.Scoped. Its other
-// names are another DNS provider's: they claim nothing and are not
-// reported.
-func (r *Result) scope(sorted []*Object, zones []model.Zone) {
+// DNSEndpoint) to its names under a served zone, and their address
+// targets to those tt allows (allowedTargets), as a copy (the objects are
+// only read), and records the narrowed names in r.Scoped. Its other names
+// are another DNS provider's: they claim nothing and are not reported.
+func (r *Result) scope(sorted []*Object, zones []model.Zone, tt model.TenantTargets) {
 	for i, o := range sorted {
 		if o.NameTargets == nil || !o.Valid {
 			continue
 		}
 		kept := slices.DeleteFunc(slices.Clone(o.Settings.Hostnames), func(h string) bool { return !underZone(h, zones) })
-		if len(kept) == len(o.Settings.Hostnames) {
+		targets, problems := allowedTargets(o.NameTargets, kept, tt)
+		for _, p := range problems {
+			r.problem(o.Ref, p)
+		}
+		if targets != nil {
+			kept = slices.DeleteFunc(kept, func(h string) bool { return len(targets[h]) == 0 })
+		}
+		if len(kept) == len(o.Settings.Hostnames) && targets == nil {
 			continue
 		}
 		c := *o
 		c.Settings.Hostnames = kept
+		if targets != nil {
+			c.NameTargets = targets
+		}
 		sorted[i] = &c
 		r.Scoped[o.Ref] = kept
 	}

@@ -25,6 +25,22 @@ const ExternalDNSGroup = "externaldns.k8s.io"
 // dnsEndpointKinds is what the DNSEndpoint source watches.
 var dnsEndpointKinds = []crdKind{{KindDNSEndpoint, ExternalDNSGroup, "dnsendpoints", []string{"v1alpha1"}}}
 
+// The size limits of a DNSEndpoint, which a tenant writes freely (the API
+// server bounds only the object's size, about 1.5 MB: some 100 000
+// targets). A DNSEndpoint is read up to MaxDNSEndpointEndpoints entries of
+// spec.endpoints and, of each, up to MaxDNSEndpointTargets targets; more
+// is a problem, and not served. A DNSEndpoint's first maxDNSEndpointProblems
+// problems are each listed, the rest are counted in one.
+const (
+	// MaxDNSEndpointEndpoints is ten entries for each of the
+	// model.DefaultMaxHostnamesPerObject names an object may serve.
+	MaxDNSEndpointEndpoints = 1000
+	// MaxDNSEndpointTargets is the targets per record the ExternalDNS
+	// webhook accepts (extdns.DefaultMaxTargets).
+	MaxDNSEndpointTargets  = 64
+	maxDNSEndpointProblems = 10
+)
+
 // externalEndpoint is one entry of a DNSEndpoint's spec.endpoints, the
 // part Meridian reads (labels and setIdentifier are ExternalDNS's own).
 type externalEndpoint struct {
@@ -75,6 +91,11 @@ type DNSEndpointRead struct {
 //     Meridian cannot serve, are left to ExternalDNS's other providers;
 //   - an A target must be an IPv4 address, an AAAA target an IPv6 address,
 //     a CNAME target a host name: another target is a problem, and skipped;
+//   - at most MaxDNSEndpointEndpoints entries of spec.endpoints, and of
+//     each at most MaxDNSEndpointTargets targets, are read: more is a
+//     problem, and the rest is not read;
+//   - the first maxDNSEndpointProblems problems are listed, the others
+//     counted in one more;
 //   - its meridian.io/ annotations are its settings, as on a Service
 //     (meridian.io/hostname is not: the names are spec.endpoints'); a
 //     setting no annotation sets is taken from the providerSpecific
@@ -85,18 +106,35 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 	r := DNSEndpointRead{Targets: map[string][]string{}}
 	specific := map[string]string{}
 	ttl := int64(0)
+	var problems problemList
+	if len(eps) > MaxDNSEndpointEndpoints {
+		problems.add("not served: spec.endpoints lists more than %d entries (a DNSEndpoint is read up to %d): the others are not read (split the DNSEndpoint)",
+			MaxDNSEndpointEndpoints, MaxDNSEndpointEndpoints)
+		eps = eps[:MaxDNSEndpointEndpoints]
+	}
+	seen := map[string]map[string]bool{} // name -> its targets, as r.Targets[name]
 	for i, ep := range eps {
 		name, ok := endpointName(ep)
 		if !ok {
 			continue
 		}
-		for _, t := range ep.Targets {
+		targets := ep.Targets
+		if len(targets) > MaxDNSEndpointTargets {
+			problems.add("not served: spec.endpoints[%d] (%s %s) lists more than %d targets (an endpoint is read up to %d): the others are not read",
+				i, ep.DNSName, ep.RecordType, MaxDNSEndpointTargets, MaxDNSEndpointTargets)
+			targets = targets[:MaxDNSEndpointTargets]
+		}
+		if seen[name] == nil {
+			seen[name] = map[string]bool{}
+		}
+		for _, t := range targets {
 			v, err := endpointTarget(ep.RecordType, t)
 			if err != "" {
-				r.Problems = append(r.Problems, fmt.Sprintf("not served: spec.endpoints[%d] (%s %s): target %q %s", i, ep.DNSName, ep.RecordType, t, err))
+				problems.add("not served: spec.endpoints[%d] (%s %s): target %q %s", i, ep.DNSName, ep.RecordType, t, err)
 				continue
 			}
-			if !slices.Contains(r.Targets[name], v) {
+			if !seen[name][v] {
+				seen[name][v] = true
 				r.Targets[name] = append(r.Targets[name], v)
 			}
 		}
@@ -111,8 +149,77 @@ func ReadDNSEndpoint(own map[string]string, eps []externalEndpoint) DNSEndpointR
 			r.Err = providerSettings(specific, i, ep.ProviderSpecific)
 		}
 	}
+	r.Problems = problems.done("problems of spec.endpoints")
 	r.Annotations = dnsEndpointAnnotations(own, r.Targets, specific, ttl)
 	return r
+}
+
+// allowedTargets applies tenant_targets to the address targets of names
+// (canonical, each a key of nameTargets): DNSEndpoints are written by
+// tenants, and Meridian's probers connect to their targets, so an address
+// tt refuses (model.TenantTargets.CheckTenantTarget: unspecified,
+// link-local, multicast, reserved; loopback unless allowed) is not served.
+// It returns nil when every target is allowed, else the targets of each
+// name that are (a name with none left has none), and the problems: the
+// first maxDNSEndpointProblems refused targets, the rest counted in one.
+// Host-name targets (CNAME) are not addresses and are kept. It is pure.
+func allowedTargets(nameTargets map[string][]string, names []string, tt model.TenantTargets) (map[string][]string, []string) {
+	var out map[string][]string
+	var problems problemList
+	for _, name := range names {
+		ts := nameTargets[name]
+		var kept []string
+		for i, t := range ts {
+			a, err := netip.ParseAddr(t)
+			if err != nil {
+				if kept != nil {
+					kept = append(kept, t)
+				}
+				continue
+			}
+			if err := tt.CheckTenantTarget(a); err != nil {
+				if kept == nil {
+					kept = append(make([]string, 0, len(ts)), ts[:i]...)
+				}
+				problems.add("not served: a target of %s (tenant_targets): %v", name, err)
+				continue
+			}
+			if kept != nil {
+				kept = append(kept, t)
+			}
+		}
+		if kept == nil {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(nameTargets)
+		}
+		out[name] = kept
+	}
+	return out, problems.done("targets refused by tenant_targets")
+}
+
+// problemList keeps the first maxDNSEndpointProblems problems of a
+// DNSEndpoint and counts the others.
+type problemList struct {
+	list []string
+	more int
+}
+
+func (p *problemList) add(format string, args ...any) {
+	if len(p.list) < maxDNSEndpointProblems {
+		p.list = append(p.list, fmt.Sprintf(format, args...))
+		return
+	}
+	p.more++
+}
+
+// done is the problems kept, then one that counts the others as what.
+func (p *problemList) done(what string) []string {
+	if p.more == 0 {
+		return p.list
+	}
+	return append(p.list, fmt.Sprintf("not served: %d more %s are not listed (the first %d are)", p.more, what, maxDNSEndpointProblems))
 }
 
 // endpointName is the canonical name of an endpoint Meridian serves; ok
@@ -251,9 +358,11 @@ func (s *dnsEndpointSource) read(u *unstructured.Unstructured) (in objectRead, w
 		return in, false
 	}
 	in.anno, in.annoErr, in.problems, in.nameTargets = r.Annotations, r.Err, r.Problems, r.Targets
+	seen := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(r.Targets)) {
 		for _, t := range r.Targets[name] {
-			if !slices.Contains(in.targets, t) {
+			if !seen[t] {
+				seen[t] = true
 				in.targets = append(in.targets, t)
 			}
 		}

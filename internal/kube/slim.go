@@ -2,6 +2,7 @@ package kube
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,9 @@ import (
 //     conditions (countSlice);
 //   - a DNSEndpoint: kind, apiVersion and, of each spec.endpoints entry,
 //     dnsName, targets, recordType, recordTTL and providerSpecific
-//     (ReadDNSEndpoint);
+//     (ReadDNSEndpoint), one entry and one target past what it reads
+//     (MaxDNSEndpointEndpoints, MaxDNSEndpointTargets), so that it still
+//     reports the excess;
 //   - a ServiceExport: kind, apiVersion and its meridian.io/Served
 //     condition (servedConditionOf); a ServiceImport: kind, apiVersion,
 //     spec.type and spec.ips (importText).
@@ -241,6 +244,7 @@ func slimDNSEndpoint(o any) (any, error) {
 	if !ok {
 		return &unstructured.Unstructured{Object: out}, nil
 	}
+	eps = eps[:min(len(eps), MaxDNSEndpointEndpoints+1)]
 	kept := make([]any, len(eps))
 	for i, e := range eps {
 		em, _ := e.(map[string]any)
@@ -249,6 +253,9 @@ func slimDNSEndpoint(o any) (any, error) {
 			if v, ok := em[k]; ok {
 				ep[k] = v
 			}
+		}
+		if ts, ok := ep["targets"].([]any); ok && len(ts) > MaxDNSEndpointTargets+1 {
+			ep["targets"] = slices.Clone(ts[:MaxDNSEndpointTargets+1])
 		}
 		kept[i] = ep
 	}

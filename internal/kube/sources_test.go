@@ -292,6 +292,21 @@ func TestBuildFromServiceExports(t *testing.T) {
 		assert.Equal(t, []string{"shop"}, r.Owners["web.shop.gslb.example.com."], "the export's namespace claimed it first")
 		require.Len(t, r.Refused[squat.Ref], 1)
 	})
+	t.Run("a DNSEndpoint in another namespace that claimed an export's name first, and is recorded as its owner, is refused once the export claims it", func(t *testing.T) {
+		const web = "web.shop.gslb.example.com."
+		squat := dnsEndpointObj(t, "west", "squat", "dns", -100, xep("web.shop.gslb.example.com", "A", "203.0.113.66"))
+		first := claims.Ledger{web: {Namespace: "squat", Since: t0}}
+		r := build([]Object{squat}, base(), NewFileNames(base().Services), nil, first, t0)
+		require.Equal(t, []string{"squat"}, r.Owners[web], "before the export, the first claimant serves it")
+
+		r = build([]Object{squat, export("east", "shop", 1, "198.51.100.1")}, base(), NewFileNames(base().Services), nil, first, t0)
+		require.Len(t, r.Services, 1)
+		assert.Equal(t, []model.Endpoint{{Address: "198.51.100.1", Cluster: "east", Weight: intp(40)}}, r.Services[0].Endpoints, "only the exporting namespace is served")
+		assert.Equal(t, []string{"shop"}, r.Owners[web])
+		require.Len(t, r.Refused[squat.Ref], 1)
+		assert.Equal(t, claims.KindNotAllowed, r.Refused[squat.Ref][0].Kind)
+		assert.Contains(t, r.Refused[squat.Ref][0].Msg, "belongs to namespace shop, whose ServiceExport names it")
+	})
 }
 
 func TestTheMCSSourceFollowsTheExportedService(t *testing.T) {

@@ -93,13 +93,17 @@ type Claim struct {
 	Name      string    // canonical host name
 	Namespace string    // the object's namespace (in any cluster)
 	Created   time.Time // the object's creationTimestamp
+	// Export is true for a ServiceExport's claim: its name,
+	// <service>.<namespace>.<kubernetes.mcs.zone>, holds its namespace, so
+	// it is that namespace's whoever claimed it first (rule 4).
+	Export bool
 }
 
 // Decision says who owns one name.
 type Decision struct {
 	Name   string
 	Owners []string // namespaces whose objects serve the name, sorted; empty: none may
-	Rule   string   // "claim" (rule 2), "first" (rule 4), or the refusal kind when nobody may
+	Rule   string   // "claim" (rule 2), "mcs" or "first" (rule 4), or the refusal kind when nobody may
 	// Refused is the kind of refusal for namespaces not in Owners:
 	// KindNotAllowed, KindTaken, KindReserved or KindUnclaimed.
 	Refused string
@@ -130,6 +134,7 @@ func (d Decision) Held() string {
 const (
 	RuleClaim = "claim"
 	RuleFirst = "first"
+	RuleMCS   = "mcs" // rule 4: a ServiceExport's name is its namespace's
 )
 
 // Allows reports whether objects of namespace ns serve the name.
@@ -152,6 +157,9 @@ func (d Decision) Refusal(ns string) string {
 	case KindUnclaimed:
 		return fmt.Sprintf("%sno kubernetes.claims entry covers %s and kubernetes.unclaimed_names is refuse: it is not served from Kubernetes", ConflictPrefix, d.Name)
 	case KindNotAllowed:
+		if d.Rule == RuleMCS {
+			return fmt.Sprintf("%s%s belongs to namespace %s, whose ServiceExport names it (<service>.<namespace>.<kubernetes.mcs.zone>); %s are not served for it", ConflictPrefix, d.Name, owners, who)
+		}
 		return fmt.Sprintf("%skubernetes.claims gives %s to namespace %s; %s are not served for it", ConflictPrefix, d.Name, owners, who)
 	default:
 		msg := fmt.Sprintf("%s%s belongs to namespace %s, whose object claimed it first; %s are not served for it (one namespace per name unless kubernetes.claims gives it to several)", ConflictPrefix, d.Name, owners, who)
@@ -235,6 +243,16 @@ func decideOne(p Policy, name string, g []Claim, held *Record, now time.Time) De
 	d, static := p.Static(name)
 	switch {
 	case static:
+	case slices.ContainsFunc(g, func(c Claim) bool { return c.Export }):
+		// A ServiceExport's name holds its namespace: that namespace's,
+		// before any first claimant (no squatting on another's export).
+		for _, c := range g {
+			if c.Export {
+				d.Owners = append(d.Owners, c.Namespace)
+			}
+		}
+		slices.Sort(d.Owners)
+		d.Owners, d.Rule, d.Refused = slices.Compact(d.Owners), RuleMCS, KindNotAllowed
 	case held != nil:
 		// Sticky: the recorded first claimant keeps the name, whatever the
 		// age of the objects that claim it now.

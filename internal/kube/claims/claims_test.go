@@ -24,6 +24,15 @@ func at(name, ns string, min int) Claim {
 	return Claim{Name: name, Namespace: ns, Created: t0.Add(time.Duration(min) * time.Minute)}
 }
 
+const web = "web.shop.gslb.example.com."
+
+// export is a ServiceExport's claim on name by namespace ns.
+func export(name, ns string, min int) Claim {
+	c := at(name, ns, min)
+	c.Export = true
+	return c
+}
+
 func policy(unclaimed string, cs ...model.Claim) Policy {
 	d := &model.Desired{
 		Zones:      []model.Zone{{Apex: "gslb.example.com", Nameservers: []model.Nameserver{{Name: "ns1.gslb.example.com"}}}},
@@ -151,6 +160,30 @@ func TestDecide(t *testing.T) {
 			of:     "b.gslb.example.com.", owners: nil, rule: KindUnclaimed, refused: KindUnclaimed,
 		},
 		{
+			name:   "a ServiceExport's name belongs to its namespace even when another namespace claimed it first",
+			policy: policy(""),
+			claims: []Claim{at(web, "squat", 1), export(web, "shop", 50), at(web, "shop", 60)},
+			of:     web, owners: []string{"shop"}, rule: RuleMCS, refused: KindNotAllowed,
+		},
+		{
+			name:   "a ServiceExport's name goes to the first claimant again once no export claims it",
+			policy: policy(""),
+			claims: []Claim{at(web, "squat", 1), at(web, "shop", 60)},
+			of:     web, owners: []string{"squat"}, rule: RuleFirst, refused: KindTaken,
+		},
+		{
+			name:   "a claim in the config file decides a ServiceExport's name too",
+			policy: policy("", claim([]string{"platform"}, []string{web})),
+			claims: []Claim{export(web, "shop", 1), at(web, "platform", 2)},
+			of:     web, owners: []string{"platform"}, rule: RuleClaim, refused: KindNotAllowed,
+		},
+		{
+			name:   "with unclaimed_names refuse a ServiceExport's name needs a claim like any other",
+			policy: policy(model.UnclaimedRefuse),
+			claims: []Claim{export(web, "shop", 1)},
+			of:     web, owners: nil, rule: KindUnclaimed, refused: KindUnclaimed,
+		},
+		{
 			name:   "a claim whose namespaces have no object still decides: the name is served by nobody",
 			policy: policy("", claim([]string{"team-a"}, []string{app})),
 			claims: []Claim{at(app, "team-b", 1)},
@@ -211,6 +244,8 @@ func TestEveryRefusalNamesTheNameAndTheOwnersButNoObject(t *testing.T) {
 			[]string{ConflictPrefix, "kubernetes.claims gives " + app + " to namespace team-a, team-c", "namespace team-b"}},
 		{"a reserved name says what it is and how to allow it", decideOne(policy(""), apex, []Claim{at(apex, "team-b", 1)}, nil, t0), "team-b",
 			[]string{ConflictPrefix, apex + " is the apex of zone " + apex, "lists it in names"}},
+		{"a ServiceExport's name names the exporting namespace", Decision{Name: web, Owners: []string{"shop"}, Rule: RuleMCS, Refused: KindNotAllowed}, "squat",
+			[]string{ConflictPrefix, web + " belongs to namespace shop, whose ServiceExport names it", "namespace squat are not served"}},
 		{"an unclaimed name under refuse says so", Decision{Name: app, Refused: KindUnclaimed}, "team-b",
 			[]string{ConflictPrefix, "unclaimed_names is refuse"}},
 	}

@@ -42,7 +42,12 @@
 //  3. Unclaimed names, unclaimed_names: refuse. A name no claim covers is
 //     served by no namespace. Refusal kind "unclaimed".
 //
-//  4. Unclaimed names, unclaimed_names: oldest (the default). The name
+//  4. Unclaimed names, unclaimed_names: oldest (the default). A name that
+//     a ServiceExport claims, <service>.<namespace>.<kubernetes.mcs.zone>,
+//     belongs to the export's namespace (rule "mcs"): the name holds the
+//     namespace, so whoever claimed it first, or claims it later, from
+//     another namespace is refused (kind "not-allowed") while the export
+//     claims it; the ledger records no owner for it. Any other name
 //     belongs to the namespace that claimed it first, as the ledger
 //     records it (rule "first"): the recorded namespace keeps the name
 //     whatever the age of the objects claiming it now. When none of its
