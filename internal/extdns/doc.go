@@ -42,13 +42,21 @@
 //     checks services[].name, endpoints[].cname and health_check (ASCII or
 //     punycode, no probing check on a CNAME), so that a record accepted
 //     alone is served.
-//   - The service's TTL is the smallest TTL of its records; its health
-//     check is the first record's webhook/meridian-health-check in cluster
-//     order, else the configured default (none: not probed), which a CNAME
-//     service does not take (a CNAME cannot be probed).
+//   - What one cluster writes never removes another cluster's targets
+//     from a name: addresses win over CNAMEs (when any cluster writes an
+//     address for the name, the CNAME records of it are left out, and the
+//     addresses are served); a target two clusters write is served once,
+//     as the first cluster's in cluster order. Each such record is
+//     reported (logged once) with the name.
+//   - The service's TTL is the smallest TTL of its records (a shorter TTL
+//     only brings resolvers back sooner); its health check is the first
+//     webhook/meridian-health-check in cluster order (a cluster that sets
+//     another is reported), else the configured default (none: not
+//     probed), which a CNAME service does not take (a CNAME cannot be
+//     probed).
 //   - A name that the config file or a Kubernetes source defines stays
 //     theirs: the ExternalDNS records of that name are not served. Records
-//     of a cluster that is not (or no longer) configured are not served; a
-//     name whose clusters mix CNAME and addresses is not served. Each is
-//     reported with its reason.
+//     of a cluster that is not (or no longer) configured are not served
+//     (the name is served from the others'). Each is reported with its
+//     reason.
 package extdns

@@ -48,9 +48,6 @@ func TestBuild(t *testing.T) {
 			BuildOptions{},
 			[]model.Service{{Name: "www.gslb.example.com.", Strategy: model.StrategyWeighted,
 				Endpoints: []model.Endpoint{{CNAME: "lb-east.example.net", Cluster: "east"}}}}, nil},
-		{"a name mixing a CNAME and addresses across clusters is not served",
-			map[string][]*Endpoint{"east": {ep("www.gslb.example.com", "CNAME", "lb-east.example.net")}, "west": {ep("www.gslb.example.com", "A", "198.51.100.2")}},
-			BuildOptions{}, nil, map[string]string{"www.gslb.example.com.": "mixes CNAME and address records across clusters (a name is either)"}},
 		{"a name the config file or a Kubernetes source defines stays theirs",
 			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1")}},
 			BuildOptions{Taken: func(n string) bool { return n == "app.gslb.example.com." }},
@@ -59,7 +56,11 @@ func TestBuild(t *testing.T) {
 			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1")}, "gone": {ep("app.gslb.example.com", "A", "198.51.100.9")}},
 			BuildOptions{Clusters: map[string]bool{"east": true}},
 			[]model.Service{{Name: "app.gslb.example.com.", Strategy: model.StrategyWeighted, Endpoints: []model.Endpoint{a("198.51.100.1", "east", nil)}}},
-			map[string]string{"app.gslb.example.com.": `written by cluster "gone", which is not in clusters`}},
+			nil},
+		{"a name whose every record is of a cluster that is not configured is not served",
+			map[string][]*Endpoint{"gone": {ep("app.gslb.example.com", "A", "198.51.100.9")}},
+			BuildOptions{Clusters: map[string]bool{"east": true}},
+			nil, map[string]string{"app.gslb.example.com.": `written by cluster "gone", which is not in clusters`}},
 		{"the default health check applies when no record sets one",
 			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1")}},
 			BuildOptions{HealthCheck: &model.Check{Kind: model.CheckNone}},
@@ -84,9 +85,55 @@ func TestBuild(t *testing.T) {
 			if tc.dropped == nil {
 				tc.dropped = map[string]string{}
 			}
-			svcs, dropped := Build(tc.records, tc.opts)
+			svcs, dropped, _ := Build(tc.records, tc.opts)
 			assert.Equal(t, tc.want, svcs)
 			assert.Equal(t, tc.dropped, dropped)
+		})
+	}
+}
+
+func TestWhatOneClusterWritesNeverRemovesAnotherClustersTargets(t *testing.T) {
+	a := func(addr, cluster string) model.Endpoint { return model.Endpoint{Address: addr, Cluster: cluster} }
+	const app = "app.gslb.example.com."
+	tcp := &model.Check{Kind: model.CheckTCP, Port: 443}
+	for _, tc := range []struct {
+		name    string
+		records map[string][]*Endpoint
+		want    []model.Endpoint
+		check   *model.Check
+		partial string
+	}{
+		{"a CNAME from one cluster leaves the other cluster's addresses served",
+			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "CNAME", "lb-east.example.net")}, "west": {ep("app.gslb.example.com", "A", "198.51.100.2")}},
+			[]model.Endpoint{a("198.51.100.2", "west")}, nil,
+			`the CNAME of cluster "east" is not served: other records of the name are addresses (a name is either)`},
+		{"an address another cluster already writes is served once, as the first cluster's, and the rest of both is served",
+			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1")}, "west": {ep("app.gslb.example.com", "A", "198.51.100.1", "198.51.100.2")}},
+			[]model.Endpoint{a("198.51.100.1", "east"), a("198.51.100.2", "west")}, nil,
+			`198.51.100.1 of cluster "west" is served once, as cluster "east"'s`},
+		{"clusters that disagree on the health check get the first cluster's, and the other is reported",
+			map[string][]*Endpoint{"east": {withProp(ep("app.gslb.example.com", "A", "198.51.100.1"), PropHealthCheck, "tcp:443")},
+				"west": {withProp(ep("app.gslb.example.com", "A", "198.51.100.2"), PropHealthCheck, "none")}},
+			[]model.Endpoint{a("198.51.100.1", "east"), a("198.51.100.2", "west")}, tcp,
+			`cluster "west"'s health check "none" is not used: cluster "east"'s "tcp:443" is`},
+		{"records of a cluster that is not configured leave the name served from the others",
+			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1")}, "gone": {ep("app.gslb.example.com", "A", "198.51.100.9")}},
+			[]model.Endpoint{a("198.51.100.1", "east")}, nil,
+			`written by cluster "gone", which is not in clusters`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svcs, dropped, partial := Build(tc.records, BuildOptions{Clusters: map[string]bool{"east": true, "west": true}, ParseCheck: parseCheck})
+			assert.Empty(t, dropped)
+			if assert.Len(t, svcs, 1) {
+				assert.Equal(t, tc.want, svcs[0].Endpoints)
+				assert.Equal(t, tc.check, svcs[0].HealthCheck)
+			}
+			assert.Equal(t, map[string]string{app: tc.partial}, partial)
+			// What is built validates: the name is served, not dropped by the model.
+			d := stageFile(t).Desired
+			d.Services = append(d.Services, svcs...)
+			_, err := model.Normalize(&d)
+			assert.NoError(t, err)
 		})
 	}
 }

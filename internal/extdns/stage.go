@@ -25,6 +25,7 @@ type Stage struct {
 
 	mu      sync.Mutex
 	dropped map[string]string // the last merge's reasons, so each is logged once
+	partial map[string]string // the same for names served in part
 	merged  bool              // a merge succeeded
 }
 
@@ -76,7 +77,7 @@ func (s *Stage) merge(f *config.File) *config.File {
 	// Records are checked again with f's rules: the zones, claims and
 	// tenant_targets may have changed since they were stored.
 	rules := NewRules(&f.Desired, s.Limits, s.ParseCheck)
-	svcs, dropped := Build(s.Store.All(), BuildOptions{Clusters: clusters, Taken: func(n string) bool { return taken[n] },
+	svcs, dropped, partial := Build(s.Store.All(), BuildOptions{Clusters: clusters, Taken: func(n string) bool { return taken[n] },
 		HealthCheck: s.HealthCheck, ParseCheck: s.ParseCheck, Check: rules.Check})
 	out := f
 	if len(svcs) > 0 {
@@ -88,7 +89,10 @@ func (s *Stage) merge(f *config.File) *config.File {
 			out = &m
 		}
 	}
-	s.report(len(out.Services)-len(f.Services), dropped)
+	for name := range dropped {
+		delete(partial, name) // normalizeEach left it out after all
+	}
+	s.report(len(out.Services)-len(f.Services), dropped, partial)
 	return out
 }
 
@@ -129,7 +133,7 @@ func normalizeEach(d *model.Desired, svcs []model.Service, dropped map[string]st
 }
 
 // report logs each new reason once and calls Observe.
-func (s *Stage) report(served int, dropped map[string]string) {
+func (s *Stage) report(served int, dropped, partial map[string]string) {
 	log := s.logger()
 	s.mu.Lock()
 	for name, why := range dropped {
@@ -137,7 +141,12 @@ func (s *Stage) report(served int, dropped map[string]string) {
 			log.Warn("externaldns: name not served", "service", name, "reason", why)
 		}
 	}
-	s.dropped = dropped
+	for name, why := range partial {
+		if s.partial[name] != why {
+			log.Warn("externaldns: name served without some of its records", "service", name, "reason", why)
+		}
+	}
+	s.dropped, s.partial = dropped, partial
 	s.mu.Unlock()
 	if s.Observe != nil {
 		s.Observe(served, dropped)

@@ -44,9 +44,11 @@ func TestStageMerge(t *testing.T) {
 			map[string][]*Endpoint{"east": {ep("file.gslb.example.com", "A", "198.51.100.1"), ep("app.gslb.example.com", "A", "198.51.100.1")}},
 			[]string{"app.gslb.example.com."}, []string{"file.gslb.example.com."}},
 		{"a service that does not validate is left out and the others served",
-			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1"), ep("dup.gslb.example.com", "A", "198.51.100.1")},
-				"west": {ep("dup.gslb.example.com", "A", "198.51.100.1")}},
-			[]string{"app.gslb.example.com."}, []string{"dup.gslb.example.com."}},
+			map[string][]*Endpoint{"east": {ep("app.gslb.example.com", "A", "198.51.100.1"), withProp(ep("heavy.gslb.example.com", "A", "198.51.100.1"), PropWeight, "5000")}},
+			[]string{"app.gslb.example.com."}, []string{"heavy.gslb.example.com."}},
+		{"an address two clusters write is served once, and the name is served",
+			map[string][]*Endpoint{"east": {ep("dup.gslb.example.com", "A", "198.51.100.1")}, "west": {ep("dup.gslb.example.com", "A", "198.51.100.1", "198.51.100.2")}},
+			[]string{"dup.gslb.example.com."}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := stageFile(t)
