@@ -45,7 +45,7 @@ type EndpointView struct {
 	// Effective is the weight this endpoint should carry now: its configured
 	// weight when available (weight-0 standbys get 1 only when no weighted
 	// endpoint is available), 0 when not; with FailOpen, the configured
-	// weight of every non-drained endpoint. For a capacity-aware service it
+	// weight of every endpoint that is not drained or forced down. For a capacity-aware service it
 	// is the configured weight × Ready (so 100 times larger: shares are what
 	// counts), and an endpoint at 0 % ready is a standby like a weight-0 one.
 	Effective int
@@ -117,7 +117,8 @@ func ServicesWithCapacity(d *model.Desired, h engine.Health, capa engine.Capacit
 
 // effective fills Effective per address family / CNAME, with the engine's
 // rules: weighted endpoints first, weight-0 standbys when none is
-// available, fail-open (configured weights, drained ones out) when nothing is.
+// available, fail-open (configured weights, drained and forced-down ones
+// out) when nothing is.
 func effective(v *ServiceView, s model.Service, clusters map[string]model.Cluster) {
 	for _, typ := range []string{"A", "AAAA", "CNAME"} {
 		var idx []int
@@ -155,7 +156,8 @@ func effective(v *ServiceView, s model.Service, clusters map[string]model.Cluste
 		for _, i := range idx {
 			e := &v.Endpoints[i]
 			me := s.Endpoints[i]
-			if !me.Drain && !clusters[me.Cluster].Drain {
+			c := clusters[me.Cluster]
+			if !me.Drain && !c.Drain && me.State != model.StateDown && c.State != model.StateDown { // never an operator's "not this one"
 				e.Effective = max(e.Weight, 1)
 			}
 		}

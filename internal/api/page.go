@@ -62,7 +62,7 @@ type ServiceOverview struct {
 	Strategy  string             `json:"strategy"`
 	ShareMode string             `json:"share_mode"`
 	FailOpen  bool               `json:"fail_open,omitempty"` // no endpoint available: answers fail open
-	NoData    bool               `json:"no_data,omitempty"`   // no endpoint available and when_all_down: nodata
+	NoData    bool               `json:"no_data,omitempty"`   // no endpoint available and when_all_down: nodata, or every endpoint drained or forced down
 	Order     []string           `json:"failover_order,omitempty"`
 	Endpoints []EndpointOverview `json:"endpoints"`
 }
@@ -74,8 +74,9 @@ type EndpointOverview struct {
 	Weight    int        `json:"weight"`
 	State     string     `json:"state"` // as answered: up, down, unknown
 	Drained   bool       `json:"drained,omitempty"`
-	Available bool       `json:"available"` // not down and not drained
-	Share     float64    `json:"share"`     // percent of the answers of its address family, 0..100
+	Forced    bool       `json:"forced_down,omitempty"` // an operator or the config said down: never answered, not even by fail-open
+	Available bool       `json:"available"`             // not down and not drained
+	Share     float64    `json:"share"`                 // percent of the answers of its address family, 0..100
 	Note      string     `json:"note,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
 	Since     *time.Time `json:"since,omitempty"`
@@ -157,7 +158,7 @@ func BuildOverview(snap *engine.Snapshot, rep HealthReport) Overview {
 			}
 			so := ServiceOverview{Name: s.Name, Strategy: s.Strategy, Endpoints: make([]EndpointOverview, len(s.Endpoints))}
 			for i, e := range s.Endpoints {
-				eo := EndpointOverview{Target: e.Target, Cluster: e.Cluster, Weight: e.Weight, State: e.State.String(), Drained: e.Drained,
+				eo := EndpointOverview{Target: e.Target, Cluster: e.Cluster, Weight: e.Weight, State: e.State.String(), Drained: e.Drained, Forced: e.Forced,
 					Available: e.State != engine.Down && !e.Drained, Note: snap.Note(s.Name, e.Target)}
 				if cp := e.Capacity; cp != nil {
 					c, eff := *cp, e.EffectiveWeight()
@@ -288,15 +289,18 @@ func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Servic
 				so.NoData = true
 				continue
 			}
-			so.FailOpen = true
-		open:
-			for _, usable := range []func(int) bool{func(i int) bool { return !eps[i].Drained }, func(int) bool { return true }} {
-				for _, g := range chain {
-					if members, ws = fromGroup(g, usable); members != nil {
-						break open
-					}
+			// Fail-open never answers a drained or forced-down endpoint
+			// (engine.choose): with none left the answer is NODATA.
+			for _, g := range chain {
+				if members, ws = fromGroup(g, func(i int) bool { return !eps[i].Drained && !eps[i].Forced }); members != nil {
+					break
 				}
 			}
+			if members == nil {
+				so.NoData = true
+				continue
+			}
+			so.FailOpen = true
 		}
 		total := 0
 		for _, w := range ws {

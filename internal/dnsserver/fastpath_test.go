@@ -39,7 +39,7 @@ services:
   - {name: alias.fast.test, endpoints: [{cname: one.fast.test, cluster: east}]}
   - {name: out.fast.test, endpoints: [{cname: www.example.org, cluster: east}]}
   - {name: down.fast.test, when_all_down: nodata, endpoints: [{address: 192.0.2.3, cluster: east, state: down}]}
-  - {name: open.fast.test, endpoints: [{address: 192.0.2.4, cluster: east, state: down}]}
+  - {name: open.fast.test, endpoints: [{address: 192.0.2.4, cluster: east}]}
   - {name: _svc._tcp.fast.test, endpoints: [{address: 192.0.2.5, cluster: east}]}
   - {name: a-b.sub.fast.test, endpoints: [{address: 192.0.2.6, cluster: west}]}
   - name: many.fast.test
@@ -57,10 +57,24 @@ func fastStore(t testing.TB) *engine.Store {
 	f, err := config.Parse("fast.yaml", []byte(fmt.Sprintf(fastConfig, b.String())))
 	require.NoError(t, err)
 	st := &engine.Store{}
-	_, err = st.Publish(&f.Desired, engine.Options{})
+	_, err = st.Publish(&f.Desired, engine.Options{Health: probedDown{"open.fast.test.|192.0.2.4": true}})
 	require.NoError(t, err)
 	return st
 }
+
+// probedDown decides the endpoints it lists ("service|target") down by
+// their probes: open.fast.test fails open (an endpoint forced down with
+// state: down never would).
+type probedDown map[string]bool
+
+func (p probedDown) Endpoint(svc, target string) engine.State {
+	if p[svc+"|"+target] {
+		return engine.Down
+	}
+	return engine.Unknown
+}
+
+func (probedDown) Cluster(string) engine.State { return engine.Unknown }
 
 // fastQuery is a query shape of the table below.
 type fastQuery struct {

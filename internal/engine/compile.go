@@ -687,6 +687,11 @@ type EndpointStatus struct {
 	Weight  int   // configured (after operator overrides)
 	State   State // observed health combined with the config's state
 	Drained bool
+	// Forced: an operator or the config said down (the endpoint's or its
+	// cluster's state: down, e.g. meridian force down). Like Drained, it is
+	// never answered, not even by fail-open; a lost heartbeat or failed
+	// probes are not Forced (fail-open exists for those being wrong).
+	Forced bool
 	// Capacity is the ready fraction the weight is drawn with (nil: the
 	// service is not capacity-aware). See DrawWeight and EffectiveWeight.
 	Capacity *CapacityState
@@ -699,7 +704,7 @@ type cand struct {
 	priority  int
 	weight    uint32
 	available bool // not down and not drained
-	drained   bool
+	held      bool // drained or forced down: an operator's "not this one", never answered
 	rr        dns.RR
 	rrOpen    dns.RR // the same record with the fail-open TTL
 }
@@ -737,7 +742,7 @@ func (svc *service) candidates(ms *model.Service, clusters map[string]*model.Clu
 		st := endpointStatus(ms, e, clusters, h, capa)
 		svc.status = append(svc.status, st)
 		target, drained := st.Target, st.Drained
-		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, st.Capacity), available: st.State != Down && !drained, drained: drained}
+		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, st.Capacity), available: st.State != Down && !drained, held: drained || st.Forced}
 		if e.Priority != nil {
 			x.priority = *e.Priority
 		}
@@ -905,8 +910,12 @@ func failoverGroups(ms *model.Service) []group {
 // that has an available endpoint. Inside a group, endpoints with weight > 0
 // are drawn by weight; weight-0 endpoints only when no weighted one is
 // available (then with equal shares). When no group has an available
-// endpoint the answer fails open (as if everything were healthy, with the
-// fail-open TTL) or, with noData, is empty (nil).
+// endpoint the answer fails open (as if every endpoint that is not drained
+// or forced down were healthy, with the fail-open TTL) or, with noData, is
+// empty (nil). Fail-open never answers a drained or forced-down endpoint:
+// it is for probes that may be wrong, not for an operator who said "not
+// this one"; when every endpoint is drained or forced down the answer is
+// empty (nil) whatever when_all_down says.
 func choose(cands []cand, chain []group, max int, noData bool) *pool {
 	for _, g := range chain {
 		if p := fromGroup(cands, g, max, func(c cand) bool { return c.available }, false); p != nil {
@@ -916,14 +925,9 @@ func choose(cands []cand, chain []group, max int, noData bool) *pool {
 	if noData {
 		return nil
 	}
-	for _, usable := range []func(cand) bool{
-		func(c cand) bool { return !c.drained },
-		func(cand) bool { return true },
-	} {
-		for _, g := range chain {
-			if p := fromGroup(cands, g, max, usable, true); p != nil {
-				return p
-			}
+	for _, g := range chain {
+		if p := fromGroup(cands, g, max, func(c cand) bool { return !c.held }, true); p != nil {
+			return p
 		}
 	}
 	return nil

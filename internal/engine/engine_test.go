@@ -87,8 +87,8 @@ services:
   - name: open.example.test
     ttl: 300
     endpoints:
-      - {address: 192.0.2.81, cluster: east, state: down}
-      - {address: 192.0.2.82, cluster: west, state: down, weight: 300}
+      - {address: 192.0.2.81, cluster: east}
+      - {address: 192.0.2.82, cluster: west, weight: 300}
       - {address: 192.0.2.83, cluster: eu, drain: true}
   - name: example.test
     endpoints: [{address: 192.0.2.99, cluster: east}]
@@ -101,6 +101,35 @@ geo:
     - {cidr: 10.7.0.0/16, country: BR, continent: SA}
     - {cidr: 10.8.0.0/16, country: US, continent: NA}
 `
+
+// probedDown is h (nil: everything unknown) with the targets in down
+// ("service|target") decided down by their probes: the fixtures' services
+// whose every endpoint is down fail open (an endpoint forced down with
+// state: down never would).
+type probedDown struct {
+	h    Health
+	down map[string]bool
+}
+
+func (p probedDown) Endpoint(svc, target string) State {
+	if p.down[svc+"|"+target] {
+		return Down
+	}
+	if p.h == nil {
+		return Unknown
+	}
+	return p.h.Endpoint(svc, target)
+}
+
+func (p probedDown) Cluster(name string) State {
+	if p.h == nil {
+		return Unknown
+	}
+	return p.h.Cluster(name)
+}
+
+// fixtureDown are the endpoints of fixture its tests see down by their probes.
+var fixtureDown = map[string]bool{"open.example.test.|192.0.2.81": true, "open.example.test.|192.0.2.82": true}
 
 // fakeHealth is a Health with fixed states.
 type fakeHealth struct {
@@ -133,7 +162,7 @@ func locator(t testing.TB, d *model.Desired) *geo.Locator {
 func compile(t testing.TB, h Health) *Snapshot {
 	t.Helper()
 	d := desired(t, fixture)
-	s, err := Compile(d, Options{Health: h, Locator: locator(t, d)})
+	s, err := Compile(d, Options{Health: probedDown{h, fixtureDown}, Locator: locator(t, d)})
 	require.NoError(t, err)
 	return s
 }

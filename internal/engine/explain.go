@@ -269,7 +269,7 @@ func (x *explainer) step(name string, qtype uint16, depth int) Explanation {
 func (x *explainer) cnameStep(e *Explanation, z *zone, svc *service, qtype uint16, depth int) {
 	x.service(e, svc, svc.cn, qtype)
 	if len(e.Answer) == 0 {
-		x.noData(e, z, "every CNAME target is down and when_all_down is nodata")
+		x.noData(e, z, allDownWhy(svc, "CNAME target"))
 		return
 	}
 	if qtype == dns.TypeCNAME {
@@ -301,14 +301,17 @@ func (x *explainer) cnameStep(e *Explanation, z *zone, svc *service, qtype uint1
 func (x *explainer) dataStep(e *Explanation, z *zone, n *node, qtype uint16) {
 	svc := n.svc
 	var static []dns.RR
+	var fam []*pool // the service's pools of the asked family (nil: it has none)
 	switch qtype {
 	case dns.TypeA:
 		if svc != nil {
+			fam = svc.v4
 			x.service(e, svc, svc.v4, qtype)
 		}
 		static = n.a
 	case dns.TypeAAAA:
 		if svc != nil {
+			fam = svc.v6
 			x.service(e, svc, svc.v6, qtype)
 		}
 		static = n.aaaa
@@ -334,11 +337,24 @@ func (x *explainer) dataStep(e *Explanation, z *zone, n *node, qtype uint16) {
 	}
 	if len(e.Answer) == 0 {
 		why := "the name has no " + e.Type + " records"
-		if svc != nil && len(e.Candidates) > 0 && e.Type != "A" && e.Type != "AAAA" {
+		switch {
+		case svc != nil && len(e.Candidates) > 0 && e.Type != "A" && e.Type != "AAAA":
 			why = "a service name only has A and AAAA records"
+		case fam != nil:
+			why = allDownWhy(svc, "endpoint")
 		}
 		x.noData(e, z, why)
 	}
+}
+
+// allDownWhy says why svc, which has endpoints (each a what), answers
+// nothing: when_all_down is nodata, or every endpoint is down and none may
+// be answered by fail-open (drained or forced down).
+func allDownWhy(svc *service, what string) string {
+	if svc.noData {
+		return "every " + what + " is down and when_all_down is nodata"
+	}
+	return "every " + what + " is down, drained or forced down, and fail-open never answers a drained or forced-down one"
 }
 
 func (x *explainer) noData(e *Explanation, z *zone, why string) {
@@ -372,9 +388,9 @@ type serviceFacts struct {
 	eps      []explained
 	latWhy   map[string]string // latency notes by target
 	// gi is the group of chain the pool came from (-1: none); zeroMode:
-	// the pool holds weight-0 endpoints; withDrained: it holds drained ones.
-	gi                    int
-	zeroMode, withDrained bool
+	// the pool holds weight-0 endpoints.
+	gi       int
+	zeroMode bool
 }
 
 // service explains the candidates of svc for one family's pools (nil: the
@@ -481,7 +497,7 @@ func (x *explainer) explainEndpoints(svc *service, ms *model.Service) []explaine
 				fam = dns.TypeA
 			}
 		}
-		c := cand{target: st.Target, cluster: ep.Cluster, weight: drawWeight(st.Weight, st.Capacity), drained: st.Drained, available: st.State != Down && !st.Drained}
+		c := cand{target: st.Target, cluster: ep.Cluster, weight: drawWeight(st.Weight, st.Capacity), held: st.Drained || st.Forced, available: st.State != Down && !st.Drained}
 		if ep.Priority != nil {
 			c.priority = *ep.Priority
 		}
@@ -511,7 +527,7 @@ func (f *serviceFacts) placeInPool() {
 }
 
 // poolGroup works out which group of the chain the pool came from, and in
-// which mode (with weight-0 or drained endpoints).
+// which mode (with weight-0 endpoints or not).
 func (f *serviceFacts) poolGroup() {
 	f.gi = -1
 	for _, ep := range f.eps {
@@ -523,9 +539,6 @@ func (f *serviceFacts) poolGroup() {
 		}
 		if ep.c.weight == 0 {
 			f.zeroMode = true
-		}
-		if ep.c.drained {
-			f.withDrained = true
 		}
 	}
 }
@@ -558,8 +571,10 @@ func (x *explainer) candidate(f *serviceFacts, ep *explained, total uint32, st *
 		}
 	case p == nil && f.svc.noData:
 		ec.Why = x.downWhy(*ep, f.clusters) + "; when_all_down is nodata"
+	case p == nil && ep.c.held && ep.family == f.family:
+		ec.Why = x.downWhy(*ep, f.clusters) + "; fail-open never answers an endpoint that is drained or forced down"
 	default:
-		ec.Why = x.droppedWhy(ms, *ep, f.chain, f.gi, p != nil && p.failOpen, f.withDrained, f.zeroMode, f.clusters)
+		ec.Why = x.droppedWhy(ms, *ep, f.chain, f.gi, p != nil && p.failOpen, f.zeroMode, f.clusters)
 		if w := f.latWhy[ep.st.Target]; w != "" && ep.available && ep.family == f.family {
 			ec.Why = w
 		}
@@ -595,19 +610,17 @@ func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRankin
 
 // failOpenNote says why a fail-open pool answers and with what.
 func (f *serviceFacts) failOpenNote() string {
-	cause, what := "every endpoint is down", "all endpoints"
+	cause, what := "every endpoint is down", "the endpoints"
 	for _, ep := range f.eps {
-		if ep.family == f.family && ep.c.drained {
-			cause = "every endpoint is down or drained"
-			if !f.withDrained {
-				what = "all endpoints that are not drained"
-			}
+		if ep.family == f.family && ep.c.held {
+			cause = "every endpoint is down, drained or forced down"
+			what = "the endpoints that are not drained or forced down (an operator's \"not this one\" holds)"
 		}
 	}
 	if f.gi >= 0 && len(f.chain) > 1 {
 		what += " of " + groupName(f.ms, f.chain, f.gi)
 	}
-	return fmt.Sprintf("%s: fail-open answers %s with TTL %d", cause, what, f.ms.FailOpenTTL)
+	return fmt.Sprintf("%s: fail-open answers %s as if healthy, with TTL %d", cause, what, f.ms.FailOpenTTL)
 }
 
 // modelService returns the config of a compiled service (same index).
@@ -749,7 +762,7 @@ func (x *explainer) keptWhy(ms *model.Service, ep explained, chain []group, gi i
 	return why
 }
 
-func (x *explainer) droppedWhy(ms *model.Service, ep explained, chain []group, gi int, failOpen, withDrained, zeroMode bool, clusters map[string]*model.Cluster) string {
+func (x *explainer) droppedWhy(ms *model.Service, ep explained, chain []group, gi int, failOpen, zeroMode bool, clusters map[string]*model.Cluster) string {
 	j := firstGroup(chain, ep.c)
 	if j < 0 {
 		return "cluster " + ep.st.Cluster + " is not in the failover order: never answered"
@@ -757,8 +770,8 @@ func (x *explainer) droppedWhy(ms *model.Service, ep explained, chain []group, g
 	if !failOpen && !ep.available {
 		return x.downWhy(ep, clusters)
 	}
-	if failOpen && !withDrained && ep.c.drained {
-		return x.downWhy(ep, clusters) + "; fail-open leaves drained endpoints out"
+	if failOpen && ep.c.held {
+		return x.downWhy(ep, clusters) + "; fail-open never answers an endpoint that is drained or forced down"
 	}
 	if gi >= 0 && j > gi {
 		switch ms.Strategy {

@@ -60,8 +60,8 @@ services:
       - {address: 192.0.2.43, cluster: ap}
   - name: dead.x.test
     endpoints:
-      - {address: 192.0.2.51, cluster: east, state: down}
-      - {address: 192.0.2.52, cluster: west, state: down}
+      - {address: 192.0.2.51, cluster: east}
+      - {address: 192.0.2.52, cluster: west}
       - {address: 192.0.2.53, cluster: eu, drain: true}
   - name: rr.x.test
     strategy: roundrobin
@@ -103,7 +103,7 @@ func explainSnapshot(t testing.TB, h Health, notes map[string]string) *Snapshot 
 	}
 	loc, err := geo.New(nets, "")
 	require.NoError(t, err)
-	s, err := Compile(d, Options{Health: h, Locator: loc, Notes: notes})
+	s, err := Compile(d, Options{Health: probedDown{h, map[string]bool{"dead.x.test.|192.0.2.51": true, "dead.x.test.|192.0.2.52": true}}, Locator: loc, Notes: notes})
 	require.NoError(t, err)
 	return s
 }
@@ -223,8 +223,8 @@ func TestExplain(t *testing.T) {
 			assert.Contains(t, candidate(t, e, "192.0.2.51").Why, "fail-open")
 			dr := candidate(t, e, "192.0.2.53")
 			assert.False(t, dr.Kept)
-			assert.Contains(t, dr.Why, "fail-open leaves drained endpoints out")
-			assert.Contains(t, strings.Join(e.Notes, "\n"), "every endpoint is down or drained: fail-open answers all endpoints that are not drained with TTL 5")
+			assert.Contains(t, dr.Why, "fail-open never answers an endpoint that is drained or forced down")
+			assert.Contains(t, strings.Join(e.Notes, "\n"), "every endpoint is down, drained or forced down: fail-open answers the endpoints that are not drained or forced down (an operator's \"not this one\" holds) as if healthy, with TTL 5")
 			assert.Contains(t, e.Answer, "dead.x.test. 5 IN A 192.0.2.51")
 		}},
 		{"when every endpoint is down and when_all_down is nodata the answer is empty", "nod.x.test", dns.TypeA, Client{}, func(t *testing.T, e Explanation) {
@@ -289,7 +289,7 @@ func TestExplainFailOpenWhenEveryEndpointIsDownByDecision(t *testing.T) {
 	s := explainSnapshot(t, explainHealth{"down.x.test.|192.0.2.31": Down, "down.x.test.|192.0.2.32": Down}, nil)
 	e := s.Explain("down.x.test.", dns.TypeA, Client{}, false)
 	assert.True(t, e.FailOpen)
-	assert.Contains(t, e.Notes, "every endpoint is down: fail-open answers all endpoints with TTL 5")
+	assert.Contains(t, e.Notes, "every endpoint is down: fail-open answers the endpoints as if healthy, with TTL 5")
 	for _, c := range e.Candidates {
 		assert.True(t, c.Kept, c.Target)
 		assert.Equal(t, "down", c.State)

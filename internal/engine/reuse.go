@@ -137,7 +137,8 @@ func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*m
 	if e.State == model.StateDown || c.State == model.StateDown || h.Cluster(c.Name) == Down {
 		state = Down
 	}
-	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Capacity: capacityOf(ms, target, capa)}
+	forced := e.State == model.StateDown || c.State == model.StateDown
+	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Forced: forced, Capacity: capacityOf(ms, target, capa)}
 }
 
 // namesShareable reports whether the zones' owner names can start from

@@ -74,8 +74,8 @@ services:
   - name: dead.s.test
     sticky: subnet
     endpoints:
-      - {address: 192.0.2.51, cluster: east, state: down, weight: 700}
-      - {address: 192.0.2.52, cluster: west, state: down, weight: 300}
+      - {address: 192.0.2.51, cluster: east, weight: 700}
+      - {address: 192.0.2.52, cluster: west, weight: 300}
   - name: alias.s.test
     sticky: subnet
     endpoints:
@@ -111,7 +111,7 @@ func stickySnapshot(t testing.TB, a, b int, h Health) *Snapshot {
 	}
 	loc, err := geo.New(nets, "")
 	require.NoError(t, err)
-	s, err := Compile(d, Options{Health: h, Locator: loc})
+	s, err := Compile(d, Options{Health: probedDown{h, map[string]bool{"dead.s.test.|192.0.2.51": true, "dead.s.test.|192.0.2.52": true}}, Locator: loc})
 	require.NoError(t, err)
 	return s
 }

@@ -16,6 +16,7 @@ type EndpointView struct {
 	Weight    int
 	State     string // up, down or unknown (decided health)
 	Drained   bool
+	Forced    bool      // forced down by an operator or the config: never answered, not even by fail-open
 	Since     time.Time // last decided change
 	Reason    string    // why
 	Available bool      // in the answers: not down and not drained
@@ -139,8 +140,8 @@ func shareOf(sv ServiceView, mine []EndpointView) (string, bool) {
 		return "0%", false
 	}
 	pool := available(sv.Endpoints)
-	if len(pool) == 0 { // fail-open: everything not drained answers
-		pool = slices.DeleteFunc(slices.Clone(sv.Endpoints), func(e EndpointView) bool { return e.Drained })
+	if len(pool) == 0 { // fail-open: everything not drained or forced down answers
+		pool = slices.DeleteFunc(slices.Clone(sv.Endpoints), func(e EndpointView) bool { return e.Drained || e.Forced })
 	}
 	if sv.Strategy == model.StrategyFailover {
 		active := ""

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/serving/servingtest"
 )
 
 const failOpenConfig = `
@@ -24,7 +25,7 @@ clusters:
   - {name: east, region: us-east}
 services:
   - name: open.gslb.test
-    endpoints: [{address: 192.0.2.1, cluster: east, state: down}]
+    endpoints: [{address: 192.0.2.1, cluster: east}]
 `
 
 // TestPluginSendsTheSharedEDE checks that the plugin's replies carry the
@@ -35,6 +36,9 @@ func TestPluginSendsTheSharedEDE(t *testing.T) {
 	m := &Meridian{Zones: []string{"gslb.test.", "example.org."}, ConfigPath: p, Next: test.NextHandler(dns.RcodeNameError, nil)}
 	require.NoError(t, m.Start())
 	t.Cleanup(func() { m.Stop() })
+	// Down by its probes (a decision), not by an operator (state: down):
+	// fail-open never answers the latter.
+	require.NoError(t, m.pipe.SetDecision(servingtest.DecisionDown(t, m.pipe, "192.0.2.1")))
 	failOpen := extendedErrors.WithLabelValues("", "0", "fail_open")
 	before := testutil.ToFloat64(failOpen)
 	for _, tc := range []struct {

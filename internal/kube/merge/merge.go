@@ -396,7 +396,7 @@ func serviceView(s engine.ServiceStatus, order []string, timeline map[vote.Subje
 	for _, e := range s.Endpoints {
 		// The draw weight: a capacity-aware service's share follows its effective weights.
 		ev := kube.EndpointView{Cluster: e.Cluster, Target: e.Target, Weight: e.DrawWeight(), State: e.State.String(),
-			Drained: e.Drained, Available: e.State.String() != "down" && !e.Drained}
+			Drained: e.Drained, Forced: e.Forced, Available: e.State.String() != "down" && !e.Drained}
 		if tl, ok := timeline[vote.EndpointSubject(s.Name, e.Target)]; ok {
 			ev.Since, ev.Reason = tl.Since, tl.Reason
 		}

@@ -6,7 +6,9 @@ package servingtest
 
 import (
 	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/failover"
 	"github.com/meridian-gslb/meridian/internal/serving"
 )
 
@@ -91,3 +94,22 @@ func MemoryAdmin(t testing.TB, node string) *admin.Store {
 
 // Discard is a logger that writes nothing.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// DecisionDown is the decision p's state would get now with the endpoints
+// at targets down by their probes (set by hand: the decision's own rules
+// are internal/failover's tests), for tests of what a probe-down endpoint
+// does to the answers (fail-open, for one) apart from an operator's down.
+func DecisionDown(t testing.TB, p *serving.Pipeline, targets ...string) *failover.Decision {
+	t.Helper()
+	st := p.State()
+	require.NotNil(t, st, "the pipeline has a state")
+	in := failover.Input{Desired: &st.Effective.Desired, Now: time.Now(), Prev: st.Decision}
+	d := failover.Decide(in, failover.ParamsFrom(&st.Effective.Desired))
+	for i := range d.Endpoints {
+		if slices.Contains(targets, d.Endpoints[i].Subject.Target) {
+			d.Endpoints[i].State = failover.Down
+		}
+	}
+	d.StatesChanged = true
+	return d
+}
