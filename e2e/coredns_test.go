@@ -452,7 +452,8 @@ services:
 `
 
 // TestCoreDNSFollowsTheRingsDecisions: coredns-meridian with `ring` joins a
-// prober's ring as an observer and its answers follow the prober's decision.
+// prober's ring as an observer and its answers follow the prober's decision,
+// fail-open (with its EDE) included.
 func TestCoreDNSFollowsTheRingsDecisions(t *testing.T) {
 	port := freePort(t)
 	var backends []*backend
@@ -489,6 +490,17 @@ ring.test:%[1]d {
 	}, 20*time.Second, 100*time.Millisecond, "both follow the decision:\n%s", c.log())
 	t.Logf("FIGURE coredns ring observer: the killed endpoint left the answers of serve and coredns-meridian within %s", time.Since(start).Round(100*time.Millisecond))
 	assert.Regexp(t, `health decision changed reason=\S+ from=(up|unknown) to=down .*service=app\.ring\.test\. endpoint=127\.0\.0\.81`, c.log())
+
+	// The plugin answers through the same engine: with both endpoints
+	// down by the probes, dig shows the fail-open EDE through it too.
+	require.NoError(t, backends[1].srv.Close())
+	var out string
+	require.Eventually(t, func() bool {
+		out = digAt(t, c.port, "app.ring.test", "A")
+		return strings.Contains(out, digFailOpenEDE)
+	}, 20*time.Second, 200*time.Millisecond, "dig through coredns-meridian never showed the fail-open EDE; last:\n%s", out)
+	assert.Equal(t, "NOERROR", status(out))
+	assert.Subset(t, []string{"127.0.0.81", "127.0.0.82"}, answerAddrs(section(out, "ANSWER")))
 }
 
 // TestCoreDNSIsReadyOnceTheObserverMetTheRing: CoreDNS's ready plugin

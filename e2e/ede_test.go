@@ -155,30 +155,3 @@ func answerAddrs(lines []string) []string {
 	}
 	return out
 }
-
-// TestCoreDNSPluginShowsTheFailOpenEDE: the plugin answers through the
-// same engine, so dig shows the same EDE on its fail-open answers.
-func TestCoreDNSPluginShowsTheFailOpenEDE(t *testing.T) {
-	c := startCoreDNS(t, `
-ede.test:%[1]d {
-    meridian {
-        config %[2]s
-    }
-}
-`, `
-zones:
-  - apex: ede.test
-    nameservers: [{name: ns1.ede.test, ipv4: [127.0.0.1]}]
-clusters:
-  - {name: east, region: r1}
-services:
-  - name: open.ede.test
-    endpoints: [{address: 192.0.2.7, cluster: east, state: down}]
-`)
-	var out string
-	require.Eventually(t, func() bool {
-		out = digAt(t, c.port, "open.ede.test", "A")
-		return strings.Contains(out, digFailOpenEDE)
-	}, 10*time.Second, 200*time.Millisecond, "dig never showed the fail-open EDE; last:\n%s", out)
-	assert.Equal(t, "NOERROR", status(out))
-}
