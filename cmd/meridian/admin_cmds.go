@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/meridian-gslb/meridian/internal/admin"
+	"github.com/meridian-gslb/meridian/internal/model"
 )
 
 // adminFlags are the flags every admin command shares.
@@ -183,7 +184,10 @@ func runWeight(cmd *cobra.Command, f *adminFlags, args []string) error {
 	}
 	w, err := strconv.Atoi(args[2])
 	if err != nil {
-		return fmt.Errorf("weight %q is not an integer (allowed: 0..1000)", args[2])
+		return fmt.Errorf("weight %q is not an integer (allowed: 0..%d)", args[2], model.MaxWeight)
+	}
+	if w < 0 || w > model.MaxWeight {
+		return fmt.Errorf("weight %d is out of range (allowed: 0..%d)", w, model.MaxWeight)
 	}
 	return set(cmd, f, admin.Request{Kind: admin.KindWeight, Service: args[0], Endpoint: args[1], Weight: &w})
 }

@@ -9,8 +9,12 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/app"
@@ -20,13 +24,73 @@ import (
 )
 
 func main() {
-	if err := newRoot().ExecuteContext(context.Background()); err != nil {
+	root := newRoot()
+	root.SetArgs(negativeNumbersAsArgs(root, os.Args[1:]))
+	if err := root.ExecuteContext(context.Background()); err != nil {
 		var ce *checkError
 		if !errors.As(err, &ce) {
 			fmt.Fprintln(os.Stderr, "meridian:", err)
 		}
 		os.Exit(1)
 	}
+}
+
+// negativeNumbersAsArgs lets a negative number be a positional argument
+// (meridian weight SERVICE TARGET -1), which pflag would read as the
+// shorthand flag "1": when args hold one and no "--", the command's flags
+// (with their values) go before a "--" and its positional arguments after
+// it, in their order. A negative number that is a flag's value (--for -1)
+// stays the flag's.
+func negativeNumbersAsArgs(root *cobra.Command, args []string) []string {
+	if slices.Contains(args, "--") || !slices.ContainsFunc(args, isNegativeNumber) {
+		return args
+	}
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd == root {
+		return args
+	}
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	fs.AddFlagSet(cmd.Flags())
+	fs.AddFlagSet(cmd.InheritedFlags())
+	var flags, pos []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case isNegativeNumber(a) || a == "-" || !strings.HasPrefix(a, "-"):
+			pos = append(pos, a)
+		default:
+			flags = append(flags, a)
+			if takesValue(fs, a) && i+1 < len(rest) {
+				i++
+				flags = append(flags, rest[i])
+			}
+		}
+	}
+	return slices.Concat(strings.Fields(cmd.CommandPath())[1:], flags, []string{"--"}, pos)
+}
+
+// isNegativeNumber reports whether a is a negative integer or decimal.
+func isNegativeNumber(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseFloat(a, 64)
+	return err == nil
+}
+
+// takesValue reports whether the flag token a (--name or -n, without
+// "=value") is a flag of fs that needs a value (the next argument).
+func takesValue(fs *pflag.FlagSet, a string) bool {
+	if strings.Contains(a, "=") {
+		return false
+	}
+	var f *pflag.Flag
+	if name, ok := strings.CutPrefix(a, "--"); ok {
+		f = fs.Lookup(name)
+	} else if len(a) == 2 {
+		f = fs.ShorthandLookup(a[1:])
+	}
+	return f != nil && f.NoOptDefVal == ""
 }
 
 func newRoot() *cobra.Command {

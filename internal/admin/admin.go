@@ -247,8 +247,11 @@ func (o *Override) resolveEndpoint(d *model.Desired) error {
 // with it, within 0..model.MaxWeight.
 func (o *Override) validateWeight() error {
 	if o.Kind == KindWeight {
-		if o.Weight == nil || *o.Weight < 0 || *o.Weight > model.MaxWeight {
+		switch {
+		case o.Weight == nil:
 			return FieldError{"weight", fmt.Sprintf("is required with kind weight (allowed: 0..%d)", model.MaxWeight)}
+		case *o.Weight < 0 || *o.Weight > model.MaxWeight:
+			return FieldError{"weight", fmt.Sprintf("%d is out of range (allowed: 0..%d)", *o.Weight, model.MaxWeight)}
 		}
 	} else if o.Weight != nil {
 		return FieldError{"weight", "only goes with kind weight"}

@@ -146,3 +146,21 @@ type downHealth struct{}
 
 func (downHealth) Endpoint(string, string) engine.State { return engine.Down }
 func (downHealth) Cluster(string) engine.State          { return engine.Down }
+
+func TestAWeightOutOfRangeSaysSoAndNamesTheRange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		weight *int
+		want   string
+	}{
+		{"5 000 is out of range", intp(5000), "weight: 5000 is out of range (allowed: 0..1000)"},
+		{"-1 is out of range", intp(-1), "weight: -1 is out of range (allowed: 0..1000)"},
+		{"no weight is required", nil, "weight: is required with kind weight (allowed: 0..1000)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Request{Kind: KindWeight, Service: "app.gslb.test", Endpoint: "192.0.2.1", Weight: tc.weight, Reason: "x"}.Validate(desired(), now)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
