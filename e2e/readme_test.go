@@ -70,8 +70,8 @@ func (w *walkthrough) run(block string) (string, error) {
 	var lines []string
 	for _, l := range strings.Split(block, "\n") {
 		switch {
-		case strings.HasPrefix(l, "make "), strings.HasPrefix(l, "open "):
-			continue // the node runs already; no browser here
+		case strings.HasPrefix(l, "make "):
+			continue // the node runs already
 		}
 		l = strings.ReplaceAll(l, "127.0.0.1:8080", w.http)
 		l = strings.ReplaceAll(l, "-p 5353", fmt.Sprintf("-p %d", w.dnsPort))
@@ -119,6 +119,7 @@ func TestReadmeWalkthroughs(t *testing.T) {
 		assert.Regexp(t, `api\.demo\.meridian\.test\.\s+\d+\s+IN\s+A\s+127\.0\.0\.21`, out)
 		assert.Regexp(t, `www\.demo\.meridian\.test\.\s+\d+\s+IN\s+A\s+127\.0\.0\.33`, out)
 		assert.Contains(t, out, "meridian_dns_queries_total")
+		assert.Contains(t, out, "status page: http://", "the status page's URL is shown, not opened (no browser on a server)")
 	})
 
 	t.Run("watch a failover", func(t *testing.T) {
