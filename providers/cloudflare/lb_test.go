@@ -406,6 +406,16 @@ func TestForeignObjectsAreNeverChanged(t *testing.T) {
 	pool, err := e.srv.PutPool(cffake.Pool{Name: "team-b", Description: "managed by meridian owner=other zone=example.com", Enabled: true, MinimumOrigins: 1, Monitor: mon.ID,
 		Origins: []cffake.Origin{{Name: "b1", Address: "192.0.2.1", Enabled: true, Weight: 1}}})
 	require.NoError(t, err)
+	// Unreferenced foreign objects: no load balancer points at them, so
+	// only the owner check keeps the collection pass off them.
+	orphanMon, err := e.srv.PutMonitor(cffake.Monitor{Type: "tcp", Description: "team C's monitor", Port: 22, Interval: 60, Timeout: 5})
+	require.NoError(t, err)
+	orphanPool, err := e.srv.PutPool(cffake.Pool{Name: "team-c", Description: "managed by meridian owner=other zone=example.com", Enabled: true, MinimumOrigins: 1, Monitor: orphanMon.ID,
+		Origins: []cffake.Origin{{Name: "c1", Address: "192.0.2.3", Enabled: true, Weight: 1}}})
+	require.NoError(t, err)
+	handPool, err := e.srv.PutPool(cffake.Pool{Name: "hand-made", Enabled: true, MinimumOrigins: 1,
+		Origins: []cffake.Origin{{Name: "h1", Address: "192.0.2.4", Enabled: true, Weight: 1}}})
+	require.NoError(t, err)
 	lbs := map[string]cffake.LoadBalancer{}
 	for _, name := range []string{"other.example.com", "taken.example.com"} {
 		lb, err := e.srv.PutLoadBalancer(e.zone, cffake.LoadBalancer{Name: name, Enabled: true, TTL: 30, DefaultPools: []string{pool.ID}, FallbackPool: pool.ID})
@@ -414,10 +424,13 @@ func TestForeignObjectsAreNeverChanged(t *testing.T) {
 	}
 	raw := func() []string {
 		return []string{string(e.srv.RawMonitor(mon.ID)), string(e.srv.RawPool(pool.ID)),
-			string(e.srv.RawLoadBalancer(lbs["other.example.com"].ID)), string(e.srv.RawLoadBalancer(lbs["taken.example.com"].ID))}
+			string(e.srv.RawLoadBalancer(lbs["other.example.com"].ID)), string(e.srv.RawLoadBalancer(lbs["taken.example.com"].ID)),
+			string(e.srv.RawMonitor(orphanMon.ID)), string(e.srv.RawPool(orphanPool.ID)), string(e.srv.RawPool(handPool.ID))}
 	}
 	before := raw()
-	require.NotEmpty(t, before[0])
+	for i, b := range before {
+		require.NotEmpty(t, b, "foreign object %d", i)
+	}
 
 	app := checked(8080)
 	taken := weighted("taken.example.com.", up("10.0.5.1", "eu", 100))
@@ -438,8 +451,8 @@ func TestForeignObjectsAreNeverChanged(t *testing.T) {
 	require.Empty(t, ps.failed())
 	assert.Equal(t, before, raw())
 	assert.Len(t, e.srv.LoadBalancers(e.zone), 2)
-	assert.Len(t, e.srv.Pools(), 1)
-	assert.Len(t, e.srv.Monitors(), 1)
+	assert.Len(t, e.srv.Pools(), 3, "theirs: the referenced pool, the unreferenced one and the hand-made one")
+	assert.Len(t, e.srv.Monitors(), 2, "theirs: the referenced monitor and the unreferenced one")
 }
 
 func TestARestartMidSyncConverges(t *testing.T) {
