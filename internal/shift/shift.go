@@ -226,7 +226,8 @@ type Decision struct {
 // Decide advances, holds or rolls back a shift. A paused or finished shift
 // holds. A breach — the target unhealthy, the guard breached, or more than
 // MaxFailures consecutive guard errors — returns to the last safe step
-// (0 % if none) and pauses, so that an operator resumes it. Otherwise a
+// below the current one (0 % if none; at 0 % it only pauses, with the
+// reason) and pauses, so that an operator resumes it. Otherwise a
 // step that has held for Every advances to the next.
 func Decide(s Spec, p Progress, o Observation) Decision {
 	hold := func(reason string) Decision {
@@ -260,8 +261,16 @@ func Decide(s Spec, p Progress, o Observation) Decision {
 	}
 	if breach != "" {
 		from := s.Percent(p)
-		p.Step = p.Safe
 		p.Since, p.Paused, p.Failures = o.Now, true, 0
+		if p.Step < 0 { // at 0 % already: nothing left to take back
+			p.Reason = Clip("paused at 0%, nothing left to roll back: "+breach, MaxReason)
+			return Decision{Action: Hold, Progress: p, Percent: 0, Reason: p.Reason}
+		}
+		// Back to the last safe step, and always below the step that
+		// failed: after a resume the step it stands on may be the safe
+		// one, and it is not safe any more.
+		p.Step = min(p.Safe, p.Step-1)
+		p.Safe = p.Step
 		p.Rollbacks++
 		p.Reason = Clip(fmt.Sprintf("rolled back from %d%% to %d%%: %s", from, s.Percent(p), breach), MaxReason)
 		return Decision{Action: Rollback, Progress: p, Percent: s.Percent(p), Reason: p.Reason}

@@ -45,6 +45,12 @@ func TestDecide(t *testing.T) {
 			"rolled back from 50% to 25%: guard breached: rate(errors[1m]) > 0.1 = 0.4"},
 		{"a breach on the first step rolls back to 0%", Start(t0), Observation{Now: t0.Add(time.Minute)}, Rollback, 0, -1, -1, true,
 			"rolled back from 1% to 0%: target eu-west unhealthy"},
+		{"a breach after resume at the step it rolled back to goes one step lower, not to the same share", at(1, 1, t0), Observation{Now: t0.Add(time.Minute)}, Rollback, 1, 0, 0, true,
+			"rolled back from 5% to 1%: target eu-west unhealthy"},
+		{"a breach after resume at the first step goes to 0%", at(0, 0, t0), Observation{Now: t0.Add(time.Minute)}, Rollback, 0, -1, -1, true,
+			"rolled back from 1% to 0%: target eu-west unhealthy"},
+		{"a breach at 0% has nothing left to take back: it pauses with the reason", at(-1, -1, t0), Observation{Now: t0.Add(time.Minute)}, Hold, 0, -1, -1, true,
+			"paused at 0%, nothing left to roll back: target eu-west unhealthy"},
 		{"a guard error within max failures holds without advancing", at(1, 0, t0), Observation{Now: t0.Add(time.Hour), TargetHealthy: true, Guard: Guard{Checked: true, Err: guardErr}}, Hold, 5, 1, 0, false,
 			"guard failed (1 of 2 tolerated): connection refused"},
 		{"a guard error beyond max failures rolls back", Progress{Step: 1, Safe: 0, Since: t0, Failures: 2}, Observation{Now: t0.Add(time.Hour), TargetHealthy: true, Guard: Guard{Checked: true, Err: guardErr}}, Rollback, 1, 0, 0, true,
@@ -68,6 +74,18 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideSequence(t *testing.T) {
+	t.Run("two breaches with a resume between take traffic away twice: 25, back to 5, resume, back to 1", func(t *testing.T) {
+		s := spec()
+		s.AbortIf = ""
+		p := at(2, 1, t0)
+		d := Decide(s, p, Observation{Now: t0.Add(time.Minute)})
+		require.Equal(t, 5, d.Percent)
+		p = Resume(d.Progress, t0.Add(2*time.Minute))
+		d = Decide(s, p, Observation{Now: t0.Add(3 * time.Minute)})
+		require.Equal(t, Rollback, d.Action)
+		require.Equal(t, 1, d.Percent, "the second breach removes traffic: %s", d.Reason)
+		require.Equal(t, 2, d.Progress.Rollbacks)
+	})
 	t.Run("a scripted run with a failure at 25% goes 1, 5, 25, back to 5, and after resume on to 100", func(t *testing.T) {
 		s := spec()
 		s.AbortIf = ""
