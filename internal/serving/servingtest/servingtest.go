@@ -84,6 +84,29 @@ func SnapshotAnswers(t testing.TB, snap *engine.Snapshot, name string) map[strin
 	return out
 }
 
+// Shares draws n A answers of name from p's served snapshot and returns
+// the percent of them each address got (first record of each reply).
+func Shares(t testing.TB, p *serving.Pipeline, name string, n int) map[string]float64 {
+	t.Helper()
+	snap := p.State().Snapshot
+	require.NotNil(t, snap)
+	hits := map[string]int{}
+	for range n {
+		var r engine.Result
+		snap.Lookup(name, dns.TypeA, engine.Client{}, &r)
+		if len(r.Answer) > 0 {
+			if a, ok := r.Answer[0].(*dns.A); ok {
+				hits[a.A.String()]++
+			}
+		}
+	}
+	out := map[string]float64{}
+	for a, h := range hits {
+		out[a] = 100 * float64(h) / float64(n)
+	}
+	return out
+}
+
 // MemoryAdmin is an admin store kept in memory, for node.
 func MemoryAdmin(t testing.TB, node string) *admin.Store {
 	t.Helper()

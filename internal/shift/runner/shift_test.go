@@ -15,6 +15,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/admin"
 	"github.com/meridian-gslb/meridian/internal/serving"
+	"github.com/meridian-gslb/meridian/internal/serving/servingtest"
 	"github.com/meridian-gslb/meridian/internal/shift"
 )
 
@@ -65,6 +66,11 @@ func TestShiftRunner(t *testing.T) {
 		assert.Contains(t, got[2].Reason, "192.0.2.2")
 		assert.Equal(t, 1.0, testutil.ToFloat64(m.rollbacks.WithLabelValues("app.gslb.test")))
 		assert.Equal(t, 5.0, testutil.ToFloat64(m.percent.WithLabelValues("app.gslb.test", "west")))
+		assert.Equal(t, map[string]int{"192.0.2.1": 950, "192.0.2.2": 50}, servedWeights(p), "the rollback is applied to the served weights")
+		_, err = p.RemoveOverride(p.Overrides()[1].ID, "chaos") // the target back up: the answers show the rolled-back share
+		require.NoError(t, err)
+		shares := servingtest.Shares(t, p, "app.gslb.test.", 20000)
+		assert.InDelta(t, 5, shares["192.0.2.2"], 1, "answers drawn through the engine give the target the rolled-back 5%%: %v", shares)
 		r.Step(context.Background(), t0.Add(20*time.Second))
 		assert.Len(t, got, 3, "a rolled-back shift stays paused")
 
