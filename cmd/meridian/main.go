@@ -18,6 +18,7 @@ import (
 
 	"github.com/meridian-gslb/meridian/internal/api"
 	"github.com/meridian-gslb/meridian/internal/app"
+	"github.com/meridian-gslb/meridian/internal/config"
 	"github.com/meridian-gslb/meridian/internal/geo"
 	"github.com/meridian-gslb/meridian/internal/secretfile"
 	"github.com/meridian-gslb/meridian/internal/serving"
@@ -138,9 +139,10 @@ reloads it; an invalid file is logged and the previous config keeps serving.`,
 type checkError struct{ error }
 
 func newCheckConfig() *cobra.Command {
-	return &cobra.Command{
+	var allowReadable bool
+	cmd := &cobra.Command{
 		Use:   "check-config FILE",
-		Short: "Validate a config file exactly as serve would load it",
+		Short: "Validate a config file exactly as serve would load it, secret files' modes included",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := serving.Load(args[0], nil, "")
@@ -150,10 +152,24 @@ func newCheckConfig() *cobra.Command {
 			}
 			defer l.Locator.Close()
 			f := l.File
+			if allowReadable {
+				secretfile.SetPolicy(secretfile.Warn, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+			}
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			if errs := config.CheckSecretFiles(args[0], data, f); len(errs) > 0 {
+				err := &config.LoadError{Errors: errs}
+				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				return &checkError{err}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d zones, %d clusters, %d services)\n", args[0], len(f.Zones), len(f.Clusters), len(f.Services))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&allowReadable, secretfile.FlagAllow, false, "as serve's flag: secret files that group or other may access are warned about, not refused (also $"+secretfile.EnvAllow+"=1)")
+	return cmd
 }
 
 func newVersion() *cobra.Command {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +54,38 @@ func TestMeridianWeightMinusOneIsARangeError(t *testing.T) {
 			assert.Equal(t, tc.want, err.Error())
 		})
 	}
+}
+
+func TestCheckConfigRefusesASecretFileServeWouldRefuse(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "xfr.key")
+	require.NoError(t, os.WriteFile(key, []byte("hmac-sha256:k:c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\n"), 0o644))
+	cfg := filepath.Join(dir, "m.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`zones:
+  - apex: gslb.example.com
+    nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
+    transfer: {allow: [127.0.0.1], tsig_key_file: `+key+`}
+clusters:
+  - {name: east, region: r1}
+services:
+  - name: app.gslb.example.com
+    endpoints: [{address: 192.0.2.1, cluster: east}]
+`), 0o600))
+	run := func(args ...string) (string, error) {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		err := root.Execute()
+		return out.String(), err
+	}
+	out, err := run("check-config", cfg)
+	require.Error(t, err, out)
+	assert.Contains(t, out, ":4:")
+	assert.Contains(t, out, "zones[0].transfer.tsig_key_file: secret file "+key+" has mode 0644")
+	require.NoError(t, os.Chmod(key, 0o600))
+	out, err = run("check-config", cfg)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "ok (1 zones")
 }
