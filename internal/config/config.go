@@ -267,6 +267,11 @@ func Parse(name string, data []byte) (*File, error) {
 func parseChecked(name string, data []byte) (*File, error) {
 	var f File
 	if err := decode(data, &f); err != nil {
+		// The decoder stops at the first problem, in Go's words: a value
+		// of the wrong kind anywhere is listed with all the others instead.
+		if errs := typeErrors(name, data); len(errs) > 0 {
+			return nil, &LoadError{Errors: errs}
+		}
 		return nil, &LoadError{Errors: []Error{decodeError(name, data, err)}}
 	}
 	var errs []Error
