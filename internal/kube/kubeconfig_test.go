@@ -41,6 +41,8 @@ func TestTheKubeconfigOfAMemberSecret(t *testing.T) {
 		refused []string // substrings of the error; none: accepted
 	}{
 		{"inline token and CA data are accepted", kubeconfig(inlineUser, inlineCluster), nil},
+		{"an inline username and password are accepted (docs/kubernetes.md and deploy/README.md say so)",
+			kubeconfig("    username: admin\n    password: s3cret", inlineCluster), nil},
 		{"inline client certificate and key data are accepted",
 			kubeconfig("    client-certificate-data: LS0t\n    client-key-data: LS0t", inlineCluster), nil},
 		{"an exec plugin is refused with its command",
