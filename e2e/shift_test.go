@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -110,10 +111,42 @@ func TestShiftRollsBackOnATargetFailure(t *testing.T) {
 		got, _ := g.answers(t, m)
 		return contains(got, target.String())
 	})
+	// Paused at 5 % with c2 healthy: what clients get is the rolled-back
+	// share, not the 50 % of the config (the first record of 1 000 replies
+	// through dig, on every node).
+	for _, m := range g.nodes {
+		share := firstShare(t, m, target.String(), 1000)
+		assert.InDelta(t, 5, share, 3, "node %s: c2's share of the answers after the rollback", m.name)
+		t.Logf("FIGURE shift rollback: c2 first in %.1f%% of 1000 dig replies on %s (rolled back to 5%%)", share, m.name)
+	}
 	out, err = g.cli(t, n, "shift", "resume", "app.t.test")
 	require.NoError(t, err, out)
 	g.waitAll(t, "the shift complete at 100%", 6*every, func(m *gnode) bool { return strings.HasPrefix(percent(m), "100% (complete)") })
 	out, err = g.cli(t, n, "shift", "abort", "app.t.test")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "aborted the shift of app.t.test to c2 at 100%")
+}
+
+// firstShare is the percent of n replies from node m (one dig process) whose
+// first A record of app.t.test is addr; every reply carries both endpoints
+// (max_answers 16), the first drawn by share.
+func firstShare(t *testing.T, m *gnode, addr string, n int) float64 {
+	t.Helper()
+	args := []string{"@" + m.host.IP.String(), "+time=1", "+tries=2", "+noall", "+answer"}
+	for range n {
+		args = append(args, "app.t.test", "A")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := m.host.Exec(t, ctx, "dig", args...)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2*n, "two records per reply")
+	hit := 0
+	for i := 0; i < len(lines); i += 2 {
+		if f := strings.Fields(lines[i]); len(f) == 5 && f[4] == addr {
+			hit++
+		}
+	}
+	return 100 * float64(hit) / float64(n)
 }
