@@ -138,7 +138,9 @@ func TestReadmeWalkthroughs(t *testing.T) {
 			assert.Equal(t, "127.0.0.12", a, "after the failover dig only returns 127.0.0.12")
 		}
 		assert.Regexp(t, `app\.demo\.meridian\.test\s+127\.0\.0\.11\s+\S+\s+down`, out, "status shows 127.0.0.11 down")
-		assert.NotRegexp(t, `(?m)^docs\.demo\.meridian\.test`, out, "the grep keeps app's rows and the changes, not the CNAME service pointing at app")
+		assert.NotRegexp(t, `(?m)^docs\.demo\.meridian\.test`, out, "the grep keeps app's rows and changes, not the CNAME service pointing at app")
+		assert.NotRegexp(t, `(?m)^ +[0-9:]+ +www\.demo\.meridian\.test\.`, out, "nor another service's changes")
+		assert.Regexp(t, `(?m)^ +[0-9:]+ +app\.demo\.meridian\.test\. 127\.0\.0\.11: \S+ -> down`, out, "app's change shows")
 	})
 
 	t.Run("the curl in the failover walkthrough carries the token", func(t *testing.T) {
