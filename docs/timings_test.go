@@ -46,8 +46,8 @@ func TestTheFailoverTimingsQuotedComeFromPerformanceMD(t *testing.T) {
 		text := space.ReplaceAllString(string(b), " ")
 		for what, v := range map[string]float64{
 			"a killed endpoint leaves every node's answers in about ": killed,
-			"a hanging one in about ":                                hanging,
-			"a recovered one is back about ":                         back,
+			"a hanging one in about ":                                 hanging,
+			"a recovered one is back about ":                          back,
 		} {
 			assert.Contains(t, text, what+about(v), "%s: %q must quote performance.md's median %.2f s as %q", page, what, v, about(v))
 		}
