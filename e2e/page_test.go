@@ -172,8 +172,9 @@ func TestPageShowsAFailoverLive(t *testing.T) {
 	})
 	require.NotContains(t, hb.Text, "[object", "no element is rendered as text")
 	require.NotContains(t, hb.Text, "NaN")
-	require.Contains(t, hb.Cards["west"], "heartbeat ready · last beat ")
-	require.Contains(t, hb.Cards["east"], "no heartbeat")
+	require.Contains(t, hb.Cards["west"], "heartbeat: beating · last beat ")
+	require.Contains(t, hb.Cards["east"], "heartbeat: no agent configured", "a cluster without a heartbeat says so plainly")
+	require.NotContains(t, hb.Cards["east"], "no heartbeat configured", "and carries no no-heartbeat reason line")
 	require.Empty(t, hb.Wrapped, "service names in the cluster cards break only between labels")
 	// A reload would lose this marker.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__e2eMarker = "kept"`)))

@@ -147,16 +147,19 @@
           bar(e.share, {}, true),
           h("span", { class: "svcname muted", "data-testid": "endpoint-service" }, dnsName(s.name))));
       }
+      // The heartbeat named plainly: none configured, beating, missed by
+      // some probers (below quorum), or lost (the cluster failed over).
+      const beat = { "ready": "beating", "unreachable": "missed by some probers", "failed-over": "lost" }[c.state] || c.state;
       const hb = c.heartbeat || c.monitored
-        ? ["heartbeat ", h("span", { class: "state " + c.state }, c.state),
+        ? ["heartbeat: ", h("span", { class: "state " + c.state, "data-testid": "heartbeat" }, beat),
           c.heartbeat_age_seconds !== undefined ? [" · last beat ", ageFrom(c.heartbeat_age_seconds, " ago")] : null]
-        : [h("span", { class: "muted" }, "no heartbeat"), " · ", h("span", { class: "state " + c.state }, c.state)];
+        : ["heartbeat: ", h("span", { class: "muted", "data-testid": "heartbeat" }, "no agent configured")];
       return h("article", { class: "card " + clusterClass(c), "data-testid": "cluster", "data-cluster": c.name, "data-state": c.state },
         h("h3", {}, c.name, " ", h("span", { class: "tag" }, c.region || "no region"),
           c.drained ? [" ", h("span", { class: "tag" }, "drained")] : null,
           c.admin_down ? [" ", h("span", { class: "tag" }, "down in config")] : null),
         h("div", {}, hb),
-        c.since ? h("div", { class: "muted" }, "since ", age(c.since, " ago"), " ", reason(c.reason),
+        c.since && c.reason !== "no-heartbeat" ? h("div", { class: "muted" }, "since ", age(c.since, " ago"), " ", reason(c.reason),
           c.voters && c.voters.length ? " by " + c.voters.join(", ") : "") : null,
         note(c.note),
         items.length ? h("ul", { "aria-label": "endpoints in " + c.name }, items) : h("p", { class: "muted" }, "no endpoints"));
