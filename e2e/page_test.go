@@ -175,6 +175,7 @@ func TestPageShowsAFailoverLive(t *testing.T) {
 	require.Contains(t, hb.Cards["west"], "heartbeat: beating · last beat ")
 	require.Contains(t, hb.Cards["east"], "heartbeat: no agent configured", "a cluster without a heartbeat says so plainly")
 	require.NotContains(t, hb.Cards["east"], "no heartbeat configured", "and carries no no-heartbeat reason line")
+	require.Contains(t, hb.Text, "averaged over the services it serves", "the hub's percentages are labelled: a mean share per service, not parts of 100%")
 	require.Empty(t, hb.Wrapped, "service names in the cluster cards break only between labels")
 	// A reload would lose this marker.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__e2eMarker = "kept"`)))

@@ -116,11 +116,11 @@
       spokes.append(h("svg:line", { x1: cx, y1: cy, x2: x, y2: y, class: "spoke " + (share > 0 ? cls : "idle"),
         "stroke-width": (2 + share / 10).toFixed(1) }));
       const g = h("svg:g", { "data-testid": "hub-cluster", "data-cluster": c.name, "data-state": c.state },
-        h("svg:title", {}, c.name + " (" + (c.region || "?") + "): " + c.state + ", " + share.toFixed(0) + "% of answers"),
+        h("svg:title", {}, c.name + " (" + (c.region || "?") + "): " + c.state + ", " + share.toFixed(0) + "% of its services' answers (mean over the services it serves)"),
         h("svg:circle", { cx: x, cy: y, r: 26, class: "cluster " + cls }),
         h("svg:text", { x: x, y: y - 2, "text-anchor": "middle", "font-weight": 600 }, c.name),
         h("svg:text", { x: x, y: y + 12, "text-anchor": "middle", class: "muted", "font-size": 10 }, c.region || ""),
-        h("svg:text", { x: x, y: y + 44, "text-anchor": "middle", "font-size": 11 }, c.state + " · " + share.toFixed(0) + "%"));
+        h("svg:text", { x: x, y: y + 44, "text-anchor": "middle", "font-size": 11 }, c.state + " · " + share.toFixed(0) + "% mean share"));
       nodes.append(g);
     });
     // Probers as small diamonds around the hub.
