@@ -4,7 +4,6 @@ import (
 	"embed"
 	"encoding/json"
 	"io/fs"
-	"math"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -65,18 +64,34 @@ type ServiceOverview struct {
 	NoData    bool               `json:"no_data,omitempty"`   // no endpoint available and when_all_down: nodata, or every endpoint drained or forced down
 	Order     []string           `json:"failover_order,omitempty"`
 	Endpoints []EndpointOverview `json:"endpoints"`
+	// Clients: for services that answer by where the client is (geo,
+	// latency), the shares each group of clients gets, the clients we
+	// cannot locate included.
+	Clients []ClientSharesOverview `json:"clients,omitempty"`
+}
+
+// ClientSharesOverview is what one group of clients of a geo or latency
+// service is answered.
+type ClientSharesOverview struct {
+	Clients   string             `json:"clients"`             // which clients, in words
+	Unlocated bool               `json:"unlocated,omitempty"` // the group of the clients we cannot locate
+	Shares    map[string]float64 `json:"shares"`              // endpoint target -> percent of its family's answers
+	FailOpen  bool               `json:"fail_open,omitempty"`
+	NoData    []string           `json:"no_data,omitempty"` // families that answer nothing
 }
 
 // EndpointOverview is one endpoint of a service.
 type EndpointOverview struct {
 	Target    string     `json:"target"`
+	Family    string     `json:"family"` // A, AAAA or CNAME: shares add up to 100 within a family
 	Cluster   string     `json:"cluster"`
 	Weight    int        `json:"weight"`
 	State     string     `json:"state"` // as answered: up, down, unknown
 	Drained   bool       `json:"drained,omitempty"`
 	Forced    bool       `json:"forced_down,omitempty"` // an operator or the config said down: never answered, not even by fail-open
 	Available bool       `json:"available"`             // not down and not drained
-	Share     float64    `json:"share"`                 // percent of the answers of its address family, 0..100
+	Share     float64    `json:"share"`                 // percent of the answers of its address family, 0..100 (geo, latency: among the clients we cannot locate)
+	Probed    bool       `json:"probed"`                // health-checked by the prober ring (false: no health_check, or probing is off)
 	Note      string     `json:"note,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
 	Since     *time.Time `json:"since,omitempty"`
@@ -127,6 +142,9 @@ type ChangeOverview struct {
 	To      string    `json:"to"`
 	Reason  string    `json:"reason"`
 	Voters  []string  `json:"voters,omitempty"`
+	// Held: a decision that kept the state (From == To) in words, e.g. a
+	// removal the brake holds.
+	Held string `json:"held,omitempty"`
 }
 
 // BuildOverview combines a snapshot (what is answered) and a health report
@@ -158,7 +176,7 @@ func BuildOverview(snap *engine.Snapshot, rep HealthReport) Overview {
 			}
 			so := ServiceOverview{Name: s.Name, Strategy: s.Strategy, Endpoints: make([]EndpointOverview, len(s.Endpoints))}
 			for i, e := range s.Endpoints {
-				eo := EndpointOverview{Target: e.Target, Cluster: e.Cluster, Weight: e.Weight, State: e.State.String(), Drained: e.Drained, Forced: e.Forced,
+				eo := EndpointOverview{Target: e.Target, Family: family(e.Target), Probed: rep.Probing && probed(ms), Cluster: e.Cluster, Weight: e.Weight, State: e.State.String(), Drained: e.Drained, Forced: e.Forced,
 					Available: e.State != engine.Down && !e.Drained, Note: snap.Note(s.Name, e.Target)}
 				if cp := e.Capacity; cp != nil {
 					c, eff := *cp, e.EffectiveWeight()
@@ -173,7 +191,8 @@ func BuildOverview(snap *engine.Snapshot, rep HealthReport) Overview {
 				}
 				so.Endpoints[i] = eo
 			}
-			computeShares(&so, s, ms)
+			cs, _ := snap.ServiceShares(s.Name)
+			computeShares(&so, s, ms, cs)
 			o.Services = append(o.Services, so)
 		}
 		if d != nil {
@@ -207,6 +226,7 @@ func BuildOverview(snap *engine.Snapshot, rep HealthReport) Overview {
 			co.Kind = "endpoint"
 			co.Service, co.Target, _ = strings.Cut(c.Subject, " ")
 		}
+		co.Held = held(co)
 		o.Changes = append(o.Changes, co)
 	}
 	return o
@@ -226,16 +246,12 @@ func fillCluster(co *ClusterOverview, h *ClusterHealth) {
 	}
 }
 
-// computeShares sets the share of answers of every endpoint the way the
-// answering engine draws them (internal/engine compileService and choose):
-// per address family, the first group of the service's chain with an
-// available endpoint answers, by weight (weight-0 endpoints only when no
-// weighted one is available); with none available the answer fails open
-// (not drained first, then all) unless when_all_down is nodata.
-func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Service) {
-	eps := s.Endpoints
-	// Groups of the chain: each a predicate on the endpoint index.
-	chain := []func(int) bool{func(int) bool { return true }}
+// computeShares sets the share of answers of every endpoint from the pools
+// the engine draws from (engine.Snapshot.ServiceShares), per address
+// family: the share of its family's answers. For services that answer by
+// where the client is, each group of clients is listed in Clients and an
+// endpoint's Share is the share among the clients we cannot locate.
+func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Service, cs engine.ClientShares) {
 	so.ShareMode = ShareWeighted
 	switch s.Strategy {
 	case model.StrategyRoundRobin:
@@ -244,116 +260,70 @@ func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Servic
 		so.ShareMode = ShareByLocation
 	case model.StrategyFailover:
 		so.ShareMode = ShareFailover
-		chain = failoverChain(so, eps, ms)
-	}
-	weight := func(i int) int {
-		if so.ShareMode == ShareEqual || so.ShareMode == ShareByLocation {
-			return 1
+		if ms != nil && ms.Failover != nil && len(ms.Failover.Order) > 0 {
+			so.Order = slices.Clone(ms.Failover.Order)
 		}
-		return eps[i].DrawWeight() // configured × ready percent for capacity-aware services
 	}
-	noData := ms != nil && ms.WhenAllDown == model.WhenAllDownNoData
-	families := map[string][]int{}
-	for i, e := range eps {
-		families[family(e.Target)] = append(families[family(e.Target)], i)
+	index := make(map[string]int, len(so.Endpoints))
+	for i, e := range so.Endpoints {
+		index[e.Target] = i
 	}
-	for _, idx := range families {
-		// fromGroup returns the endpoints a group answers with, and their weights.
-		fromGroup := func(g func(int) bool, usable func(int) bool) ([]int, []int) {
-			for _, zero := range []bool{false, true} {
-				var members, ws []int
-				for _, i := range idx {
-					if !g(i) || !usable(i) || (weight(i) == 0) != zero {
-						continue
-					}
-					w := weight(i)
-					if zero {
-						w = 1
-					}
-					members, ws = append(members, i), append(ws, w)
-				}
-				if len(members) > 0 {
-					return members, ws
+	for _, g := range cs.Groups {
+		co := ClientSharesOverview{Clients: g.Label(), Unlocated: g.Unlocated, Shares: map[string]float64{}}
+		main := g.Unlocated || so.ShareMode != ShareByLocation
+		for _, f := range g.Families {
+			co.FailOpen = co.FailOpen || f.FailOpen
+			if len(f.Shares) == 0 {
+				co.NoData = append(co.NoData, f.Family)
+			}
+			for _, t := range f.Shares {
+				co.Shares[t.Target] = t.Share
+				if i, ok := index[t.Target]; ok && main {
+					so.Endpoints[i].Share = t.Share
 				}
 			}
-			return nil, nil
 		}
-		var members, ws []int
-		for _, g := range chain {
-			if members, ws = fromGroup(g, func(i int) bool { return so.Endpoints[i].Available }); members != nil {
-				break
-			}
+		if main {
+			so.FailOpen, so.NoData = co.FailOpen, len(co.NoData) > 0
 		}
-		if members == nil {
-			if noData {
-				so.NoData = true
-				continue
-			}
-			// Fail-open never answers a drained or forced-down endpoint
-			// (engine.choose): with none left the answer is NODATA.
-			for _, g := range chain {
-				if members, ws = fromGroup(g, func(i int) bool { return !eps[i].Drained && !eps[i].Forced }); members != nil {
-					break
-				}
-			}
-			if members == nil {
-				so.NoData = true
-				continue
-			}
-			so.FailOpen = true
-		}
-		total := 0
-		for _, w := range ws {
-			total += w
-		}
-		for k, i := range members {
-			so.Endpoints[i].Share = math.Round(1000*float64(ws[k])/float64(total)) / 10
+		if so.ShareMode == ShareByLocation {
+			so.Clients = append(so.Clients, co)
 		}
 	}
 }
 
-// failoverChain is the failover order of a service: one group per cluster
-// of failover.order, or one per priority (lower first) without an order.
-func failoverChain(so *ServiceOverview, eps []engine.EndpointStatus, ms *model.Service) []func(int) bool {
-	if ms != nil && ms.Failover != nil && len(ms.Failover.Order) > 0 {
-		so.Order = slices.Clone(ms.Failover.Order)
-		var chain []func(int) bool
-		for _, c := range ms.Failover.Order {
-			chain = append(chain, func(i int) bool { return eps[i].Cluster == c })
-		}
-		return chain
-	}
-	if ms == nil || len(ms.Endpoints) != len(eps) {
-		return []func(int) bool{func(int) bool { return true }}
-	}
-	prio := func(i int) int {
-		if p := ms.Endpoints[i].Priority; p != nil {
-			return *p
-		}
-		return 0
-	}
-	var levels []int
-	for i := range eps {
-		levels = append(levels, prio(i))
-	}
-	slices.Sort(levels)
-	var chain []func(int) bool
-	for _, p := range slices.Compact(levels) {
-		chain = append(chain, func(i int) bool { return prio(i) == p })
-	}
-	return chain
+// probed reports whether the service's endpoints are health-checked.
+func probed(ms *model.Service) bool {
+	return ms != nil && ms.HealthCheck != nil && ms.HealthCheck.Kind != "" && ms.HealthCheck.Kind != model.CheckNone
 }
 
-// family is the answer pool of a target: A, AAAA or CNAME.
+// held says in words what a decision that kept a state did (From == To):
+// a removal the brake holds, a recovery waiting for its hold-down, a new
+// failure during one.
+func held(c ChangeOverview) string {
+	if c.From != c.To {
+		return ""
+	}
+	switch {
+	case c.Reason == "brake":
+		return "down votes held by the brake: still answered (the removal applies one interval later if they stay)"
+	case c.Reason == "hold-down":
+		return "probes pass again: recovery held down until the hold-down ends"
+	default:
+		return "failed again during its hold-down: the hold-down starts over"
+	}
+}
+
+// family is the answer family of a target: A, AAAA or CNAME.
 func family(target string) string {
 	a, err := netip.ParseAddr(target)
 	switch {
 	case err != nil:
-		return "cname"
+		return engine.FamilyCNAME
 	case a.Is4():
-		return "a"
+		return engine.FamilyA
 	default:
-		return "aaaa"
+		return engine.FamilyAAAA
 	}
 }
 

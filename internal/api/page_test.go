@@ -158,8 +158,8 @@ func TestBuildOverviewShares(t *testing.T) {
 			want: map[string]float64{"192.0.2.31": 0, "192.0.2.32": 50, "192.0.2.33": 50}},
 		{name: "failover by priority: the next level when the first is down", service: prio, mode: ShareFailover,
 			down: []string{prio + " 192.0.2.32", "cluster eu"}, want: map[string]float64{"192.0.2.31": 100, "192.0.2.32": 0, "192.0.2.33": 0}},
-		{name: "geo: by location, shown equal among the available", service: geo, mode: ShareByLocation,
-			want: map[string]float64{"192.0.2.41": 50, "192.0.2.42": 50}},
+		{name: "geo: an endpoint's share is the share among the clients we cannot locate (the default cluster)", service: geo, mode: ShareByLocation,
+			want: map[string]float64{"192.0.2.41": 100, "192.0.2.42": 0}},
 		{name: "geo: a down endpoint is out", service: geo, mode: ShareByLocation, down: []string{geo + " 192.0.2.41"},
 			want: map[string]float64{"192.0.2.41": 0, "192.0.2.42": 100}},
 		{name: "nodata: all down answers nothing", service: nd, mode: ShareWeighted, noData: true,
@@ -397,4 +397,72 @@ services:
 	assert.Equal(t, &engine.CapacityState{Percent: 20, Source: "kubernetes", Why: "2 of 10 endpoints ready"}, east.Capacity)
 	west := service(o, "cap.example.test.").Endpoints[1]
 	assert.Equal(t, "none", west.Capacity.Source, "no reading: the configured weight")
+}
+
+func TestBuildOverviewListsWhatEachGroupOfClientsOfAGeoServiceGets(t *testing.T) {
+	o := BuildOverview(overviewSnap(t, false, nil, nil), HealthReport{})
+	geo := service(o, "geo.example.test.")
+	require.Len(t, geo.Clients, 2, "the default bucket (with us-east's clients) and us-west's: %+v", geo.Clients)
+	assert.Equal(t, ClientSharesOverview{Clients: "clients we cannot locate (and any location without a rule); clients in region us-east", Unlocated: true,
+		Shares: map[string]float64{"192.0.2.41": 100}}, geo.Clients[0])
+	assert.Equal(t, ClientSharesOverview{Clients: "clients in region us-west", Shares: map[string]float64{"192.0.2.42": 100}}, geo.Clients[1])
+	assert.Empty(t, service(o, "w.example.test.").Clients, "a service that does not answer by location has no client groups")
+}
+
+func TestBuildOverviewNamesEachEndpointsFamily(t *testing.T) {
+	o := BuildOverview(overviewSnap(t, false, nil, nil), HealthReport{})
+	fam := map[string]string{}
+	for _, e := range service(o, "w.example.test.").Endpoints {
+		fam[e.Target] = e.Family
+	}
+	assert.Equal(t, map[string]string{"192.0.2.1": "A", "192.0.2.2": "A", "192.0.2.3": "A", "2001:db8::1": "AAAA"}, fam)
+}
+
+func TestBuildOverviewSaysWhichEndpointsAreProbed(t *testing.T) {
+	f, err := config.Parse("fixture.yaml", []byte(`
+zones: [{apex: example.test, nameservers: [{name: ns1.example.test, ipv4: [192.0.2.53]}]}]
+clusters: [{name: east, region: r1}]
+services:
+  - name: checked.example.test
+    health_check: {kind: tcp, port: 80}
+    endpoints: [{address: 192.0.2.1, cluster: east}]
+  - name: plain.example.test
+    endpoints: [{address: 192.0.2.2, cluster: east}]
+`))
+	require.NoError(t, err)
+	snap, err := engine.Compile(&f.Desired, engine.Options{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		probing bool
+		service string
+		want    bool
+	}{
+		{"a service with a health check is probed when the ring probes", true, "checked.example.test.", true},
+		{"a service without a health check is not probed", true, "plain.example.test.", false},
+		{"nothing is probed when probing is off", false, "checked.example.test.", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := BuildOverview(snap, HealthReport{Probing: tc.probing})
+			s := service(o, tc.service)
+			require.Len(t, s.Endpoints, 1)
+			assert.Equal(t, tc.want, s.Endpoints[0].Probed)
+		})
+	}
+}
+
+func TestBuildOverviewSaysWhatADecisionThatKeptTheStateDid(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rep := HealthReport{Changes: []ChangeEvent{
+		{At: at, Subject: "w.example.test. 192.0.2.1", From: "up", To: "up", Reason: "brake"},
+		{At: at, Subject: "w.example.test. 192.0.2.1", From: "down", To: "down", Reason: "hold-down"},
+		{At: at, Subject: "cluster west", From: "failed-over", To: "failed-over", Reason: "heartbeat-lost"},
+		{At: at, Subject: "w.example.test. 192.0.2.1", From: "up", To: "down", Reason: "threshold"},
+	}}
+	o := BuildOverview(nil, rep)
+	require.Len(t, o.Changes, 4)
+	assert.Contains(t, o.Changes[0].Held, "held by the brake: still answered")
+	assert.Contains(t, o.Changes[1].Held, "recovery held down")
+	assert.Contains(t, o.Changes[2].Held, "the hold-down starts over")
+	assert.Empty(t, o.Changes[3].Held, "a change of state is not a hold")
 }
