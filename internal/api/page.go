@@ -60,8 +60,11 @@ type ServiceOverview struct {
 	Name      string             `json:"name"`
 	Strategy  string             `json:"strategy"`
 	ShareMode string             `json:"share_mode"`
-	FailOpen  bool               `json:"fail_open,omitempty"` // no endpoint available: answers fail open
-	NoData    bool               `json:"no_data,omitempty"`   // no endpoint available and when_all_down: nodata, or every endpoint drained or forced down
+	FailOpen  bool               `json:"fail_open,omitempty"` // no endpoint of some family available: its answers fail open
+	NoData    bool               `json:"no_data,omitempty"`   // some family answers nothing: none available and when_all_down: nodata, or every endpoint drained or forced down
+	// FailOpenFamilies and NoDataFamilies name those families (A, AAAA, CNAME).
+	FailOpenFamilies []string `json:"fail_open_families,omitempty"`
+	NoDataFamilies   []string `json:"no_data_families,omitempty"`
 	Order     []string           `json:"failover_order,omitempty"`
 	Endpoints []EndpointOverview `json:"endpoints"`
 	// Clients: for services that answer by where the client is (geo,
@@ -284,7 +287,13 @@ func computeShares(so *ServiceOverview, s engine.ServiceStatus, ms *model.Servic
 			}
 		}
 		if main {
-			so.FailOpen, so.NoData = co.FailOpen, len(co.NoData) > 0
+			for _, f := range g.Families {
+				if f.FailOpen {
+					so.FailOpenFamilies = append(so.FailOpenFamilies, f.Family)
+				}
+			}
+			so.NoDataFamilies = co.NoData
+			so.FailOpen, so.NoData = len(so.FailOpenFamilies) > 0, len(co.NoData) > 0
 		}
 		if so.ShareMode == ShareByLocation {
 			so.Clients = append(so.Clients, co)

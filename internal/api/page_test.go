@@ -466,3 +466,14 @@ func TestBuildOverviewSaysWhatADecisionThatKeptTheStateDid(t *testing.T) {
 	assert.Contains(t, o.Changes[2].Held, "the hold-down starts over")
 	assert.Empty(t, o.Changes[3].Held, "a change of state is not a hold")
 }
+
+func TestBuildOverviewNamesTheFamiliesThatFailOpen(t *testing.T) {
+	const w = "w.example.test."
+	o := BuildOverview(overviewSnap(t, false, []string{w + " 192.0.2.1", w + " 192.0.2.2", w + " 192.0.2.3"}, nil), HealthReport{})
+	s := service(o, w)
+	assert.Equal(t, []string{"A"}, s.FailOpenFamilies, "every A endpoint is down; the AAAA one is not")
+	assert.True(t, s.FailOpen)
+	assert.Empty(t, s.NoDataFamilies)
+	o = BuildOverview(overviewSnap(t, false, []string{"nd.example.test. 192.0.2.51", "nd.example.test. 192.0.2.52"}, nil), HealthReport{})
+	assert.Equal(t, []string{"A"}, service(o, "nd.example.test.").NoDataFamilies)
+}
