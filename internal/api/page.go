@@ -57,16 +57,16 @@ const (
 
 // ServiceOverview is one service and the share of answers each endpoint gets.
 type ServiceOverview struct {
-	Name      string             `json:"name"`
-	Strategy  string             `json:"strategy"`
-	ShareMode string             `json:"share_mode"`
-	FailOpen  bool               `json:"fail_open,omitempty"` // no endpoint of some family available: its answers fail open
-	NoData    bool               `json:"no_data,omitempty"`   // some family answers nothing: none available and when_all_down: nodata, or every endpoint drained or forced down
+	Name      string `json:"name"`
+	Strategy  string `json:"strategy"`
+	ShareMode string `json:"share_mode"`
+	FailOpen  bool   `json:"fail_open,omitempty"` // no endpoint of some family available: its answers fail open
+	NoData    bool   `json:"no_data,omitempty"`   // some family answers nothing: none available and when_all_down: nodata, or every endpoint drained or forced down
 	// FailOpenFamilies and NoDataFamilies name those families (A, AAAA, CNAME).
-	FailOpenFamilies []string `json:"fail_open_families,omitempty"`
-	NoDataFamilies   []string `json:"no_data_families,omitempty"`
-	Order     []string           `json:"failover_order,omitempty"`
-	Endpoints []EndpointOverview `json:"endpoints"`
+	FailOpenFamilies []string           `json:"fail_open_families,omitempty"`
+	NoDataFamilies   []string           `json:"no_data_families,omitempty"`
+	Order            []string           `json:"failover_order,omitempty"`
+	Endpoints        []EndpointOverview `json:"endpoints"`
 	// Clients: for services that answer by where the client is (geo,
 	// latency), the shares each group of clients gets, the clients we
 	// cannot locate included.
