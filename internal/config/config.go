@@ -268,12 +268,32 @@ func parseChecked(name string, data []byte) (*File, error) {
 	var f File
 	if err := decode(data, &f); err != nil {
 		// The decoder stops at the first problem, in Go's words: a value
-		// of the wrong kind anywhere is listed with all the others instead.
-		if errs := typeErrors(name, data); len(errs) > 0 {
+		// of the wrong kind anywhere is listed with all the others instead,
+		// followed by the problems of the rest of the file (validated with
+		// those values left out; what leaving them out causes is not listed).
+		if errs, rest := typeErrorsAndRest(name, data); len(errs) > 0 {
+			if rest != nil {
+				for _, e := range validate(name, data, rest) {
+					if !underAny(e.Path, errs) {
+						errs = append(errs, e)
+					}
+				}
+			}
 			return nil, &LoadError{Errors: errs}
 		}
 		return nil, &LoadError{Errors: []Error{decodeError(name, data, err)}}
 	}
+	if errs := validate(name, data, &f); len(errs) > 0 {
+		return nil, &LoadError{Errors: errs}
+	}
+	f.Server.applyDefaults()
+	f.Notifications.ApplyDefaults()
+	return &f, nil
+}
+
+// validate checks a decoded file, naming the file:line of every problem;
+// with none, f.Desired is normalized in place.
+func validate(name string, data []byte, f *File) []Error {
 	var errs []Error
 	var verr *model.ValidationError
 	normalized, err := model.Normalize(&f.Desired)
@@ -285,13 +305,21 @@ func parseChecked(name string, data []byte) (*File, error) {
 	}
 	errs = append(errs, locate(name, data, f.Server.validate())...)
 	errs = append(errs, locate(name, data, f.Notifications.Validate())...)
-	if len(errs) > 0 {
-		return nil, &LoadError{Errors: errs}
+	if len(errs) == 0 {
+		f.Desired = *normalized
 	}
-	f.Desired = *normalized
-	f.Server.applyDefaults()
-	f.Notifications.ApplyDefaults()
-	return &f, nil
+	return errs
+}
+
+// underAny reports whether path is one of the errors' paths or inside one
+// (a problem caused by leaving a value of the wrong kind out).
+func underAny(path string, errs []Error) bool {
+	for _, e := range errs {
+		if path == e.Path || e.Path == "" || strings.HasPrefix(path, e.Path+".") || strings.HasPrefix(path, e.Path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // decode runs the YAML decoder, turning a decoder panic (seen with some

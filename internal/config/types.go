@@ -8,6 +8,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // MaxTypeErrors caps the type errors one file reports.
@@ -19,16 +20,30 @@ const MaxTypeErrors = 50
 // what was found and what is expected, in YAML's words (never Go's types),
 // up to MaxTypeErrors. The decoder stops at the first; this lists them all.
 func typeErrors(name string, data []byte) (out []Error) {
+	out, _ = typeErrorsAndRest(name, data)
+	return out
+}
+
+// typeErrorsAndRest is typeErrors, and the file decoded with every value of
+// the wrong kind read as null (rest is nil when that does not decode), so
+// that the rest of the file can be validated too.
+func typeErrorsAndRest(name string, data []byte) (out []Error, rest *File) {
+	checked := false
 	defer func() {
 		if recover() != nil { // a parser panic (malformed input): the decoder's error stands
-			out = nil
+			if !checked {
+				out = nil
+			}
+			rest = nil
 		}
 	}()
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return nil // a syntax error: the decoder says where
+		return nil, nil // a syntax error: the decoder says where
 	}
+	bad := map[ast.Node]bool{}
 	add := func(n ast.Node, path, msg string) {
+		bad[n] = true
 		if len(out) >= MaxTypeErrors {
 			return
 		}
@@ -43,7 +58,51 @@ func typeErrors(name string, data []byte) (out []Error) {
 			checkType(doc.Body, reflect.TypeOf(File{}), "", add)
 		}
 	}
-	return out
+	checked = true
+	if len(out) == 0 || len(file.Docs) != 1 || file.Docs[0].Body == nil || bad[unwrap(file.Docs[0].Body)] {
+		return out, nil
+	}
+	nullBad(file.Docs[0].Body, bad)
+	var f File
+	if yaml.NodeToValue(file.Docs[0].Body, &f, yaml.DisallowUnknownField()) != nil {
+		return out, nil
+	}
+	return out, &f
+}
+
+// nullBad replaces every value in bad by a null, in mappings and lists.
+func nullBad(n ast.Node, bad map[ast.Node]bool) {
+	null := func(v ast.Node) ast.Node {
+		var pos *token.Position
+		if tk := v.GetToken(); tk != nil {
+			pos = tk.Position
+		}
+		return ast.Null(token.New("null", "null", pos))
+	}
+	switch v := n.(type) {
+	case *ast.AnchorNode:
+		nullBad(v.Value, bad)
+	case *ast.TagNode:
+		nullBad(v.Value, bad)
+	case *ast.MappingNode:
+		for _, mv := range v.Values {
+			nullBad(mv, bad)
+		}
+	case *ast.MappingValueNode:
+		if bad[unwrap(v.Value)] {
+			v.Value = null(v.Value)
+			return
+		}
+		nullBad(v.Value, bad)
+	case *ast.SequenceNode:
+		for i, x := range v.Values {
+			if bad[unwrap(x)] {
+				v.Values[i] = null(x)
+				continue
+			}
+			nullBad(x, bad)
+		}
+	}
 }
 
 var (

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -120,4 +121,29 @@ services:
 		paths = append(paths, e.Path)
 	}
 	assert.Equal(t, []string{"zones[0].ttl", "ring.enabled", "ring.seeds", "services[0].max_answers", "services[0].endpoints[0].weight"}, paths, "%v", err)
+}
+
+func TestAFileWithWrongKindsAndInvalidValuesListsBoth(t *testing.T) {
+	data := []byte(`zones:
+  - apex: gslb.example.com
+    ttl: thirty
+    nameservers: [{name: ns1.gslb.example.com, ipv4: [127.0.0.1]}]
+clusters:
+  - {name: east, region: r1}
+services:
+  - name: app.gslb.example.com
+    strategy: fastest
+    endpoints:
+      - {address: 127.0.0.121, cluster: east, weight: heavy}
+      - {address: 127.0.0.122, cluster: nowhere}
+`)
+	_, err := Parse("c.yaml", data)
+	var le *LoadError
+	require.True(t, errors.As(err, &le), "%v", err)
+	var got []string
+	for _, e := range le.Errors {
+		got = append(got, fmt.Sprintf("%s:%d", e.Path, e.Line))
+	}
+	assert.Equal(t, []string{"zones[0].ttl:3", "services[0].endpoints[0].weight:11", "services[0].strategy:9", "services[0].endpoints[1].cluster:12"}, got,
+		"the wrong kinds first, then what the rest of the file breaks; nothing about the values left out: %v", err)
 }
