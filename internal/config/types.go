@@ -14,19 +14,14 @@ import (
 // MaxTypeErrors caps the type errors one file reports.
 const MaxTypeErrors = 50
 
-// typeErrors walks the YAML of data against File's fields and returns a
+// typeErrorsAndRest walks the YAML of data against File's fields and returns a
 // problem for every value of the wrong kind (a word where a number is
 // expected, a list where a mapping is), with its path, line and column,
 // what was found and what is expected, in YAML's words (never Go's types),
 // up to MaxTypeErrors. The decoder stops at the first; this lists them all.
-func typeErrors(name string, data []byte) (out []Error) {
-	out, _ = typeErrorsAndRest(name, data)
-	return out
-}
-
-// typeErrorsAndRest is typeErrors, and the file decoded with every value of
-// the wrong kind read as null (rest is nil when that does not decode), so
-// that the rest of the file can be validated too.
+// It also returns the file decoded with every value of the wrong kind read
+// as null (rest is nil when that does not decode), so that the rest of the
+// file can be validated too.
 func typeErrorsAndRest(name string, data []byte) (out []Error, rest *File) {
 	checked := false
 	defer func() {

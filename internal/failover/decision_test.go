@@ -24,29 +24,35 @@ func TestParamsFrom(t *testing.T) {
 		{
 			name: "a config without a decision section gives the documented defaults",
 			want: Params{Interval: 5 * time.Second, FreshVotes: 3, MinRegions: 2, HoldDown: 30 * time.Second, HoldDownMax: 300 * time.Second, Brake: 0.5, Outliers: true,
-				HoldDownMin: 5 * time.Second, FlapWindow: time.Minute},
+				HoldDownMin: 5 * time.Second, FirstHoldDown: time.Second, FlapWindow: time.Minute},
 		},
 		{
 			name: "health.interval and the decision section are read",
 			edit: func(d *model.Desired) {
 				d.Health.Interval = model.Duration(2 * time.Second)
 				d.Decision = model.Decision{FreshVotes: 4, MinRegions: 3, HoldDown: model.Duration(time.Minute), HoldDownMax: model.Duration(10 * time.Minute), Brake: 0.25, Outliers: &off,
-					HoldDownMin: model.Duration(2 * time.Second), FlapWindow: model.Duration(5 * time.Minute)}
+					HoldDownMin: model.Duration(2 * time.Second), FirstHoldDown: model.Duration(1500 * time.Millisecond), FlapWindow: model.Duration(5 * time.Minute)}
 			},
 			want: Params{Interval: 2 * time.Second, FreshVotes: 4, MinRegions: 3, HoldDown: time.Minute, HoldDownMax: 10 * time.Minute, Brake: 0.25, Outliers: false,
-				HoldDownMin: 2 * time.Second, FlapWindow: 5 * time.Minute},
+				HoldDownMin: 2 * time.Second, FirstHoldDown: 1500 * time.Millisecond, FlapWindow: 5 * time.Minute},
 		},
 		{
 			name: "a hold_down longer than the default cap raises the cap",
 			edit: func(d *model.Desired) { d.Decision.HoldDown = model.Duration(400 * time.Second) },
 			want: Params{Interval: 5 * time.Second, FreshVotes: 3, MinRegions: 2, HoldDown: 400 * time.Second, HoldDownMax: 400 * time.Second, Brake: 0.5, Outliers: true,
-				HoldDownMin: 5 * time.Second, FlapWindow: time.Minute},
+				HoldDownMin: 5 * time.Second, FirstHoldDown: time.Second, FlapWindow: time.Minute},
+		},
+		{
+			name: "a hold_down shorter than 1s is the first hold-down too",
+			edit: func(d *model.Desired) { d.Decision.HoldDown = model.Duration(500 * time.Millisecond) },
+			want: Params{Interval: 5 * time.Second, FreshVotes: 3, MinRegions: 2, HoldDown: 500 * time.Millisecond, HoldDownMax: 300 * time.Second, Brake: 0.5, Outliers: true,
+				HoldDownMin: 500 * time.Millisecond, FirstHoldDown: 500 * time.Millisecond, FlapWindow: time.Minute},
 		},
 		{
 			name: "a hold_down shorter than 5s is the foot of the ladder too",
 			edit: func(d *model.Desired) { d.Decision.HoldDown = model.Duration(2 * time.Second) },
 			want: Params{Interval: 5 * time.Second, FreshVotes: 3, MinRegions: 2, HoldDown: 2 * time.Second, HoldDownMax: 300 * time.Second, Brake: 0.5, Outliers: true,
-				HoldDownMin: 2 * time.Second, FlapWindow: time.Minute},
+				HoldDownMin: 2 * time.Second, FirstHoldDown: time.Second, FlapWindow: time.Minute},
 		},
 	}
 	for _, tc := range cases {

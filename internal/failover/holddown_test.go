@@ -31,7 +31,9 @@ func s(n int) time.Duration { return time.Duration(n) * time.Second }
 
 // fixedLadder is the ladder the cases of TestHoldDown were written for: a
 // hold-down of 30s doubling per failure, failures forgotten after 300s up.
-func fixedLadder(p *Params) { p.HoldDownMin, p.FlapWindow = p.HoldDown, p.HoldDownMax }
+func fixedLadder(p *Params) {
+	p.FirstHoldDown, p.HoldDownMin, p.FlapWindow = p.HoldDown, p.HoldDown, p.HoldDownMax
+}
 
 func TestHoldDown(t *testing.T) {
 	cases := []struct {
@@ -77,7 +79,7 @@ func TestHoldDown(t *testing.T) {
 		},
 		{
 			name:   "the hold-down is capped at hold_down_max",
-			params: func(p *Params) { p.HoldDown, p.HoldDownMax, p.HoldDownMin = s(100), s(300), s(100) },
+			params: func(p *Params) { p.HoldDown, p.HoldDownMax, p.HoldDownMin, p.FirstHoldDown = s(100), s(300), s(100), s(100) },
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
 				{at: s(1), votes: eastUp, want: Down, held: s(101), failures: 1, reason: ReasonHoldDown},
@@ -194,9 +196,9 @@ func TestHoldFor(t *testing.T) {
 		failures int
 		want     time.Duration
 	}{
-		{"a first failure holds for the short hold_down_min", nil, 1, s(5)},
-		{"no recorded failure holds for hold_down_min too", nil, 0, s(5)},
-		{"a second failure within the flap window doubles it", nil, 2, s(10)},
+		{"a first failure holds for the short first_hold_down", nil, 1, s(1)},
+		{"no recorded failure holds for first_hold_down too", nil, 0, s(1)},
+		{"a second failure within the flap window waits hold_down_min doubled", nil, 2, s(10)},
 		{"a third failure doubles it again", nil, 3, s(20)},
 		{"the doubling that would pass hold_down stops on it", nil, 4, s(30)},
 		{"past hold_down it keeps doubling from hold_down", nil, 5, s(60)},
@@ -206,6 +208,8 @@ func TestHoldFor(t *testing.T) {
 		{"hold_down_min equal to hold_down gives the fixed ladder", fixedLadder, 2, s(60)},
 		{"the fixed ladder reaches the cap at the fifth failure", fixedLadder, 5, s(300)},
 		{"a hold_down_min that doubles exactly onto hold_down lands on it", func(p *Params) { p.HoldDownMin = s(15) }, 2, s(30)},
+		{"first_hold_down equal to hold_down_min gives the former ladder's first rung", func(p *Params) { p.FirstHoldDown = p.HoldDownMin }, 1, s(5)},
+		{"first_hold_down never passes hold_down_max", func(p *Params) { p.FirstHoldDown, p.HoldDownMax = s(20), s(10) }, 1, s(10)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,8 +222,9 @@ func TestHoldFor(t *testing.T) {
 	}
 }
 
-// TestAdaptiveHoldDown pins the ladder at the defaults: hold_down_min 5s,
-// hold_down 30s, hold_down_max 300s, flap_window 60s.
+// TestAdaptiveHoldDown pins the ladder at the defaults: first_hold_down 1s,
+// hold_down_min 5s (a second failure waits 10s), hold_down 30s,
+// hold_down_max 300s, flap_window 60s.
 func TestAdaptiveHoldDown(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -229,17 +234,16 @@ func TestAdaptiveHoldDown(t *testing.T) {
 			name: "a first failure gets the short hold-down",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(3), votes: eastUp, want: Down, held: s(8), failures: 1, reason: ReasonHoldDown},
-				{at: s(7), votes: eastUp, want: Down, held: s(8), failures: 1, reason: ReasonHoldDown},
-				{at: s(8), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(3), votes: eastUp, want: Down, held: s(4), failures: 1, reason: ReasonHoldDown},
+				{at: s(4), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
 			},
 		},
 		{
 			name: "repeated flaps double the hold-down each time",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
-				{at: s(6), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
+				{at: s(2), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
 				{at: s(10), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
 				{at: s(11), votes: eastUp, want: Down, held: s(21), failures: 2, reason: ReasonHoldDown},
 				{at: s(21), votes: eastUp, want: Up, failures: 2, reason: ReasonHoldDown},
@@ -252,7 +256,7 @@ func TestAdaptiveHoldDown(t *testing.T) {
 			name: "a flap during the hold climbs a rung without a release",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
 				{at: s(3), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
 				{at: s(5), votes: eastUp, want: Down, held: s(15), failures: 2, reason: ReasonHoldDown},
 				{at: s(7), votes: eastDown, want: Down, failures: 3, reason: ReasonConfirmation},
@@ -267,23 +271,23 @@ func TestAdaptiveHoldDown(t *testing.T) {
 			name: "a quiet flap window resets the ladder to the short hold-down",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
 				{at: s(3), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
 				{at: s(4), votes: eastUp, want: Down, held: s(14), failures: 2, reason: ReasonHoldDown},
 				{at: s(14), votes: eastUp, want: Up, failures: 2, reason: ReasonHoldDown},
 				{at: s(74), votes: eastUp, want: Up, failures: 0, reason: ReasonHoldDown},
 				{at: s(80), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(81), votes: eastUp, want: Down, held: s(86), failures: 1, reason: ReasonHoldDown},
+				{at: s(81), votes: eastUp, want: Down, held: s(82), failures: 1, reason: ReasonHoldDown},
 			},
 		},
 		{
 			name: "a failure just inside the flap window is a repeated flap",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
-				{at: s(6), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
-				{at: s(65), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
-				{at: s(66), votes: eastUp, want: Down, held: s(76), failures: 2, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
+				{at: s(2), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(61), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
+				{at: s(62), votes: eastUp, want: Down, held: s(72), failures: 2, reason: ReasonHoldDown},
 			},
 		},
 	}
@@ -301,8 +305,8 @@ func TestNextDue(t *testing.T) {
 	d := w.at(0, eastDown...)
 	assert.True(t, d.NextDue(p).IsZero(), "nothing waits while the endpoint is down without an up verdict")
 	d = w.at(s(2), eastUp...)
-	assert.Equal(t, t0.Add(s(7)), d.NextDue(p), "the hold-down ends at 7s")
-	d = w.at(s(7), eastUp...)
+	assert.Equal(t, t0.Add(s(3)), d.NextDue(p), "the hold-down ends at 3s")
+	d = w.at(s(3), eastUp...)
 	assert.True(t, d.NextDue(p).IsZero(), "released: nothing waits")
 	assert.True(t, (*Decision)(nil).NextDue(p).IsZero(), "a nil decision waits for nothing")
 }
@@ -315,8 +319,8 @@ func TestTimelineHoldDown(t *testing.T) {
 		down     bool
 		want     time.Duration
 	}{
-		{"an endpoint that never failed would be held the short hold-down", 0, false, s(5)},
-		{"a down endpoint after its first failure waits the short hold-down", 1, true, s(5)},
+		{"an endpoint that never failed would be held the short first hold-down", 0, false, s(1)},
+		{"a down endpoint after its first failure waits the short first hold-down", 1, true, s(1)},
 		{"an up endpoint that flapped once would wait the next rung", 1, false, s(10)},
 		{"a down endpoint after three flaps waits the third rung", 3, true, s(20)},
 	}

@@ -18,9 +18,13 @@ type Params struct {
 	Brake       float64       // largest share of a service's serving weight one call may remove (default 0.5; 1 = no brake)
 	Outliers    bool          // ignore a prober that says Down where the others say Up (default true)
 
-	// HoldDownMin is the hold-down of a first failure after a quiet
-	// FlapWindow (default 5s, at most HoldDown; decision.hold_down_min).
+	// HoldDownMin is the base of the ladder: a second failure within
+	// FlapWindow is held 2 × HoldDownMin (default 5s, at most HoldDown;
+	// decision.hold_down_min).
 	HoldDownMin time.Duration
+	// FirstHoldDown is the hold-down of a first failure after a quiet
+	// FlapWindow (default 1s, at most HoldDownMin; decision.first_hold_down).
+	FirstHoldDown time.Duration
 	// FlapWindow: a subject up this long since its last release forgets
 	// its failures, so that its next failure is held HoldDownMin again
 	// (default 60s; decision.flap_window).
@@ -40,15 +44,16 @@ func ParamsFrom(d *model.Desired) Params {
 	}
 	dec := d.Decision
 	return Params{
-		Interval:    d.Health.Interval.D(),
-		FreshVotes:  dec.FreshVotes,
-		MinRegions:  dec.MinRegions,
-		HoldDown:    dec.HoldDown.D(),
-		HoldDownMax: dec.HoldDownMax.D(),
-		Brake:       dec.Brake,
-		Outliers:    dec.Outliers == nil || *dec.Outliers,
-		HoldDownMin: dec.HoldDownMin.D(),
-		FlapWindow:  dec.FlapWindow.D(),
+		Interval:      d.Health.Interval.D(),
+		FreshVotes:    dec.FreshVotes,
+		MinRegions:    dec.MinRegions,
+		HoldDown:      dec.HoldDown.D(),
+		HoldDownMax:   dec.HoldDownMax.D(),
+		Brake:         dec.Brake,
+		Outliers:      dec.Outliers == nil || *dec.Outliers,
+		HoldDownMin:   dec.HoldDownMin.D(),
+		FirstHoldDown: dec.FirstHoldDown.D(),
+		FlapWindow:    dec.FlapWindow.D(),
 	}.withDefaults()
 }
 
@@ -74,6 +79,10 @@ func (p Params) withDefaults() Params {
 		p.HoldDownMin = model.DefaultHoldDownMin
 	}
 	p.HoldDownMin = min(p.HoldDownMin, p.HoldDown)
+	if p.FirstHoldDown <= 0 {
+		p.FirstHoldDown = model.DefaultFirstHoldDown
+	}
+	p.FirstHoldDown = min(p.FirstHoldDown, p.HoldDownMin)
 	if p.FlapWindow <= 0 {
 		p.FlapWindow = model.DefaultFlapWindow
 	}
@@ -89,12 +98,16 @@ func (p Params) freshness() time.Duration {
 }
 
 // HoldFor is the hold-down after the given number of consecutive failures
-// (0 counts as 1): HoldDownMin, doubled per further failure up to
-// HoldDown (a doubling that would pass it stops on it), then doubled on
-// from HoldDown up to HoldDownMax. With the defaults: 5, 10, 20, 30, 60,
-// 120, 240, 300 s. With HoldDownMin = HoldDown it is HoldDown ×
-// 2^(failures-1), at most HoldDownMax.
+// (0 counts as 1): FirstHoldDown for a first failure; from the second on
+// HoldDownMin doubled per failure up to HoldDown (a doubling that would
+// pass it stops on it), then doubled on from HoldDown up to HoldDownMax.
+// With the defaults: 1, 10, 20, 30, 60, 120, 240, 300 s. With
+// FirstHoldDown = HoldDownMin = HoldDown it is HoldDown × 2^(failures-1),
+// at most HoldDownMax.
 func (p Params) HoldFor(failures int) time.Duration {
+	if failures <= 1 {
+		return min(p.FirstHoldDown, p.HoldDownMax)
+	}
 	d := p.HoldDownMin
 	for i := 1; i < failures && d < p.HoldDownMax; i++ {
 		if d < p.HoldDown && 2*d > p.HoldDown {

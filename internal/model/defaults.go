@@ -123,6 +123,7 @@ func decisionDefaults(dec *Decision) {
 	dec.HoldDown = orDefaultDuration(dec.HoldDown, DefaultHoldDown)
 	dec.HoldDownMax = orDefaultDuration(dec.HoldDownMax, max(DefaultHoldDownMax, dec.HoldDown.D()))
 	dec.HoldDownMin = orDefaultDuration(dec.HoldDownMin, min(DefaultHoldDownMin, dec.HoldDown.D()))
+	dec.FirstHoldDown = orDefaultDuration(dec.FirstHoldDown, min(DefaultFirstHoldDown, dec.HoldDownMin.D()))
 	dec.FlapWindow = orDefaultDuration(dec.FlapWindow, DefaultFlapWindow)
 	if dec.Brake == 0 {
 		dec.Brake = DefaultBrake

@@ -28,7 +28,8 @@ const (
 	DefaultMinRegions      = 2
 	DefaultHoldDown        = 30 * time.Second
 	DefaultHoldDownMax     = 300 * time.Second
-	DefaultHoldDownMin     = 5 * time.Second        // hold-down after a first failure following a quiet flap window
+	DefaultHoldDownMin     = 5 * time.Second        // the ladder's base: a repeated failure within the flap window waits 2 × it
+	DefaultFirstHoldDown   = 1 * time.Second        // hold-down after a first failure following a quiet flap window
 	DefaultFlapWindow      = 60 * time.Second       // a failure within this long of the last recovery is a repeated flap
 	DefaultReprobeInterval = 250 * time.Millisecond // fast re-probe cadence while a run of results heads for fall or rise
 	DefaultBrake           = 0.5
@@ -196,10 +197,16 @@ type Decision struct {
 	Brake       float64  `yaml:"brake"`         // largest share of a service's healthy weight one decision may remove (default 0.5)
 	Outliers    *bool    `yaml:"outliers"`      // ignore a prober that disagrees with the others on most endpoints (default true)
 
-	// HoldDownMin is the hold-down of a first failure after a quiet flap
-	// window; each repeated flap doubles it up to hold_down, and from there
-	// up to hold_down_max (default 5s, at most hold_down).
+	// HoldDownMin is the base of the hold-down ladder: a repeated failure
+	// within the flap window waits it doubled, each further one doubles
+	// again up to hold_down, and from there up to hold_down_max (default
+	// 5s, at most hold_down).
 	HoldDownMin Duration `yaml:"hold_down_min"`
+	// FirstHoldDown is the hold-down of a first failure after a quiet flap
+	// window: a single failure comes back after rise and this (default 1s,
+	// at most hold_down_min; equal to hold_down_min gives the former
+	// ladder 5, 10, 20 … s).
+	FirstHoldDown Duration `yaml:"first_hold_down"`
 	// FlapWindow: a failure within this long of the endpoint's last
 	// recovery is a repeated flap (the hold-down doubles); up this long
 	// since the last recovery forgets the flaps (default 60s; 1s..24h).

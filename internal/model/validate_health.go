@@ -215,6 +215,15 @@ func (v *validator) decision(d Decision) {
 	} else if d.HoldDownMin > holdDown {
 		v.add(p+".hold_down_min", "%s is longer than hold_down %s", d.HoldDownMin, holdDown)
 	}
+	holdDownMin := d.HoldDownMin
+	if holdDownMin == 0 {
+		holdDownMin = Duration(min(DefaultHoldDownMin, holdDown.D()))
+	}
+	if d.FirstHoldDown < 0 || (d.FirstHoldDown != 0 && d.FirstHoldDown.D() < 100*time.Millisecond) {
+		v.add(p+".first_hold_down", "%s is too short (at least 100ms; 0 = default %s)", d.FirstHoldDown, Duration(DefaultFirstHoldDown))
+	} else if d.FirstHoldDown > holdDownMin {
+		v.add(p+".first_hold_down", "%s is longer than hold_down_min %s", d.FirstHoldDown, holdDownMin)
+	}
 	if d.FlapWindow != 0 && (d.FlapWindow.D() < time.Second || d.FlapWindow.D() > 24*time.Hour) {
 		v.add(p+".flap_window", "%s is out of range (allowed 1s..24h; 0 = default %s)", d.FlapWindow, Duration(DefaultFlapWindow))
 	}
