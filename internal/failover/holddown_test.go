@@ -78,8 +78,10 @@ func TestHoldDown(t *testing.T) {
 			},
 		},
 		{
-			name:   "the hold-down is capped at hold_down_max",
-			params: func(p *Params) { p.HoldDown, p.HoldDownMax, p.HoldDownMin, p.FirstHoldDown = s(100), s(300), s(100), s(100) },
+			name: "the hold-down is capped at hold_down_max",
+			params: func(p *Params) {
+				p.HoldDown, p.HoldDownMax, p.HoldDownMin, p.FirstHoldDown = s(100), s(300), s(100), s(100)
+			},
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
 				{at: s(1), votes: eastUp, want: Down, held: s(101), failures: 1, reason: ReasonHoldDown},
