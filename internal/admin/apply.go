@@ -150,6 +150,16 @@ func (f forced) Endpoint(service, target string) engine.State {
 	return f.inner.Endpoint(service, target)
 }
 
+// Doubt implements engine.DoubtHealth: a forced-up endpoint is settled;
+// otherwise what the inner health says.
+func (f forced) Doubt(service, target string) bool {
+	if f.up[engine.NoteKey(service, target)] {
+		return false
+	}
+	dh, ok := f.inner.(engine.DoubtHealth)
+	return ok && dh.Doubt(service, target)
+}
+
 func (f forced) Cluster(name string) engine.State {
 	if f.up[engine.NoteKey("", name)] {
 		return engine.Up

@@ -75,7 +75,7 @@ func (a *App) startProbing(*serving.Loaded) error {
 	a.goBackground(func(ctx context.Context) { p.trust.Run(ctx, ring.DefaultTrustCheck) })
 	fm := a.followMetrics
 	p.follower = &follow.Follower{Pipeline: a.pipe, Ring: r, Logger: a.log, Metrics: fm,
-		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail}
+		Before: p.voter.AgentHeartbeats, FirstFail: p.voter.FirstFail, Reprobing: p.voter.Reprobing}
 	if a.decided != nil {
 		p.follower.Notifier = a.decided // every node decides; the writer notifies
 	}

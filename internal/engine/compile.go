@@ -695,6 +695,9 @@ type EndpointStatus struct {
 	// Capacity is the ready fraction the weight is drawn with (nil: the
 	// service is not capacity-aware). See DrawWeight and EffectiveWeight.
 	Capacity *CapacityState
+	// Doubt: answered but in doubt (DoubtHealth): answers carrying it get
+	// the service's doubt_ttl.
+	Doubt bool
 }
 
 // cand is one endpoint as a compile sees it.
@@ -707,6 +710,7 @@ type cand struct {
 	held      bool // drained or forced down: an operator's "not this one", never answered
 	rr        dns.RR
 	rrOpen    dns.RR // the same record with the fail-open TTL
+	rrDoubt   dns.RR // the same record with the doubt TTL, when in doubt (else nil)
 }
 
 // compileService compiles one service: its endpoints' records and status,
@@ -736,7 +740,7 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 // candidates records the status of each endpoint of ms in svc and returns
 // the endpoints as candidates with their records, by family.
 func (svc *service) candidates(ms *model.Service, clusters map[string]*model.Cluster, h Health, capa Capacity) (v4, v6, cn []cand) {
-	ttl, openTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL)
+	ttl, openTTL, doubtTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL), uint32(ms.DoubtTTL)
 	for i := range ms.Endpoints {
 		e := &ms.Endpoints[i]
 		st := endpointStatus(ms, e, clusters, h, capa)
@@ -749,23 +753,34 @@ func (svc *service) candidates(ms *model.Service, clusters map[string]*model.Clu
 		if ms.Strategy == model.StrategyRoundRobin {
 			x.weight = 1
 		}
+		dst := &v4
 		switch {
 		case e.CNAME != "":
 			x.rr = &dns.CNAME{Hdr: hdr(ms.Name, dns.TypeCNAME, ttl), Target: e.CNAME}
 			x.rrOpen = &dns.CNAME{Hdr: hdr(ms.Name, dns.TypeCNAME, openTTL), Target: e.CNAME}
-			cn = append(cn, x)
+			dst = &cn
 		default:
 			ip := netip.MustParseAddr(e.Address)
 			if ip.Is4() {
 				x.rr, x.rrOpen = svc.newA(ms.Name, ttl, ip), svc.newA(ms.Name, openTTL, ip)
-				v4 = append(v4, x)
 			} else {
 				x.rr, x.rrOpen = svc.newAAAA(ms.Name, ttl, ip), svc.newAAAA(ms.Name, openTTL, ip)
-				v6 = append(v6, x)
+				dst = &v6
 			}
 		}
+		if st.Doubt && doubtTTL < ttl {
+			x.rrDoubt = withTTL(x.rr, doubtTTL)
+		}
+		*dst = append(*dst, x)
 	}
 	return v4, v6, cn
+}
+
+// withTTL is a copy of rr with the TTL given.
+func withTTL(rr dns.RR, ttl uint32) dns.RR {
+	c := dns.Copy(rr)
+	c.Header().Ttl = ttl
+	return c
 }
 
 // poolBuilder builds the pools of a service's families (compileService).
@@ -934,16 +949,22 @@ func choose(cands []cand, chain []group, max int, noData bool) *pool {
 }
 
 func fromGroup(cands []cand, g group, max int, usable func(cand) bool, failOpen bool) *pool {
+	const noDoubt = ^uint32(0)
 	for _, zeroWeight := range []bool{false, true} {
 		var rrs []dns.RR
 		var weights []uint32
+		doubtTTL := noDoubt
 		for _, c := range cands {
 			if !g.has(c) || !usable(c) || (c.weight == 0) != zeroWeight {
 				continue
 			}
 			rr, w := c.rr, c.weight
-			if failOpen {
+			switch {
+			case failOpen:
 				rr = c.rrOpen
+			case c.rrDoubt != nil:
+				rr = c.rrDoubt
+				doubtTTL = min(doubtTTL, rr.Header().Ttl)
 			}
 			if zeroWeight {
 				w = 1
@@ -952,6 +973,15 @@ func fromGroup(cands []cand, g group, max int, usable func(cand) bool, failOpen 
 			weights = append(weights, w)
 		}
 		if len(rrs) > 0 {
+			if doubtTTL != noDoubt && max > 1 && len(rrs) > 1 {
+				// A reply carries several of these records: one RRset,
+				// one TTL (RFC 2181 5.2), the doubt's.
+				for i, rr := range rrs {
+					if rr.Header().Ttl != doubtTTL {
+						rrs[i] = withTTL(rr, doubtTTL)
+					}
+				}
+			}
 			return newPool(rrs, weights, max, failOpen)
 		}
 	}

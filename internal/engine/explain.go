@@ -97,6 +97,10 @@ type ExplainCandidate struct {
 	// weight × that fraction.
 	Capacity        *CapacityState `json:"capacity,omitempty"`
 	EffectiveWeight *float64       `json:"effective_weight,omitempty"`
+	// InDoubt: answered but not settled (a failed probe being re-checked,
+	// down votes short of a decision, a failure within the flap window):
+	// answers carrying it get the service's doubt_ttl.
+	InDoubt bool `json:"in_doubt,omitempty"`
 }
 
 // Explain tells what the snapshot answers for qname/qtype asked by client,
@@ -548,7 +552,7 @@ func (f *serviceFacts) poolGroup() {
 // pool's total weight.
 func (x *explainer) candidate(f *serviceFacts, ep *explained, total uint32, st *stickyRanking) ExplainCandidate {
 	ms, p := f.ms, f.p
-	ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained}
+	ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained, InDoubt: ep.st.Doubt}
 	ec.Note = ep.note
 	if cp := ep.st.Capacity; cp != nil {
 		c, eff := *cp, ep.st.EffectiveWeight()
@@ -605,6 +609,23 @@ func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRankin
 	default:
 		e.Picks = p.max
 		e.Notes = append(e.Notes, fmt.Sprintf("each reply carries %d of the %d kept records: the first drawn by share, each next by weight among the rest (TTL %d)", p.max, len(p.rrs), ttl))
+	}
+	if p.failOpen {
+		return
+	}
+	var doubted []string
+	for _, ep := range f.eps {
+		if ep.poolIdx >= 0 && ep.st.Doubt && ep.family == f.family {
+			doubted = append(doubted, ep.st.Target)
+		}
+	}
+	if len(doubted) > 0 && f.ms.DoubtTTL < f.ms.TTL {
+		how := "replies carrying it have TTL %d (doubt_ttl) instead of %d, so resolvers ask again soon"
+		if p.max > 1 && len(p.rrs) > 1 {
+			how = "every reply has TTL %d (doubt_ttl, one TTL per RRset) instead of %d, so resolvers ask again soon"
+		}
+		e.Notes = append(e.Notes, fmt.Sprintf("in doubt (a failed probe being re-checked, down votes short of a decision, or a failure within the flap window): %s; "+how,
+			strings.Join(doubted, ", "), f.ms.DoubtTTL, f.ms.TTL))
 	}
 }
 

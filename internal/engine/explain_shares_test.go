@@ -10,10 +10,10 @@ import (
 
 // TestExplainSharesAreTheSharesDrawn: the shares explain gives (and
 // `meridian simulate` prints, from the same explanation) are the shares
-// 20 000 lookups through the engine draw, within 1 point, for weighted,
+// 60 000 lookups through the engine draw, within 1 point, for weighted,
 // capacity-aware and geo services.
 func TestExplainSharesAreTheSharesDrawn(t *testing.T) {
-	const n = 20_000
+	const n = 60_000 // at least the 20 000 the issue asks; 1 point is then over 4 standard deviations of a 70% share, so the check does not flake
 	ex := explainSnapshot(t, nil, nil)
 	capa := compileCapacity(t, nil, fakeCapacity{"cap.example.test.|192.0.2.1": 20, "cap.example.test.|192.0.2.2": 100})
 	for _, tc := range []struct {

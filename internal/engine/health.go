@@ -34,6 +34,14 @@ type Health interface {
 	Cluster(name string) State
 }
 
+// DoubtHealth is implemented by a Health that knows which answered
+// endpoints are in doubt: a failed probe being re-checked, down votes
+// short of a decision, a failure within the flap window. Answers carrying
+// such an endpoint get the service's doubt_ttl (failover.Decision).
+type DoubtHealth interface {
+	Doubt(service, target string) bool
+}
+
 // NoHealth reports every endpoint and cluster as Unknown (so: up).
 type NoHealth struct{}
 

@@ -111,7 +111,7 @@ func (r *reuser) serviceAt(j int, ms *model.Service) *service {
 // compiled again). TestSameServiceSeesEveryField keeps it complete.
 func sameService(a, b *model.Service) bool {
 	return a.Name == b.Name && a.Strategy == b.Strategy && a.TTL == b.TTL && a.MaxAnswers == b.MaxAnswers &&
-		a.WhenAllDown == b.WhenAllDown && a.FailOpenTTL == b.FailOpenTTL && a.Sticky == b.Sticky &&
+		a.WhenAllDown == b.WhenAllDown && a.FailOpenTTL == b.FailOpenTTL && a.DoubtTTL == b.DoubtTTL && a.Sticky == b.Sticky &&
 		sameSlice(a.Endpoints, b.Endpoints) && a.HealthCheck == b.HealthCheck && a.Failover == b.Failover &&
 		a.Geo == b.Geo && a.Capacity == b.Capacity && a.Latency == b.Latency && a.MinHealthy == b.MinHealthy &&
 		a.MinHealthyFrom == b.MinHealthyFrom
@@ -138,7 +138,12 @@ func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*m
 		state = Down
 	}
 	forced := e.State == model.StateDown || c.State == model.StateDown
-	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Forced: forced, Capacity: capacityOf(ms, target, capa)}
+	doubt := false
+	if dh, ok := h.(DoubtHealth); ok && state != Down {
+		doubt = dh.Doubt(ms.Name, target)
+	}
+	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Forced: forced,
+		Capacity: capacityOf(ms, target, capa), Doubt: doubt}
 }
 
 // namesShareable reports whether the zones' owner names can start from

@@ -22,6 +22,9 @@ type Input struct {
 	Probers []Prober       // live ring members; votes of other probers do not count
 	Prev    *Decision      // the previous result; nil on the first call
 	Now     time.Time      // the time of this decision (votes are aged against it)
+	// Doubt reports the endpoints this node is re-probing after a failed
+	// probe (its own failure run, before any vote); nil: none.
+	Doubt func(vote.Subject) bool
 }
 
 // Decide computes the decided state of every endpoint and cluster of
@@ -31,7 +34,7 @@ type Input struct {
 // rules. Decide never modifies in.Prev.
 func Decide(in Input, p Params) *Decision {
 	p = p.withDefaults()
-	c := &calc{p: p, now: in.Now, prev: in.Prev}
+	c := &calc{p: p, now: in.Now, prev: in.Prev, doubt: in.Doubt}
 	d := &Decision{At: in.Now}
 	c.ring(in.Probers)
 	c.subjects(in.Desired, d)
@@ -53,9 +56,10 @@ func Decide(in Input, p Params) *Decision {
 
 // calc holds the working state of one Decide call.
 type calc struct {
-	p    Params
-	now  time.Time
-	prev *Decision
+	p     Params
+	now   time.Time
+	prev  *Decision
+	doubt func(vote.Subject) bool // Input.Doubt
 
 	probers  []Prober       // live, unique by name, sorted by name
 	region   []int          // region index of each prober

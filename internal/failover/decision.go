@@ -80,6 +80,12 @@ type EndpointState struct {
 	Cluster    string       // cluster that hosts the endpoint
 	State      State        // Unknown, Up or Down
 	BrakeSince time.Time    // non-zero while the brake holds a wanted removal (State stays as it was)
+	// Doubt: answered (not Down) but not settled: a fresh down vote short
+	// of a decision (the brake's hold included), a failure within the flap
+	// window (just recovered, or flapping), or this node re-probing it
+	// after a failed probe (Input.Doubt). Answers carrying it get the
+	// service's doubt_ttl, so that resolvers ask again soon.
+	Doubt bool
 	Timeline
 }
 
@@ -131,6 +137,13 @@ func (d *Decision) Endpoint(service, target string) engine.State {
 		return engine.Unknown
 	}
 	return d.endpointEngineState(i)
+}
+
+// Doubt implements engine.DoubtHealth: the endpoint is answered but in
+// doubt (EndpointState.Doubt).
+func (d *Decision) Doubt(service, target string) bool {
+	i, ok := d.endpointIndex(vote.EndpointSubject(service, target))
+	return ok && d.Endpoints[i].Doubt
 }
 
 // Cluster implements engine.Health: FailedOver is Down, a Ready monitored
@@ -187,6 +200,9 @@ func (d *Decision) SameStates(o *Decision) bool {
 		}
 		if (a.Cluster != b.Cluster || ownEngineState(a.State) != ownEngineState(b.State)) &&
 			d.endpointEngineState(i) != o.endpointEngineState(i) {
+			return false
+		}
+		if a.Doubt != b.Doubt {
 			return false
 		}
 	}

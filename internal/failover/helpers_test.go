@@ -65,6 +65,7 @@ type world struct {
 	probers []Prober
 	params  Params
 	prev    *Decision
+	doubt   func(vote.Subject) bool // Input.Doubt
 }
 
 func newWorld(t testing.TB, d *model.Desired) *world {
@@ -89,7 +90,7 @@ func (w *world) at(offset time.Duration, votes ...vote.Vote) *Decision {
 		}
 		vs[i] = v
 	}
-	w.prev = Decide(Input{Desired: w.desired, Votes: vs, Probers: w.probers, Prev: w.prev, Now: now}, w.params)
+	w.prev = Decide(Input{Desired: w.desired, Votes: vs, Probers: w.probers, Prev: w.prev, Now: now, Doubt: w.doubt}, w.params)
 	return w.prev
 }
 

@@ -40,9 +40,11 @@ func (c *calc) decideEndpoints(d *Decision) {
 			v := t.verdict(c.required)
 			if e.State == Down {
 				c.holdDown(e.Subject, &e.State, &e.Timeline, Up, k, t, v)
+				e.Doubt = e.State != Down // released now: a failure within the flap window
 				continue
 			}
 			c.forget(&e.Timeline)
+			e.Doubt = t.down > 0 || e.Failures > 0 || c.doubt != nil && c.doubt(e.Subject) // remove clears it
 			switch v {
 			case verdictUp:
 				e.BrakeSince = time.Time{}
@@ -119,7 +121,7 @@ func (c *calc) brake(d *Decision, pending []removal, healthy int) {
 }
 
 func (c *calc) remove(e *EndpointState, k int, reason string) {
-	e.BrakeSince, e.HeldUntil = time.Time{}, time.Time{}
+	e.BrakeSince, e.HeldUntil, e.Doubt = time.Time{}, time.Time{}, false
 	e.Failures++
 	c.move(e.Subject, &e.State, &e.Timeline, Down, reason, c.voters(k, true))
 }

@@ -50,6 +50,9 @@ type Follower struct {
 	// FirstFail gives this node's first failed probe of a subject in the
 	// current failure run, for meridian_failover_detection_seconds.
 	FirstFail func(vote.Subject) (time.Time, bool)
+	// Reprobing, when set, gives the endpoints this node is re-probing after
+	// a failed probe: answered, they are in doubt (failover.Input.Doubt).
+	Reprobing func() map[vote.Subject]bool
 	// Probers, when set, is told how many probers counted in each round.
 	Probers func(n int)
 	// Notifier, when set, is given every decided change worth a
@@ -115,7 +118,13 @@ func (f *Follower) Decide(now time.Time) *failover.Decision {
 	m := f.metrics()
 	t0 := time.Now()
 	params := failover.ParamsFrom(d)
-	dec := failover.Decide(failover.Input{Desired: d, Votes: f.Ring.Votes(), Probers: probers, Prev: st.Decision, Now: now}, params)
+	in := failover.Input{Desired: d, Votes: f.Ring.Votes(), Probers: probers, Prev: st.Decision, Now: now}
+	if f.Reprobing != nil {
+		if r := f.Reprobing(); len(r) > 0 {
+			in.Doubt = func(s vote.Subject) bool { return r[s] }
+		}
+	}
+	dec := failover.Decide(in, params)
 	m.decideSeconds.Observe(time.Since(t0).Seconds())
 	f.record(dec, now, params)
 	f.mu.Lock()
@@ -172,7 +181,11 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 	}
 	m.endpointState.Reset()
 	m.holdDown.Reset()
+	doubt := 0
 	for _, e := range d.Endpoints {
+		if e.Doubt {
+			doubt++
+		}
 		v := 1.0
 		if e.State == failover.Down {
 			v = 0
@@ -180,6 +193,7 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 		m.endpointState.WithLabelValues(e.Subject.Service, e.Subject.Target, e.Cluster).Set(v)
 		m.holdDown.WithLabelValues(e.Subject.Service, e.Subject.Target, e.Cluster).Set(e.HoldDown(p, e.State == failover.Down).Seconds())
 	}
+	m.doubt.Set(float64(doubt))
 	for _, c := range d.Clusters {
 		for _, st := range []failover.State{failover.Ready, failover.Unreachable, failover.FailedOver} {
 			v := 0.0
@@ -246,7 +260,7 @@ func (f *Follower) Report() report.HealthReport {
 		for _, e := range d.Endpoints {
 			eh := report.EndpointHealth{Service: e.Subject.Service, Target: e.Subject.Target, Cluster: e.Cluster, State: e.State.String(),
 				Admin: adminSt[e.Subject], Since: e.Since, Reason: e.Reason, Voters: e.Voters, Failures: e.Failures, Braked: e.Braked(), Votes: votes[e.Subject],
-				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds()}
+				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds(), InDoubt: e.Doubt}
 			if e.Held() {
 				t := e.HeldUntil
 				eh.HeldUntil = &t

@@ -20,6 +20,7 @@ type Metrics struct {
 	decideSeconds prometheus.Histogram
 	holdDown      *prometheus.GaugeVec
 	holds         prometheus.Histogram
+	doubt         prometheus.Gauge
 	latency       latencyMetrics // the latency view (latency.go)
 }
 
@@ -57,8 +58,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Length of each hold-down started (endpoints and clusters), by the adaptive ladder.",
 			Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 240, 300, 600},
 		}),
+		doubt: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "meridian_endpoints_in_doubt",
+			Help: "Answered endpoints in doubt (a failed probe being re-checked, down votes short of a decision, a failure within the flap window): answers carrying one get the service's doubt_ttl.",
+		}),
 	}
-	reg.MustRegister(m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds)
+	reg.MustRegister(m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds, m.doubt)
 	m.latency = newLatencyMetrics(reg)
 	return m
 }

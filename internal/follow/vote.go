@@ -60,8 +60,10 @@ func (v *Voter) askDownLocked(s vote.Subject) bool {
 func (v *Voter) OnResult(res health.Result) {
 	v.mu.Lock()
 	v.initLocked()
+	_, failing := v.firstFail[res.Subject]
+	runTurned := failing != (res.Err != nil) && !res.Subject.IsCluster() // a failure run starts or ends: the doubt changes
 	if res.Err != nil {
-		if _, ok := v.firstFail[res.Subject]; !ok {
+		if !failing {
 			v.firstFail[res.Subject] = res.At
 		}
 	} else {
@@ -70,6 +72,9 @@ func (v *Voter) OnResult(res health.Result) {
 	}
 	if res.Status == vote.Unknown {
 		v.mu.Unlock()
+		if runTurned && v.Poke != nil {
+			v.Poke()
+		}
 		return
 	}
 	prev, had := v.published[res.Subject]
@@ -88,6 +93,9 @@ func (v *Voter) OnResult(res health.Result) {
 		v.Ring.Confirm(res.Subject)
 	}
 	if !changed {
+		if runTurned && v.Poke != nil {
+			v.Poke() // decide again: answers carrying it get (or lose) the doubt TTL
+		}
 		return
 	}
 	v.Ring.Publish(res.Subject, res.Status, res.At)
@@ -124,6 +132,20 @@ func (v *Voter) OnSuspect(s vote.Subject) {
 	}
 	v.Logger.Debug("probe unanswered: asking other regions to confirm", "service", s.Service, "endpoint", s.Target)
 	v.Ring.Confirm(s)
+}
+
+// Reprobing returns the endpoints this node is re-probing after a failed
+// probe (a failure run that has not ended), for the decision's doubt.
+func (v *Voter) Reprobing() map[vote.Subject]bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[vote.Subject]bool, len(v.firstFail))
+	for s := range v.firstFail {
+		if !s.IsCluster() {
+			out[s] = true
+		}
+	}
+	return out
 }
 
 // FirstFail is this node's first failed probe of s in its current

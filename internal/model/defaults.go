@@ -212,6 +212,7 @@ func normalizeService(s *Service, zones map[string]bool, zoneTTL map[string]int,
 	s.MaxAnswers = orDefault(s.MaxAnswers, DefaultMaxAnswers)
 	s.WhenAllDown = orDefaultString(s.WhenAllDown, WhenAllDownFailOpen)
 	s.FailOpenTTL = min(orDefault(s.FailOpenTTL, DefaultFailOpenTTL), s.TTL)
+	s.DoubtTTL = min(orDefault(s.DoubtTTL, DefaultDoubtTTL), s.TTL)
 	s.Sticky = orDefaultString(s.Sticky, StickyOff)
 	s.Endpoints = slices.Clone(s.Endpoints)
 	for j := range s.Endpoints {

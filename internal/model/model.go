@@ -53,6 +53,7 @@ const (
 	DefaultMaxAnswers  = 1
 	MaxMaxAnswers      = 16
 	DefaultFailOpenTTL = 5
+	DefaultDoubtTTL    = 5      // TTL of answers carrying an endpoint in doubt
 	MaxTTL             = 604800 // one week
 	DefaultSOATTL      = 3600
 	DefaultNSTTL       = 3600
@@ -266,17 +267,22 @@ func (k *Kubernetes) StatusAnnotationEnabled() bool {
 
 // Service is a global service: one DNS name answered from endpoints in several clusters.
 type Service struct {
-	Name        string          `yaml:"name"`          // fully qualified name inside a zone (required)
-	Strategy    string          `yaml:"strategy"`      // weighted (default), failover, geo, roundrobin or latency
-	TTL         int             `yaml:"ttl"`           // answer TTL in seconds (default: the zone's ttl)
-	MaxAnswers  int             `yaml:"max_answers"`   // records per answer, 1..16 (default 1)
-	WhenAllDown string          `yaml:"when_all_down"` // fail-open (default) or nodata
-	FailOpenTTL int             `yaml:"fail_open_ttl"` // TTL of fail-open answers (default 5, at most ttl)
-	Sticky      string          `yaml:"sticky"`        // off (default) or subnet: each client /24 (/56) keeps its answer
-	Endpoints   []Endpoint      `yaml:"endpoints"`     // at least one
-	HealthCheck *Check          `yaml:"health_check"`  // how probers check each endpoint (default: not probed)
-	Failover    *FailoverPolicy `yaml:"failover"`      // only with strategy failover
-	Geo         *GeoPolicy      `yaml:"geo"`           // only with strategy geo
+	Name        string `yaml:"name"`          // fully qualified name inside a zone (required)
+	Strategy    string `yaml:"strategy"`      // weighted (default), failover, geo, roundrobin or latency
+	TTL         int    `yaml:"ttl"`           // answer TTL in seconds (default: the zone's ttl)
+	MaxAnswers  int    `yaml:"max_answers"`   // records per answer, 1..16 (default 1)
+	WhenAllDown string `yaml:"when_all_down"` // fail-open (default) or nodata
+	FailOpenTTL int    `yaml:"fail_open_ttl"` // TTL of fail-open answers (default 5, at most ttl)
+	// DoubtTTL is the TTL of answers that carry an endpoint in doubt (a
+	// failed probe being re-checked, down votes short of a decision, a
+	// failure within the flap window): resolvers ask again soon (default
+	// 5, at most ttl).
+	DoubtTTL    int             `yaml:"doubt_ttl"`
+	Sticky      string          `yaml:"sticky"`       // off (default) or subnet: each client /24 (/56) keeps its answer
+	Endpoints   []Endpoint      `yaml:"endpoints"`    // at least one
+	HealthCheck *Check          `yaml:"health_check"` // how probers check each endpoint (default: not probed)
+	Failover    *FailoverPolicy `yaml:"failover"`     // only with strategy failover
+	Geo         *GeoPolicy      `yaml:"geo"`          // only with strategy geo
 	// Capacity scales the weights by each endpoint's ready fraction (opt-in;
 	// default: off, the configured weights are drawn as they are).
 	Capacity *Capacity      `yaml:"capacity"`

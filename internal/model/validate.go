@@ -418,6 +418,9 @@ func (v *validator) serviceSettings(p string, s *Service) {
 	if !ttlInRange(s.FailOpenTTL) {
 		v.checkTTL(p+".fail_open_ttl", s.FailOpenTTL)
 	}
+	if !ttlInRange(s.DoubtTTL) {
+		v.checkTTL(p+".doubt_ttl", s.DoubtTTL)
+	}
 	if s.MaxAnswers < 0 || s.MaxAnswers > MaxMaxAnswers {
 		v.add(p+".max_answers", "%d is out of range (allowed 1..%d; 0 = default %d)", s.MaxAnswers, MaxMaxAnswers, DefaultMaxAnswers)
 	}

@@ -53,6 +53,9 @@ type EndpointHealth struct {
 	// the current one while it is down, the one a failure now would bring
 	// while it is up (the adaptive ladder of decision.hold_down_min).
 	HoldDownSeconds float64 `json:"hold_down_seconds,omitempty"`
+	// InDoubt: answered but not settled; answers carrying it get the
+	// service's doubt_ttl (failover.EndpointState.Doubt).
+	InDoubt bool `json:"in_doubt,omitempty"`
 }
 
 // ClusterHealth is one cluster.

@@ -1,0 +1,79 @@
+package failover
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/meridian-gslb/meridian/internal/engine"
+	"github.com/meridian-gslb/meridian/internal/vote"
+)
+
+func TestDoubt(t *testing.T) {
+	// One region's probers say down: short of the two regions a down
+	// verdict needs, so the endpoint stays up (and answered).
+	oneRegionDown := all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast),
+		says("west-1", vote.Up, ipEast, ipWest, ipEU), says("eu-1", vote.Up, ipEast, ipWest, ipEU),
+		says("east-1", vote.Up, ipWest, ipEU), says("east-2", vote.Up, ipWest, ipEU))
+	everyoneDown := all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Down, ipEast),
+		says("east-1", vote.Up, ipWest, ipEU), says("east-2", vote.Up, ipWest, ipEU), says("west-1", vote.Up, ipWest, ipEU), says("eu-1", vote.Up, ipWest, ipEU))
+	reprobing := func(s vote.Subject) bool { return s == vote.EndpointSubject(app, ipEast) }
+	type step struct {
+		at     int // seconds after t0
+		votes  []vote.Vote
+		state  State
+		doubt  bool
+		braked bool // two removals at once: the brake holds one (west), east goes
+	}
+	cases := []struct {
+		name  string
+		doubt func(vote.Subject) bool
+		steps []step
+	}{
+		{name: "every prober says up: no doubt", steps: []step{{0, everyoneUp(), Up, false, false}}},
+		{name: "down votes short of a decision put an answered endpoint in doubt", steps: []step{
+			{0, everyoneUp(), Up, false, false}, {1, oneRegionDown, Up, true, false}, {2, everyoneUp(), Up, false, false}}},
+		{name: "a down endpoint is not in doubt: it is not answered", steps: []step{
+			{0, everyoneUp(), Up, false, false}, {1, everyoneDown, Down, false, false}}},
+		{name: "a recovered endpoint stays in doubt for the flap window, then it is settled", steps: []step{
+			{0, everyoneUp(), Up, false, false}, {1, everyoneDown, Down, false, false}, {2, everyoneUp(), Down, false, false},
+			{3, everyoneUp(), Up, true, false}, {62, everyoneUp(), Up, true, false}, {63, everyoneUp(), Up, false, false}}},
+		{name: "this node re-probing it after a failed probe puts it in doubt before any vote", doubt: reprobing, steps: []step{
+			{0, everyoneUp(), Up, true, false}}},
+		{name: "a held removal (the brake) is in doubt: still answered", steps: []step{
+			{0, everyoneUp(), Up, false, false},
+			{1, all(says("east-1", vote.Down, ipEast, ipWest), says("east-2", vote.Down, ipEast, ipWest), says("west-1", vote.Down, ipEast, ipWest), says("eu-1", vote.Down, ipEast, ipWest),
+				says("east-1", vote.Up, ipEU), says("east-2", vote.Up, ipEU), says("west-1", vote.Up, ipEU), says("eu-1", vote.Up, ipEU)), Down, true, true}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, fixture(t))
+			w.doubt = tc.doubt
+			for _, st := range tc.steps {
+				d := w.at(s(st.at), st.votes...)
+				e := endpoint(t, d, ipEast)
+				assert.Equal(t, st.state, e.State, "at %ds", st.at)
+				if st.braked { // the brake let east go: west is held, still answered
+					e = endpoint(t, d, ipWest)
+					require.True(t, e.Braked(), "at %ds: one of the two removals is held", st.at)
+				}
+				assert.Equal(t, st.doubt, e.Doubt, "at %ds: %s in doubt", st.at, e.Subject.Target)
+				assert.Equal(t, st.doubt, d.Doubt(app, e.Subject.Target), "Decision.Doubt agrees")
+			}
+		})
+	}
+}
+
+func TestAChangeOfDoubtIsAChangeOfState(t *testing.T) {
+	w := newWorld(t, fixture(t))
+	a := w.at(0, everyoneUp()...)
+	w.doubt = func(s vote.Subject) bool { return s == vote.EndpointSubject(app, ipEast) }
+	b := w.at(s(1), everyoneUp()...)
+	assert.False(t, a.SameStates(b), "the engine must recompile: the answer's TTL changes")
+	assert.True(t, b.StatesChanged)
+	changed, ok := b.ChangedSince(a)
+	require.True(t, ok)
+	assert.Equal(t, map[string]bool{app: true}, changed)
+	var _ engine.DoubtHealth = b
+}
