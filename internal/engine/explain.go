@@ -610,6 +610,14 @@ func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRankin
 		e.Picks = p.max
 		e.Notes = append(e.Notes, fmt.Sprintf("each reply carries %d of the %d kept records: the first drawn by share, each next by weight among the rest (TTL %d)", p.max, len(p.rrs), ttl))
 	}
+	if p.fb != nil {
+		var fbs []string
+		for i, rr := range p.fb.rrs {
+			fbs = append(fbs, rrData(rr)+" ("+p.fb.owner[i]+")")
+		}
+		e.Notes = append(e.Notes, "fallback_answer: each reply also carries, second, one available address of another cluster than the first's, drawn by weight from the first group that has one: "+
+			strings.Join(fbs, ", ")+"; a client whose first address refuses connections moves to it without asking DNS again")
+	}
 	if p.failOpen {
 		return
 	}

@@ -20,6 +20,9 @@ type pool struct {
 	// holds each record's identity hash.
 	sticky bool
 	ids    []uint64
+	// fb: each reply also carries a fallback address (fallback.go); nil
+	// without services[].fallback_answer.
+	fb *fallback
 }
 
 func newPool(rrs []dns.RR, weights []uint32, max int, failOpen bool) *pool {
@@ -45,6 +48,9 @@ func (p *pool) total() uint32 {
 // draw appends the picked records to dst. It does not allocate when dst has
 // spare capacity for max records.
 func (p *pool) draw(dst []dns.RR) []dns.RR {
+	if p.fb != nil {
+		return p.drawWithFallback(dst)
+	}
 	n := len(p.rrs)
 	switch {
 	case n == 0:

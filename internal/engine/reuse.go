@@ -111,7 +111,7 @@ func (r *reuser) serviceAt(j int, ms *model.Service) *service {
 // compiled again). TestSameServiceSeesEveryField keeps it complete.
 func sameService(a, b *model.Service) bool {
 	return a.Name == b.Name && a.Strategy == b.Strategy && a.TTL == b.TTL && a.MaxAnswers == b.MaxAnswers &&
-		a.WhenAllDown == b.WhenAllDown && a.FailOpenTTL == b.FailOpenTTL && a.DoubtTTL == b.DoubtTTL && a.Sticky == b.Sticky &&
+		a.WhenAllDown == b.WhenAllDown && a.FailOpenTTL == b.FailOpenTTL && a.DoubtTTL == b.DoubtTTL && a.FallbackAnswer == b.FallbackAnswer && a.Sticky == b.Sticky &&
 		sameSlice(a.Endpoints, b.Endpoints) && a.HealthCheck == b.HealthCheck && a.Failover == b.Failover &&
 		a.Geo == b.Geo && a.Capacity == b.Capacity && a.Latency == b.Latency && a.MinHealthy == b.MinHealthy &&
 		a.MinHealthyFrom == b.MinHealthyFrom

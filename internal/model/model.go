@@ -277,12 +277,17 @@ type Service struct {
 	// failed probe being re-checked, down votes short of a decision, a
 	// failure within the flap window): resolvers ask again soon (default
 	// 5, at most ttl).
-	DoubtTTL    int             `yaml:"doubt_ttl"`
-	Sticky      string          `yaml:"sticky"`       // off (default) or subnet: each client /24 (/56) keeps its answer
-	Endpoints   []Endpoint      `yaml:"endpoints"`    // at least one
-	HealthCheck *Check          `yaml:"health_check"` // how probers check each endpoint (default: not probed)
-	Failover    *FailoverPolicy `yaml:"failover"`     // only with strategy failover
-	Geo         *GeoPolicy      `yaml:"geo"`          // only with strategy geo
+	DoubtTTL int `yaml:"doubt_ttl"`
+	// FallbackAnswer: each reply carries the weighted pick first and one
+	// healthy address from another cluster second, for clients that try
+	// the next address when a connection is refused (default false: see
+	// ADR 0019; one record per reply only, not with sticky: subnet).
+	FallbackAnswer bool            `yaml:"fallback_answer"`
+	Sticky         string          `yaml:"sticky"`       // off (default) or subnet: each client /24 (/56) keeps its answer
+	Endpoints      []Endpoint      `yaml:"endpoints"`    // at least one
+	HealthCheck    *Check          `yaml:"health_check"` // how probers check each endpoint (default: not probed)
+	Failover       *FailoverPolicy `yaml:"failover"`     // only with strategy failover
+	Geo            *GeoPolicy      `yaml:"geo"`          // only with strategy geo
 	// Capacity scales the weights by each endpoint's ready fraction (opt-in;
 	// default: off, the configured weights are drawn as they are).
 	Capacity *Capacity      `yaml:"capacity"`

@@ -424,6 +424,14 @@ func (v *validator) serviceSettings(p string, s *Service) {
 	if s.MaxAnswers < 0 || s.MaxAnswers > MaxMaxAnswers {
 		v.add(p+".max_answers", "%d is out of range (allowed 1..%d; 0 = default %d)", s.MaxAnswers, MaxMaxAnswers, DefaultMaxAnswers)
 	}
+	if s.FallbackAnswer {
+		if s.MaxAnswers > 1 {
+			v.add(p+".fallback_answer", "needs one record per reply (max_answers 1; it is %d): a reply of several records already lets clients fall back", s.MaxAnswers)
+		}
+		if s.Sticky == StickySubnet {
+			v.add(p+".fallback_answer", "does not combine with sticky: subnet (a sticky answer ranks its records per network)")
+		}
+	}
 	if whenAllDown := []string{WhenAllDownFailOpen, WhenAllDownNoData}; !oneOf(s.WhenAllDown, whenAllDown) {
 		v.checkOneOf(p+".when_all_down", s.WhenAllDown, whenAllDown)
 	}
