@@ -52,11 +52,19 @@ type params struct {
 	Pdns         string        // pdns_server binary (default: from PATH, installed when missing)
 	Out          string        // result path without extension (default bench/results/failover)
 	KeepTmp      bool          // keep the temporary directory
+
+	// The clients scenario (clients.go).
+	Resolvers    int           // Unbound resolvers per server, each its own cache (default 4)
+	GoClients    int           // Go HTTP clients per resolver and name (default 2)
+	CurlClients  bool          // one curl client per name (default true; needs root for unshare --mount)
+	ClientPeriod time.Duration // a Go client's request period (default 100ms)
+	CurlPeriod   time.Duration // the curl client's request period (default 250ms)
+	ClientWindow time.Duration // kill → restart: the window whose failed requests count (default 60s)
 }
 
 var (
 	allServers   = []string{"pdns", "meridian", "meridian-ring"}
-	allScenarios = []string{"kill", "blackhole", "flap", "loss"}
+	allScenarios = []string{"kill", "blackhole", "flap", "loss", "clients"}
 )
 
 // Port offsets from BasePort (the backends' HTTP port).
@@ -90,6 +98,12 @@ func loadParams() (params, error) {
 		Pdns:         os.Getenv("PDNS_SERVER"),
 		Out:          os.Getenv("BENCH_FAILOVER_OUT"),
 		KeepTmp:      getb("BENCH_FAILOVER_KEEP_TMP", false),
+		Resolvers:    geti("BENCH_FAILOVER_RESOLVERS", 4, 1, 9),
+		GoClients:    geti("BENCH_FAILOVER_GO_CLIENTS", 2, 1, 20),
+		CurlClients:  getb("BENCH_FAILOVER_CURL", os.Geteuid() == 0),
+		ClientPeriod: getd("BENCH_FAILOVER_CLIENT_PERIOD", 100*time.Millisecond, 10*time.Millisecond),
+		CurlPeriod:   getd("BENCH_FAILOVER_CURL_PERIOD", 250*time.Millisecond, 50*time.Millisecond),
+		ClientWindow: getd("BENCH_FAILOVER_CLIENT_WINDOW", 60*time.Second, 5*time.Second),
 	}
 	if len(p.Servers) == 0 {
 		env.Add(errors.New("BENCH_FAILOVER_SERVERS: no server"))
@@ -114,6 +128,10 @@ type bench struct {
 	mnodes   []*mnode
 	gen      int // Meridian restarts, for fresh state directories
 	res      *results
+
+	unboundBin    string
+	resolvers     []*resolver // the clients scenario's Unbound
+	shareResolver *resolver
 }
 
 func (b *bench) has(server string) bool { return slices.Contains(b.p.Servers, server) }
@@ -309,6 +327,12 @@ func (b *bench) stopAll() {
 	}
 	b.pdns.stop(10 * time.Second)
 	b.pdns = nil
+	for _, r := range append(slices.Clone(b.resolvers), b.shareResolver) {
+		if r != nil && r.proc != nil {
+			r.proc.stop(5 * time.Second)
+			r.proc = nil
+		}
+	}
 	for _, be := range b.backends {
 		be.kill()
 	}

@@ -27,6 +27,7 @@ type results struct {
 	Summary         map[string]map[string]summary `json:"summary,omitempty"` // "kill out" → server → median/max
 	Flap            *flapResult                   `json:"flap,omitempty"`
 	Loss            *lossResult                   `json:"loss,omitempty"`
+	Clients         *clientsResult                `json:"clients,omitempty"`
 	Error           string                        `json:"error,omitempty"`
 }
 
@@ -138,6 +139,7 @@ func (r *results) text() string {
 		}
 		s.WriteString("\n")
 	}
+	r.writeClients(&s)
 	if r.Error != "" {
 		fmt.Fprintf(&s, "\n**FAILED**: %s\n", r.Error)
 	}
@@ -286,6 +288,14 @@ func (p params) settings() map[string]string {
 	}
 	if slices.Contains(p.Scenarios, "loss") {
 		m["loss"] = fmt.Sprintf("both backends hold %d %% of requests unanswered for %v (application-level loss: each lost request is a failed check); changes counted until %v after", p.LossPercent, p.LossFor, p.Tail)
+	}
+	if slices.Contains(p.Scenarios, "clients") {
+		curl := "no curl clients"
+		if p.CurlClients {
+			curl = fmt.Sprintf("one curl per name every %v (glibc's stub resolver, a private mount of /etc/resolv.conf)", p.CurlPeriod)
+		}
+		m["clients"] = fmt.Sprintf("%d Unbound resolvers per server (defaults, each its own cache), %d Go clients per resolver and name every %v (a new connection each, the standard dialer trying every address in order, 2 s per request), %s; the clients of each resolver start after a random 0–30 s (their caches expire at different times), backend A is killed 32–37 s after the first, restarted %v later; %d trials",
+			p.Resolvers, p.GoClients, p.ClientPeriod, curl, p.ClientWindow, p.Trials)
 	}
 	return m
 }

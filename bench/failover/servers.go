@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -157,7 +158,7 @@ $TTL 30
 @    3600 IN NS  ns1.%[1]s.
 ns1  3600 IN A   127.0.0.1
 svc    5 IN LUA A "ifurlup('http://%[2]s:%[3]d/healthz', {%[4]s}, {selector='all'})"
-`, zone, svcName, port, strings.Join(quoted, ", "))
+%[5]s`, zone, svcName, port, strings.Join(quoted, ", "), pdnsClientRecords(port, backends))
 }
 
 // findPdns returns the pdns_server binary, installing pdns-server and
@@ -311,6 +312,9 @@ ring:
 		svcName, len(b.backends), b.p.BasePort)
 	for _, be := range b.backends {
 		fmt.Fprintf(&s, "      - {address: %s, cluster: site-%s}\n", be.addr.Addr(), strings.ToLower(be.name))
+	}
+	if slices.Contains(b.p.Scenarios, "clients") && n.name == "meridian" {
+		s.WriteString(b.meridianClientServices())
 	}
 	return s.String()
 }

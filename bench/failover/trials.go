@@ -39,6 +39,12 @@ func (b *bench) trials(ctx context.Context) error {
 				return fmt.Errorf("loss: %w", err)
 			}
 			b.res.Loss = r
+		case "clients":
+			r, err := b.clients(ctx)
+			b.res.Clients = r
+			if err != nil {
+				return fmt.Errorf("clients: %w", err)
+			}
 		}
 	}
 	return nil

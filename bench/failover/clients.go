@@ -1,0 +1,627 @@
+package main
+
+// The "clients" scenario: failover as users see it (issue 35). Clients
+// resolve through real Unbound resolvers (each with its own cache, at
+// Unbound's defaults: rrset-roundrobin included) and connect as users do:
+// a Go HTTP client with the standard library's dialer, which tries every
+// address of an answer in order, and curl, whose glibc stub is pointed at
+// a resolver through a private mount of /etc/resolv.conf. Under steady load
+// a backend is killed; what counts is the share of failed HTTP requests
+// over the window after the kill, the time until no request fails, and,
+// once the backend is restarted, the time until it gets traffic again.
+// PowerDNS and Meridian are measured in the same run, at their defaults
+// (PowerDNS: ifurlup's default selector, one random up address; Meridian:
+// one weighted address), with TTL 30 s and 5 s, and Meridian with
+// fallback_answer on.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/meridian-gslb/meridian/bench/internal/benchenv"
+)
+
+// clientName is one name the clients ask for and what serves it.
+type clientName struct {
+	Server string // pdns or meridian
+	Label  string // web, web5, webfb: the owner name under the zone
+	TTL    int
+	Note   string // what differs
+}
+
+func (c clientName) fqdn() string { return c.Label + "." + zone }
+func (c clientName) key() string  { return c.Server + "/" + c.Label }
+
+// clientNames are the names of the scenario: every server at its defaults
+// with TTL 30 and 5; Meridian with fallback_answer as well.
+var clientNames = []clientName{
+	{"pdns", "web", 30, "ifurlup, default selector (one random up address)"},
+	{"pdns", "web5", 5, "the same, TTL 5"},
+	{"meridian", "web", 30, "weighted 50/50, one address (default)"},
+	{"meridian", "web5", 5, "the same, TTL 5"},
+	{"meridian", "webfb", 30, "fallback_answer: the pick, then the other cluster's address"},
+}
+
+// Share names: Meridian services of 70/30 weights, with and without the
+// fallback, to measure what the fallback costs the shares behind a
+// rotating resolver.
+const (
+	shareName   = "share." + zone
+	shareFBName = "sharefb." + zone
+)
+
+// pdnsClientRecords are the LUA records of the scenario's PowerDNS names
+// (ifurlup at its defaults).
+func pdnsClientRecords(port int, backends []string) string {
+	quoted := make([]string, len(backends))
+	for i, a := range backends {
+		quoted[i] = "'" + a + "'"
+	}
+	var s strings.Builder
+	for _, c := range clientNames {
+		if c.Server == "pdns" {
+			fmt.Fprintf(&s, "%-6s %d IN LUA A \"ifurlup('http://%s:%d/healthz', {%s})\"\n", c.Label, c.TTL, c.fqdn(), port, strings.Join(quoted, ", "))
+		}
+	}
+	return s.String()
+}
+
+// meridianClientServices are the scenario's Meridian services (appended to
+// the node's config).
+func (b *bench) meridianClientServices() string {
+	var s strings.Builder
+	svc := func(name string, ttl int, fallback bool, weights []int) {
+		fmt.Fprintf(&s, "  - name: %s\n    ttl: %d\n    fallback_answer: %v\n    health_check: {kind: http, port: %d, path: /healthz}\n    endpoints:\n", name, ttl, fallback, b.p.BasePort)
+		for i, be := range b.backends {
+			fmt.Fprintf(&s, "      - {address: %s, cluster: site-%s, weight: %d}\n", be.addr.Addr(), strings.ToLower(be.name), weights[i%len(weights)])
+		}
+	}
+	for _, c := range clientNames {
+		if c.Server == "meridian" {
+			svc(c.fqdn(), c.TTL, c.Label == "webfb", []int{100})
+		}
+	}
+	svc(shareName, 30, false, []int{70, 30})
+	svc(shareFBName, 30, true, []int{70, 30})
+	return s.String()
+}
+
+// ------------------------------------------------------------- resolvers ----
+
+// resolver is one Unbound: its own cache, listening on its own loopback
+// address, port 53 (so that a resolv.conf can name it).
+type resolver struct {
+	Server string // whose zone it sends queries to
+	Addr   string // ip (port 53)
+	conf   string
+	proc   *proc
+}
+
+// resolverAddr is the address of resolver k of a server: 127.0.0.7x for
+// PowerDNS, 127.0.0.8x for Meridian.
+func resolverAddr(server string, k int) string {
+	base := 70
+	if server == "meridian" {
+		base = 80
+	}
+	return fmt.Sprintf("127.0.0.%d", base+k)
+}
+
+// startResolvers writes the configs of R Unbound per server (and one
+// without a cache for the share measurement).
+func (b *bench) startResolvers() error {
+	bin, err := exec.LookPath("unbound")
+	if err != nil {
+		bin = "/usr/sbin/unbound"
+		if _, err := os.Stat(bin); err != nil {
+			return errors.New("unbound not found: apt-get install unbound (make e2e installs it)")
+		}
+	}
+	b.unboundBin = bin
+	upstream := map[string]string{"pdns": b.addr(portPdns), "meridian": b.addr(portMeridian)}
+	for _, server := range []string{"pdns", "meridian"} {
+		for k := range b.p.Resolvers {
+			b.resolvers = append(b.resolvers, &resolver{Server: server, Addr: resolverAddr(server, k)})
+		}
+	}
+	// The share resolver: Meridian's, no cache (every query asks Meridian
+	// and the answer is rotated as the others rotate theirs).
+	b.shareResolver = &resolver{Server: "meridian", Addr: "127.0.0.89"}
+	for i, r := range append(slices.Clone(b.resolvers), b.shareResolver) {
+		dir := filepath.Join(b.tmp, fmt.Sprintf("unbound-%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		extra := ""
+		if r == b.shareResolver {
+			extra = "  cache-max-ttl: 0\n  cache-max-negative-ttl: 0\n"
+		}
+		up := upstream[r.Server]
+		host, port, _ := net.SplitHostPort(up)
+		r.conf = filepath.Join(dir, "unbound.conf")
+		conf := fmt.Sprintf(`server:
+  interface: %[1]s@53
+  port: 53
+  do-ip6: no
+  access-control: 127.0.0.0/8 allow
+  do-not-query-localhost: no
+  username: ""
+  chroot: ""
+  directory: "%[2]s"
+  pidfile: "%[2]s/unbound.pid"
+  use-syslog: no
+  logfile: ""
+  verbosity: 0
+  module-config: "iterator"
+  qname-minimisation: no
+  local-zone: "test." nodefault
+%[5]sstub-zone:
+  name: "%[6]s"
+  stub-addr: %[3]s@%[4]s
+`, r.Addr, dir, host, port, extra, zone)
+		if err := os.WriteFile(r.conf, []byte(conf), 0o644); err != nil {
+			return err
+		}
+		if err := portFree(r.Addr+":53", true); err != nil {
+			return err
+		}
+	}
+	return nil // each trial starts them (restartResolvers), once the servers are ready
+}
+
+// restartResolvers starts every Unbound afresh (empty caches) and waits
+// until each answers.
+func (b *bench) restartResolvers(ctx context.Context) error {
+	all := append(slices.Clone(b.resolvers), b.shareResolver)
+	var ps []*proc
+	for _, r := range all {
+		ps = append(ps, r.proc)
+		r.proc = nil
+	}
+	stopProcs(5*time.Second, ps...)
+	for i, r := range all {
+		p, err := startProc(fmt.Sprintf("unbound-%s-%d", r.Server, i), filepath.Join(b.tmp, fmt.Sprintf("unbound-%d.log", i)), b.unboundBin, "-d", "-c", r.conf)
+		if err != nil {
+			return err
+		}
+		r.proc = p
+	}
+	c := &dns.Client{Timeout: time.Second}
+	for _, r := range all {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			m := new(dns.Msg)
+			m.SetQuestion("web."+zone+".", dns.TypeA)
+			if in, _, err := c.ExchangeContext(ctx, m, r.Addr+":53"); err == nil && in.Rcode != dns.RcodeServerFailure {
+				break
+			}
+			if err := r.proc.alive(); err != nil {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("unbound on %s:53 does not answer after 20 s; log:\n%s", r.Addr, tail(r.proc.logPath, 20))
+			}
+			if err := benchenv.Sleep(ctx, 200*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	// Start from empty caches: the readiness queries above cached web.
+	stopProcs(5*time.Second, func() []*proc {
+		var out []*proc
+		for _, r := range all {
+			out = append(out, r.proc)
+		}
+		return out
+	}()...)
+	for i, r := range all {
+		p, err := startProc(fmt.Sprintf("unbound-%s-%d", r.Server, i), filepath.Join(b.tmp, fmt.Sprintf("unbound-%d.log", i)), b.unboundBin, "-d", "-c", r.conf)
+		if err != nil {
+			return err
+		}
+		r.proc = p
+	}
+	return benchenv.Sleep(ctx, time.Second)
+}
+
+// --------------------------------------------------------------- clients ----
+
+// request is one HTTP request of a client: when, whether it succeeded and
+// which backend answered.
+type request struct {
+	At      time.Time
+	OK      bool
+	Backend string // remote IP that answered ("" on failure)
+}
+
+// clientLog collects the requests of every client, per name.
+type clientLog struct {
+	mu   sync.Mutex
+	reqs map[string][]request // clientName.key() -> requests
+}
+
+func (l *clientLog) add(key string, r request) {
+	l.mu.Lock()
+	l.reqs[key] = append(l.reqs[key], r)
+	l.mu.Unlock()
+}
+
+func (l *clientLog) since(key string, from time.Time) []request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []request
+	for _, r := range l.reqs[key] {
+		if !r.At.Before(from) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// goClient makes requests for name through resolver addr every period:
+// a fresh connection each time (a new user), the standard dialer trying
+// every address of the answer in order, 2 s per request.
+func (b *bench) goClient(ctx context.Context, c clientName, resolverIP string, log *clientLog) {
+	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, resolverIP+":53")
+	}}
+	dialer := &net.Dialer{Resolver: res, Timeout: 2 * time.Second}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: dialer.DialContext}
+	hc := &http.Client{Transport: tr, Timeout: 2 * time.Second}
+	url := fmt.Sprintf("http://%s:%d/healthz", c.fqdn(), b.p.BasePort)
+	tick := time.NewTicker(b.p.ClientPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r := request{At: time.Now()}
+		var remote string
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req = req.WithContext(withRemote(req.Context(), &remote))
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			r.OK, r.Backend = resp.StatusCode == http.StatusOK, remote
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.add(c.key(), r)
+	}
+}
+
+// curlClient is goClient with curl: glibc's stub resolver reads a
+// resolv.conf naming the resolver (a private mount namespace per request).
+func (b *bench) curlClient(ctx context.Context, c clientName, resolverIP string, log *clientLog) {
+	rc := filepath.Join(b.tmp, "resolv-"+resolverIP+".conf")
+	os.WriteFile(rc, []byte("nameserver "+resolverIP+"\noptions timeout:1 attempts:1\n"), 0o644)
+	url := fmt.Sprintf("http://%s:%d/healthz", c.fqdn(), b.p.BasePort)
+	script := fmt.Sprintf("mount --bind %s /etc/resolv.conf && exec curl -s -o /dev/null --max-time 2 -w '%%{http_code} %%{remote_ip}' %s", rc, url)
+	tick := time.NewTicker(b.p.CurlPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r := request{At: time.Now()}
+		out, _ := exec.CommandContext(ctx, "unshare", "--mount", "sh", "-c", script).Output()
+		if ctx.Err() != nil {
+			return
+		}
+		if f := strings.Fields(string(out)); len(f) == 2 && f[0] == "200" {
+			r.OK, r.Backend = true, f[1]
+		}
+		log.add(c.key()+"/curl", r)
+	}
+}
+
+// ------------------------------------------------------------- the trial ----
+
+// clientGroup is one name's figures in one trial.
+type clientGroup struct {
+	Requests      int     `json:"requests"`        // in the window after the kill
+	Failed        int     `json:"failed"`          // of those
+	FailedPct     float64 `json:"failed_pct"`      // Failed / Requests
+	UntilNoneFail float64 `json:"until_no_fail_s"` // kill → the last failed request (0: none failed)
+	Back          float64 `json:"back_s"`          // restart → the first request the restarted backend answered
+	BackTimedOut  bool    `json:"back_timed_out,omitempty"`
+	CurlRequests  int     `json:"curl_requests"`
+	CurlFailed    int     `json:"curl_failed"`
+}
+
+// clientsTrial is one kill of the scenario.
+type clientsTrial struct {
+	Backend string                 `json:"backend"`
+	Groups  map[string]clientGroup `json:"groups"` // clientName.key()
+}
+
+// clientsResult is the scenario's result.
+type clientsResult struct {
+	Trials []clientsTrial `json:"trials"`
+	// Shares: first-address shares of the 70/30 services through a
+	// rotating Unbound without a cache, with and without the fallback.
+	Shares map[string]map[string]float64 `json:"shares"`
+}
+
+func (b *bench) clients(ctx context.Context) (*clientsResult, error) {
+	if err := b.startResolvers(); err != nil {
+		return nil, err
+	}
+	res := &clientsResult{Shares: map[string]map[string]float64{}}
+	for k := range b.p.Trials {
+		tr, err := b.clientsTrial(ctx, k)
+		if err != nil {
+			return res, fmt.Errorf("trial %d: %w", k+1, err)
+		}
+		res.Trials = append(res.Trials, tr)
+	}
+	for _, name := range []string{shareName, shareFBName} {
+		s, err := b.firstShares(ctx, name, 4000)
+		if err != nil {
+			return res, err
+		}
+		res.Shares[name] = s
+		logf("clients: first-address shares of %s (70/30) through a rotating Unbound: %v", name, s)
+	}
+	return res, nil
+}
+
+// firstShares asks the share resolver n times and returns the share of
+// each address in the first place of the answers.
+func (b *bench) firstShares(ctx context.Context, name string, n int) (map[string]float64, error) {
+	c := &dns.Client{Timeout: time.Second}
+	count, total := map[string]int{}, 0
+	for range n {
+		m := new(dns.Msg)
+		m.SetQuestion(name+".", dns.TypeA)
+		in, _, err := c.ExchangeContext(ctx, m, b.shareResolver.Addr+":53")
+		if err != nil {
+			return nil, fmt.Errorf("share query %s: %w", name, err)
+		}
+		for _, rr := range in.Answer {
+			if a, ok := rr.(*dns.A); ok {
+				count[a.A.String()]++
+				total++
+				break
+			}
+		}
+	}
+	out := map[string]float64{}
+	for a, k := range count {
+		out[a] = 100 * float64(k) / float64(total)
+	}
+	return out, nil
+}
+
+func (b *bench) clientsTrial(ctx context.Context, k int) (clientsTrial, error) {
+	be := b.backends[0] // A: the same backend every trial, so that trials compare
+	tr := clientsTrial{Backend: be.name, Groups: map[string]clientGroup{}}
+	logf("clients %d/%d: restarting Meridian and the resolvers, waiting until ready", k+1, b.p.Trials)
+	if err := b.ready(ctx); err != nil {
+		return tr, err
+	}
+	if err := b.restartResolvers(ctx); err != nil {
+		return tr, err
+	}
+	log := &clientLog{reqs: map[string][]request{}}
+	cctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	// Each resolver's clients start after a random part of a 30 s TTL, so
+	// that the resolvers' caches expire at different times, as they do for
+	// resolvers that serve different users.
+	start := map[string]time.Duration{}
+	for _, r := range b.resolvers {
+		start[r.Addr] = rand.N(30 * time.Second)
+	}
+	for _, c := range clientNames {
+		if !b.has(c.Server) {
+			continue
+		}
+		for _, r := range b.resolvers {
+			if r.Server != c.Server {
+				continue
+			}
+			for range b.p.GoClients {
+				wg.Go(func() {
+					if benchenv.Sleep(cctx, start[r.Addr]) == nil {
+						b.goClient(cctx, c, r.Addr, log)
+					}
+				})
+			}
+		}
+		if b.p.CurlClients {
+			r := resolverAddr(c.Server, 0)
+			wg.Go(func() { b.curlClient(cctx, c, r, log) })
+		}
+	}
+	defer func() { stop(); wg.Wait() }()
+	// Every client runs by 30 s; the kill falls anywhere in the resolvers'
+	// cache lifetimes.
+	warm := 32*time.Second + rand.N(5*time.Second)
+	if err := benchenv.Sleep(ctx, warm); err != nil {
+		return tr, err
+	}
+	t0 := time.Now()
+	be.kill()
+	if err := benchenv.Sleep(ctx, b.p.ClientWindow); err != nil {
+		return tr, err
+	}
+	t1 := time.Now()
+	if err := be.start(); err != nil {
+		return tr, err
+	}
+	// Wait until every name has sent a request the restarted backend
+	// answered, or the bound.
+	back := map[string]float64{}
+	deadline := t1.Add(b.p.BackTimeout)
+	for {
+		for _, c := range clientNames {
+			if !b.has(c.Server) {
+				continue
+			}
+			if _, done := back[c.key()]; done {
+				continue
+			}
+			for _, r := range log.since(c.key(), t1) {
+				if r.OK && r.Backend == be.addr.Addr().String() {
+					back[c.key()] = r.At.Sub(t1).Seconds()
+					break
+				}
+			}
+		}
+		if len(back) == countServers(b) || time.Now().After(deadline) {
+			break
+		}
+		if err := benchenv.Sleep(ctx, 250*time.Millisecond); err != nil {
+			return tr, err
+		}
+		if err := b.alive(); err != nil {
+			return tr, err
+		}
+	}
+	stop()
+	wg.Wait()
+	for _, c := range clientNames {
+		if !b.has(c.Server) {
+			continue
+		}
+		g := clientGroup{}
+		reqs := append(log.since(c.key(), t0), log.since(c.key()+"/curl", t0)...)
+		for _, r := range reqs {
+			if r.At.After(t1) {
+				continue
+			}
+			g.Requests++
+			if !r.OK {
+				g.Failed++
+				g.UntilNoneFail = max(g.UntilNoneFail, r.At.Sub(t0).Seconds())
+			}
+		}
+		for _, r := range log.since(c.key()+"/curl", t0) {
+			if r.At.After(t1) {
+				continue
+			}
+			g.CurlRequests++
+			if !r.OK {
+				g.CurlFailed++
+			}
+		}
+		if g.Requests > 0 {
+			g.FailedPct = 100 * float64(g.Failed) / float64(g.Requests)
+		}
+		if s, ok := back[c.key()]; ok {
+			g.Back = s
+		} else {
+			g.Back, g.BackTimedOut = b.p.BackTimeout.Seconds(), true
+		}
+		tr.Groups[c.key()] = g
+		logf("clients %d/%d: %-14s failed %5.2f%% of %d requests (curl %d/%d), the last failure %.1f s after the kill; back %.1f s after the restart",
+			k+1, b.p.Trials, c.key(), g.FailedPct, g.Requests, g.CurlFailed, g.CurlRequests, g.UntilNoneFail, g.Back)
+	}
+	return tr, nil
+}
+
+func countServers(b *bench) int {
+	n := 0
+	for _, c := range clientNames {
+		if b.has(c.Server) {
+			n++
+		}
+	}
+	return n
+}
+
+type remoteKey struct{}
+
+// withRemote makes the request record, in *remote, the IP address of the
+// connection it was sent on.
+func withRemote(ctx context.Context, remote *string) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		if a, ok := i.Conn.RemoteAddr().(*net.TCPAddr); ok {
+			*remote = a.IP.String()
+		}
+	}})
+}
+
+// writeClients writes the scenario's table: per name, the medians over the
+// trials.
+func (r *results) writeClients(s *strings.Builder) {
+	c := r.Clients
+	if c == nil || len(c.Trials) == 0 {
+		return
+	}
+	fmt.Fprintf(s, "\n### Clients behind Unbound (%d resolvers per server, each its own cache; Go and curl clients; backend %s killed, %d trials)\n\n",
+		r.Params.Resolvers, c.Trials[0].Backend, len(c.Trials))
+	s.WriteString("| server / name | TTL | what | failed requests in the window after the kill (median, max) | kill → last failed request (median) | restart → traffic again (median, max) |\n|---|---:|---|---|---|---|\n")
+	for _, n := range clientNames {
+		var fail, until, back []float64
+		for _, t := range c.Trials {
+			if g, ok := t.Groups[n.key()]; ok {
+				fail, until, back = append(fail, g.FailedPct), append(until, g.UntilNoneFail), append(back, g.Back)
+			}
+		}
+		if len(fail) == 0 {
+			continue
+		}
+		fmt.Fprintf(s, "| %s | %d | %s | %.2f %% (%.2f %%) | %.1f s | %.1f s (%.1f s) |\n", n.key(), n.TTL, n.Note,
+			median(fail), slices.Max(fail), median(until), median(back), slices.Max(back))
+	}
+	s.WriteString("\nEvery trial: ")
+	for i, t := range c.Trials {
+		fmt.Fprintf(s, "\n- trial %d:", i+1)
+		for _, n := range clientNames {
+			if g, ok := t.Groups[n.key()]; ok {
+				fmt.Fprintf(s, " %s %.2f %% of %d (last failure %.1f s, back %.1f s);", n.key(), g.FailedPct, g.Requests, g.UntilNoneFail, g.Back)
+			}
+		}
+	}
+	s.WriteString("\n")
+	if len(c.Shares) > 0 {
+		s.WriteString("\nFirst-address shares of a 70/30 service through an Unbound at its defaults (rrset-roundrobin yes), no cache:")
+		for _, name := range slices.Sorted(maps.Keys(c.Shares)) {
+			fmt.Fprintf(s, " %s %v;", name, fmtShares(c.Shares[name]))
+		}
+		s.WriteString("\n")
+	}
+}
+
+func fmtShares(m map[string]float64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %.1f %%", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
