@@ -94,7 +94,7 @@ bench-scale: build ## generated configs of 1k/10k/100k services (BENCH_SCALE_SIZ
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/scale
 
 .PHONY: bench-failover
-bench-failover: build ## Meridian vs PowerDNS Lua ifurlup on the same loopback backends: kill, restart, blackhole, flap, 10 % loss (bench/failover)
+bench-failover: build ## Meridian vs PowerDNS Lua ifurlup on the same loopback backends: kill, restart, blackhole, flap, 10 % loss, and clients behind Unbound (bench/failover)
 	MERIDIAN_BIN=$(CURDIR)/$(BIN) $(GO) run ./bench/failover
 
 .PHONY: bench-kube-scale

@@ -183,7 +183,7 @@ func TestFastFailoverAtDefaults(t *testing.T) {
 					assert.Equal(t, "down", e.State)
 					assert.Equal(t, "confirmation", e.Reason, "down votes from two or more regions")
 					assert.GreaterOrEqual(t, len(e.Voters), 2)
-					assert.Equal(t, 1.0, e.HoldDownSeconds, "a first failure waits first_hold_down")
+					assert.Equal(t, 3.0, e.HoldDownSeconds, "a first failure waits first_hold_down")
 				}
 			}
 		}

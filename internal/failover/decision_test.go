@@ -24,7 +24,7 @@ func TestParamsFrom(t *testing.T) {
 		{
 			name: "a config without a decision section gives the documented defaults",
 			want: Params{Interval: 5 * time.Second, FreshVotes: 3, MinRegions: 2, HoldDown: 30 * time.Second, HoldDownMax: 300 * time.Second, Brake: 0.5, Outliers: true,
-				HoldDownMin: 5 * time.Second, FirstHoldDown: time.Second, FlapWindow: time.Minute},
+				HoldDownMin: 5 * time.Second, FirstHoldDown: 3 * time.Second, FlapWindow: time.Minute},
 		},
 		{
 			name: "health.interval and the decision section are read",
@@ -40,7 +40,7 @@ func TestParamsFrom(t *testing.T) {
 			name: "a hold_down longer than the default cap raises the cap",
 			edit: func(d *model.Desired) { d.Decision.HoldDown = model.Duration(400 * time.Second) },
 			want: Params{Interval: 5 * time.Second, FreshVotes: 3, MinRegions: 2, HoldDown: 400 * time.Second, HoldDownMax: 400 * time.Second, Brake: 0.5, Outliers: true,
-				HoldDownMin: 5 * time.Second, FirstHoldDown: time.Second, FlapWindow: time.Minute},
+				HoldDownMin: 5 * time.Second, FirstHoldDown: 3 * time.Second, FlapWindow: time.Minute},
 		},
 		{
 			name: "a hold_down shorter than 1s is the first hold-down too",
@@ -52,7 +52,7 @@ func TestParamsFrom(t *testing.T) {
 			name: "a hold_down shorter than 5s is the foot of the ladder too",
 			edit: func(d *model.Desired) { d.Decision.HoldDown = model.Duration(2 * time.Second) },
 			want: Params{Interval: 5 * time.Second, FreshVotes: 3, MinRegions: 2, HoldDown: 2 * time.Second, HoldDownMax: 300 * time.Second, Brake: 0.5, Outliers: true,
-				HoldDownMin: 2 * time.Second, FirstHoldDown: time.Second, FlapWindow: time.Minute},
+				HoldDownMin: 2 * time.Second, FirstHoldDown: 2 * time.Second, FlapWindow: time.Minute},
 		},
 	}
 	for _, tc := range cases {

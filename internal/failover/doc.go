@@ -52,9 +52,9 @@
 //     HoldFor(failures), counted from the first call of the Up verdict; it
 //     comes back at the first call with an Up verdict after that. The
 //     ladder is adaptive: a first failure (after a quiet FlapWindow) is held
-//     FirstHoldDown (1s); the second is held HoldDownMin doubled, each
+//     FirstHoldDown (3s); the second is held HoldDownMin doubled, each
 //     further failure doubles it up to HoldDown and then on up to
-//     HoldDownMax (1s, 10s, 20s, 30s, 60s, 120s, 240s, 300s).
+//     HoldDownMax (3s, 10s, 20s, 30s, 60s, 120s, 240s, 300s).
 //     A Down verdict during the hold ends it and counts as a new failure
 //     (the next hold is one rung longer); a tie or a freeze keeps its clock
 //     (probers coming back one by one pass through ties), and the release

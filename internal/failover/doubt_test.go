@@ -38,7 +38,7 @@ func TestDoubt(t *testing.T) {
 			{0, everyoneUp(), Up, false, false}, {1, everyoneDown, Down, false, false}}},
 		{name: "a recovered endpoint stays in doubt for the flap window, then it is settled", steps: []step{
 			{0, everyoneUp(), Up, false, false}, {1, everyoneDown, Down, false, false}, {2, everyoneUp(), Down, false, false},
-			{3, everyoneUp(), Up, true, false}, {62, everyoneUp(), Up, true, false}, {63, everyoneUp(), Up, false, false}}},
+			{5, everyoneUp(), Up, true, false}, {64, everyoneUp(), Up, true, false}, {65, everyoneUp(), Up, false, false}}},
 		{name: "this node re-probing it after a failed probe puts it in doubt before any vote", doubt: reprobing, steps: []step{
 			{0, everyoneUp(), Up, true, false}}},
 		{name: "a held removal (the brake) is in doubt: still answered", steps: []step{

@@ -198,8 +198,8 @@ func TestHoldFor(t *testing.T) {
 		failures int
 		want     time.Duration
 	}{
-		{"a first failure holds for the short first_hold_down", nil, 1, s(1)},
-		{"no recorded failure holds for first_hold_down too", nil, 0, s(1)},
+		{"a first failure holds for the short first_hold_down", nil, 1, s(3)},
+		{"no recorded failure holds for first_hold_down too", nil, 0, s(3)},
 		{"a second failure within the flap window waits hold_down_min doubled", nil, 2, s(10)},
 		{"a third failure doubles it again", nil, 3, s(20)},
 		{"the doubling that would pass hold_down stops on it", nil, 4, s(30)},
@@ -224,7 +224,7 @@ func TestHoldFor(t *testing.T) {
 	}
 }
 
-// TestAdaptiveHoldDown pins the ladder at the defaults: first_hold_down 1s,
+// TestAdaptiveHoldDown pins the ladder at the defaults: first_hold_down 3s,
 // hold_down_min 5s (a second failure waits 10s), hold_down 30s,
 // hold_down_max 300s, flap_window 60s.
 func TestAdaptiveHoldDown(t *testing.T) {
@@ -236,16 +236,17 @@ func TestAdaptiveHoldDown(t *testing.T) {
 			name: "a first failure gets the short hold-down",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(3), votes: eastUp, want: Down, held: s(4), failures: 1, reason: ReasonHoldDown},
-				{at: s(4), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(3), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(5), votes: eastUp, want: Down, held: s(6), failures: 1, reason: ReasonHoldDown},
+				{at: s(6), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
 			},
 		},
 		{
 			name: "repeated flaps double the hold-down each time",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
-				{at: s(2), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(4), failures: 1, reason: ReasonHoldDown},
+				{at: s(4), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
 				{at: s(10), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
 				{at: s(11), votes: eastUp, want: Down, held: s(21), failures: 2, reason: ReasonHoldDown},
 				{at: s(21), votes: eastUp, want: Up, failures: 2, reason: ReasonHoldDown},
@@ -258,7 +259,7 @@ func TestAdaptiveHoldDown(t *testing.T) {
 			name: "a flap during the hold climbs a rung without a release",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(4), failures: 1, reason: ReasonHoldDown},
 				{at: s(3), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
 				{at: s(5), votes: eastUp, want: Down, held: s(15), failures: 2, reason: ReasonHoldDown},
 				{at: s(7), votes: eastDown, want: Down, failures: 3, reason: ReasonConfirmation},
@@ -273,21 +274,21 @@ func TestAdaptiveHoldDown(t *testing.T) {
 			name: "a quiet flap window resets the ladder to the short hold-down",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(4), failures: 1, reason: ReasonHoldDown},
 				{at: s(3), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
 				{at: s(4), votes: eastUp, want: Down, held: s(14), failures: 2, reason: ReasonHoldDown},
 				{at: s(14), votes: eastUp, want: Up, failures: 2, reason: ReasonHoldDown},
 				{at: s(74), votes: eastUp, want: Up, failures: 0, reason: ReasonHoldDown},
 				{at: s(80), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(81), votes: eastUp, want: Down, held: s(82), failures: 1, reason: ReasonHoldDown},
+				{at: s(81), votes: eastUp, want: Down, held: s(84), failures: 1, reason: ReasonHoldDown},
 			},
 		},
 		{
 			name: "a failure just inside the flap window is a repeated flap",
 			steps: []step{
 				{at: s(0), votes: eastDown, want: Down, failures: 1, reason: ReasonConfirmation},
-				{at: s(1), votes: eastUp, want: Down, held: s(2), failures: 1, reason: ReasonHoldDown},
-				{at: s(2), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
+				{at: s(1), votes: eastUp, want: Down, held: s(4), failures: 1, reason: ReasonHoldDown},
+				{at: s(4), votes: eastUp, want: Up, failures: 1, reason: ReasonHoldDown},
 				{at: s(61), votes: eastDown, want: Down, failures: 2, reason: ReasonConfirmation},
 				{at: s(62), votes: eastUp, want: Down, held: s(72), failures: 2, reason: ReasonHoldDown},
 			},
@@ -307,8 +308,8 @@ func TestNextDue(t *testing.T) {
 	d := w.at(0, eastDown...)
 	assert.True(t, d.NextDue(p).IsZero(), "nothing waits while the endpoint is down without an up verdict")
 	d = w.at(s(2), eastUp...)
-	assert.Equal(t, t0.Add(s(3)), d.NextDue(p), "the hold-down ends at 3s")
-	d = w.at(s(3), eastUp...)
+	assert.Equal(t, t0.Add(s(5)), d.NextDue(p), "the hold-down ends at 5s")
+	d = w.at(s(5), eastUp...)
 	assert.True(t, d.NextDue(p).IsZero(), "released: nothing waits")
 	assert.True(t, (*Decision)(nil).NextDue(p).IsZero(), "a nil decision waits for nothing")
 }
@@ -321,8 +322,8 @@ func TestTimelineHoldDown(t *testing.T) {
 		down     bool
 		want     time.Duration
 	}{
-		{"an endpoint that never failed would be held the short first hold-down", 0, false, s(1)},
-		{"a down endpoint after its first failure waits the short first hold-down", 1, true, s(1)},
+		{"an endpoint that never failed would be held the short first hold-down", 0, false, s(3)},
+		{"a down endpoint after its first failure waits the short first hold-down", 1, true, s(3)},
 		{"an up endpoint that flapped once would wait the next rung", 1, false, s(10)},
 		{"a down endpoint after three flaps waits the third rung", 3, true, s(20)},
 	}

@@ -23,7 +23,7 @@ type Params struct {
 	// decision.hold_down_min).
 	HoldDownMin time.Duration
 	// FirstHoldDown is the hold-down of a first failure after a quiet
-	// FlapWindow (default 1s, at most HoldDownMin; decision.first_hold_down).
+	// FlapWindow (default 3s, at most HoldDownMin; decision.first_hold_down).
 	FirstHoldDown time.Duration
 	// FlapWindow: a subject up this long since its last release forgets
 	// its failures, so that its next failure is held HoldDownMin again
@@ -101,7 +101,7 @@ func (p Params) freshness() time.Duration {
 // (0 counts as 1): FirstHoldDown for a first failure; from the second on
 // HoldDownMin doubled per failure up to HoldDown (a doubling that would
 // pass it stops on it), then doubled on from HoldDown up to HoldDownMax.
-// With the defaults: 1, 10, 20, 30, 60, 120, 240, 300 s. With
+// With the defaults: 3, 10, 20, 30, 60, 120, 240, 300 s. With
 // FirstHoldDown = HoldDownMin = HoldDown it is HoldDown × 2^(failures-1),
 // at most HoldDownMax.
 func (p Params) HoldFor(failures int) time.Duration {

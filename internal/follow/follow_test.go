@@ -125,7 +125,7 @@ func TestFollowerDecides(t *testing.T) {
 		f, m := newFollower(t, r)
 		allUp(r, start)
 		f.Decide(start)
-		assert.Equal(t, 1.0, testutil.ToFloat64(m.holdDown.WithLabelValues("app.gslb.test.", "192.0.2.2", "west")), "a first failure would be held first_hold_down, 1s")
+		assert.Equal(t, 3.0, testutil.ToFloat64(m.holdDown.WithLabelValues("app.gslb.test.", "192.0.2.2", "west")), "a first failure would be held first_hold_down, 3s")
 		r.vote("east-1", "us-east", "192.0.2.2", vote.Down, start.Add(time.Second))
 		r.vote("west-1", "us-west", "192.0.2.2", vote.Down, start.Add(time.Second))
 		f.Decide(start.Add(2 * time.Second))
@@ -134,17 +134,17 @@ func TestFollowerDecides(t *testing.T) {
 		d := f.Decide(start.Add(3 * time.Second))
 		e, _ := d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
 		require.True(t, e.Held())
-		assert.Equal(t, start.Add(4*time.Second), e.HeldUntil, "held first_hold_down (1s) from the first up verdict")
-		assert.Equal(t, start.Add(4*time.Second), f.nextDue(), "the follower decides again when the hold-down ends")
+		assert.Equal(t, start.Add(6*time.Second), e.HeldUntil, "held first_hold_down (3s) from the first up verdict")
+		assert.Equal(t, start.Add(6*time.Second), f.nextDue(), "the follower decides again when the hold-down ends")
 		assert.Equal(t, 1, testutil.CollectAndCount(m.holds))
 		for _, eh := range f.Report().Endpoints {
 			if eh.Target == "192.0.2.2" {
-				assert.Equal(t, 1.0, eh.HoldDownSeconds)
+				assert.Equal(t, 3.0, eh.HoldDownSeconds)
 			}
 		}
-		r.vote("east-1", "us-east", "192.0.2.2", vote.Up, start.Add(4*time.Second)) // fresh votes (3 × 1s)
-		r.vote("west-1", "us-west", "192.0.2.2", vote.Up, start.Add(4*time.Second))
-		d = f.Decide(start.Add(4 * time.Second))
+		r.vote("east-1", "us-east", "192.0.2.2", vote.Up, start.Add(6*time.Second)) // fresh votes (3 × 1s)
+		r.vote("west-1", "us-west", "192.0.2.2", vote.Up, start.Add(6*time.Second))
+		d = f.Decide(start.Add(6 * time.Second))
 		e, _ = d.LookupEndpoint("app.gslb.test.", "192.0.2.2")
 		assert.Equal(t, failover.Up, e.State, "released when the hold-down ends")
 		assert.Equal(t, 10.0, testutil.ToFloat64(m.holdDown.WithLabelValues("app.gslb.test.", "192.0.2.2", "west")), "a flap within the window would be held 10s")

@@ -489,8 +489,8 @@ func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
 	}
 	was := t.th.Status()
 	s, changed := t.th.Observe(err == nil)
-	if changed && was == vote.Down && s == vote.Up {
-		t.sched.recovered(time.Now())
+	if changed && (was == vote.Down && s == vote.Up || was == vote.Up && s == vote.Down) {
+		t.sched.turned(time.Now())
 	}
 	t.status.Store(uint32(s))
 	log := p.log.With("service", t.Subject.Service, "endpoint", t.Subject.Target, "kind", t.Check.Kind)

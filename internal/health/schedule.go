@@ -24,7 +24,7 @@ const (
 var kindNames = [...]string{"none", "regular", "fall", "rise", "slow", "confirm", "watch"}
 
 // watchIntervals is how long, in intervals, an endpoint is watched after
-// it comes back up from down.
+// its status changes between up and down.
 const watchIntervals = 12
 
 // minWatchGap is the shortest cycle of a watched endpoint: twice the fast
@@ -67,11 +67,13 @@ func (k probeKind) reprobe() bool { return k > kindRegular }
 //     of fall timeouts.
 //   - Results are observed in start order: a result that comes back after
 //     the result of a probe started later is stale (superseded).
-//   - For watchIntervals intervals after the target comes back Up from
-//     Down, its regular cycle is shortened to twice the fast cadence, at
-//     least minWatchGap (watch probes, counted as re-probes): a flapping endpoint fails again
-//     while it is still held down, instead of being released between two
-//     regular probes (at the defaults: one probe a second for a minute).
+//   - For watchIntervals intervals after the target turns Up from Down or
+//     Down from Up, its regular cycle is shortened to twice the fast
+//     cadence, at least minWatchGap (watch probes, counted as re-probes):
+//     a flapping endpoint fails again while it is still held down, instead
+//     of being released between two regular probes, and a failed endpoint
+//     that is restarted is seen within a second (at the defaults: one
+//     probe a second for a minute).
 type schedule struct {
 	interval, reprobe time.Duration
 	maxInFlight       int
@@ -131,7 +133,7 @@ func (s *schedule) plan(now time.Time, status, heading vote.Status, allowFast bo
 	if fast != kindNone && allowFast {
 		wait = min(wait, fastDue.Sub(now))
 	}
-	if fast == kindNone && allowFast && status == vote.Up && now.Before(s.watch) && !s.started.IsZero() {
+	if fast == kindNone && allowFast && status != vote.Unknown && now.Before(s.watch) && !s.started.IsZero() {
 		watchDue := s.started.Add(max(2*s.fastGap, minWatchGap))
 		if !watchDue.After(now) {
 			return kindWatch, 0
@@ -168,8 +170,12 @@ func (s *schedule) fastReason(now time.Time, status, heading vote.Status) probeK
 // the cadence, or twice the smoothed duration of passed probes if longer.
 func (s *schedule) slowAfter() time.Duration { return max(s.reprobe, 2*s.srtt) }
 
-// recovered starts watching the target: it came back Up from Down at now.
-func (s *schedule) recovered(now time.Time) {
+// turned starts watching the target: its status changed between Up and
+// Down at now. A recovered endpoint is watched so that a flap fails again
+// while it is still held down; a failed one so that its restart is seen
+// within about a second instead of at its next regular probe (up to an
+// interval later): a first recovery waits only first_hold_down after it.
+func (s *schedule) turned(now time.Time) {
 	s.watch = now.Add(watchIntervals * s.interval)
 }
 

@@ -100,8 +100,10 @@ func TestSchedulePlan(t *testing.T) {
 			sched: func(s *schedule) { s.watch = at(time.Minute); s.reprobe, s.fastGap = ms(250), ms(275) }, now: ms(600), status: vote.Up, wantKind: kindNone, wantWait: ms(400)},
 		{name: "once the watch is over the regular cycle is back",
 			sched: func(s *schedule) { s.watch = at(ms(1000)) }, now: 1100 * time.Millisecond, status: vote.Up, wantKind: kindNone, wantWait: ms(3900)},
-		{name: "a watched endpoint that is down again is not watched",
-			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: vote.Down, wantKind: kindNone, wantWait: ms(3900)},
+		{name: "a watched endpoint that is down is watched too: its restart is seen within a second",
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: vote.Down, wantKind: kindWatch},
+		{name: "an endpoint of unknown status is not watched",
+			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: vote.Unknown, wantKind: kindNone, wantWait: ms(3900)},
 		{name: "without re-probe budget a watched endpoint waits for the regular cycle",
 			sched: func(s *schedule) { s.watch = at(time.Minute) }, now: 1100 * time.Millisecond, status: vote.Up, noBudget: true, wantKind: kindNone, wantWait: ms(3900)},
 		{name: "without re-probe budget a run of failures waits for the regular cycle",
@@ -169,10 +171,10 @@ func TestScheduleSmoothsTheDurationOfPassedProbes(t *testing.T) {
 	assert.Equal(t, ms(500), s.srtt, "one eighth of the way to each new duration")
 }
 
-func TestScheduleWatchesAfterARecovery(t *testing.T) {
+func TestScheduleWatchesAfterATurn(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := schedule{interval: 5 * time.Second, reprobe: ms(500), maxInFlight: 3}
-	s.recovered(t0)
+	s.turned(t0)
 	assert.Equal(t, t0.Add(time.Minute), s.watch, "watched for twelve intervals")
 	s.fastRun = 3
 	s.start(t0, kindWatch, 5*time.Second, ms(500))

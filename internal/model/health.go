@@ -29,7 +29,7 @@ const (
 	DefaultHoldDown        = 30 * time.Second
 	DefaultHoldDownMax     = 300 * time.Second
 	DefaultHoldDownMin     = 5 * time.Second        // the ladder's base: a repeated failure within the flap window waits 2 × it
-	DefaultFirstHoldDown   = 1 * time.Second        // hold-down after a first failure following a quiet flap window
+	DefaultFirstHoldDown   = 3 * time.Second        // hold-down after a first failure following a quiet flap window
 	DefaultFlapWindow      = 60 * time.Second       // a failure within this long of the last recovery is a repeated flap
 	DefaultReprobeInterval = 250 * time.Millisecond // fast re-probe cadence while a run of results heads for fall or rise
 	DefaultBrake           = 0.5
