@@ -552,8 +552,6 @@ func countServers(b *bench) int {
 	return n
 }
 
-type remoteKey struct{}
-
 // withRemote makes the request record, in *remote, the IP address of the
 // connection it was sent on.
 func withRemote(ctx context.Context, remote *string) context.Context {
