@@ -427,9 +427,45 @@ func (b *bench) clientsTrial(ctx context.Context, k int) (clientsTrial, error) {
 	log := &clientLog{reqs: map[string][]request{}}
 	cctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	// Each resolver's clients start after a random part of a 30 s TTL, so
-	// that the resolvers' caches expire at different times, as they do for
-	// resolvers that serve different users.
+	b.startClients(cctx, &wg, log)
+	defer func() { stop(); wg.Wait() }()
+	// Every client runs by 30 s; the kill falls anywhere in the resolvers'
+	// cache lifetimes.
+	if err := benchenv.Sleep(ctx, 32*time.Second+rand.N(5*time.Second)); err != nil {
+		return tr, err
+	}
+	t0 := time.Now()
+	be.kill()
+	if err := benchenv.Sleep(ctx, b.p.ClientWindow); err != nil {
+		return tr, err
+	}
+	t1 := time.Now()
+	if err := be.start(); err != nil {
+		return tr, err
+	}
+	back, err := b.awaitTraffic(ctx, log, be.addr.Addr().String(), t1)
+	if err != nil {
+		return tr, err
+	}
+	stop()
+	wg.Wait()
+	for _, c := range clientNames {
+		if !b.has(c.Server) {
+			continue
+		}
+		g := b.clientFigures(log, c, t0, t1, back)
+		tr.Groups[c.key()] = g
+		logf("clients %d/%d: %-14s failed %5.2f%% of %d requests (curl %d/%d), the last failure %.1f s after the kill; back %.1f s after the restart",
+			k+1, b.p.Trials, c.key(), g.FailedPct, g.Requests, g.CurlFailed, g.CurlRequests, g.UntilNoneFail, g.Back)
+	}
+	return tr, nil
+}
+
+// startClients starts every client loop: each resolver's Go clients after
+// a random part of a 30 s TTL, so that the resolvers' caches expire at
+// different times, as they do for resolvers that serve different users;
+// one curl client per name on the server's first resolver.
+func (b *bench) startClients(ctx context.Context, wg *sync.WaitGroup, log *clientLog) {
 	start := map[string]time.Duration{}
 	for _, r := range b.resolvers {
 		start[r.Addr] = rand.N(30 * time.Second)
@@ -444,102 +480,82 @@ func (b *bench) clientsTrial(ctx context.Context, k int) (clientsTrial, error) {
 			}
 			for range b.p.GoClients {
 				wg.Go(func() {
-					if benchenv.Sleep(cctx, start[r.Addr]) == nil {
-						b.goClient(cctx, c, r.Addr, log)
+					if benchenv.Sleep(ctx, start[r.Addr]) == nil {
+						b.goClient(ctx, c, r.Addr, log)
 					}
 				})
 			}
 		}
 		if b.p.CurlClients {
 			r := resolverAddr(c.Server, 0)
-			wg.Go(func() { b.curlClient(cctx, c, r, log) })
+			wg.Go(func() { b.curlClient(ctx, c, r, log) })
 		}
 	}
-	defer func() { stop(); wg.Wait() }()
-	// Every client runs by 30 s; the kill falls anywhere in the resolvers'
-	// cache lifetimes.
-	warm := 32*time.Second + rand.N(5*time.Second)
-	if err := benchenv.Sleep(ctx, warm); err != nil {
-		return tr, err
-	}
-	t0 := time.Now()
-	be.kill()
-	if err := benchenv.Sleep(ctx, b.p.ClientWindow); err != nil {
-		return tr, err
-	}
-	t1 := time.Now()
-	if err := be.start(); err != nil {
-		return tr, err
-	}
-	// Wait until every name has sent a request the restarted backend
-	// answered, or the bound.
+}
+
+// awaitTraffic waits until every name has sent a request the restarted
+// backend (ip) answered, or the bound; it returns, per name, the seconds
+// from the restart at t1.
+func (b *bench) awaitTraffic(ctx context.Context, log *clientLog, ip string, t1 time.Time) (map[string]float64, error) {
 	back := map[string]float64{}
 	deadline := t1.Add(b.p.BackTimeout)
 	for {
 		for _, c := range clientNames {
-			if !b.has(c.Server) {
-				continue
-			}
-			if _, done := back[c.key()]; done {
+			if _, done := back[c.key()]; done || !b.has(c.Server) {
 				continue
 			}
 			for _, r := range log.since(c.key(), t1) {
-				if r.OK && r.Backend == be.addr.Addr().String() {
+				if r.OK && r.Backend == ip {
 					back[c.key()] = r.At.Sub(t1).Seconds()
 					break
 				}
 			}
 		}
 		if len(back) == countServers(b) || time.Now().After(deadline) {
-			break
+			return back, nil
 		}
 		if err := benchenv.Sleep(ctx, 250*time.Millisecond); err != nil {
-			return tr, err
+			return back, err
 		}
 		if err := b.alive(); err != nil {
-			return tr, err
+			return back, err
 		}
 	}
-	stop()
-	wg.Wait()
-	for _, c := range clientNames {
-		if !b.has(c.Server) {
-			continue
-		}
-		g := clientGroup{}
-		reqs := append(log.since(c.key(), t0), log.since(c.key()+"/curl", t0)...)
-		for _, r := range reqs {
+}
+
+// clientFigures is one name's figures of a trial: the requests between the
+// kill (t0) and the restart (t1), and the time until traffic came back.
+func (b *bench) clientFigures(log *clientLog, c clientName, t0, t1 time.Time, back map[string]float64) clientGroup {
+	g := clientGroup{}
+	count := func(key string, curl bool) {
+		for _, r := range log.since(key, t0) {
 			if r.At.After(t1) {
 				continue
 			}
 			g.Requests++
+			if curl {
+				g.CurlRequests++
+			}
 			if !r.OK {
 				g.Failed++
 				g.UntilNoneFail = max(g.UntilNoneFail, r.At.Sub(t0).Seconds())
+				if curl {
+					g.CurlFailed++
+				}
 			}
 		}
-		for _, r := range log.since(c.key()+"/curl", t0) {
-			if r.At.After(t1) {
-				continue
-			}
-			g.CurlRequests++
-			if !r.OK {
-				g.CurlFailed++
-			}
-		}
-		if g.Requests > 0 {
-			g.FailedPct = 100 * float64(g.Failed) / float64(g.Requests)
-		}
-		if s, ok := back[c.key()]; ok {
-			g.Back = s
-		} else {
-			g.Back, g.BackTimedOut = b.p.BackTimeout.Seconds(), true
-		}
-		tr.Groups[c.key()] = g
-		logf("clients %d/%d: %-14s failed %5.2f%% of %d requests (curl %d/%d), the last failure %.1f s after the kill; back %.1f s after the restart",
-			k+1, b.p.Trials, c.key(), g.FailedPct, g.Requests, g.CurlFailed, g.CurlRequests, g.UntilNoneFail, g.Back)
 	}
-	return tr, nil
+	count(c.key(), false)
+	count(c.key()+"/curl", true)
+	if g.Requests > 0 {
+		g.FailedPct = 100 * float64(g.Failed) / float64(g.Requests)
+	}
+	if s, ok := back[c.key()]; ok {
+		g.Back = s
+	} else {
+		g.Back, g.BackTimedOut = b.p.BackTimeout.Seconds(), true
+	}
+	return g
 }
 
 func countServers(b *bench) int {
