@@ -47,12 +47,21 @@ func writeAtomic(t testing.TB, path, content string) {
 
 func metricValue(t testing.TB, metrics, series string) float64 {
 	t.Helper()
+	v, ok := metricValueOK(metrics, series)
+	require.True(t, ok, "series %s not found", series)
+	return v
+}
+
+// metricValueOK is metricValue for a condition polled until it holds (a
+// series may not be there yet): ok is false when it is not.
+func metricValueOK(metrics, series string) (float64, bool) {
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` ([0-9.e+]+)$`)
 	m := re.FindStringSubmatch(metrics)
-	require.NotNil(t, m, "series %s not found", series)
+	if m == nil {
+		return 0, false
+	}
 	v, err := strconv.ParseFloat(m[1], 64)
-	require.NoError(t, err)
-	return v
+	return v, err == nil
 }
 
 func TestReloadsUnderLoadCostNoAnswers(t *testing.T) {
