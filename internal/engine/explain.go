@@ -613,7 +613,7 @@ func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRankin
 	if p.fb != nil {
 		var fbs []string
 		for i, rr := range p.fb.rrs {
-			fbs = append(fbs, rrData(rr)+" ("+p.fb.owner[i]+")")
+			fbs = append(fbs, rrTargetString(rr)+" ("+p.fb.owner[i]+")")
 		}
 		e.Notes = append(e.Notes, "fallback_answer: each reply also carries, second, one available address of another cluster than the first's, drawn by weight from the first group that has one: "+
 			strings.Join(fbs, ", ")+"; a client whose first address refuses connections moves to it without asking DNS again")

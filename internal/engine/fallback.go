@@ -152,16 +152,3 @@ func (fb *fallback) oneTTL(p *pool) {
 		}
 	}
 }
-
-// rrData is a record's data: the address or the CNAME target.
-func rrData(rr dns.RR) string {
-	switch x := rr.(type) {
-	case *dns.A:
-		return x.A.String()
-	case *dns.AAAA:
-		return x.AAAA.String()
-	case *dns.CNAME:
-		return x.Target
-	}
-	return rr.String()
-}

@@ -149,15 +149,7 @@ func (svc *service) targetOf(rr dns.RR) string {
 			return st.Target
 		}
 	}
-	switch r := rr.(type) {
-	case *dns.A:
-		return r.A.String()
-	case *dns.AAAA:
-		return r.AAAA.String()
-	case *dns.CNAME:
-		return r.Target
-	}
-	return ""
+	return rrTargetString(rr)
 }
 
 // label names the clients of each geo bucket: the keys of the index's maps
