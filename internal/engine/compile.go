@@ -816,10 +816,8 @@ func (b *poolBuilder) build(cands []cand, chains [][]group) []*pool {
 		if pools[i] != nil && b.ms.Sticky == model.StickySubnet {
 			pools[i].makeSticky()
 		}
-		if p := pools[i]; p != nil && b.ms.FallbackAnswer && p.max == 1 && !p.failOpen && !p.sticky {
-			if p.fb = newFallback(p, cands, chain); p.fb != nil {
-				p.fb.oneTTL(p)
-			}
+		if p := pools[i]; p != nil && b.ms.FallbackAnswer != model.FallbackOff && p.max == 1 && !p.failOpen && !p.sticky {
+			p.addFallback(cands, chain, b.ms.FallbackAnswer == model.FallbackAuto)
 		}
 	}
 	if keep && pools[0] != nil {

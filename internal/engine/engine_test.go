@@ -271,18 +271,18 @@ func TestAnswerSelection(t *testing.T) {
 		{"max answers gives that many distinct records", nil, "three.example.test.", dns.TypeA, Client{}, []string{"192.0.2.11", "192.0.2.12", "192.0.2.13"}, 2, false, 0},
 		{"failover answers from the first cluster in the order", nil, "fo.example.test.", dns.TypeA, Client{}, []string{"192.0.2.21"}, 1, false, 0},
 		{"failover moves to the next cluster when the first is down", down("fo.example.test.|192.0.2.21"), "fo.example.test.", dns.TypeA, Client{}, []string{"192.0.2.22"}, 1, false, 0},
-		{"failover by priority answers from the lowest priority", nil, "prio.example.test.", dns.TypeA, Client{}, []string{"192.0.2.32", "192.0.2.33"}, 1, false, 0},
+		{"failover by priority answers from the lowest priority", nil, "prio.example.test.", dns.TypeA, Client{}, []string{"192.0.2.32", "192.0.2.33"}, 2, false, 0}, // equal clusters: the pick and its fallback
 		{"failover by priority moves on when the whole level is down", down("@west", "@eu"), "prio.example.test.", dns.TypeA, Client{}, []string{"192.0.2.31"}, 1, false, 0},
 		{"failover with everything down fails open to the primary", down("@east", "@west"), "fo.example.test.", dns.TypeA, Client{}, []string{"192.0.2.21"}, 1, true, 0},
 		{"geo sends a client to the cluster of its region", nil, "geo.example.test.", dns.TypeA, eu, []string{"192.0.2.43"}, 1, false, 0},
 		{"geo applies a country rule before cluster tags", nil, "geo.example.test.", dns.TypeA, fr, []string{"192.0.2.43"}, 1, false, 0},
 		{"geo picks the cluster of the client's region before its country", nil, "geo.example.test.", dns.TypeA, us, []string{"192.0.2.41"}, 1, false, 0},
-		{"geo picks clusters of the client's country when it has no region", nil, "geo.example.test.", dns.TypeA, usNoRegion, []string{"192.0.2.41", "192.0.2.42"}, 1, false, 0},
+		{"geo picks clusters of the client's country when it has no region", nil, "geo.example.test.", dns.TypeA, usNoRegion, []string{"192.0.2.41", "192.0.2.42"}, 2, false, 0}, // equal clusters: the pick and its fallback
 		{"geo falls back to the continent", nil, "geo.example.test.", dns.TypeA, jp, []string{"192.0.2.44"}, 1, false, 0},
 		{"geo sends an unplaced continent to the default", nil, "geo.example.test.", dns.TypeA, br, []string{"192.0.2.41"}, 1, false, 0},
 		{"geo sends an unknown client to the default", nil, "geo.example.test.", dns.TypeA, unknown, []string{"192.0.2.41"}, 1, false, 0},
 		{"geo moves to the default when the local cluster is down", down("@eu"), "geo.example.test.", dns.TypeA, eu, []string{"192.0.2.41"}, 1, false, 0},
-		{"geo moves to any cluster when local and default are down", down("@eu", "@east"), "geo.example.test.", dns.TypeA, eu, []string{"192.0.2.42", "192.0.2.44"}, 1, false, 0},
+		{"geo moves to any cluster when local and default are down", down("@eu", "@east"), "geo.example.test.", dns.TypeA, eu, []string{"192.0.2.42", "192.0.2.44"}, 2, false, 0}, // equal clusters: the pick and its fallback
 		{"when every endpoint is down the answer fails open without drained ones", nil, "open.example.test.", dns.TypeA, Client{}, []string{"192.0.2.81", "192.0.2.82"}, 1, true, 0},
 		{"when every endpoint is down nodata answers empty", nil, "nod.example.test.", dns.TypeA, Client{}, nil, 0, false, 0},
 		{"a CNAME service returns the CNAME and the in-zone target's records", nil, "alias.example.test.", dns.TypeA, Client{}, []string{"CNAME w.example.test.", "192.0.2.1", "192.0.2.2"}, 2, false, 0},

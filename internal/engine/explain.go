@@ -615,8 +615,12 @@ func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRankin
 		for i, rr := range p.fb.rrs {
 			fbs = append(fbs, rrTargetString(rr)+" ("+p.fb.owner[i]+")")
 		}
-		e.Notes = append(e.Notes, "fallback_answer: each reply also carries, second, one available address of another cluster than the first's, drawn by weight from the first group that has one: "+
+		e.Notes = append(e.Notes, "fallback_answer "+f.ms.FallbackAnswer+": each reply also carries, second, one available address of another cluster than the first's, drawn by weight from the first group that has one: "+
 			strings.Join(fbs, ", ")+"; a client whose first address refuses connections moves to it without asking DNS again")
+	}
+	if m := p.fbMoved; m != nil {
+		e.Notes = append(e.Notes, fmt.Sprintf("fallback_answer auto: no fallback address: behind a resolver that shuffles records, a second address would move %s's share of first addresses from %s to %s (set fallback_answer: on to add it anyway)",
+			m.Target, sharePercent(m.Set), sharePercent(m.Shuffled)))
 	}
 	if p.failOpen {
 		return

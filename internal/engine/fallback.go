@@ -1,43 +1,71 @@
 package engine
 
 import (
+	"math"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/miekg/dns"
 )
 
-// Fallback answers (services[].fallback_answer, ADR 0019): a reply carries
+// Fallback answers (services[].fallback_answer, ADR 0020): a reply carries
 // the weighted pick first, then one healthy address from another cluster,
 // so that a client whose first address refuses connections moves to the
 // second without asking DNS again. The first record is drawn exactly as
 // without the option: clients that use the first address keep the shares.
+// With auto (the default) a pool gets its fallback only when a resolver
+// that shuffles the two records would leave every endpoint's share as set.
 
 // fallback is what a pool of one record per reply adds a second record from.
 type fallback struct {
-	cluster []string // the cluster of each pool record
-	rrs     []dns.RR // candidates: the available endpoints, in tiers
-	weights []uint32 // their weights (weight-0 standbys count 1)
-	owner   []string // each candidate's cluster
-	tier    []int    // each candidate's tier: chain group, weighted before standbys
+	rrs   []dns.RR // candidates: the available endpoints, in tiers
+	owner []string // each candidate's cluster
+	// next[i] lists the candidates a reply whose first record is the
+	// pool's record i may carry second, cum their cumulative weights
+	// (empty: nothing to fall back on).
+	next [][]int
+	cum  [][]uint32
 }
 
-// newFallback builds the fallback of pool p (one record per reply, not
-// failing open) from the family's candidates and the chain the pool was
-// chosen from: the available endpoints, group by group, the weighted ones
-// of a group before its weight-0 standbys. nil when there is nothing to
-// fall back on.
+// fallbackMove is why an auto fallback was left out: behind a resolver that
+// shuffles the two records, Target's share of first addresses would move
+// from Set to Shuffled (fractions).
+type fallbackMove struct {
+	Target        string
+	Set, Shuffled float64
+}
+
+// addFallback gives p (one record per reply, not failing open) its
+// fallback, built from the family's candidates and the chain the pool was
+// chosen from. With auto it is left out, and the reason kept for explain,
+// when it would move a share.
+func (p *pool) addFallback(cands []cand, chain []group, auto bool) {
+	if _, cname := p.rrs[0].(*dns.CNAME); cname {
+		return // a CNAME RRset is one record (RFC 2181 10.1)
+	}
+	fb := newFallback(p, cands, chain)
+	if fb == nil {
+		return
+	}
+	if auto {
+		if m := fb.moves(p); m != nil {
+			p.fbMoved = m
+			return
+		}
+	}
+	p.fb = fb
+	fb.oneTTL(p)
+}
+
+// newFallback lists the available endpoints, group by group of the chain,
+// the weighted ones of a group before its weight-0 standbys (which count 1),
+// and for each record of the pool the candidates of the first tier with an
+// endpoint in another cluster than the record's, else of the first tier
+// with another endpoint. nil when no record has anything to fall back on.
 func newFallback(p *pool, cands []cand, chain []group) *fallback {
 	fb := &fallback{}
-	for _, rr := range p.rrs {
-		c := ""
-		for _, x := range cands {
-			if x.rr == rr || x.rrDoubt == rr {
-				c = x.cluster
-				break
-			}
-		}
-		fb.cluster = append(fb.cluster, c)
-	}
+	var weights []uint32
+	var tiers []int
 	seen := map[string]bool{}
 	for gi, g := range chain {
 		for _, zero := range []bool{false, true} {
@@ -46,60 +74,120 @@ func newFallback(p *pool, cands []cand, chain []group) *fallback {
 					continue
 				}
 				seen[c.target] = true
-				w := c.weight
+				w, tier := c.weight, 2*gi
 				if zero {
-					w = 1
+					w, tier = 1, tier+1
 				}
 				rr := c.rr
 				if c.rrDoubt != nil {
 					rr = c.rrDoubt
 				}
-				fb.rrs, fb.weights, fb.owner = append(fb.rrs, rr), append(fb.weights, w), append(fb.owner, c.cluster)
-				tier := 2 * gi
-				if zero {
-					tier++
-				}
-				fb.tier = append(fb.tier, tier)
+				fb.rrs, fb.owner = append(fb.rrs, rr), append(fb.owner, c.cluster)
+				weights, tiers = append(weights, w), append(tiers, tier)
 			}
 		}
 	}
 	if len(fb.rrs) < 2 {
 		return nil
 	}
+	some := false
+	for _, first := range p.rrs {
+		cluster := clusterOf(first, cands)
+		var next []int
+		var cum []uint32
+		for _, otherCluster := range []bool{true, false} {
+			tier, total := -1, uint32(0)
+			for i, rr := range fb.rrs {
+				if sameTarget(rr, first) || (otherCluster && fb.owner[i] == cluster) {
+					continue
+				}
+				if tier >= 0 && tiers[i] != tier {
+					break
+				}
+				tier, total = tiers[i], total+weights[i]
+				next, cum = append(next, i), append(cum, total)
+			}
+			if total > 0 {
+				break
+			}
+			next, cum = next[:0], cum[:0]
+		}
+		some = some || len(next) > 0
+		fb.next, fb.cum = append(fb.next, next), append(fb.cum, cum)
+	}
+	if !some {
+		return nil
+	}
 	return fb
 }
 
-// pick returns the fallback for a reply whose first record is p.rrs[first]:
-// drawn by weight from the first tier with an endpoint in another cluster,
-// else from the first tier with another endpoint; -1 when there is none.
-func (fb *fallback) pick(first dns.RR, firstCluster string) int {
-	for _, otherCluster := range []bool{true, false} {
-		tier, total := -1, uint32(0)
-		for i, rr := range fb.rrs {
-			if rr == first || sameTarget(rr, first) || (otherCluster && fb.owner[i] == firstCluster) {
-				continue
-			}
-			if tier >= 0 && fb.tier[i] != tier {
-				break
-			}
-			tier = fb.tier[i]
-			total += fb.weights[i]
-		}
-		if tier < 0 || total == 0 {
-			continue
-		}
-		r := rand.Uint32N(total)
-		for i, rr := range fb.rrs {
-			if fb.tier[i] != tier || rr == first || sameTarget(rr, first) || (otherCluster && fb.owner[i] == firstCluster) {
-				continue
-			}
-			if r < fb.weights[i] {
-				return i
-			}
-			r -= fb.weights[i]
+// clusterOf is the cluster of a pool record.
+func clusterOf(rr dns.RR, cands []cand) string {
+	for _, x := range cands {
+		if x.rr == rr || x.rrDoubt == rr {
+			return x.cluster
 		}
 	}
-	return -1
+	return ""
+}
+
+// moves reports the endpoint whose share of first addresses moves most when
+// a resolver shuffles every reply of two records (each order equally
+// likely), or nil when none moves: the share of t becomes
+// ½·P(pick t) + ½·P(t second) over the replies of two records.
+func (fb *fallback) moves(p *pool) *fallbackMove {
+	total := float64(p.total())
+	var order []string // targets: the pool's records, then the candidates
+	set, shuffled := map[string]float64{}, map[string]float64{}
+	add := func(m map[string]float64, rr dns.RR, share float64) {
+		t := rrTargetString(rr)
+		if _, seen := set[t]; !seen {
+			order, set[t] = append(order, t), 0
+		}
+		m[t] += share
+	}
+	for i, rr := range p.rrs {
+		pick := float64(p.weights[i]) / total
+		add(set, rr, pick)
+		next, cum := fb.next[i], fb.cum[i]
+		if len(next) == 0 {
+			add(shuffled, rr, pick)
+			continue
+		}
+		add(shuffled, rr, pick/2)
+		sum, prev := float64(cum[len(cum)-1]), uint32(0)
+		for k, j := range next {
+			add(shuffled, fb.rrs[j], pick/2*float64(cum[k]-prev)/sum)
+			prev = cum[k]
+		}
+	}
+	var worst *fallbackMove
+	for _, t := range order {
+		d := math.Abs(shuffled[t] - set[t])
+		if d > 1e-9 && (worst == nil || d > math.Abs(worst.Shuffled-worst.Set)+1e-9) {
+			worst = &fallbackMove{Target: t, Set: set[t], Shuffled: shuffled[t]}
+		}
+	}
+	return worst
+}
+
+// pick returns the fallback for a reply whose first record is the pool's
+// record first, drawn by weight; -1 when there is none.
+func (fb *fallback) pick(first int) int {
+	next, cum := fb.next[first], fb.cum[first]
+	switch len(next) {
+	case 0:
+		return -1
+	case 1:
+		return next[0]
+	}
+	r := rand.Uint32N(cum[len(cum)-1])
+	for k, c := range cum {
+		if r < c {
+			return next[k]
+		}
+	}
+	return next[len(next)-1]
 }
 
 // sameTarget reports whether two records of a family carry the same data.
@@ -125,7 +213,7 @@ func (p *pool) drawWithFallback(dst []dns.RR) []dns.RR {
 		first = p.search(rand.Uint32N(p.total()))
 	}
 	dst = append(dst, p.rrs[first])
-	if i := p.fb.pick(p.rrs[first], p.fb.cluster[first]); i >= 0 {
+	if i := p.fb.pick(first); i >= 0 {
 		dst = append(dst, p.fb.rrs[i])
 	}
 	return dst
@@ -151,4 +239,10 @@ func (fb *fallback) oneTTL(p *pool) {
 			}
 		}
 	}
+}
+
+// sharePercent writes a fraction as a percentage to one decimal ("70%",
+// "33.3%").
+func sharePercent(f float64) string {
+	return strconv.FormatFloat(math.Round(1000*f)/10, 'f', -1, 64) + "%"
 }

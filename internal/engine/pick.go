@@ -21,8 +21,10 @@ type pool struct {
 	sticky bool
 	ids    []uint64
 	// fb: each reply also carries a fallback address (fallback.go); nil
-	// without services[].fallback_answer.
-	fb *fallback
+	// with services[].fallback_answer off, or auto when it would move a
+	// share (fbMoved says which).
+	fb      *fallback
+	fbMoved *fallbackMove
 }
 
 func newPool(rrs []dns.RR, weights []uint32, max int, failOpen bool) *pool {

@@ -214,6 +214,7 @@ func normalizeService(s *Service, zones map[string]bool, zoneTTL map[string]int,
 	s.FailOpenTTL = min(orDefault(s.FailOpenTTL, DefaultFailOpenTTL), s.TTL)
 	s.DoubtTTL = min(orDefault(s.DoubtTTL, DefaultDoubtTTL), s.TTL)
 	s.Sticky = orDefaultString(s.Sticky, StickyOff)
+	s.FallbackAnswer = orDefaultString(s.FallbackAnswer, FallbackAuto)
 	s.Endpoints = slices.Clone(s.Endpoints)
 	for j := range s.Endpoints {
 		endpointDefaults(&s.Endpoints[j])

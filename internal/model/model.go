@@ -36,6 +36,24 @@ const (
 // StickyModes lists every allowed sticky mode, in documentation order.
 var StickyModes = []string{StickyOff, StickySubnet}
 
+// Fallback modes of a service (services[].fallback_answer, ADR 0020):
+// whether a reply of one record also carries a second address clients can
+// fall back on.
+const (
+	// FallbackAuto adds the fallback where a resolver that shuffles the
+	// two records leaves every endpoint's share as it is (equal weights
+	// across clusters, for example), and never otherwise (the default).
+	FallbackAuto = "auto"
+	// FallbackOn always adds it (the shares of clients behind shuffling
+	// resolvers may move toward equal).
+	FallbackOn = "on"
+	// FallbackOff never adds it: one address per reply.
+	FallbackOff = "off"
+)
+
+// FallbackModes lists every allowed fallback mode, in documentation order.
+var FallbackModes = []string{FallbackAuto, FallbackOn, FallbackOff}
+
 // Administrative states of an endpoint or cluster set in the config.
 const (
 	StateUp   = "up"
@@ -278,11 +296,12 @@ type Service struct {
 	// failure within the flap window): resolvers ask again soon (default
 	// 5, at most ttl).
 	DoubtTTL int `yaml:"doubt_ttl"`
-	// FallbackAnswer: each reply carries the weighted pick first and one
-	// healthy address from another cluster second, for clients that try
-	// the next address when a connection is refused (default false: see
-	// ADR 0019; one record per reply only, not with sticky: subnet).
-	FallbackAnswer bool            `yaml:"fallback_answer"`
+	// FallbackAnswer: whether each reply carries the weighted pick first
+	// and one healthy address from another cluster second, for clients
+	// that try the next address when a connection is refused: auto
+	// (default: where shuffling resolvers cannot move the shares), on or
+	// off (ADR 0020; on needs one record per reply and no sticky: subnet).
+	FallbackAnswer string          `yaml:"fallback_answer"`
 	Sticky         string          `yaml:"sticky"`       // off (default) or subnet: each client /24 (/56) keeps its answer
 	Endpoints      []Endpoint      `yaml:"endpoints"`    // at least one
 	HealthCheck    *Check          `yaml:"health_check"` // how probers check each endpoint (default: not probed)

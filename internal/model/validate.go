@@ -424,12 +424,21 @@ func (v *validator) serviceSettings(p string, s *Service) {
 	if s.MaxAnswers < 0 || s.MaxAnswers > MaxMaxAnswers {
 		v.add(p+".max_answers", "%d is out of range (allowed 1..%d; 0 = default %d)", s.MaxAnswers, MaxMaxAnswers, DefaultMaxAnswers)
 	}
-	if s.FallbackAnswer {
+	switch {
+	case s.FallbackAnswer == "true" || s.FallbackAnswer == "false":
+		v.add(p+".fallback_answer", "%q is not allowed (allowed: %s; it is no longer a boolean: true is on, false is off)", s.FallbackAnswer, strings.Join(FallbackModes, ", "))
+	case !oneOf(s.FallbackAnswer, FallbackModes):
+		v.checkOneOf(p+".fallback_answer", s.FallbackAnswer, FallbackModes)
+	}
+	if s.FallbackAnswer == FallbackOn {
 		if s.MaxAnswers > 1 {
-			v.add(p+".fallback_answer", "needs one record per reply (max_answers 1; it is %d): a reply of several records already lets clients fall back", s.MaxAnswers)
+			v.add(p+".fallback_answer", "on needs one record per reply (max_answers 1; it is %d): a reply of several records already lets clients fall back", s.MaxAnswers)
 		}
 		if s.Sticky == StickySubnet {
-			v.add(p+".fallback_answer", "does not combine with sticky: subnet (a sticky answer ranks its records per network)")
+			v.add(p+".fallback_answer", "on does not combine with sticky: subnet (a sticky answer ranks its records per network)")
+		}
+		if len(s.Endpoints) > 0 && s.Endpoints[0].CNAME != "" {
+			v.add(p+".fallback_answer", "on needs address endpoints: a CNAME answer is one record (RFC 2181 10.1), so it has no second to fall back on")
 		}
 	}
 	if whenAllDown := []string{WhenAllDownFailOpen, WhenAllDownNoData}; !oneOf(s.WhenAllDown, whenAllDown) {
