@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // holdMax bounds how long a blackholed or "lost" request is held open
@@ -37,6 +39,11 @@ type backend struct {
 	srv     *http.Server  // nil while killed
 	release chan struct{} // closed to end every held request (abort it without an answer)
 
+	// vanished: a listening socket on the port that never accepts, its
+	// queue filled by filler (vanish); -1 when not vanished.
+	hole   int
+	filler net.Conn
+
 	blackhole atomic.Bool
 	lossPct   atomic.Int32
 	answered  atomic.Uint64 // 200 answers
@@ -44,7 +51,7 @@ type backend struct {
 }
 
 func newBackend(name string, addr netip.AddrPort) *backend {
-	return &backend{name: name, addr: addr, release: make(chan struct{})}
+	return &backend{name: name, addr: addr, release: make(chan struct{}), hole: -1}
 }
 
 // start listens and serves (again, after kill). It is a no-op when the
@@ -55,6 +62,7 @@ func (b *backend) start() error {
 	if b.srv != nil {
 		return nil
 	}
+	b.closeHole()
 	ln, err := net.Listen("tcp4", b.addr.String())
 	if err != nil {
 		return fmt.Errorf("backend %s: listen on %s: %w", b.name, b.addr, err)
@@ -85,6 +93,58 @@ func (b *backend) kill() {
 	b.mu.Unlock()
 	if srv != nil {
 		srv.Close()
+	}
+}
+
+// vanish kills the backend and keeps its port in a listening socket that
+// never accepts, its one-place queue filled: the kernel drops every new
+// SYN, so a connection attempt times out as to a host that is gone (a
+// blackhole at the TCP level, for clients and checkers alike; setBlackhole
+// is one at the HTTP level). start ends it.
+func (b *backend) vanish() error {
+	b.kill()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("backend %s: vanish: socket: %w", b.name, err)
+	}
+	b.hole = fd
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		b.closeHole()
+		return fmt.Errorf("backend %s: vanish: SO_REUSEADDR: %w", b.name, err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: int(b.addr.Port()), Addr: b.addr.Addr().As4()}); err != nil {
+		b.closeHole()
+		return fmt.Errorf("backend %s: vanish: bind %s: %w", b.name, b.addr, err)
+	}
+	if err := unix.Listen(fd, 0); err != nil { // a queue of one
+		b.closeHole()
+		return fmt.Errorf("backend %s: vanish: listen: %w", b.name, err)
+	}
+	c, err := net.DialTimeout("tcp4", b.addr.String(), time.Second)
+	if err != nil {
+		b.closeHole()
+		return fmt.Errorf("backend %s: vanish: filling the queue: %w", b.name, err)
+	}
+	b.filler = c
+	if c2, err := net.DialTimeout("tcp4", b.addr.String(), 300*time.Millisecond); err == nil {
+		c2.Close()
+		b.closeHole()
+		return fmt.Errorf("backend %s: vanish: a connection still completes with the queue full", b.name)
+	}
+	return nil
+}
+
+// closeHole ends vanish. b.mu is held.
+func (b *backend) closeHole() {
+	if b.filler != nil {
+		b.filler.Close()
+		b.filler = nil
+	}
+	if b.hole >= 0 {
+		unix.Close(b.hole)
+		b.hole = -1
 	}
 }
 

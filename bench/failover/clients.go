@@ -6,13 +6,15 @@ package main
 // a Go HTTP client with the standard library's dialer, which tries every
 // address of an answer in order, and curl, whose glibc stub is pointed at
 // a resolver through a private mount of /etc/resolv.conf. Under steady load
-// a backend is killed; what counts is the share of failed HTTP requests
-// over the window after the kill, the time until no request fails, and,
-// once the backend is restarted, the time until it gets traffic again.
+// a backend is killed (connections refused), vanishes (SYNs dropped:
+// connections time out) or flaps; what counts is the share of failed HTTP
+// requests over the fault's window, the time until no request fails, and,
+// once the fault ends, the time until the backend gets traffic again.
 // PowerDNS and Meridian are measured in the same run, at their defaults
 // (PowerDNS: ifurlup's default selector, one random up address; Meridian:
-// one weighted address), with TTL 30 s and 5 s, and Meridian with
-// fallback_answer on.
+// fallback_answer auto, which for this 50/50 service answers the pick and
+// the other cluster's address), with TTL 30 s and 5 s, and Meridian with
+// fallback_answer off (one address).
 
 import (
 	"context"
@@ -48,22 +50,35 @@ func (c clientName) fqdn() string { return c.Label + "." + zone }
 func (c clientName) key() string  { return c.Server + "/" + c.Label }
 
 // clientNames are the names of the scenario: every server at its defaults
-// with TTL 30 and 5; Meridian with fallback_answer as well.
+// with TTL 30 and 5; Meridian with fallback_answer off as well.
 var clientNames = []clientName{
 	{"pdns", "web", 30, "ifurlup, default selector (one random up address)"},
 	{"pdns", "web5", 5, "the same, TTL 5"},
-	{"meridian", "web", 30, "weighted 50/50, one address (default)"},
+	{"meridian", "web", 30, "defaults: weighted 50/50, fallback_answer auto (the pick, then the other cluster's address)"},
 	{"meridian", "web5", 5, "the same, TTL 5"},
-	{"meridian", "webfb", 30, "fallback_answer: the pick, then the other cluster's address"},
+	{"meridian", "webone", 30, "fallback_answer: off (one weighted address)"},
 }
 
-// Share names: Meridian services of 70/30 weights, with and without the
-// fallback, to measure what the fallback costs the shares behind a
-// rotating resolver.
-const (
-	shareName   = "share." + zone
-	shareFBName = "sharefb." + zone
-)
+// fallbackMode is a Meridian client name's fallback_answer ("" = default).
+func (c clientName) fallbackMode() string {
+	if c.Label == "webone" {
+		return "off"
+	}
+	return ""
+}
+
+// Share names: Meridian services whose first-address shares are measured
+// behind a rotating resolver: 70/30 at the default (auto leaves the
+// fallback out), 70/30 with fallback_answer on (what it costs), 50/50 at
+// the default (auto adds it: the shares must hold).
+var shareNames = []struct {
+	Name, Mode string
+	Weights    []int
+}{
+	{"share." + zone, "", []int{70, 30}},
+	{"sharefb." + zone, "on", []int{70, 30}},
+	{"shareeq." + zone, "", []int{50, 50}},
+}
 
 // pdnsClientRecords are the LUA records of the scenario's PowerDNS names
 // (ifurlup at its defaults).
@@ -85,19 +100,24 @@ func pdnsClientRecords(port int, backends []string) string {
 // the node's config).
 func (b *bench) meridianClientServices() string {
 	var s strings.Builder
-	svc := func(name string, ttl int, fallback bool, weights []int) {
-		fmt.Fprintf(&s, "  - name: %s\n    ttl: %d\n    fallback_answer: %v\n    health_check: {kind: http, port: %d, path: /healthz}\n    endpoints:\n", name, ttl, fallback, b.p.BasePort)
+	svc := func(name string, ttl int, mode string, weights []int) {
+		fmt.Fprintf(&s, "  - name: %s\n    ttl: %d\n", name, ttl)
+		if mode != "" {
+			fmt.Fprintf(&s, "    fallback_answer: %s\n", mode)
+		}
+		fmt.Fprintf(&s, "    health_check: {kind: http, port: %d, path: /healthz}\n    endpoints:\n", b.p.BasePort)
 		for i, be := range b.backends {
 			fmt.Fprintf(&s, "      - {address: %s, cluster: site-%s, weight: %d}\n", be.addr.Addr(), strings.ToLower(be.name), weights[i%len(weights)])
 		}
 	}
 	for _, c := range clientNames {
 		if c.Server == "meridian" {
-			svc(c.fqdn(), c.TTL, c.Label == "webfb", []int{100})
+			svc(c.fqdn(), c.TTL, c.fallbackMode(), []int{100})
 		}
 	}
-	svc(shareName, 30, false, []int{70, 30})
-	svc(shareFBName, 30, true, []int{70, 30})
+	for _, sn := range shareNames {
+		svc(sn.Name, 30, sn.Mode, sn.Weights)
+	}
 	return s.String()
 }
 
@@ -258,26 +278,21 @@ func (l *clientLog) since(key string, from time.Time) []request {
 	return out
 }
 
-// goClient makes requests for name through resolver addr every period:
-// a fresh connection each time (a new user), the standard dialer trying
-// every address of the answer in order, 2 s per request.
+// goClient starts a request for name through resolver addr every period
+// (open loop: a slow request does not delay the next one), each a fresh
+// connection (a new user) with the standard dialer, which tries every
+// address of the answer in order within ClientTimeout (at least 2 s per
+// address), the whole request bounded by ClientTimeout.
 func (b *bench) goClient(ctx context.Context, c clientName, resolverIP string, log *clientLog) {
 	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, resolverIP+":53")
 	}}
-	dialer := &net.Dialer{Resolver: res, Timeout: 2 * time.Second}
+	dialer := &net.Dialer{Resolver: res, Timeout: b.p.ClientTimeout}
 	tr := &http.Transport{DisableKeepAlives: true, DialContext: dialer.DialContext}
-	hc := &http.Client{Transport: tr, Timeout: 2 * time.Second}
+	hc := &http.Client{Transport: tr, Timeout: b.p.ClientTimeout}
 	url := fmt.Sprintf("http://%s:%d/healthz", c.fqdn(), b.p.BasePort)
-	tick := time.NewTicker(b.p.ClientPeriod)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	b.openLoop(ctx, b.p.ClientPeriod, func() {
 		r := request{At: time.Now()}
 		var remote string
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -287,28 +302,21 @@ func (b *bench) goClient(ctx context.Context, c clientName, resolverIP string, l
 			resp.Body.Close()
 			r.OK, r.Backend = resp.StatusCode == http.StatusOK, remote
 		}
-		if ctx.Err() != nil {
-			return
+		if ctx.Err() == nil {
+			log.add(c.key(), r)
 		}
-		log.add(c.key(), r)
-	}
+	})
 }
 
-// curlClient is goClient with curl: glibc's stub resolver reads a
-// resolv.conf naming the resolver (a private mount namespace per request).
+// curlClient is goClient with curl (--max-time ClientTimeout): glibc's stub
+// resolver reads a resolv.conf naming the resolver (a private mount
+// namespace per request).
 func (b *bench) curlClient(ctx context.Context, c clientName, resolverIP string, log *clientLog) {
 	rc := filepath.Join(b.tmp, "resolv-"+resolverIP+".conf")
 	os.WriteFile(rc, []byte("nameserver "+resolverIP+"\noptions timeout:1 attempts:1\n"), 0o644)
 	url := fmt.Sprintf("http://%s:%d/healthz", c.fqdn(), b.p.BasePort)
-	script := fmt.Sprintf("mount --bind %s /etc/resolv.conf && exec curl -s -o /dev/null --max-time 2 -w '%%{http_code} %%{remote_ip}' %s", rc, url)
-	tick := time.NewTicker(b.p.CurlPeriod)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	script := fmt.Sprintf("mount --bind %s /etc/resolv.conf && exec curl -s -o /dev/null --max-time %g -w '%%{http_code} %%{remote_ip}' %s", rc, b.p.ClientTimeout.Seconds(), url)
+	b.openLoop(ctx, b.p.CurlPeriod, func() {
 		r := request{At: time.Now()}
 		out, _ := exec.CommandContext(ctx, "unshare", "--mount", "sh", "-c", script).Output()
 		if ctx.Err() != nil {
@@ -318,6 +326,23 @@ func (b *bench) curlClient(ctx context.Context, c clientName, resolverIP string,
 			r.OK, r.Backend = true, f[1]
 		}
 		log.add(c.key()+"/curl", r)
+	})
+}
+
+// openLoop runs do every period, each in its own goroutine, until ctx ends;
+// it returns once every do has.
+func (b *bench) openLoop(ctx context.Context, period time.Duration, do func()) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			wg.Go(do)
+		}
 	}
 }
 
@@ -325,18 +350,19 @@ func (b *bench) curlClient(ctx context.Context, c clientName, resolverIP string,
 
 // clientGroup is one name's figures in one trial.
 type clientGroup struct {
-	Requests      int     `json:"requests"`        // in the window after the kill
+	Requests      int     `json:"requests"`        // started in the fault's window
 	Failed        int     `json:"failed"`          // of those
 	FailedPct     float64 `json:"failed_pct"`      // Failed / Requests
-	UntilNoneFail float64 `json:"until_no_fail_s"` // kill → the last failed request (0: none failed)
-	Back          float64 `json:"back_s"`          // restart → the first request the restarted backend answered
+	UntilNoneFail float64 `json:"until_no_fail_s"` // fault → the last failed request (0: none failed)
+	Back          float64 `json:"back_s"`          // end of the fault → the first request the backend answered
 	BackTimedOut  bool    `json:"back_timed_out,omitempty"`
 	CurlRequests  int     `json:"curl_requests"`
 	CurlFailed    int     `json:"curl_failed"`
 }
 
-// clientsTrial is one kill of the scenario.
+// clientsTrial is one fault of the scenario.
 type clientsTrial struct {
+	Fault   string                 `json:"fault"` // kill, blackhole or flap
 	Backend string                 `json:"backend"`
 	Groups  map[string]clientGroup `json:"groups"` // clientName.key()
 }
@@ -344,9 +370,19 @@ type clientsTrial struct {
 // clientsResult is the scenario's result.
 type clientsResult struct {
 	Trials []clientsTrial `json:"trials"`
-	// Shares: first-address shares of the 70/30 services through a
-	// rotating Unbound without a cache, with and without the fallback.
+	// Shares: first-address shares of the share names through a rotating
+	// Unbound without a cache.
 	Shares map[string]map[string]float64 `json:"shares"`
+}
+
+// clientFaults are what the scenario does to backend A, in the order run.
+var clientFaults = []string{"kill", "blackhole", "flap"}
+
+// clientFaultNote says what a fault is, for the report.
+var clientFaultNote = map[string]string{
+	"kill":      "killed: connections refused",
+	"blackhole": "vanished: SYNs dropped, connections time out",
+	"flap":      "flapping: killed and restarted in turn",
 }
 
 func (b *bench) clients(ctx context.Context) (*clientsResult, error) {
@@ -354,20 +390,22 @@ func (b *bench) clients(ctx context.Context) (*clientsResult, error) {
 		return nil, err
 	}
 	res := &clientsResult{Shares: map[string]map[string]float64{}}
-	for k := range b.p.Trials {
-		tr, err := b.clientsTrial(ctx, k)
-		if err != nil {
-			return res, fmt.Errorf("trial %d: %w", k+1, err)
+	for _, fault := range b.p.ClientFaults {
+		for k := range b.p.Trials {
+			tr, err := b.clientsTrial(ctx, fault, k)
+			if err != nil {
+				return res, fmt.Errorf("%s trial %d: %w", fault, k+1, err)
+			}
+			res.Trials = append(res.Trials, tr)
 		}
-		res.Trials = append(res.Trials, tr)
 	}
-	for _, name := range []string{shareName, shareFBName} {
-		s, err := b.firstShares(ctx, name, 4000)
+	for _, sn := range shareNames {
+		s, err := b.firstShares(ctx, sn.Name, 4000)
 		if err != nil {
 			return res, err
 		}
-		res.Shares[name] = s
-		logf("clients: first-address shares of %s (70/30) through a rotating Unbound: %v", name, s)
+		res.Shares[sn.Name] = s
+		logf("clients: first-address shares of %s (weights %v, fallback_answer %q) through a rotating Unbound: %v", sn.Name, sn.Weights, sn.Mode, s)
 	}
 	return res, nil
 }
@@ -399,10 +437,13 @@ func (b *bench) firstShares(ctx context.Context, name string, n int) (map[string
 	return out, nil
 }
 
-func (b *bench) clientsTrial(ctx context.Context, k int) (clientsTrial, error) {
+// clientsTrial: fresh servers and resolvers, the clients started, then
+// the fault for ClientWindow, then the backend up again until every name
+// got traffic from it.
+func (b *bench) clientsTrial(ctx context.Context, fault string, k int) (clientsTrial, error) {
 	be := b.backends[0] // A: the same backend every trial, so that trials compare
-	tr := clientsTrial{Backend: be.name, Groups: map[string]clientGroup{}}
-	logf("clients %d/%d: restarting Meridian and the resolvers, waiting until ready", k+1, b.p.Trials)
+	tr := clientsTrial{Fault: fault, Backend: be.name, Groups: map[string]clientGroup{}}
+	logf("clients %s %d/%d: restarting Meridian and the resolvers, waiting until ready", fault, k+1, b.p.Trials)
 	if err := b.ready(ctx); err != nil {
 		return tr, err
 	}
@@ -414,14 +455,13 @@ func (b *bench) clientsTrial(ctx context.Context, k int) (clientsTrial, error) {
 	var wg sync.WaitGroup
 	b.startClients(cctx, &wg, log)
 	defer func() { stop(); wg.Wait() }()
-	// Every client runs by 30 s; the kill falls anywhere in the resolvers'
-	// cache lifetimes.
+	// Every client runs by 30 s; the fault falls anywhere in the
+	// resolvers' cache lifetimes.
 	if err := benchenv.Sleep(ctx, 32*time.Second+rand.N(5*time.Second)); err != nil {
 		return tr, err
 	}
 	t0 := time.Now()
-	be.kill()
-	if err := benchenv.Sleep(ctx, b.p.ClientWindow); err != nil {
+	if err := b.clientFault(ctx, be, fault); err != nil {
 		return tr, err
 	}
 	t1 := time.Now()
@@ -440,10 +480,43 @@ func (b *bench) clientsTrial(ctx context.Context, k int) (clientsTrial, error) {
 		}
 		g := b.clientFigures(log, c, t0, t1, back)
 		tr.Groups[c.key()] = g
-		logf("clients %d/%d: %-14s failed %5.2f%% of %d requests (curl %d/%d), the last failure %.1f s after the kill; back %.1f s after the restart",
-			k+1, b.p.Trials, c.key(), g.FailedPct, g.Requests, g.CurlFailed, g.CurlRequests, g.UntilNoneFail, g.Back)
+		logf("clients %s %d/%d: %-15s failed %5.2f%% of %d requests (curl %d/%d), the last failure %.1f s after the fault began; back %.1f s after it ended",
+			fault, k+1, b.p.Trials, c.key(), g.FailedPct, g.Requests, g.CurlFailed, g.CurlRequests, g.UntilNoneFail, g.Back)
 	}
 	return tr, nil
+}
+
+// clientFault does fault to be for ClientWindow; the caller starts be
+// again afterwards.
+func (b *bench) clientFault(ctx context.Context, be *backend, fault string) error {
+	end := time.Now().Add(b.p.ClientWindow)
+	switch fault {
+	case "kill":
+		be.kill()
+	case "blackhole":
+		if err := be.vanish(); err != nil {
+			return err
+		}
+	case "flap":
+		for time.Now().Before(end) {
+			be.kill()
+			if err := benchenv.Sleep(ctx, min(b.p.FlapDown, time.Until(end))); err != nil {
+				return err
+			}
+			if time.Until(end) <= 0 {
+				break
+			}
+			if err := be.start(); err != nil {
+				return err
+			}
+			if err := benchenv.Sleep(ctx, min(b.p.FlapUp, time.Until(end))); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("unknown client fault %q (allowed: %s)", fault, strings.Join(clientFaults, ", "))
+	}
+	return benchenv.Sleep(ctx, time.Until(end))
 }
 
 // startClients starts every client loop: each resolver's Go clients after
@@ -563,43 +636,58 @@ func withRemote(ctx context.Context, remote *string) context.Context {
 	}})
 }
 
-// writeClients writes the scenario's table: per name, the medians over the
-// trials.
+// writeClients writes the scenario's tables: per fault and name, the
+// medians over the trials.
 func (r *results) writeClients(s *strings.Builder) {
 	c := r.Clients
 	if c == nil || len(c.Trials) == 0 {
 		return
 	}
-	fmt.Fprintf(s, "\n### Clients behind Unbound (%d resolvers per server, each its own cache; Go and curl clients; backend %s killed, %d trials)\n\n",
-		r.Params.Resolvers, c.Trials[0].Backend, len(c.Trials))
-	s.WriteString("| server / name | TTL | what | failed requests in the window after the kill (median, max) | kill → last failed request (median) | restart → traffic again (median, max) |\n|---|---:|---|---|---|---|\n")
-	for _, n := range clientNames {
-		var fail, until, back []float64
+	for _, fault := range clientFaults {
+		var trials []clientsTrial
 		for _, t := range c.Trials {
-			if g, ok := t.Groups[n.key()]; ok {
-				fail, until, back = append(fail, g.FailedPct), append(until, g.UntilNoneFail), append(back, g.Back)
+			if t.Fault == fault {
+				trials = append(trials, t)
 			}
 		}
-		if len(fail) == 0 {
+		if len(trials) == 0 {
 			continue
 		}
-		fmt.Fprintf(s, "| %s | %d | %s | %.2f %% (%.2f %%) | %.1f s | %.1f s (%.1f s) |\n", n.key(), n.TTL, n.Note,
-			median(fail), slices.Max(fail), median(until), median(back), slices.Max(back))
-	}
-	s.WriteString("\nEvery trial: ")
-	for i, t := range c.Trials {
-		fmt.Fprintf(s, "\n- trial %d:", i+1)
+		fmt.Fprintf(s, "\n### Clients behind Unbound: backend %s %s (%d resolvers per server, each its own cache; Go and curl clients; %d trials)\n\n",
+			trials[0].Backend, clientFaultNote[fault], r.Params.Resolvers, len(trials))
+		s.WriteString("| server / name | TTL | what | failed requests in the fault's window (median, max) | fault → last failed request (median) | end of the fault → traffic again (median, max) |\n|---|---:|---|---|---|---|\n")
 		for _, n := range clientNames {
-			if g, ok := t.Groups[n.key()]; ok {
-				fmt.Fprintf(s, " %s %.2f %% of %d (last failure %.1f s, back %.1f s);", n.key(), g.FailedPct, g.Requests, g.UntilNoneFail, g.Back)
+			var fail, until, back []float64
+			for _, t := range trials {
+				if g, ok := t.Groups[n.key()]; ok {
+					fail, until, back = append(fail, g.FailedPct), append(until, g.UntilNoneFail), append(back, g.Back)
+				}
+			}
+			if len(fail) == 0 {
+				continue
+			}
+			fmt.Fprintf(s, "| %s | %d | %s | %.2f %% (%.2f %%) | %.1f s | %.1f s (%.1f s) |\n", n.key(), n.TTL, n.Note,
+				median(fail), slices.Max(fail), median(until), median(back), slices.Max(back))
+		}
+		s.WriteString("\nEvery trial: ")
+		for i, t := range trials {
+			fmt.Fprintf(s, "\n- trial %d:", i+1)
+			for _, n := range clientNames {
+				if g, ok := t.Groups[n.key()]; ok {
+					fmt.Fprintf(s, " %s %.2f %% of %d (curl %d of %d; last failure %.1f s, back %.1f s);", n.key(), g.FailedPct, g.Requests, g.CurlFailed, g.CurlRequests, g.UntilNoneFail, g.Back)
+				}
 			}
 		}
+		s.WriteString("\n")
 	}
-	s.WriteString("\n")
 	if len(c.Shares) > 0 {
-		s.WriteString("\nFirst-address shares of a 70/30 service through an Unbound at its defaults (rrset-roundrobin yes), no cache:")
-		for _, name := range slices.Sorted(maps.Keys(c.Shares)) {
-			fmt.Fprintf(s, " %s %v;", name, fmtShares(c.Shares[name]))
+		s.WriteString("\nFirst-address shares through an Unbound at its defaults (rrset-roundrobin yes), no cache, 4 000 queries each:")
+		for _, sn := range shareNames {
+			mode := sn.Mode
+			if mode == "" {
+				mode = "auto (default)"
+			}
+			fmt.Fprintf(s, " %s (weights %v, fallback_answer %s) %v;", sn.Name, sn.Weights, mode, fmtShares(c.Shares[sn.Name]))
 		}
 		s.WriteString("\n")
 	}

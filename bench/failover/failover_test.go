@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -149,4 +150,21 @@ func TestMeridianConfigSetsNoHealthOrDecisionSetting(t *testing.T) {
 	assert.Contains(t, cfg, "    - {name: ring-a}\n    - {name: ring-b}\n", "both nodes are peers")
 	assert.Contains(t, cfg, "health_check: {kind: http, port: 17600, path: /healthz}")
 	assert.Equal(t, 1, strings.Count(cfg, "127.0.0.61"))
+}
+
+func TestAVanishedBackendTimesConnectionsOutAndARestartedOneAnswers(t *testing.T) {
+	be := newBackend("A", netip.MustParseAddrPort("127.0.0.201:17999"))
+	require.NoError(t, be.start())
+	defer be.kill()
+	require.NoError(t, be.check())
+	require.NoError(t, be.vanish())
+	_, err := net.DialTimeout("tcp4", "127.0.0.201:17999", 300*time.Millisecond)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout(), "a connection to a vanished backend times out: %v", err)
+	require.NoError(t, be.start())
+	assert.NoError(t, be.check())
+	be.kill()
+	_, err = net.DialTimeout("tcp4", "127.0.0.201:17999", 300*time.Millisecond)
+	assert.ErrorContains(t, err, "connection refused", "a killed backend refuses")
 }

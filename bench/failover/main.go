@@ -54,12 +54,14 @@ type params struct {
 	KeepTmp      bool          // keep the temporary directory
 
 	// The clients scenario (clients.go).
-	Resolvers    int           // Unbound resolvers per server, each its own cache (default 4)
-	GoClients    int           // Go HTTP clients per resolver and name (default 2)
-	CurlClients  bool          // one curl client per name (default true; needs root for unshare --mount)
-	ClientPeriod time.Duration // a Go client's request period (default 100ms)
-	CurlPeriod   time.Duration // the curl client's request period (default 250ms)
-	ClientWindow time.Duration // kill → restart: the window whose failed requests count (default 60s)
+	Resolvers     int           // Unbound resolvers per server, each its own cache (default 4)
+	GoClients     int           // Go HTTP clients per resolver and name (default 2)
+	CurlClients   bool          // one curl client per name (default true; needs root for unshare --mount)
+	ClientPeriod  time.Duration // a Go client's request period (default 100ms)
+	CurlPeriod    time.Duration // the curl client's request period (default 250ms)
+	ClientWindow  time.Duration // fault → its end: the window whose failed requests count (default 60s)
+	ClientFaults  []string      // kill, blackhole, flap (default all, each Trials times)
+	ClientTimeout time.Duration // a client request's bound, every address of the answer included (default 5s)
 }
 
 var (
@@ -79,31 +81,33 @@ func loadParams() (params, error) {
 	geti, getd, getb := env.Int, env.Duration, env.Bool
 	getl := env.List
 	p := params{
-		Trials:       geti("BENCH_FAILOVER_TRIALS", 5, 1, 50),
-		Servers:      getl("BENCH_FAILOVER_SERVERS", allServers),
-		Scenarios:    getl("BENCH_FAILOVER_SCENARIOS", allScenarios),
-		Poll:         getd("BENCH_FAILOVER_POLL", 50*time.Millisecond, 10*time.Millisecond),
-		Stable:       getd("BENCH_FAILOVER_STABLE", 1500*time.Millisecond, 100*time.Millisecond),
-		ReadyTimeout: getd("BENCH_FAILOVER_READY_TIMEOUT", 90*time.Second, time.Second),
-		OutTimeout:   getd("BENCH_FAILOVER_OUT_TIMEOUT", 90*time.Second, time.Second),
-		BackTimeout:  getd("BENCH_FAILOVER_BACK_TIMEOUT", 120*time.Second, time.Second),
-		FlapFor:      getd("BENCH_FAILOVER_FLAP_SECONDS", 60*time.Second, time.Second),
-		FlapUp:       getd("BENCH_FAILOVER_FLAP_UP", 2*time.Second, 100*time.Millisecond),
-		FlapDown:     getd("BENCH_FAILOVER_FLAP_DOWN", 2*time.Second, 100*time.Millisecond),
-		LossFor:      getd("BENCH_FAILOVER_LOSS_SECONDS", 60*time.Second, time.Second),
-		LossPercent:  geti("BENCH_FAILOVER_LOSS_PERCENT", 10, 1, 100),
-		Tail:         getd("BENCH_FAILOVER_TAIL", 5*time.Second, 0),
-		BasePort:     geti("BENCH_FAILOVER_BASE_PORT", 17600, 1024, 65535-40),
-		Bin:          os.Getenv("MERIDIAN_BIN"),
-		Pdns:         os.Getenv("PDNS_SERVER"),
-		Out:          os.Getenv("BENCH_FAILOVER_OUT"),
-		KeepTmp:      getb("BENCH_FAILOVER_KEEP_TMP", false),
-		Resolvers:    geti("BENCH_FAILOVER_RESOLVERS", 4, 1, 9),
-		GoClients:    geti("BENCH_FAILOVER_GO_CLIENTS", 2, 1, 20),
-		CurlClients:  getb("BENCH_FAILOVER_CURL", os.Geteuid() == 0),
-		ClientPeriod: getd("BENCH_FAILOVER_CLIENT_PERIOD", 100*time.Millisecond, 10*time.Millisecond),
-		CurlPeriod:   getd("BENCH_FAILOVER_CURL_PERIOD", 250*time.Millisecond, 50*time.Millisecond),
-		ClientWindow: getd("BENCH_FAILOVER_CLIENT_WINDOW", 60*time.Second, 5*time.Second),
+		Trials:        geti("BENCH_FAILOVER_TRIALS", 5, 1, 50),
+		Servers:       getl("BENCH_FAILOVER_SERVERS", allServers),
+		Scenarios:     getl("BENCH_FAILOVER_SCENARIOS", allScenarios),
+		Poll:          getd("BENCH_FAILOVER_POLL", 50*time.Millisecond, 10*time.Millisecond),
+		Stable:        getd("BENCH_FAILOVER_STABLE", 1500*time.Millisecond, 100*time.Millisecond),
+		ReadyTimeout:  getd("BENCH_FAILOVER_READY_TIMEOUT", 90*time.Second, time.Second),
+		OutTimeout:    getd("BENCH_FAILOVER_OUT_TIMEOUT", 90*time.Second, time.Second),
+		BackTimeout:   getd("BENCH_FAILOVER_BACK_TIMEOUT", 120*time.Second, time.Second),
+		FlapFor:       getd("BENCH_FAILOVER_FLAP_SECONDS", 60*time.Second, time.Second),
+		FlapUp:        getd("BENCH_FAILOVER_FLAP_UP", 2*time.Second, 100*time.Millisecond),
+		FlapDown:      getd("BENCH_FAILOVER_FLAP_DOWN", 2*time.Second, 100*time.Millisecond),
+		LossFor:       getd("BENCH_FAILOVER_LOSS_SECONDS", 60*time.Second, time.Second),
+		LossPercent:   geti("BENCH_FAILOVER_LOSS_PERCENT", 10, 1, 100),
+		Tail:          getd("BENCH_FAILOVER_TAIL", 5*time.Second, 0),
+		BasePort:      geti("BENCH_FAILOVER_BASE_PORT", 17600, 1024, 65535-40),
+		Bin:           os.Getenv("MERIDIAN_BIN"),
+		Pdns:          os.Getenv("PDNS_SERVER"),
+		Out:           os.Getenv("BENCH_FAILOVER_OUT"),
+		KeepTmp:       getb("BENCH_FAILOVER_KEEP_TMP", false),
+		Resolvers:     geti("BENCH_FAILOVER_RESOLVERS", 4, 1, 9),
+		GoClients:     geti("BENCH_FAILOVER_GO_CLIENTS", 2, 1, 20),
+		CurlClients:   getb("BENCH_FAILOVER_CURL", os.Geteuid() == 0),
+		ClientPeriod:  getd("BENCH_FAILOVER_CLIENT_PERIOD", 100*time.Millisecond, 10*time.Millisecond),
+		CurlPeriod:    getd("BENCH_FAILOVER_CURL_PERIOD", 250*time.Millisecond, 50*time.Millisecond),
+		ClientWindow:  getd("BENCH_FAILOVER_CLIENT_WINDOW", 60*time.Second, 5*time.Second),
+		ClientFaults:  getl("BENCH_FAILOVER_CLIENT_FAULTS", clientFaults),
+		ClientTimeout: getd("BENCH_FAILOVER_CLIENT_TIMEOUT", 5*time.Second, time.Second),
 	}
 	if len(p.Servers) == 0 {
 		env.Add(errors.New("BENCH_FAILOVER_SERVERS: no server"))

@@ -124,7 +124,9 @@ func (r *results) text() string {
 	cols := r.columns()
 	var s strings.Builder
 	r.writeSettings(&s)
-	r.writeTable(&s, cols)
+	if len(r.Kill)+len(r.Blackhole) > 0 || r.Flap != nil || r.Loss != nil {
+		r.writeTable(&s, cols)
+	}
 	if len(r.Kill)+len(r.Blackhole) > 0 {
 		r.writeTrials(&s, cols)
 	}
@@ -294,8 +296,8 @@ func (p params) settings() map[string]string {
 		if p.CurlClients {
 			curl = fmt.Sprintf("one curl per name every %v (glibc's stub resolver, a private mount of /etc/resolv.conf)", p.CurlPeriod)
 		}
-		m["clients"] = fmt.Sprintf("%d Unbound resolvers per server (defaults, each its own cache), %d Go clients per resolver and name every %v (a new connection each, the standard dialer trying every address in order, 2 s per request), %s; the clients of each resolver start after a random 0–30 s (their caches expire at different times), backend A is killed 32–37 s after the first, restarted %v later; %d trials",
-			p.Resolvers, p.GoClients, p.ClientPeriod, curl, p.ClientWindow, p.Trials)
+		m["clients"] = fmt.Sprintf("%d Unbound resolvers per server (defaults, each its own cache), %d Go clients per resolver and name starting a request every %v whatever the earlier ones do (a new connection each, the standard dialer trying every address in order, at least 2 s each, %v per request), %s; the clients of each resolver start after a random 0–30 s (their caches expire at different times); 32–37 s after the first, backend A is %s for %v, then up again; %d trials of each",
+			p.Resolvers, p.GoClients, p.ClientPeriod, p.ClientTimeout, curl, strings.Join(p.ClientFaults, " / "), p.ClientWindow, p.Trials)
 	}
 	return m
 }
