@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/meridian-gslb/meridian/internal/config"
+	"github.com/meridian-gslb/meridian/internal/kube"
 	"github.com/meridian-gslb/meridian/internal/layers"
 )
 
@@ -309,5 +310,13 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 			assert.Regexp(t, regexp.MustCompile("(?m)^\\| `"+regexp.QuoteMeta(p)+"`[^|]*\\| "+regexp.QuoteMeta(l.Name)+" \\|"), page,
 				"architecture.md has no row for %s in layer %q (| `%s` | %s | what it does |)", p, l.Name, p, l.Name)
 		}
+	}
+}
+
+func TestKubernetesDocumentsEveryAnnotation(t *testing.T) {
+	b, err := os.ReadFile("kubernetes.md")
+	require.NoError(t, err)
+	for _, anno := range kube.InputAnnotations {
+		assert.Contains(t, string(b), "| `"+anno+"` |", "kubernetes.md's annotation table lacks a row for %s", anno)
 	}
 }

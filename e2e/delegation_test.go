@@ -238,8 +238,8 @@ func TestTheZoneIsDelegatedForYou(t *testing.T) {
 			ips = append(ips, f[4])
 		}
 	}
-	require.Len(t, ips, 1, out)
-	assert.Contains(t, []string{"192.0.2.1", "192.0.2.2"}, ips[0])
+	require.NotEmpty(t, ips, out)
+	assert.Subset(t, []string{"192.0.2.1", "192.0.2.2"}, ips, "the pick (and, the sites being equal, the other as fallback)")
 
 	// A site goes: its nameserver's NS and glue go, nothing else changes.
 	writeAtomic(t, m.config, cfg("ns1"))

@@ -153,7 +153,9 @@ func annotate(t *testing.T, m *kubelab.Member, ns, name, key, value string) {
 }
 
 // digShares sends n queries with one dig process (-f batch file) and
-// returns the share of each address among the answers.
+// returns the share of each address in the first place of the answers:
+// the weighted pick (a reply may also carry a fallback address second,
+// services[].fallback_answer).
 func digShares(t *testing.T, m *instance, name string, n int) map[string]float64 {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "batch")
@@ -164,17 +166,24 @@ func digShares(t *testing.T, m *instance, name string, n int) map[string]float64
 	require.NoError(t, os.WriteFile(f, []byte(b.String()), 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "dig", "@127.0.0.1", "-p", fmt.Sprint(m.dnsPort), "+short", "+time=2", "+tries=2", "-f", f).Output()
+	// +cmd starts each query's output with its "; <<>> DiG" line.
+	out, err := exec.CommandContext(ctx, "dig", "@127.0.0.1", "-p", fmt.Sprint(m.dnsPort), "+noall", "+answer", "+cmd", "+time=2", "+tries=2", "-f", f).Output()
 	require.NoError(t, err)
-	counts, total := map[string]int{}, 0
+	counts, total, first := map[string]int{}, 0, false
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			counts[l]++
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "; <<>> DiG") {
+			first = true
+			continue
+		}
+		if f := strings.Fields(l); first && len(f) == 5 && f[3] == "A" {
+			counts[f[4]]++
 			total++
+			first = false
 		}
 	}
-	require.Equal(t, n, total, "one answer per query")
+	require.Equal(t, n, total, "one first address per query")
 	shares := map[string]float64{}
 	for k, v := range counts {
 		shares[k] = 100 * float64(v) / float64(total)
@@ -182,7 +191,8 @@ func digShares(t *testing.T, m *instance, name string, n int) map[string]float64
 	return shares
 }
 
-// quickShare is the share of addr in n answers through one UDP socket.
+// quickShare is the share of n answers through one UDP socket whose first
+// address is addr (the weighted pick; a fallback address may follow).
 func quickShare(m *instance, name, addr string, n int) (float64, error) {
 	return shareAt(m.dns, name, addr, n)
 }
@@ -204,8 +214,11 @@ func shareAt(server, name, addr string, n int) (float64, error) {
 			return 0, err
 		}
 		for _, rr := range r.Answer {
-			if a, ok := rr.(*dns.A); ok && a.A.String() == addr {
-				hit++
+			if a, ok := rr.(*dns.A); ok {
+				if a.A.String() == addr {
+					hit++
+				}
+				break // the first address: the weighted pick (a fallback may follow)
 			}
 		}
 	}

@@ -91,8 +91,15 @@ func newFallback(p *pool, cands []cand, chain []group) *fallback {
 		return nil
 	}
 	some := false
-	for _, first := range p.rrs {
+	byCluster := map[string]int{} // a cluster's first record: the others of it share its lists
+	for ri, first := range p.rrs {
 		cluster := clusterOf(first, cands)
+		if k, ok := byCluster[cluster]; ok && len(fb.next[k]) > 0 && fb.owner[fb.next[k][0]] != cluster {
+			// from another cluster: the same for every record of this one
+			fb.next, fb.cum = append(fb.next, fb.next[k]), append(fb.cum, fb.cum[k])
+			continue
+		}
+		byCluster[cluster] = ri
 		var next []int
 		var cum []uint32
 		for _, otherCluster := range []bool{true, false} {

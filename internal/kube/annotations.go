@@ -24,8 +24,11 @@ const (
 	AnnoGeo           = "meridian.io/geo"            // places this cluster serves: regions, countries, continents
 	AnnoDrain         = "meridian.io/drain"          // true takes this cluster's endpoints out of the answers
 	AnnoSticky        = "meridian.io/sticky"         // off or subnet: each client network keeps its answer (service-level)
-	AnnoCapacity      = "meridian.io/capacity"       // true: weights × ready fraction of the Services behind the object (service-level)
-	AnnoStatus        = "meridian.io/status"         // written by Meridian: what it serves for this object
+	// AnnoFallbackAnswer is the service's fallback_answer: auto, on or off
+	// (service-level; default auto).
+	AnnoFallbackAnswer = "meridian.io/fallback-answer"
+	AnnoCapacity       = "meridian.io/capacity" // true: weights × ready fraction of the Services behind the object (service-level)
+	AnnoStatus         = "meridian.io/status"   // written by Meridian: what it serves for this object
 	// AnnoLatencyTolerance is a latency service's tolerance, e.g. 30%
 	// (service-level; default 20%).
 	AnnoLatencyTolerance = "meridian.io/latency-tolerance"
@@ -39,7 +42,7 @@ const (
 )
 
 // InputAnnotations lists the annotations Meridian reads, in documentation order.
-var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky, AnnoCapacity, AnnoLatencyTolerance, AnnoMinHealthy}
+var InputAnnotations = []string{AnnoHostname, AnnoStrategy, AnnoWeight, AnnoFailoverOrder, AnnoTTL, AnnoHealthCheck, AnnoGeo, AnnoDrain, AnnoSticky, AnnoCapacity, AnnoLatencyTolerance, AnnoMinHealthy, AnnoFallbackAnswer}
 
 // Settings is what one object's annotations ask for. Zero values mean "not set".
 type Settings struct {
@@ -52,7 +55,9 @@ type Settings struct {
 	Geo           *GeoPlaces   // nil = not set
 	Drain         bool
 	Sticky        string // "" = not set
-	Capacity      *bool  // nil = not set; true: capacity-aware weights (source kubernetes)
+	// FallbackAnswer is meridian.io/fallback-answer ("" = not set).
+	FallbackAnswer string
+	Capacity       *bool // nil = not set; true: capacity-aware weights (source kubernetes)
 	// LatencyTolerance is meridian.io/latency-tolerance (nil = not set).
 	LatencyTolerance *model.Percent
 	// MinHealthy is meridian.io/min-healthy (nil = not set).
@@ -125,6 +130,10 @@ var settingReaders = []struct {
 	{AnnoDrain, readDrain},
 	{AnnoSticky, func(v string, s *Settings) (err error) {
 		s.Sticky, err = oneOf(v, model.StickyModes, "a sticky mode")
+		return err
+	}},
+	{AnnoFallbackAnswer, func(v string, s *Settings) (err error) {
+		s.FallbackAnswer, err = oneOf(v, model.FallbackModes, "a fallback mode")
 		return err
 	}},
 	{AnnoCapacity, readCapacity},

@@ -54,6 +54,11 @@ func TestParseAnnotations(t *testing.T) {
 		{"sticky off is read", map[string]string{host: "a.x.test", AnnoSticky: "off"},
 			Settings{Hostnames: []string{"a.x.test."}, Sticky: model.StickyOff}, nil},
 		{"an unknown sticky mode is an error", map[string]string{host: "a.x.test", AnnoSticky: "cookie"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoSticky}},
+		{"fallback-answer off is read", map[string]string{host: "a.x.test", AnnoFallbackAnswer: " off"},
+			Settings{Hostnames: []string{"a.x.test."}, FallbackAnswer: model.FallbackOff}, nil},
+		{"fallback-answer on is read", map[string]string{host: "a.x.test", AnnoFallbackAnswer: "on"},
+			Settings{Hostnames: []string{"a.x.test."}, FallbackAnswer: model.FallbackOn}, nil},
+		{"a fallback-answer that is a boolean is an error", map[string]string{host: "a.x.test", AnnoFallbackAnswer: "true"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoFallbackAnswer}},
 		{"min-healthy is read", map[string]string{host: "a.x.test", AnnoMinHealthy: " 2 "},
 			Settings{Hostnames: []string{"a.x.test."}, MinHealthy: new(2)}, nil},
 		{"a negative min-healthy is an error", map[string]string{host: "a.x.test", AnnoMinHealthy: "-1"}, Settings{Hostnames: []string{"a.x.test."}}, []string{AnnoMinHealthy}},
@@ -74,6 +79,9 @@ func TestParseAnnotations(t *testing.T) {
 				assert.Contains(t, e.Error(), "allowed", "the message says what is allowed")
 			}
 			assert.ElementsMatch(t, tt.wantErr, annos)
+			if tt.in[AnnoFallbackAnswer] == "true" {
+				assert.Equal(t, `meridian.io/fallback-answer: "true" is not a fallback mode (allowed: auto, on, off)`, errs[0].Error())
+			}
 			if tt.in[AnnoSticky] == "cookie" {
 				assert.Equal(t, `meridian.io/sticky: "cookie" is not a sticky mode (allowed: off, subnet)`, errs[0].Error())
 			}

@@ -126,6 +126,16 @@ func TestStickyIsAServiceLevelSetting(t *testing.T) {
 	}
 }
 
+func TestFallbackAnswerIsAServiceLevelSetting(t *testing.T) {
+	older := obj("east", "app", 1, map[string]string{AnnoHostname: "app.gslb.example.com", AnnoFallbackAnswer: "off"}, "198.51.100.1")
+	newer := obj("west", "app", 2, map[string]string{AnnoHostname: "app.gslb.example.com", AnnoFallbackAnswer: "on"}, "198.51.100.2")
+	r := Build([]Object{newer, older}, base())
+	require.Len(t, r.Services, 1)
+	assert.Equal(t, model.FallbackOff, r.Services[0].FallbackAnswer, "the older object's setting wins")
+	require.Len(t, r.Problems[newer.Ref], 1)
+	assert.Contains(t, r.Problems[newer.Ref][0], `meridian.io/fallback-answer "on" differs from "off" set by east/service/default/app`)
+}
+
 func TestANameTheConfigFileDefinesIsReportedAndNotTaken(t *testing.T) {
 	o := obj("east", "app", 1, map[string]string{AnnoHostname: "file.gslb.example.com"}, "198.51.100.1")
 	r := Build([]Object{o}, base())

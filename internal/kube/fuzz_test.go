@@ -12,58 +12,60 @@ import (
 
 // FuzzParseAnnotations feeds arbitrary values of the meridian.io/*
 // annotations to ParseAnnotations; present says which of them the object
-// carries (bit i: InputAnnotations[i], all twelve). It is seeded with the examples of
+// carries (bit i: InputAnnotations[i], all thirteen). It is seeded with the examples of
 // annotations_test.go. Invariants: no panic; every error names one of the
 // annotations the object carries, with its value, and leaves that setting
 // unset; Settings hostnames are canonical (lower case, fully qualified,
 // sorted, unique, valid names). `make fuzz` runs it for a bounded time.
 func FuzzParseAnnotations(f *testing.F) {
 	type seed struct {
-		present                                                                              uint16
-		host, strategy, weight, order, ttl, hc, geo, drain, sticky, capa, latTol, minHealthy string
+		present                                                                                        uint16
+		host, strategy, weight, order, ttl, hc, geo, drain, sticky, capa, latTol, minHealthy, fallback string
 	}
-	all := uint16(1<<12 - 1)
+	all := uint16(1<<13 - 1)
 	for _, s := range []seed{
-		{1, "App.GSLB.example.com", "", "", "", "", "", "", "", "", "", "", ""},
-		{1, "b.gslb.example.com, a.gslb.example.com., b.gslb.example.com", "", "", "", "", "", "", "", "", "", "", ""},
-		{all, "app.gslb.example.com", "failover", "70", "east, west", "1m", "http:8080/healthz", "eu-west,DE,EU,country:AS", "true", "subnet", "true", "30%", "2"},
-		{1 | 1<<8, "a.x.test", "", "", "", "", "", "", "", "cookie", "", "", ""},
-		{1 | 1<<9, "a.x.test", "", "", "", "", "", "", "", "", "yes", "", ""},
-		{1 | 1<<10, "a.x.test", "latency", "", "", "", "", "", "", "", "", "-5%", ""},
-		{1 | 1<<11, "a.x.test", "", "", "", "", "", "", "", "", "", "", "1001"},
-		{1 | 1<<11, "a.x.test", "", "", "", "", "", "", "", "", "", "", " 0 "},
-		{1 | 1<<1 | 1<<10, "a.x.test", "latency", "", "", "", "", "", "", "", "", "600%", ""},
-		{1 | 1<<2, "a.x.test", "", "0", "", "", "", "", "", "", "", "", ""},
-		{1 | 1<<4, "a.x.test", "", "", "", "45", "", "", "", "", "", "", ""},
-		{1 << 2, "", "", "5", "", "", "", "", "", "", "", "", ""},
-		{1, "*.x.test", "", "", "", "", "", "", "", "", "", "", ""},
-		{1, "app", "", "", "", "", "", "", "", "", "", "", ""},
-		{1 | 1<<2, "a.x.test", "", "1001", "", "", "", "", "", "", "", "", ""},
-		{1 | 1<<2, "a.x.test", "", "-1", "", "", "", "", "", "", "", "", ""},
-		{1 | 1<<2, "a.x.test", "", "heavy", "", "", "", "", "", "", "", "", ""},
-		{1 | 1<<1, "a.x.test", "random", "", "", "", "", "", "", "", "", "", ""},
-		{1 | 1<<3, "a.x.test", "", "", "east,east", "", "", "", "", "", "", "", ""},
-		{1 | 1<<3, "a.x.test", "", "", "east,,west", "", "", "", "", "", "", "", ""},
-		{1 | 1<<4, "a.x.test", "", "", "", "0", "", "", "", "", "", "", ""},
-		{1 | 1<<4, "a.x.test", "", "", "", "1.5s", "", "", "", "", "", "", ""},
-		{1 | 1<<7, "a.x.test", "", "", "", "", "", "", "yes please", "", "", "", ""},
-		{1 | 1<<6, "a.x.test", "", "", "", "", "", "planet:mars", "", "", "", "", ""},
-		{1 | 1<<2 | 1<<4, "a.x.test", "", "x", "", "y", "", "", "", "", "", "", ""},
+		{1, "App.GSLB.example.com", "", "", "", "", "", "", "", "", "", "", "", ""},
+		{1, "b.gslb.example.com, a.gslb.example.com., b.gslb.example.com", "", "", "", "", "", "", "", "", "", "", "", ""},
+		{all, "app.gslb.example.com", "failover", "70", "east, west", "1m", "http:8080/healthz", "eu-west,DE,EU,country:AS", "true", "subnet", "true", "30%", "2", "off"},
+		{1 | 1<<8, "a.x.test", "", "", "", "", "", "", "", "cookie", "", "", "", ""},
+		{1 | 1<<9, "a.x.test", "", "", "", "", "", "", "", "", "yes", "", "", ""},
+		{1 | 1<<10, "a.x.test", "latency", "", "", "", "", "", "", "", "", "-5%", "", ""},
+		{1 | 1<<11, "a.x.test", "", "", "", "", "", "", "", "", "", "", "1001", ""},
+		{1 | 1<<11, "a.x.test", "", "", "", "", "", "", "", "", "", "", " 0 ", ""},
+		{1 | 1<<1 | 1<<10, "a.x.test", "latency", "", "", "", "", "", "", "", "", "600%", "", ""},
+		{1 | 1<<2, "a.x.test", "", "0", "", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<4, "a.x.test", "", "", "", "45", "", "", "", "", "", "", "", ""},
+		{1 << 2, "", "", "5", "", "", "", "", "", "", "", "", "", ""},
+		{1, "*.x.test", "", "", "", "", "", "", "", "", "", "", "", ""},
+		{1, "app", "", "", "", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<2, "a.x.test", "", "1001", "", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<2, "a.x.test", "", "-1", "", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<2, "a.x.test", "", "heavy", "", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<1, "a.x.test", "random", "", "", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<3, "a.x.test", "", "", "east,east", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<3, "a.x.test", "", "", "east,,west", "", "", "", "", "", "", "", "", ""},
+		{1 | 1<<4, "a.x.test", "", "", "", "0", "", "", "", "", "", "", "", ""},
+		{1 | 1<<4, "a.x.test", "", "", "", "1.5s", "", "", "", "", "", "", "", ""},
+		{1 | 1<<7, "a.x.test", "", "", "", "", "", "", "yes please", "", "", "", "", ""},
+		{1 | 1<<6, "a.x.test", "", "", "", "", "", "planet:mars", "", "", "", "", "", ""},
+		{1 | 1<<2 | 1<<4, "a.x.test", "", "x", "", "y", "", "", "", "", "", "", "", ""},
 		// ParseHealthCheck examples.
-		{1 | 1<<5, "a.x.test", "", "", "", "", "https/ready", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "tcp:443", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "dns", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "none", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "tcp", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "http:70000/", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "tcp:443/x", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "icmp", "", "", "", "", "", ""},
-		{1 | 1<<5, "a.x.test", "", "", "", "", "none:80", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "https/ready", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "tcp:443", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "dns", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "none", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "tcp", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "http:70000/", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "tcp:443/x", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "icmp", "", "", "", "", "", "", ""},
+		{1 | 1<<5, "a.x.test", "", "", "", "", "none:80", "", "", "", "", "", "", ""},
+		{1 | 1<<12, "a.x.test", "", "", "", "", "", "", "", "", "", "", "", "true"},
+		{1 | 1<<12, "a.x.test", "", "", "", "", "", "", "", "", "", "", "", " on "},
 	} {
-		f.Add(s.present, s.host, s.strategy, s.weight, s.order, s.ttl, s.hc, s.geo, s.drain, s.sticky, s.capa, s.latTol, s.minHealthy)
+		f.Add(s.present, s.host, s.strategy, s.weight, s.order, s.ttl, s.hc, s.geo, s.drain, s.sticky, s.capa, s.latTol, s.minHealthy, s.fallback)
 	}
-	f.Fuzz(func(t *testing.T, present uint16, host, strategy, weight, order, ttl, hc, geo, drain, sticky, capa, latTol, minHealthy string) {
-		values := []string{host, strategy, weight, order, ttl, hc, geo, drain, sticky, capa, latTol, minHealthy}
+	f.Fuzz(func(t *testing.T, present uint16, host, strategy, weight, order, ttl, hc, geo, drain, sticky, capa, latTol, minHealthy, fallback string) {
+		values := []string{host, strategy, weight, order, ttl, hc, geo, drain, sticky, capa, latTol, minHealthy, fallback}
 		if len(values) != len(InputAnnotations) {
 			t.Fatalf("the fuzzer covers %d annotations, InputAnnotations has %d", len(values), len(InputAnnotations))
 		}
@@ -125,6 +127,9 @@ func FuzzParseAnnotations(f *testing.F) {
 		}
 		if rejected[AnnoSticky] && s.Sticky != "" || s.Sticky != "" && !slices.Contains(model.StickyModes, s.Sticky) {
 			t.Fatalf("sticky %q (rejected: %v)", s.Sticky, rejected[AnnoSticky])
+		}
+		if rejected[AnnoFallbackAnswer] && s.FallbackAnswer != "" || s.FallbackAnswer != "" && !slices.Contains(model.FallbackModes, s.FallbackAnswer) {
+			t.Fatalf("fallback answer %q (rejected: %v)", s.FallbackAnswer, rejected[AnnoFallbackAnswer])
 		}
 		if rejected[AnnoFailoverOrder] && s.FailoverOrder != nil || rejected[AnnoHealthCheck] && s.HealthCheck != nil ||
 			rejected[AnnoGeo] && s.Geo != nil || rejected[AnnoDrain] && s.Drain ||
