@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,9 +115,20 @@ func (b *backend) vanish() error {
 		b.closeHole()
 		return fmt.Errorf("backend %s: vanish: SO_REUSEADDR: %w", b.name, err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: int(b.addr.Port()), Addr: b.addr.Addr().As4()}); err != nil {
-		b.closeHole()
-		return fmt.Errorf("backend %s: vanish: bind %s: %w", b.name, b.addr, err)
+	// The closed server's connections may hold the port for a moment
+	// (EADDRINUSE): try for up to 5 s.
+	sa := &unix.SockaddrInet4{Port: int(b.addr.Port()), Addr: b.addr.Addr().As4()}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		err = unix.Bind(fd, sa)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EADDRINUSE) || time.Now().After(deadline) {
+			b.closeHole()
+			ss, _ := exec.Command("ss", "-tano", fmt.Sprintf("sport = :%d", b.addr.Port())).Output()
+			return fmt.Errorf("backend %s: vanish: bind %s: %w; sockets on the port:\n%s", b.name, b.addr, err, ss)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := unix.Listen(fd, 0); err != nil { // a queue of one
 		b.closeHole()

@@ -472,6 +472,11 @@ func (b *bench) clientsTrial(ctx context.Context, fault string, k int) (clientsT
 	if err != nil {
 		return tr, err
 	}
+	// Every request started in the window has ended (a request is logged
+	// when it ends; stop would cancel the ones still running).
+	if err := benchenv.Sleep(ctx, time.Until(t1.Add(b.p.ClientTimeout+500*time.Millisecond))); err != nil {
+		return tr, err
+	}
 	stop()
 	wg.Wait()
 	for _, c := range clientNames {

@@ -404,6 +404,30 @@ func TestLookupWeightedAAllocatesNothing(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
+func TestLookupWithAFallbackAllocatesNothing(t *testing.T) {
+	s := compile(t, nil)
+	r := &Result{}
+	client := Client{Addr: resolver, Bits: 32}
+	s.Lookup("prio.example.test.", dns.TypeA, client, r)
+	require.Len(t, r.Answer, 2, "two equal clusters: the pick and its fallback")
+	allocs := testing.AllocsPerRun(1000, func() {
+		r.Reset()
+		s.Lookup("prio.example.test.", dns.TypeA, client, r)
+	})
+	assert.Zero(t, allocs)
+}
+
+func BenchmarkLookupFallbackA(b *testing.B) {
+	s := compile(b, nil)
+	r := &Result{}
+	client := Client{Addr: resolver, Bits: 32}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset()
+		s.Lookup("prio.example.test.", dns.TypeA, client, r)
+	}
+}
+
 func BenchmarkLookupWeightedA(b *testing.B) {
 	s := compile(b, nil)
 	r := &Result{}
