@@ -390,14 +390,13 @@ func (b *bench) clients(ctx context.Context) (*clientsResult, error) {
 		return nil, err
 	}
 	res := &clientsResult{Shares: map[string]map[string]float64{}}
-	for _, fault := range b.p.ClientFaults {
-		for k := range b.p.Trials {
-			tr, err := b.clientsTrial(ctx, fault, k)
-			if err != nil {
-				return res, fmt.Errorf("%s trial %d: %w", fault, k+1, err)
-			}
-			res.Trials = append(res.Trials, tr)
-		}
+	// The shares first, while every backend is up and no flap hold-down
+	// keeps one out.
+	if err := b.ready(ctx); err != nil {
+		return res, err
+	}
+	if err := b.restartResolvers(ctx); err != nil {
+		return res, err
 	}
 	for _, sn := range shareNames {
 		s, err := b.firstShares(ctx, sn.Name, 4000)
@@ -406,6 +405,15 @@ func (b *bench) clients(ctx context.Context) (*clientsResult, error) {
 		}
 		res.Shares[sn.Name] = s
 		logf("clients: first-address shares of %s (weights %v, fallback_answer %q) through a rotating Unbound: %v", sn.Name, sn.Weights, sn.Mode, s)
+	}
+	for _, fault := range b.p.ClientFaults {
+		for k := range b.p.Trials {
+			tr, err := b.clientsTrial(ctx, fault, k)
+			if err != nil {
+				return res, fmt.Errorf("%s trial %d: %w", fault, k+1, err)
+			}
+			res.Trials = append(res.Trials, tr)
+		}
 	}
 	return res, nil
 }
@@ -663,16 +671,24 @@ func (r *results) writeClients(s *strings.Builder) {
 		s.WriteString("| server / name | TTL | what | failed requests in the fault's window (median, max) | fault → last failed request (median) | end of the fault → traffic again (median, max) |\n|---|---:|---|---|---|---|\n")
 		for _, n := range clientNames {
 			var fail, until, back []float64
+			timedOut := 0
 			for _, t := range trials {
 				if g, ok := t.Groups[n.key()]; ok {
 					fail, until, back = append(fail, g.FailedPct), append(until, g.UntilNoneFail), append(back, g.Back)
+					if g.BackTimedOut {
+						timedOut++
+					}
 				}
 			}
 			if len(fail) == 0 {
 				continue
 			}
-			fmt.Fprintf(s, "| %s | %d | %s | %.2f %% (%.2f %%) | %.1f s | %.1f s (%.1f s) |\n", n.key(), n.TTL, n.Note,
-				median(fail), slices.Max(fail), median(until), median(back), slices.Max(back))
+			backCell := fmt.Sprintf("%.1f s (%.1f s)", median(back), slices.Max(back))
+			if timedOut > 0 {
+				backCell += fmt.Sprintf("; %d of %d not back within %v", timedOut, len(back), r.Params.BackTimeout)
+			}
+			fmt.Fprintf(s, "| %s | %d | %s | %.2f %% (%.2f %%) | %.1f s | %s |\n", n.key(), n.TTL, n.Note,
+				median(fail), slices.Max(fail), median(until), backCell)
 		}
 		s.WriteString("\nEvery trial: ")
 		for i, t := range trials {

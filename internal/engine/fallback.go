@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/miekg/dns"
@@ -43,6 +44,17 @@ func (p *pool) addFallback(cands []cand, chain []group, auto bool) {
 	if _, cname := p.rrs[0].(*dns.CNAME); cname {
 		return // a CNAME RRset is one record (RFC 2181 10.1)
 	}
+	if auto && len(p.rrs) == 1 {
+		// The one record has every first address; a second would take
+		// half of them behind a shuffling resolver.
+		for _, c := range cands {
+			if c.available && !sameTarget(c.rr, p.rrs[0]) && slices.ContainsFunc(chain, func(g group) bool { return g.has(c) }) {
+				p.fbMoved = &fallbackMove{Target: rrTargetString(p.rrs[0]), Set: 1, Shuffled: 0.5}
+				break
+			}
+		}
+		return // (nothing to fall back on anyway otherwise)
+	}
 	fb := newFallback(p, cands, chain)
 	if fb == nil {
 		return
@@ -63,17 +75,17 @@ func (p *pool) addFallback(cands []cand, chain []group, auto bool) {
 // endpoint in another cluster than the record's, else of the first tier
 // with another endpoint. nil when no record has anything to fall back on.
 func newFallback(p *pool, cands []cand, chain []group) *fallback {
-	fb := &fallback{}
-	var weights []uint32
-	var tiers []int
-	seen := map[string]bool{}
+	n := len(cands)
+	fb := &fallback{rrs: make([]dns.RR, 0, n), owner: make([]string, 0, n)}
+	weights, tiers := make([]uint32, 0, n), make([]int, 0, n)
+	seen := make([]string, 0, n) // the candidates' targets (few: a linear search)
 	for gi, g := range chain {
 		for _, zero := range []bool{false, true} {
 			for _, c := range cands {
-				if !g.has(c) || !c.available || (c.weight == 0) != zero || seen[c.target] {
+				if !g.has(c) || !c.available || (c.weight == 0) != zero || slices.Contains(seen, c.target) {
 					continue
 				}
-				seen[c.target] = true
+				seen = append(seen, c.target)
 				w, tier := c.weight, 2*gi
 				if zero {
 					w, tier = 1, tier+1
@@ -91,15 +103,16 @@ func newFallback(p *pool, cands []cand, chain []group) *fallback {
 		return nil
 	}
 	some := false
-	byCluster := map[string]int{} // a cluster's first record: the others of it share its lists
+	fb.next, fb.cum = make([][]int, 0, len(p.rrs)), make([][]uint32, 0, len(p.rrs))
+	clusters := make([]string, 0, len(p.rrs))
 	for ri, first := range p.rrs {
 		cluster := clusterOf(first, cands)
-		if k, ok := byCluster[cluster]; ok && len(fb.next[k]) > 0 && fb.owner[fb.next[k][0]] != cluster {
+		clusters = append(clusters, cluster)
+		if k := slices.Index(clusters[:ri], cluster); k >= 0 && len(fb.next[k]) > 0 && fb.owner[fb.next[k][0]] != cluster {
 			// from another cluster: the same for every record of this one
 			fb.next, fb.cum = append(fb.next, fb.next[k]), append(fb.cum, fb.cum[k])
 			continue
 		}
-		byCluster[cluster] = ri
 		var next []int
 		var cum []uint32
 		for _, otherCluster := range []bool{true, false} {
@@ -143,39 +156,48 @@ func clusterOf(rr dns.RR, cands []cand) string {
 // likely), or nil when none moves: the share of t becomes
 // ½·P(pick t) + ½·P(t second) over the replies of two records.
 func (fb *fallback) moves(p *pool) *fallbackMove {
-	total := float64(p.total())
-	var order []string // targets: the pool's records, then the candidates
-	set, shuffled := map[string]float64{}, map[string]float64{}
-	add := func(m map[string]float64, rr dns.RR, share float64) {
-		t := rrTargetString(rr)
-		if _, seen := set[t]; !seen {
-			order, set[t] = append(order, t), 0
+	// Shares by candidate index; a pool record is one of the candidates
+	// (its slot found by target), or gets a slot of its own past them.
+	n := len(fb.rrs)
+	set, shuffled := make([]float64, n+len(p.rrs)), make([]float64, n+len(p.rrs))
+	slot := func(i int) int {
+		for j, rr := range fb.rrs {
+			if sameTarget(rr, p.rrs[i]) {
+				return j
+			}
 		}
-		m[t] += share
+		return n + i
 	}
-	for i, rr := range p.rrs {
-		pick := float64(p.weights[i]) / total
-		add(set, rr, pick)
+	total := float64(p.total())
+	for i := range p.rrs {
+		pick, k := float64(p.weights[i])/total, slot(i)
+		set[k] += pick
 		next, cum := fb.next[i], fb.cum[i]
 		if len(next) == 0 {
-			add(shuffled, rr, pick)
+			shuffled[k] += pick
 			continue
 		}
-		add(shuffled, rr, pick/2)
+		shuffled[k] += pick / 2
 		sum, prev := float64(cum[len(cum)-1]), uint32(0)
-		for k, j := range next {
-			add(shuffled, fb.rrs[j], pick/2*float64(cum[k]-prev)/sum)
-			prev = cum[k]
+		for x, j := range next {
+			shuffled[j] += pick / 2 * float64(cum[x]-prev) / sum
+			prev = cum[x]
 		}
 	}
-	var worst *fallbackMove
-	for _, t := range order {
-		d := math.Abs(shuffled[t] - set[t])
-		if d > 1e-9 && (worst == nil || d > math.Abs(worst.Shuffled-worst.Set)+1e-9) {
-			worst = &fallbackMove{Target: t, Set: set[t], Shuffled: shuffled[t]}
+	worst, most := -1, 1e-9
+	for k := range set {
+		if d := math.Abs(shuffled[k] - set[k]); d > most+1e-9 || (worst < 0 && d > most) {
+			worst, most = k, d
 		}
 	}
-	return worst
+	if worst < 0 {
+		return nil
+	}
+	rr := p.rrs[max(0, worst-n)]
+	if worst < n {
+		rr = fb.rrs[worst]
+	}
+	return &fallbackMove{Target: rrTargetString(rr), Set: set[worst], Shuffled: shuffled[worst]}
 }
 
 // pick returns the fallback for a reply whose first record is the pool's
