@@ -817,7 +817,7 @@ func (b *poolBuilder) build(cands []cand, chains [][]group) []*pool {
 			pools[i].makeSticky()
 		}
 		if p := pools[i]; p != nil && b.ms.FallbackAnswer != model.FallbackOff && p.max == 1 && !p.failOpen && !p.sticky {
-			p.addFallback(cands, chain, b.ms.FallbackAnswer == model.FallbackAuto)
+			p.addFallback(cands, chain, b.ms.FallbackAnswer != model.FallbackOn) // auto, or unset (the default)
 		}
 	}
 	if keep && pools[0] != nil {

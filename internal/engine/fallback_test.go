@@ -267,3 +267,16 @@ func TestExplainSaysWhyAutoLeavesTheFallbackOut(t *testing.T) {
 	e = fallbackModeSnapshot(t, nil, model.FallbackAuto).Explain("down.x.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("192.0.2.200"), Bits: 32}, false)
 	assert.Contains(t, e.Notes, "fallback_answer auto: each reply also carries, second, one available address of another cluster than the first's, drawn by weight from the first group that has one: 192.0.2.31 (east), 192.0.2.32 (west); a client whose first address refuses connections moves to it without asking DNS again")
 }
+
+func TestAnUnsetFallbackModeIsAuto(t *testing.T) {
+	s := fallbackModeSnapshot(t, nil, "", "w.x.test.", "down.x.test.")
+	resolver := Client{Addr: netip.MustParseAddr("192.0.2.200"), Bits: 32}
+	got, _ := replies(t, s, "w.x.test.", resolver, 2000)
+	for reply := range got {
+		assert.NotContains(t, reply, ",", "70/30 keeps one record per reply")
+	}
+	got, _ = replies(t, s, "down.x.test.", resolver, 2000)
+	for reply := range got {
+		assert.Contains(t, reply, ",", "two equal clusters get the fallback")
+	}
+}
