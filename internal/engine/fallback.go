@@ -26,6 +26,10 @@ type fallback struct {
 	// (empty: nothing to fall back on).
 	next [][]int
 	cum  [][]uint32
+	// lowPool[i] and low[j]: the pool's record i and candidate j with the
+	// lowest TTL of the two lists (a record in doubt has doubt_ttl), for
+	// a reply whose other record has it; nil when the TTLs are one.
+	lowPool, low []dns.RR
 }
 
 // fallbackMove is why an auto fallback was left out: behind a resolver that
@@ -66,7 +70,7 @@ func (p *pool) addFallback(cands []cand, chain []group, auto bool) {
 		}
 	}
 	p.fb = fb
-	fb.oneTTL(p)
+	fb.twins(p)
 }
 
 // newFallback lists the available endpoints, group by group of the chain,
@@ -241,17 +245,26 @@ func (p *pool) drawWithFallback(dst []dns.RR) []dns.RR {
 	if n := len(p.rrs); n > 1 {
 		first = p.search(rand.Uint32N(p.total()))
 	}
-	dst = append(dst, p.rrs[first])
-	if i := p.fb.pick(first); i >= 0 {
-		dst = append(dst, p.fb.rrs[i])
+	a := p.rrs[first]
+	i := p.fb.pick(first)
+	if i < 0 {
+		return append(dst, a)
 	}
-	return dst
+	b := p.fb.rrs[i]
+	switch ta, tb := a.Header().Ttl, b.Header().Ttl; {
+	case ta > tb:
+		a = p.fb.lowPool[first]
+	case tb > ta:
+		b = p.fb.low[i]
+	}
+	return append(dst, a, b)
 }
 
-// oneTTL makes the pool's and the fallback's records carry one TTL when
-// they differ (a record in doubt): a reply's two records are one RRset
-// (RFC 2181 5.2), so both get the shorter.
-func (fb *fallback) oneTTL(p *pool) {
+// twins prepares, when the pool's and the candidates' TTLs differ (a
+// record in doubt), each record's twin with the lowest TTL: a reply's two
+// records are one RRset (RFC 2181 5.2), so both carry the lower of their
+// two TTLs, and a reply without the record in doubt keeps the zone's.
+func (fb *fallback) twins(p *pool) {
 	low, high := ^uint32(0), uint32(0)
 	for _, list := range [][]dns.RR{p.rrs, fb.rrs} {
 		for _, rr := range list {
@@ -261,13 +274,17 @@ func (fb *fallback) oneTTL(p *pool) {
 	if low == high {
 		return
 	}
-	for _, list := range [][]dns.RR{p.rrs, fb.rrs} {
+	twin := func(list []dns.RR) []dns.RR {
+		out := make([]dns.RR, len(list))
 		for i, rr := range list {
+			out[i] = rr
 			if rr.Header().Ttl != low {
-				list[i] = withTTL(rr, low)
+				out[i] = withTTL(rr, low)
 			}
 		}
+		return out
 	}
+	fb.lowPool, fb.low = twin(p.rrs), twin(fb.rrs)
 }
 
 // sharePercent writes a fraction as a percentage to one decimal ("70%",

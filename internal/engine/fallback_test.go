@@ -280,3 +280,36 @@ func TestAnUnsetFallbackModeIsAuto(t *testing.T) {
 		assert.Contains(t, reply, ",", "two equal clusters get the fallback")
 	}
 }
+
+func TestOnlyRepliesCarryingAnEndpointInDoubtGetTheDoubtTTL(t *testing.T) {
+	f, err := config.Parse("f.yaml", []byte(`
+zones: [{apex: x.test, ttl: 30, nameservers: [{name: ns1.x.test, ipv4: [192.0.2.53]}]}]
+clusters: [{name: east, region: r1}, {name: west, region: r2}, {name: eu, region: r3}]
+services:
+  - name: w.x.test
+    endpoints: [{address: 192.0.2.1, cluster: east}, {address: 192.0.2.2, cluster: west}, {address: 192.0.2.3, cluster: eu}]
+`))
+	require.NoError(t, err)
+	s, err := Compile(&f.Desired, Options{Health: doubtHealth{doubt: map[string]bool{"w.x.test.|192.0.2.2": true}}})
+	require.NoError(t, err)
+	seen := map[bool]int{}
+	for range 3000 {
+		var r Result
+		s.Lookup("w.x.test.", dns.TypeA, Client{Addr: netip.MustParseAddr("192.0.2.200"), Bits: 32}, &r)
+		require.Len(t, r.Answer, 2, "three equal clusters: the pick and its fallback")
+		carries := false
+		for _, rr := range r.Answer {
+			carries = carries || rr.(*dns.A).A.String() == "192.0.2.2"
+		}
+		for _, rr := range r.Answer {
+			if carries {
+				assert.EqualValues(t, 5, rr.Header().Ttl, "a reply carrying the endpoint in doubt: both records get doubt_ttl")
+			} else {
+				assert.EqualValues(t, 30, rr.Header().Ttl, "a reply without it keeps the zone's TTL")
+			}
+		}
+		seen[carries]++
+	}
+	assert.NotZero(t, seen[true])
+	assert.NotZero(t, seen[false])
+}
