@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/netip"
@@ -615,7 +616,8 @@ func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRankin
 		for i, rr := range p.fb.rrs {
 			fbs = append(fbs, rrTargetString(rr)+" ("+p.fb.owner[i]+")")
 		}
-		e.Notes = append(e.Notes, "fallback_answer "+f.ms.FallbackAnswer+": each reply also carries, second, one available address of another cluster than the first's, drawn by weight from the first group that has one: "+
+		mode := cmp.Or(f.ms.FallbackAnswer, model.FallbackAuto)
+		e.Notes = append(e.Notes, "fallback_answer "+mode+": each reply also carries, second, one available address of another cluster than the first's, drawn by weight from the first group that has one: "+
 			strings.Join(fbs, ", ")+"; a client whose first address refuses connections moves to it without asking DNS again")
 	}
 	if m := p.fbMoved; m != nil {
