@@ -74,9 +74,11 @@ func answerTTLs(t *testing.T, m *instance, name string) map[string]int {
 
 // TestAnswersInDoubtCarryTheShortTTL: with dig, a stable answer carries
 // the zone's TTL (30), an answer carrying an endpoint whose failed probe is
-// being re-checked carries doubt_ttl (5), the survivor's answers the zone's
-// TTL again, and after a recovery the endpoint is answered with doubt_ttl
-// until the flap window has passed.
+// being re-checked carries doubt_ttl (5), the survivor's answers doubt_ttl
+// while the endpoint is out but may come back (down less than the flap
+// window), then the zone's TTL; during the hold-down before its return
+// doubt_ttl again, and after a recovery the endpoint is answered with
+// doubt_ttl until the flap window has passed.
 func TestAnswersInDoubtCarryTheShortTTL(t *testing.T) {
 	port := freePort(t)
 	victim, other := "127.0.0.95", "127.0.0.96"
@@ -137,27 +139,29 @@ func TestAnswersInDoubtCarryTheShortTTL(t *testing.T) {
 	require.Contains(t, during[victim], 5, "while its failed probe is re-checked, answers carrying it have doubt_ttl: %v", during)
 	t.Logf("FIGURE doubt TTL: while %s's failed probe was re-checked, dig answers carrying it: %v (TTL: count); the survivor's: %v", victim, during[victim], during[other])
 
+	// Out, but it may come back soon (down less than the flap window): the
+	// answers it is missing from carry doubt_ttl, so that resolvers see its
+	// return soon; once it has been down for the flap window, the zone's TTL.
+	outAt := time.Now()
+	returning, _ := healthMarks(t, m)
+	require.Equal(t, map[string]bool{victim: true, other: false}, returning, "GET /v1/health marks it returning")
+	require.Contains(t, m.metrics(t), "meridian_endpoints_returning 1")
+	n = 0
+	awaiting := poll("10 answers of the survivor", 10*time.Second, func(map[string]int) bool { n++; return n == 10 })
+	require.Contains(t, awaiting[other], 5, "while %s may come back soon, the survivor's answers have doubt_ttl: %v", victim, awaiting)
+	settledOut := poll(victim+" out for the flap window: the survivor at the zone's TTL", 20*time.Second, func(a map[string]int) bool { return a[other] == 30 })
+	t.Logf("FIGURE doubt TTL: while %s was out and might come back, the survivor's answers: %v (TTL: count); the zone's TTL again %s after it left (flap_window 6s)",
+		victim, settledOut[other], time.Since(outAt).Round(100*time.Millisecond))
 	n = 0
 	after := poll("40 answers of the survivor", 10*time.Second, func(map[string]int) bool { n++; return n == 40 })
-	require.Equal(t, []int{30}, ttlKeys(after[other]), "the survivor is not in doubt: the zone's TTL: %v", after)
+	require.Equal(t, []int{30}, ttlKeys(after[other]), "out for longer than the flap window, the victim is not awaited: the zone's TTL: %v", after)
+	require.Contains(t, m.metrics(t), "meridian_endpoints_returning 0")
 
 	vb.failing.Store(false)
 	back := poll(victim+" back in the answers", 20*time.Second, func(a map[string]int) bool { _, ok := a[victim]; return ok })
 	require.Equal(t, []int{5}, ttlKeys(back[victim]), "just recovered (a failure within the flap window): doubt_ttl: %v", back)
-	var rep struct {
-		Endpoints []struct {
-			Target  string `json:"target"`
-			InDoubt bool   `json:"in_doubt"`
-		} `json:"endpoints"`
-	}
-	resp, err := http.Get(m.http + "/v1/health")
-	require.NoError(t, err)
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
-	resp.Body.Close()
-	doubted := map[string]bool{}
-	for _, e := range rep.Endpoints {
-		doubted[e.Target] = e.InDoubt
-	}
+	require.Contains(t, back[other], 5, "during its hold-down before the return, the survivor's answers have doubt_ttl: %v", back)
+	_, doubted := healthMarks(t, m)
 	require.Equal(t, map[string]bool{victim: true, other: false}, doubted, "GET /v1/health marks it in_doubt")
 	require.Contains(t, m.metrics(t), "meridian_endpoints_in_doubt 1")
 
@@ -179,4 +183,25 @@ func ttlKeys(m map[int]int) []int {
 		}
 	}
 	return out
+}
+
+// healthMarks is GET /v1/health's returning and in_doubt per endpoint.
+func healthMarks(t *testing.T, m *instance) (returning, inDoubt map[string]bool) {
+	t.Helper()
+	var rep struct {
+		Endpoints []struct {
+			Target    string `json:"target"`
+			InDoubt   bool   `json:"in_doubt"`
+			Returning bool   `json:"returning"`
+		} `json:"endpoints"`
+	}
+	resp, err := http.Get(m.http + "/v1/health")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&rep))
+	returning, inDoubt = map[string]bool{}, map[string]bool{}
+	for _, e := range rep.Endpoints {
+		returning[e.Target], inDoubt[e.Target] = e.Returning, e.InDoubt
+	}
+	return returning, inDoubt
 }

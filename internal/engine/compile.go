@@ -698,6 +698,10 @@ type EndpointStatus struct {
 	// Doubt: answered but in doubt (DoubtHealth): answers carrying it get
 	// the service's doubt_ttl.
 	Doubt bool
+	// Returning: down by its own health (not drained, forced down or its
+	// cluster's state) but may come back soon (DoubtHealth): the answers of
+	// the pools it is missing from get the service's doubt_ttl.
+	Returning bool
 }
 
 // cand is one endpoint as a compile sees it.
@@ -710,7 +714,9 @@ type cand struct {
 	held      bool // drained or forced down: an operator's "not this one", never answered
 	rr        dns.RR
 	rrOpen    dns.RR // the same record with the fail-open TTL
-	rrDoubt   dns.RR // the same record with the doubt TTL, when in doubt (else nil)
+	rrDoubt   dns.RR // the same record with the doubt TTL, when it or the service has an endpoint in doubt (else nil)
+	doubt     bool   // answered but in doubt: answers carrying it get rrDoubt
+	returning bool   // down by its own health but may come back soon: the pools it is missing from answer rrDoubt
 }
 
 // compileService compiles one service: its endpoints' records and status,
@@ -741,12 +747,15 @@ func compileService(ms *model.Service, clusters map[string]*model.Cluster, h Hea
 // the endpoints as candidates with their records, by family.
 func (svc *service) candidates(ms *model.Service, clusters map[string]*model.Cluster, h Health, capa Capacity) (v4, v6, cn []cand) {
 	ttl, openTTL, doubtTTL := uint32(ms.TTL), uint32(ms.FailOpenTTL), uint32(ms.DoubtTTL)
+	returning := false
 	for i := range ms.Endpoints {
 		e := &ms.Endpoints[i]
 		st := endpointStatus(ms, e, clusters, h, capa)
 		svc.status = append(svc.status, st)
 		target, drained := st.Target, st.Drained
-		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, st.Capacity), available: st.State != Down && !drained, held: drained || st.Forced}
+		x := cand{target: target, cluster: e.Cluster, weight: drawWeight(*e.Weight, st.Capacity), available: st.State != Down && !drained, held: drained || st.Forced,
+			doubt: st.Doubt && doubtTTL < ttl, returning: st.Returning && doubtTTL < ttl}
+		returning = returning || x.returning
 		if e.Priority != nil {
 			x.priority = *e.Priority
 		}
@@ -768,10 +777,19 @@ func (svc *service) candidates(ms *model.Service, clusters map[string]*model.Clu
 				dst = &v6
 			}
 		}
-		if st.Doubt && doubtTTL < ttl {
+		if x.doubt {
 			x.rrDoubt = withTTL(x.rr, doubtTTL)
 		}
 		*dst = append(*dst, x)
+	}
+	if returning { // every record may have to be answered with the doubt TTL (choose)
+		for _, list := range [][]cand{v4, v6, cn} {
+			for i := range list {
+				if list[i].rrDoubt == nil {
+					list[i].rrDoubt = withTTL(list[i].rr, doubtTTL)
+				}
+			}
+		}
 	}
 	return v4, v6, cn
 }
@@ -934,9 +952,21 @@ func failoverGroups(ms *model.Service) []group {
 // it is for probes that may be wrong, not for an operator who said "not
 // this one"; when every endpoint is drained or forced down the answer is
 // empty (nil) whatever when_all_down says.
+//
+// An endpoint that is down but may come back soon (cand.returning) in the
+// chosen group or a group before it would change the pool when it returns:
+// the pool answers every record with the doubt TTL (pool.awaits names it),
+// so that resolvers see the return soon. One in a later group would not.
 func choose(cands []cand, chain []group, max int, noData bool) *pool {
+	var awaits []string
 	for _, g := range chain {
-		if p := fromGroup(cands, g, max, func(c cand) bool { return c.available }, false); p != nil {
+		for _, c := range cands {
+			if c.returning && g.has(c) {
+				awaits = append(awaits, c.target)
+			}
+		}
+		if p := fromGroup(cands, g, max, func(c cand) bool { return c.available }, false, len(awaits) > 0); p != nil {
+			p.awaits = awaits
 			return p
 		}
 	}
@@ -944,14 +974,17 @@ func choose(cands []cand, chain []group, max int, noData bool) *pool {
 		return nil
 	}
 	for _, g := range chain {
-		if p := fromGroup(cands, g, max, func(c cand) bool { return !c.held }, true); p != nil {
+		if p := fromGroup(cands, g, max, func(c cand) bool { return !c.held }, true, false); p != nil {
 			return p
 		}
 	}
 	return nil
 }
 
-func fromGroup(cands []cand, g group, max int, usable func(cand) bool, failOpen bool) *pool {
+// fromGroup is the pool of group g's usable candidates: the weighted ones,
+// else the weight-0 ones. Records in doubt carry the doubt TTL, every
+// record does with short.
+func fromGroup(cands []cand, g group, max int, usable func(cand) bool, failOpen, short bool) *pool {
 	const noDoubt = ^uint32(0)
 	for _, zeroWeight := range []bool{false, true} {
 		var rrs []dns.RR
@@ -965,7 +998,7 @@ func fromGroup(cands []cand, g group, max int, usable func(cand) bool, failOpen 
 			switch {
 			case failOpen:
 				rr = c.rrOpen
-			case c.rrDoubt != nil:
+			case c.doubt || short && c.rrDoubt != nil:
 				rr = c.rrDoubt
 				doubtTTL = min(doubtTTL, rr.Header().Ttl)
 			}

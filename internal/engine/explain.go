@@ -102,6 +102,10 @@ type ExplainCandidate struct {
 	// down votes short of a decision, a failure within the flap window):
 	// answers carrying it get the service's doubt_ttl.
 	InDoubt bool `json:"in_doubt,omitempty"`
+	// Returning: down but may come back soon (down less than the flap
+	// window, or its hold-down ends within it): the answers it is missing
+	// from get the service's doubt_ttl.
+	Returning bool `json:"returning,omitempty"`
 }
 
 // Explain tells what the snapshot answers for qname/qtype asked by client,
@@ -553,7 +557,7 @@ func (f *serviceFacts) poolGroup() {
 // pool's total weight.
 func (x *explainer) candidate(f *serviceFacts, ep *explained, total uint32, st *stickyRanking) ExplainCandidate {
 	ms, p := f.ms, f.p
-	ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained, InDoubt: ep.st.Doubt}
+	ec := ExplainCandidate{Target: ep.st.Target, Cluster: ep.st.Cluster, Weight: ep.st.Weight, State: ep.st.State.String(), Drained: ep.st.Drained, InDoubt: ep.st.Doubt, Returning: ep.st.Returning}
 	ec.Note = ep.note
 	if cp := ep.st.Capacity; cp != nil {
 		c, eff := *cp, ep.st.EffectiveWeight()
@@ -632,6 +636,10 @@ func (x *explainer) answerNotes(e *Explanation, f *serviceFacts, st stickyRankin
 		if ep.poolIdx >= 0 && ep.st.Doubt && ep.family == f.family {
 			doubted = append(doubted, ep.st.Target)
 		}
+	}
+	if len(p.awaits) > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("out but may come back soon (down less than decision.flap_window, or its hold-down ends within it): %s; every reply has TTL %d (doubt_ttl) instead of %d, so resolvers see its return soon",
+			strings.Join(p.awaits, ", "), f.ms.DoubtTTL, f.ms.TTL))
 	}
 	if len(doubted) > 0 && f.ms.DoubtTTL < f.ms.TTL {
 		how := "replies carrying it have TTL %d (doubt_ttl) instead of %d, so resolvers ask again soon"

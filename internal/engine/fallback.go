@@ -95,7 +95,7 @@ func newFallback(p *pool, cands []cand, chain []group) *fallback {
 					w, tier = 1, tier+1
 				}
 				rr := c.rr
-				if c.rrDoubt != nil {
+				if c.doubt {
 					rr = c.rrDoubt
 				}
 				fb.rrs, fb.owner = append(fb.rrs, rr), append(fb.owner, c.cluster)

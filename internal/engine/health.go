@@ -34,10 +34,13 @@ type Health interface {
 	Cluster(name string) State
 }
 
-// DoubtHealth is implemented by a Health that knows which answered
-// endpoints are in doubt: a failed probe being re-checked, down votes
-// short of a decision, a failure within the flap window. Answers carrying
-// such an endpoint get the service's doubt_ttl (failover.Decision).
+// DoubtHealth is implemented by a Health that knows which endpoints are in
+// doubt (failover.Decision). For an answered endpoint: a failed probe being
+// re-checked, down votes short of a decision, a failure within the flap
+// window; answers carrying it get the service's doubt_ttl. For an endpoint
+// that is Down: it may come back soon (it failed within the flap window,
+// or its hold-down ends within it); the answers it is missing from get
+// doubt_ttl, so that resolvers see its return soon.
 type DoubtHealth interface {
 	Doubt(service, target string) bool
 }

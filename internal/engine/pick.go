@@ -25,6 +25,9 @@ type pool struct {
 	// share (fbMoved says which).
 	fb      *fallback
 	fbMoved *fallbackMove
+	// awaits: endpoints missing from the pool that may come back soon
+	// (cand.returning): every record has the doubt TTL (choose).
+	awaits []string
 }
 
 func newPool(rrs []dns.RR, weights []uint32, max int, failOpen bool) *pool {

@@ -133,17 +133,24 @@ func sameStatus(a, b EndpointStatus) bool {
 func endpointStatus(ms *model.Service, e *model.Endpoint, clusters map[string]*model.Cluster, h Health, capa Capacity) EndpointStatus {
 	c := clusters[e.Cluster]
 	target := e.Target()
-	state := h.Endpoint(ms.Name, target)
-	if e.State == model.StateDown || c.State == model.StateDown || h.Cluster(c.Name) == Down {
+	own := h.Endpoint(ms.Name, target)
+	state := own
+	clusterOut := c.State == model.StateDown || h.Cluster(c.Name) == Down
+	if e.State == model.StateDown || clusterOut {
 		state = Down
 	}
-	forced := e.State == model.StateDown || c.State == model.StateDown
-	doubt := false
-	if dh, ok := h.(DoubtHealth); ok && state != Down {
-		doubt = dh.Doubt(ms.Name, target)
+	forced, drained := e.State == model.StateDown || c.State == model.StateDown, e.Drain || c.Drain
+	doubt, returning := false, false
+	if dh, ok := h.(DoubtHealth); ok {
+		switch {
+		case state != Down:
+			doubt = dh.Doubt(ms.Name, target)
+		case own == Down && !forced && !drained && !clusterOut: // out by its own health, not an operator's or its cluster's
+			returning = dh.Doubt(ms.Name, target)
+		}
 	}
-	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: e.Drain || c.Drain, Forced: forced,
-		Capacity: capacityOf(ms, target, capa), Doubt: doubt}
+	return EndpointStatus{Target: target, Cluster: e.Cluster, Weight: *e.Weight, State: state, Drained: drained, Forced: forced,
+		Capacity: capacityOf(ms, target, capa), Doubt: doubt, Returning: returning}
 }
 
 // namesShareable reports whether the zones' owner names can start from

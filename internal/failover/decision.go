@@ -86,6 +86,11 @@ type EndpointState struct {
 	// after a failed probe (Input.Doubt). Answers carrying it get the
 	// service's doubt_ttl, so that resolvers ask again soon.
 	Doubt bool
+	// Returning: out of the answers (Down) but may come back soon: it went
+	// down less than the flap window ago, or its hold-down ends within it.
+	// The answers it is missing from get the service's doubt_ttl, so that
+	// resolvers see its return soon instead of after the zone's TTL.
+	Returning bool
 	Timeline
 }
 
@@ -140,10 +145,22 @@ func (d *Decision) Endpoint(service, target string) engine.State {
 }
 
 // Doubt implements engine.DoubtHealth: the endpoint is answered but in
-// doubt (EndpointState.Doubt).
+// doubt (EndpointState.Doubt), or it is out but may come back soon
+// (EndpointState.Returning).
 func (d *Decision) Doubt(service, target string) bool {
 	i, ok := d.endpointIndex(vote.EndpointSubject(service, target))
-	return ok && d.Endpoints[i].Doubt
+	return ok && (d.Endpoints[i].Doubt || d.returning(i))
+}
+
+// returning is endpoint i's Returning, unless its cluster has failed over
+// (its own return would not bring it back).
+func (d *Decision) returning(i int) bool {
+	e := &d.Endpoints[i]
+	if !e.Returning {
+		return false
+	}
+	c, ok := d.clusterIndex(e.Cluster)
+	return !ok || d.Clusters[c].State != FailedOver
 }
 
 // Cluster implements engine.Health: FailedOver is Down, a Ready monitored
@@ -202,7 +219,7 @@ func (d *Decision) SameStates(o *Decision) bool {
 			d.endpointEngineState(i) != o.endpointEngineState(i) {
 			return false
 		}
-		if a.Doubt != b.Doubt {
+		if a.Doubt != b.Doubt || d.returning(i) != o.returning(i) {
 			return false
 		}
 	}

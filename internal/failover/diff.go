@@ -48,7 +48,7 @@ func (d *Decision) ChangedSince(prev engine.Health) (services map[string]bool, o
 			// only if its own state does (as in SameStates).
 			a, b := &d.Endpoints[i], &o.Endpoints[j]
 			if (a.Cluster != b.Cluster || ownEngineState(a.State) != ownEngineState(b.State)) &&
-				d.endpointEngineState(i) != o.endpointEngineState(j) || a.Doubt != b.Doubt {
+				d.endpointEngineState(i) != o.endpointEngineState(j) || a.Doubt != b.Doubt || d.returning(i) != o.returning(j) {
 				services[d.Endpoints[i].Subject.Service] = true
 			}
 			i++

@@ -20,31 +20,36 @@ func TestDoubt(t *testing.T) {
 		says("east-1", vote.Up, ipWest, ipEU), says("east-2", vote.Up, ipWest, ipEU), says("west-1", vote.Up, ipWest, ipEU), says("eu-1", vote.Up, ipWest, ipEU))
 	reprobing := func(s vote.Subject) bool { return s == vote.EndpointSubject(app, ipEast) }
 	type step struct {
-		at     int // seconds after t0
-		votes  []vote.Vote
-		state  State
-		doubt  bool
-		braked bool // two removals at once: the brake holds one (west), east goes
+		at        int // seconds after t0
+		votes     []vote.Vote
+		state     State
+		doubt     bool
+		braked    bool // two removals at once: the brake holds one (west), east goes
+		returning bool // down but may come back soon
 	}
 	cases := []struct {
 		name  string
 		doubt func(vote.Subject) bool
 		steps []step
 	}{
-		{name: "every prober says up: no doubt", steps: []step{{0, everyoneUp(), Up, false, false}}},
+		{name: "every prober says up: no doubt", steps: []step{{0, everyoneUp(), Up, false, false, false}}},
 		{name: "down votes short of a decision put an answered endpoint in doubt", steps: []step{
-			{0, everyoneUp(), Up, false, false}, {1, oneRegionDown, Up, true, false}, {2, everyoneUp(), Up, false, false}}},
-		{name: "a down endpoint is not in doubt: it is not answered", steps: []step{
-			{0, everyoneUp(), Up, false, false}, {1, everyoneDown, Down, false, false}}},
+			{0, everyoneUp(), Up, false, false, false}, {1, oneRegionDown, Up, true, false, false}, {2, everyoneUp(), Up, false, false, false}}},
+		{name: "a down endpoint is not in doubt (it is not answered) but returning for the flap window after it went down, then settled", steps: []step{
+			{0, everyoneUp(), Up, false, false, false}, {1, everyoneDown, Down, false, false, true},
+			{60, everyoneDown, Down, false, false, true}, {61, everyoneDown, Down, false, false, false}}},
+		{name: "a long-down endpoint whose hold-down ends within the flap window is returning again", steps: []step{
+			{0, everyoneUp(), Up, false, false, false}, {1, everyoneDown, Down, false, false, true},
+			{100, everyoneDown, Down, false, false, false}, {101, everyoneUp(), Down, false, false, true}}},
 		{name: "a recovered endpoint stays in doubt for the flap window, then it is settled", steps: []step{
-			{0, everyoneUp(), Up, false, false}, {1, everyoneDown, Down, false, false}, {2, everyoneUp(), Down, false, false},
-			{5, everyoneUp(), Up, true, false}, {64, everyoneUp(), Up, true, false}, {65, everyoneUp(), Up, false, false}}},
+			{0, everyoneUp(), Up, false, false, false}, {1, everyoneDown, Down, false, false, true}, {2, everyoneUp(), Down, false, false, true},
+			{5, everyoneUp(), Up, true, false, false}, {64, everyoneUp(), Up, true, false, false}, {65, everyoneUp(), Up, false, false, false}}},
 		{name: "this node re-probing it after a failed probe puts it in doubt before any vote", doubt: reprobing, steps: []step{
-			{0, everyoneUp(), Up, true, false}}},
+			{0, everyoneUp(), Up, true, false, false}}},
 		{name: "a held removal (the brake) is in doubt: still answered", steps: []step{
-			{0, everyoneUp(), Up, false, false},
+			{0, everyoneUp(), Up, false, false, false},
 			{1, all(says("east-1", vote.Down, ipEast, ipWest), says("east-2", vote.Down, ipEast, ipWest), says("west-1", vote.Down, ipEast, ipWest), says("eu-1", vote.Down, ipEast, ipWest),
-				says("east-1", vote.Up, ipEU), says("east-2", vote.Up, ipEU), says("west-1", vote.Up, ipEU), says("eu-1", vote.Up, ipEU)), Down, true, true}}},
+				says("east-1", vote.Up, ipEU), says("east-2", vote.Up, ipEU), says("west-1", vote.Up, ipEU), says("eu-1", vote.Up, ipEU)), Down, true, true, false}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +64,10 @@ func TestDoubt(t *testing.T) {
 					require.True(t, e.Braked(), "at %ds: one of the two removals is held", st.at)
 				}
 				assert.Equal(t, st.doubt, e.Doubt, "at %ds: %s in doubt", st.at, e.Subject.Target)
-				assert.Equal(t, st.doubt, d.Doubt(app, e.Subject.Target), "Decision.Doubt agrees")
+				if !st.braked {
+					assert.Equal(t, st.returning, endpoint(t, d, ipEast).Returning, "at %ds: returning", st.at)
+				}
+				assert.Equal(t, st.doubt || st.returning, d.Doubt(app, e.Subject.Target), "Decision.Doubt agrees")
 			}
 		})
 	}

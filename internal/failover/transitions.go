@@ -41,9 +41,11 @@ func (c *calc) decideEndpoints(d *Decision) {
 			if e.State == Down {
 				c.holdDown(e.Subject, &e.State, &e.Timeline, Up, k, t, v)
 				e.Doubt = e.State != Down // released now: a failure within the flap window
+				e.Returning = e.State == Down && c.returning(&e.Timeline)
 				continue
 			}
 			c.forget(&e.Timeline)
+			e.Returning = false
 			e.Doubt = t.down > 0 || e.Failures > 0 || c.doubt != nil && c.doubt(e.Subject) // remove clears it
 			switch v {
 			case verdictUp:
@@ -124,6 +126,15 @@ func (c *calc) remove(e *EndpointState, k int, reason string) {
 	e.BrakeSince, e.HeldUntil, e.Doubt = time.Time{}, time.Time{}, false
 	e.Failures++
 	c.move(e.Subject, &e.State, &e.Timeline, Down, reason, c.voters(k, true))
+	e.Returning = c.returning(&e.Timeline)
+}
+
+// returning reports whether a subject that is down may come back soon: it
+// went down less than FlapWindow ago (a crash, a restart, a deploy), or its
+// hold-down ends within FlapWindow. (A long outage is settled: its answers
+// keep the zone's TTL.)
+func (c *calc) returning(tl *Timeline) bool {
+	return c.now.Sub(tl.Since) < c.p.FlapWindow || tl.Held() && tl.HeldUntil.Sub(c.now) <= c.p.FlapWindow
 }
 
 // decideClusters applies rule 7 to every cluster.

@@ -181,10 +181,13 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 	}
 	m.endpointState.Reset()
 	m.holdDown.Reset()
-	doubt := 0
+	doubt, returning := 0, 0
 	for _, e := range d.Endpoints {
 		if e.Doubt {
 			doubt++
+		}
+		if e.Returning {
+			returning++
 		}
 		v := 1.0
 		if e.State == failover.Down {
@@ -194,6 +197,7 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 		m.holdDown.WithLabelValues(e.Subject.Service, e.Subject.Target, e.Cluster).Set(e.HoldDown(p, e.State == failover.Down).Seconds())
 	}
 	m.doubt.Set(float64(doubt))
+	m.returning.Set(float64(returning))
 	for _, c := range d.Clusters {
 		for _, st := range []failover.State{failover.Ready, failover.Unreachable, failover.FailedOver} {
 			v := 0.0
@@ -260,7 +264,7 @@ func (f *Follower) Report() report.HealthReport {
 		for _, e := range d.Endpoints {
 			eh := report.EndpointHealth{Service: e.Subject.Service, Target: e.Subject.Target, Cluster: e.Cluster, State: e.State.String(),
 				Admin: adminSt[e.Subject], Since: e.Since, Reason: e.Reason, Voters: e.Voters, Failures: e.Failures, Braked: e.Braked(), Votes: votes[e.Subject],
-				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds(), InDoubt: e.Doubt}
+				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds(), InDoubt: e.Doubt, Returning: e.Returning}
 			if e.Held() {
 				t := e.HeldUntil
 				eh.HeldUntil = &t

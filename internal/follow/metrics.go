@@ -21,6 +21,7 @@ type Metrics struct {
 	holdDown      *prometheus.GaugeVec
 	holds         prometheus.Histogram
 	doubt         prometheus.Gauge
+	returning     prometheus.Gauge
 	latency       latencyMetrics // the latency view (latency.go)
 }
 
@@ -63,7 +64,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Answered endpoints in doubt (a failed probe being re-checked, down votes short of a decision, a failure within the flap window): answers carrying one get the service's doubt_ttl.",
 		}),
 	}
-	reg.MustRegister(m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds, m.doubt)
+	m.returning = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "meridian_endpoints_returning",
+		Help: "Endpoints out of the answers that may come back soon (down less than the flap window, or their hold-down ends within it): the answers they are missing from get the service's doubt_ttl.",
+	})
+	reg.MustRegister(m.endpointState, m.clusterState, m.events, m.detection, m.decideSeconds, m.holdDown, m.holds, m.doubt, m.returning)
 	m.latency = newLatencyMetrics(reg)
 	return m
 }

@@ -56,6 +56,9 @@ type EndpointHealth struct {
 	// InDoubt: answered but not settled; answers carrying it get the
 	// service's doubt_ttl (failover.EndpointState.Doubt).
 	InDoubt bool `json:"in_doubt,omitempty"`
+	// Returning: down but may come back soon; the answers it is missing
+	// from get the service's doubt_ttl (failover.EndpointState.Returning).
+	Returning bool `json:"returning,omitempty"`
 }
 
 // ClusterHealth is one cluster.
