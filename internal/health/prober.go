@@ -488,8 +488,12 @@ func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
 		t.sched.passed(d)
 	}
 	was := t.th.Status()
+	unconfirmed := err == nil && was == vote.Up && t.th.Heading() == vote.Down // a failure its re-probes did not confirm
 	s, changed := t.th.Observe(err == nil)
-	if changed && (was == vote.Down && s == vote.Up || was == vote.Up && s == vote.Down) {
+	if changed && (was == vote.Down && s == vote.Up || was == vote.Up && s == vote.Down) || unconfirmed {
+		// Watched: a flapping endpoint's next failure run starts within a
+		// second, so it fits a short down phase instead of waiting for a
+		// regular probe that happens to land early in one.
 		t.sched.turned(time.Now())
 	}
 	t.status.Store(uint32(s))

@@ -324,3 +324,34 @@ func TestProberWatchesAnEndpointThatCameBack(t *testing.T) {
 		assert.Equal(t, "watch", r.Reprobe, "probed at the shortened cycle after coming back, not after the regular hour")
 	}
 }
+
+// failNext fails the next n checks, then passes.
+type failNext struct{ n atomic.Int32 }
+
+func (c *failNext) Check(context.Context, netip.Addr) error {
+	if c.n.Add(-1) >= 0 {
+		return errors.New("connection refused")
+	}
+	return nil
+}
+
+func TestProberWatchesAnEndpointWhoseFailureItsReprobesDidNotConfirm(t *testing.T) {
+	noLeaks(t)
+	c := &failNext{}
+	tg := fastTarget("blip.example.com.", c, time.Second, 3, 2)
+	var rec recorder
+	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow()})
+	p.SetTargets([]Target{tg})
+	run(t, p)
+	rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
+	c.n.Store(1)
+	require.True(t, p.ConfirmNow(tg.Subject))
+	from := len(rs)
+	rs = rec.waitFor(t, tg.Subject, "one failure, its re-probe passing, and two more probes", func(rs []Result) bool { return len(rs) >= from+4 })
+	require.Error(t, rs[from].Err, "the confirmation probe fails")
+	require.NoError(t, rs[from+1].Err, "its re-probe passes: the failure is not confirmed")
+	assert.Equal(t, vote.Up, rs[from+1].Status)
+	for _, r := range rs[from+2 : from+4] {
+		assert.Equal(t, "watch", r.Reprobe, "watched after an unconfirmed failure (a flap's next failure run comes within a second), not left to the regular hour")
+	}
+}

@@ -68,7 +68,8 @@ func (k probeKind) reprobe() bool { return k > kindRegular }
 //   - Results are observed in start order: a result that comes back after
 //     the result of a probe started later is stale (superseded).
 //   - For watchIntervals intervals after the target turns Up from Down or
-//     Down from Up, its regular cycle is shortened to twice the fast
+//     Down from Up, or after a failure of an Up target that its re-probes
+//     did not confirm (a success cut the run short of fall), its regular cycle is shortened to twice the fast
 //     cadence, at least minWatchGap (watch probes, counted as re-probes):
 //     a flapping endpoint fails again while it is still held down, instead
 //     of being released between two regular probes, and a failed endpoint
@@ -171,10 +172,13 @@ func (s *schedule) fastReason(now time.Time, status, heading vote.Status) probeK
 func (s *schedule) slowAfter() time.Duration { return max(s.reprobe, 2*s.srtt) }
 
 // turned starts watching the target: its status changed between Up and
-// Down at now. A recovered endpoint is watched so that a flap fails again
+// Down at now, or a failure of an Up target was not confirmed by its
+// re-probes. A recovered endpoint is watched so that a flap fails again
 // while it is still held down; a failed one so that its restart is seen
 // within about a second instead of at its next regular probe (up to an
-// interval later): a first recovery waits only first_hold_down after it.
+// interval later): a first recovery waits only first_hold_down after it;
+// one whose failure passed unconfirmed so that, if it flaps, its next
+// failure run comes within a second and fits a short down phase.
 func (s *schedule) turned(now time.Time) {
 	s.watch = now.Add(watchIntervals * s.interval)
 }
