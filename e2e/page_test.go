@@ -294,10 +294,10 @@ func TestPageShowsAFailoverLive(t *testing.T) {
 		return l
 	}
 
-	waitFor("both endpoints decided up, their bars visible at about 50% over a live stream", 15*time.Second, func(st pageState) bool {
+	waitFor("both endpoints (and the AAAA one) decided up, their bars visible at about 50% over a live stream", 15*time.Second, func(st pageState) bool {
 		a, okA := st.Bars[victim]
 		b, okB := st.Bars[other]
-		return st.Mode == "live" && okA && okB && a.Visible && b.Visible && st.States[victim] == "up" && st.States[other] == "up" &&
+		return st.Mode == "live" && okA && okB && a.Visible && b.Visible && st.States[victim] == "up" && st.States[other] == "up" && st.States["::1"] == "up" &&
 			near(a.Share, 50) && near(b.Share, 50) && near(a.Width, 50) && near(b.Width, 50)
 	})
 	// What a reader sees: the heartbeat's age in words, no stringified
