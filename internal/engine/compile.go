@@ -960,8 +960,11 @@ func failoverGroups(ms *model.Service) []group {
 func choose(cands []cand, chain []group, max int, noData bool) *pool {
 	var awaits []string
 	for _, g := range chain {
+		weighted := slices.ContainsFunc(cands, func(c cand) bool { return c.available && c.weight > 0 && g.has(c) })
 		for _, c := range cands {
-			if c.returning && g.has(c) {
+			// A weight-0 standby's return changes nothing while a weighted
+			// endpoint of its group answers.
+			if c.returning && g.has(c) && !(weighted && c.weight == 0) && !slices.Contains(awaits, c.target) {
 				awaits = append(awaits, c.target)
 			}
 		}

@@ -91,6 +91,9 @@ type EndpointState struct {
 	// The answers it is missing from get the service's doubt_ttl, so that
 	// resolvers see its return soon instead of after the zone's TTL.
 	Returning bool
+	// FellFromUp: the last move to Down was from Up (not from Unknown, as
+	// after a restart of this process or for a new endpoint).
+	FellFromUp bool
 	Timeline
 }
 
@@ -151,6 +154,11 @@ func (d *Decision) Doubt(service, target string) bool {
 	i, ok := d.endpointIndex(vote.EndpointSubject(service, target))
 	return ok && (d.Endpoints[i].Doubt || d.returning(i))
 }
+
+// EndpointReturning is endpoint i's Returning as the engine sees it: not
+// when its cluster has failed over (its own return would not bring it
+// back).
+func (d *Decision) EndpointReturning(i int) bool { return d.returning(i) }
 
 // returning is endpoint i's Returning, unless its cluster has failed over
 // (its own return would not bring it back).

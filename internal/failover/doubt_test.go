@@ -16,8 +16,7 @@ func TestDoubt(t *testing.T) {
 	oneRegionDown := all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast),
 		says("west-1", vote.Up, ipEast, ipWest, ipEU), says("eu-1", vote.Up, ipEast, ipWest, ipEU),
 		says("east-1", vote.Up, ipWest, ipEU), says("east-2", vote.Up, ipWest, ipEU))
-	everyoneDown := all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Down, ipEast),
-		says("east-1", vote.Up, ipWest, ipEU), says("east-2", vote.Up, ipWest, ipEU), says("west-1", vote.Up, ipWest, ipEU), says("eu-1", vote.Up, ipWest, ipEU))
+	everyoneDown := eastDownEverywhere()
 	reprobing := func(s vote.Subject) bool { return s == vote.EndpointSubject(app, ipEast) }
 	type step struct {
 		at        int // seconds after t0
@@ -84,4 +83,35 @@ func TestAChangeOfDoubtIsAChangeOfState(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, map[string]bool{app: true}, changed)
 	var _ engine.DoubtHealth = b
+
+	// Returning flips when the endpoint has been down for the flap window:
+	// the answers it is missing from get the zone's TTL again.
+	w = newWorld(t, fixture(t))
+	w.at(0, everyoneUp()...)
+	w.at(s(1), eastDownEverywhere()...)
+	before := w.at(s(60), eastDownEverywhere()...)
+	require.True(t, endpoint(t, before, ipEast).Returning)
+	after := w.at(s(61), eastDownEverywhere()...)
+	require.False(t, endpoint(t, after, ipEast).Returning)
+	assert.True(t, after.StatesChanged, "the engine must recompile: the survivors' TTL changes")
+	changed, ok = after.ChangedSince(before)
+	require.True(t, ok)
+	assert.Equal(t, map[string]bool{app: true}, changed)
+}
+
+func TestAnEndpointFirstDecidedDownIsNotAwaited(t *testing.T) {
+	// After this process restarts (no previous decision), an endpoint that
+	// may have been dead for long is decided down from Unknown: not awaited.
+	w := newWorld(t, fixture(t))
+	d := w.at(0, eastDownEverywhere()...)
+	e := endpoint(t, d, ipEast)
+	require.Equal(t, Down, e.State)
+	assert.False(t, e.Returning)
+	assert.False(t, d.Doubt(app, ipEast))
+}
+
+// eastDownEverywhere: every prober says east is down, west and eu up.
+func eastDownEverywhere() []vote.Vote {
+	return all(says("east-1", vote.Down, ipEast), says("east-2", vote.Down, ipEast), says("west-1", vote.Down, ipEast), says("eu-1", vote.Down, ipEast),
+		says("east-1", vote.Up, ipWest, ipEU), says("east-2", vote.Up, ipWest, ipEU), says("west-1", vote.Up, ipWest, ipEU), says("eu-1", vote.Up, ipWest, ipEU))
 }

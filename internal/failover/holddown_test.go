@@ -182,7 +182,8 @@ func TestHoldDownChanges(t *testing.T) {
 	d = w.at(s(10), eastUp...)
 	assert.Equal(t, []string{ipEast + " down->down hold-down"}, reasons(d), "held after recovery")
 	assert.Equal(t, []string{"east-1", "eu-1", "west-1"}, d.Changes[0].Voters)
-	assert.False(t, d.StatesChanged, "a hold event does not change what the engine sees")
+	assert.True(t, endpoint(t, d, ipEast).Returning, "held, it comes back within the flap window")
+	assert.True(t, d.StatesChanged, "first decided down from unknown it was not awaited; held, it is: the answers it is missing from get doubt_ttl")
 
 	d = w.at(s(40), eastUp...)
 	assert.Equal(t, []string{ipEast + " down->up hold-down"}, reasons(d), "released after hold-down")

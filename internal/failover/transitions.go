@@ -41,7 +41,7 @@ func (c *calc) decideEndpoints(d *Decision) {
 			if e.State == Down {
 				c.holdDown(e.Subject, &e.State, &e.Timeline, Up, k, t, v)
 				e.Doubt = e.State != Down // released now: a failure within the flap window
-				e.Returning = e.State == Down && c.returning(&e.Timeline)
+				e.Returning = e.State == Down && !c.eps[k].adminOut && c.returning(e)
 				continue
 			}
 			c.forget(&e.Timeline)
@@ -125,16 +125,18 @@ func (c *calc) brake(d *Decision, pending []removal, healthy int) {
 func (c *calc) remove(e *EndpointState, k int, reason string) {
 	e.BrakeSince, e.HeldUntil, e.Doubt = time.Time{}, time.Time{}, false
 	e.Failures++
+	e.FellFromUp = e.State == Up
 	c.move(e.Subject, &e.State, &e.Timeline, Down, reason, c.voters(k, true))
-	e.Returning = c.returning(&e.Timeline)
+	e.Returning = !c.eps[k].adminOut && c.returning(e)
 }
 
-// returning reports whether a subject that is down may come back soon: it
-// went down less than FlapWindow ago (a crash, a restart, a deploy), or its
-// hold-down ends within FlapWindow. (A long outage is settled: its answers
-// keep the zone's TTL.)
-func (c *calc) returning(tl *Timeline) bool {
-	return c.now.Sub(tl.Since) < c.p.FlapWindow || tl.Held() && tl.HeldUntil.Sub(c.now) <= c.p.FlapWindow
+// returning reports whether an endpoint that is down may come back soon:
+// it went down from Up less than FlapWindow ago (a crash, a restart, a
+// deploy; not one first decided down from Unknown, as after this process
+// restarted: it may have been dead for long), or its hold-down ends within
+// FlapWindow. (A long outage is settled: its answers keep the zone's TTL.)
+func (c *calc) returning(e *EndpointState) bool {
+	return e.FellFromUp && c.now.Sub(e.Since) < c.p.FlapWindow || e.Held() && e.HeldUntil.Sub(c.now) <= c.p.FlapWindow
 }
 
 // decideClusters applies rule 7 to every cluster.

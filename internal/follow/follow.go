@@ -182,11 +182,11 @@ func (f *Follower) record(d *failover.Decision, now time.Time, p failover.Params
 	m.endpointState.Reset()
 	m.holdDown.Reset()
 	doubt, returning := 0, 0
-	for _, e := range d.Endpoints {
+	for i, e := range d.Endpoints {
 		if e.Doubt {
 			doubt++
 		}
-		if e.Returning {
+		if d.EndpointReturning(i) {
 			returning++
 		}
 		v := 1.0
@@ -261,10 +261,10 @@ func (f *Follower) Report() report.HealthReport {
 		for _, o := range d.Outliers {
 			outliers[o.Prober] = true
 		}
-		for _, e := range d.Endpoints {
+		for i, e := range d.Endpoints {
 			eh := report.EndpointHealth{Service: e.Subject.Service, Target: e.Subject.Target, Cluster: e.Cluster, State: e.State.String(),
 				Admin: adminSt[e.Subject], Since: e.Since, Reason: e.Reason, Voters: e.Voters, Failures: e.Failures, Braked: e.Braked(), Votes: votes[e.Subject],
-				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds(), InDoubt: e.Doubt, Returning: e.Returning}
+				HoldDownSeconds: e.HoldDown(params, e.State == failover.Down).Seconds(), InDoubt: e.Doubt, Returning: d.EndpointReturning(i)}
 			if e.Held() {
 				t := e.HeldUntil
 				eh.HeldUntil = &t

@@ -488,13 +488,17 @@ func (p *Prober) probe(t *target, seq uint64, kind probeKind) {
 		t.sched.passed(d)
 	}
 	was := t.th.Status()
-	unconfirmed := err == nil && was == vote.Up && t.th.Heading() == vote.Down // a failure its re-probes did not confirm
+	now := time.Now()
+	// A failure its re-probes did not confirm starts a watch, but does not
+	// extend one: under random loss the watch's extra probes would find the
+	// next such failure and keep the endpoint watched for good.
+	unconfirmed := err == nil && was == vote.Up && t.th.Heading() == vote.Down && !t.sched.watching(now)
 	s, changed := t.th.Observe(err == nil)
 	if changed && (was == vote.Down && s == vote.Up || was == vote.Up && s == vote.Down) || unconfirmed {
 		// Watched: a flapping endpoint's next failure run starts within a
 		// second, so it fits a short down phase instead of waiting for a
 		// regular probe that happens to land early in one.
-		t.sched.turned(time.Now())
+		t.sched.turned(now)
 	}
 	t.status.Store(uint32(s))
 	log := p.log.With("service", t.Subject.Service, "endpoint", t.Subject.Target, "kind", t.Check.Kind)

@@ -183,6 +183,9 @@ func (s *schedule) turned(now time.Time) {
 	s.watch = now.Add(watchIntervals * s.interval)
 }
 
+// watching reports whether the target is watched at now.
+func (s *schedule) watching(now time.Time) bool { return now.Before(s.watch) }
+
 // passed records the duration of a passed probe in the smoothed duration.
 func (s *schedule) passed(d time.Duration) {
 	if s.srtt == 0 {
