@@ -41,6 +41,17 @@ func (c *switchChecker) Check(context.Context, netip.Addr) error {
 	return nil
 }
 
+// proberOf runs a prober of the one target tg (its first regular probe at
+// once) until the test ends, and returns it with the results it records.
+func proberOf(t *testing.T, tg Target) (*Prober, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow()})
+	p.SetTargets([]Target{tg})
+	run(t, p)
+	return p, rec
+}
+
 // firstProbeNow makes the first regular probe of every target start at once.
 func firstProbeNow() *rand.Rand { return rand.New(constSource(0)) }
 
@@ -100,10 +111,7 @@ func TestProberOverlapsReprobesOfAnEndpointThatDoesNotAnswer(t *testing.T) {
 	noLeaks(t)
 	h := &hangingEndpoint{}
 	tg := fastTarget("hang.example.com.", h, 200*time.Millisecond, 3, 2)
-	var rec recorder
-	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow()})
-	p.SetTargets([]Target{tg})
-	run(t, p)
+	_, rec := proberOf(t, tg)
 
 	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 	require.Len(t, rs, 3, "down at the third timeout")
@@ -192,10 +200,7 @@ func TestProberFlappingEndpointIsNotAProbeStorm(t *testing.T) {
 	noLeaks(t)
 	tg := fastTarget("flap.example.com.", &alternating{}, time.Second, 3, 2)
 	tg.Check.Interval = model.Duration(60 * time.Millisecond)
-	var rec recorder
-	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow()})
-	p.SetTargets([]Target{tg})
-	run(t, p)
+	_, rec := proberOf(t, tg)
 
 	rs := rec.waitFor(t, tg.Subject, "40 results", func(rs []Result) bool { return len(rs) >= 40 })
 	run, regular := 0, 0
@@ -307,10 +312,7 @@ func TestProberWatchesAnEndpointThatCameBack(t *testing.T) {
 	c := &switchChecker{}
 	c.down.Store(true)
 	tg := fastTarget("back.example.com.", c, time.Second, 2, 2)
-	var rec recorder
-	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow()})
-	p.SetTargets([]Target{tg})
-	run(t, p)
+	p, rec := proberOf(t, tg)
 	rs := rec.waitFor(t, tg.Subject, "down", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Down); return ok })
 	c.down.Store(false)
 	require.True(t, p.ConfirmNow(tg.Subject))
@@ -339,10 +341,7 @@ func TestProberWatchesAnEndpointWhoseFailureItsReprobesDidNotConfirm(t *testing.
 	noLeaks(t)
 	c := &failNext{}
 	tg := fastTarget("blip.example.com.", c, time.Second, 3, 2)
-	var rec recorder
-	p := NewProber(ProberOptions{Logger: quiet, OnResult: rec.add, Rand: firstProbeNow()})
-	p.SetTargets([]Target{tg})
-	run(t, p)
+	p, rec := proberOf(t, tg)
 	rs := rec.waitFor(t, tg.Subject, "up", func(rs []Result) bool { _, ok := changedTo(rs, 0, vote.Up); return ok })
 	c.n.Store(1)
 	require.True(t, p.ConfirmNow(tg.Subject))
